@@ -1,0 +1,152 @@
+//! Extractors that turn every malformed request into a problem document instead of axum's
+//! plain-text rejections: the caller's identity, JSON bodies, path ids and list parameters.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::problem::Problem;
+use crate::blog::PageSize;
+use crate::domain::UserId;
+use crate::error::Error;
+
+/// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
+/// cannot forge it there because the platform strips incoming copies.
+pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
+
+/// The authenticated caller. Commands take it; queries are public.
+#[derive(Debug, Clone)]
+pub struct Caller(pub UserId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let value = parts
+            .headers
+            .get(PRINCIPAL_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .ok_or(Error::Unauthenticated)?;
+        UserId::parse(value)
+            .map(Caller)
+            .map_err(|_| Error::Unauthenticated)
+    }
+}
+
+/// `axum::Json` with problem-document rejections: 415 without a JSON content type, 413 past
+/// the body limit, 400 for malformed JSON or fields of the wrong type.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(json_problem(rejection)),
+        }
+    }
+}
+
+fn json_problem(rejection: JsonRejection) -> Problem {
+    match rejection {
+        JsonRejection::MissingJsonContentType(_) => Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            "send the body as JSON with Content-Type: application/json",
+        ),
+        JsonRejection::JsonSyntaxError(e) => {
+            Problem::new(StatusCode::BAD_REQUEST, "malformed-json", e.body_text())
+        }
+        JsonRejection::JsonDataError(e) => {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid-body", e.body_text())
+        }
+        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                "the request body is larger than 1 MiB",
+            )
+        }
+        other => Problem::new(
+            StatusCode::BAD_REQUEST,
+            "unreadable-body",
+            other.body_text(),
+        ),
+    }
+}
+
+/// `?limit=&continuation=` of the list operations.
+#[derive(Debug, Deserialize)]
+pub struct ListParams {
+    pub limit: Option<u32>,
+    pub continuation: Option<String>,
+}
+
+pub struct List {
+    pub size: PageSize,
+    pub continuation: Option<String>,
+}
+
+async fn list_params<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    default: PageSize,
+) -> Result<(PageSize, Option<String>), Problem> {
+    let params = axum::extract::Query::<ListParams>::from_request_parts(parts, state)
+        .await
+        .map_err(query_problem)?
+        .0;
+    let size =
+        PageSize::parse(params.limit, default).map_err(|e| Problem::from(&Error::from(e)))?;
+    Ok((size, params.continuation.filter(|c| !c.is_empty())))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for List {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let (size, continuation) = list_params(parts, state, PageSize::DEFAULT).await?;
+        Ok(List { size, continuation })
+    }
+}
+
+/// `?limit=` of the feed: 100 unless the caller asks for fewer.
+pub struct FeedLimit(pub PageSize);
+
+impl<S: Send + Sync> FromRequestParts<S> for FeedLimit {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let (size, _) = list_params(parts, state, PageSize::MAX).await?;
+        Ok(FeedLimit(size))
+    }
+}
+
+fn query_problem(rejection: QueryRejection) -> Problem {
+    Problem::new(
+        StatusCode::BAD_REQUEST,
+        "invalid-query",
+        rejection.body_text(),
+    )
+}
+
+/// The single path parameter of a route (an id, not yet validated), with a problem document
+/// when it cannot be decoded.
+pub struct PathParam(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| PathParam(value))
+            .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-path", e.body_text()))
+    }
+}

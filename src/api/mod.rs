@@ -1,0 +1,112 @@
+//! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()`; this module
+//! puts them together with the cross-cutting layers: body limit, panic guard, tracing, RU
+//! accounting, and problem documents for unknown routes and methods.
+
+pub mod extract;
+mod posts;
+pub mod problem;
+mod users;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef, Request};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::blog::Blog;
+use crate::store::{Page, charge};
+use problem::Problem;
+
+/// Request bodies above this are refused with 413 (SPEC 4).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The header that carries the request units a request consumed (Cosmos DB backend).
+pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub blog: Blog,
+}
+
+impl FromRef<AppState> for Blog {
+    fn from_ref(state: &AppState) -> Blog {
+        state.blog.clone()
+    }
+}
+
+/// A page of a list: `{"items": [...], "continuation": "<token>" | null}`.
+#[derive(Debug, Serialize)]
+pub struct PageBody<T> {
+    pub items: Vec<T>,
+    pub continuation: Option<String>,
+}
+
+impl<T> From<Page<T>> for PageBody<T> {
+    fn from(page: Page<T>) -> Self {
+        PageBody {
+            items: page.items,
+            continuation: page.continuation,
+        }
+    }
+}
+
+/// The API routes alone, without layers (what the Functions metadata must match).
+pub fn routes() -> Router<AppState> {
+    Router::new().merge(users::router()).merge(posts::router())
+}
+
+/// The complete HTTP application.
+pub fn app(state: AppState, extra: Router<AppState>) -> Router {
+    routes()
+        .merge(extra)
+        .route("/", get(ready))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(request_charge))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(panic_problem))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// The Functions host probes `/` until the custom handler answers.
+async fn ready() -> &'static str {
+    "ok"
+}
+
+async fn unknown_route() -> Problem {
+    Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
+}
+
+async fn method_not_allowed() -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this route does not accept that method",
+    )
+}
+
+fn panic_problem(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "something went wrong on our side; it has been logged",
+    )
+    .into_response()
+}
+
+/// Totals the RU charged by the store while handling the request.
+async fn request_charge(request: Request, next: Next) -> Response {
+    let (mut response, charged) = charge::measure(next.run(request)).await;
+    if charged > 0.0
+        && let Ok(value) = HeaderValue::from_str(&format!("{charged:.2}"))
+    {
+        response.headers_mut().insert(REQUEST_CHARGE_HEADER, value);
+    }
+    response
+}

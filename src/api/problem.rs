@@ -1,0 +1,122 @@
+//! RFC 9457 problem documents: every error the API returns. Each has a stable `code` (also
+//! the tail of `type`), the HTTP status, a short `title` and a human `detail`. Internal
+//! failures are logged in full and shown to callers only as a generic message.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::error::Error;
+
+pub const CONTENT_TYPE: &str = "application/problem+json";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    pub code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    #[serde(skip)]
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl Problem {
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            type_uri: format!("urn:cosmos-blog:problem:{code}"),
+            title: status.canonical_reason().unwrap_or("Error"),
+            status: status.as_u16(),
+            detail: detail.into(),
+            code,
+            field: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    fn status(&self) -> StatusCode {
+        StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let retry_after = self.retry_after_seconds;
+        let mut response = (status, Json(self)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        if let Some(seconds) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+impl From<&Error> for Problem {
+    fn from(error: &Error) -> Self {
+        match error {
+            Error::Validation(e) => Problem {
+                field: Some(e.field),
+                ..Problem::new(StatusCode::BAD_REQUEST, "invalid-field", e.to_string())
+            },
+            Error::Unauthenticated => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "this request needs the x-ms-client-principal-id header (set by App Service \
+                 Authentication)",
+            ),
+            Error::Forbidden(why) => Problem::new(StatusCode::FORBIDDEN, "forbidden", *why),
+            Error::NotFound { kind, .. } => {
+                let code = match *kind {
+                    "user" => "user-not-found",
+                    "post" => "post-not-found",
+                    _ => "not-found",
+                };
+                Problem::new(StatusCode::NOT_FOUND, code, error.to_string())
+            }
+            Error::InvalidContinuation => Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-continuation",
+                error.to_string(),
+            ),
+            Error::Conflict(why) => Problem::new(StatusCode::CONFLICT, "conflict", why.clone()),
+            Error::Throttled { retry_after } => Problem {
+                retry_after_seconds: Some(
+                    retry_after.map_or(1, |d| d.as_secs_f64().ceil().max(1.0) as u64),
+                ),
+                ..Problem::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "throttled",
+                    "the database is busy; retry after the time in Retry-After",
+                )
+            },
+            Error::Unavailable(_) => Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store-unavailable",
+                "the database cannot be reached; try again later",
+            ),
+            Error::Internal(_) => Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "something went wrong on our side; it has been logged",
+            ),
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        match &self {
+            Error::Internal(why) => tracing::error!(error = %why, "request failed"),
+            Error::Unavailable(why) => tracing::error!(error = %why, "store unavailable"),
+            Error::Throttled { .. } => tracing::warn!("store throttled the request"),
+            _ => tracing::debug!(error = %self, "request refused"),
+        }
+        Problem::from(&self).into_response()
+    }
+}

@@ -1,0 +1,462 @@
+//! The ten operations of SPEC 2 on the V3 model. Every read is one request to one logical
+//! partition; the counts of a post change in the same transactional batch as the comment or
+//! like that changes them. Backend-agnostic: it sees only [`Store`].
+
+mod paging;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use paging::{PageSize, decode_continuation, encode_continuation};
+
+use crate::domain::{
+    Comment, CommentContent, Like, Post, PostContent, PostId, Title, User, UserId, Username,
+};
+use crate::error::{Error, Result};
+use crate::store::{
+    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, SortOrder,
+    Store, StoreError,
+};
+
+/// Whether a command made something new or found/changed something that existed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Existing,
+}
+
+/// The feed holds this many of the most recent posts (SPEC 2).
+pub const FEED_SIZE: u32 = 100;
+/// All feed items share one logical partition: the value of their `/type` key.
+pub fn feed_partition() -> PartitionKey {
+    PartitionKey::single(Post::TYPE)
+}
+
+#[derive(Clone)]
+pub struct Blog {
+    store: Arc<dyn Store>,
+}
+
+/// Why one optimistic attempt did not go through.
+enum Attempt {
+    /// Someone else wrote first (etag mismatch or create race): read again and retry.
+    Stale,
+    Failed(Error),
+}
+
+impl From<Error> for Attempt {
+    fn from(error: Error) -> Self {
+        Attempt::Failed(error)
+    }
+}
+
+impl From<StoreError> for Attempt {
+    fn from(error: StoreError) -> Self {
+        Attempt::Failed(error.into())
+    }
+}
+
+/// Re-runs `attempt` while it loses optimistic-concurrency races, with jittered backoff so
+/// that many writers of one post spread out instead of colliding in lock step.
+async fn until_not_stale<T, F, Fut>(attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Attempt>>,
+{
+    let policy = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(2))
+        .with_max_delay(Duration::from_millis(100))
+        .with_max_times(60)
+        .with_jitter();
+    attempt
+        .retry(policy)
+        .when(|e| matches!(e, Attempt::Stale))
+        .await
+        .map_err(|e| match e {
+            Attempt::Stale => Error::Conflict(
+                "the item is being changed by many requests at once; try again".into(),
+            ),
+            Attempt::Failed(error) => error,
+        })
+}
+
+fn to_item(value: &impl Serialize) -> Result<Value> {
+    serde_json::to_value(value).map_err(Error::from)
+}
+
+fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
+    serde_json::from_value(value).map_err(Error::from)
+}
+
+fn user_partition(user_id: &UserId) -> PartitionKey {
+    PartitionKey::single(user_id.as_str())
+}
+
+fn post_partition(post_id: &PostId) -> PartitionKey {
+    PartitionKey::single(post_id.as_str())
+}
+
+impl Blog {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    // ---- users -------------------------------------------------------------------------
+
+    /// C1: create or rename the caller's own user.
+    pub async fn put_user(
+        &self,
+        caller: &UserId,
+        user_id: UserId,
+        username: Username,
+    ) -> Result<(User, Outcome)> {
+        if caller != &user_id {
+            return Err(Error::Forbidden("a user can only be written by itself"));
+        }
+        let wanted = User::new(user_id.clone(), username);
+        let pk = user_partition(&user_id);
+        until_not_stale(|| async {
+            let item = to_item(&wanted)?;
+            match self
+                .read::<User>(Container::Users, &pk, user_id.as_str())
+                .await?
+            {
+                None => match self.store.create_item(Container::Users, &pk, item).await {
+                    Ok(_) => Ok((wanted.clone(), Outcome::Created)),
+                    Err(StoreError::Conflict) => Err(Attempt::Stale),
+                    Err(e) => Err(e.into()),
+                },
+                Some((current, _)) if current == wanted => Ok((current, Outcome::Existing)),
+                Some((_, etag)) => {
+                    match self
+                        .store
+                        .replace_item(Container::Users, &pk, item, Some(&etag))
+                        .await
+                    {
+                        Ok(_) => Ok((wanted.clone(), Outcome::Existing)),
+                        Err(StoreError::PreconditionFailed | StoreError::NotFound) => {
+                            Err(Attempt::Stale)
+                        }
+                        Err(e) => Err(e.into()),
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    /// Q1.
+    pub async fn get_user(&self, user_id: &UserId) -> Result<User> {
+        self.read::<User>(Container::Users, &user_partition(user_id), user_id.as_str())
+            .await?
+            .map(|(user, _)| user)
+            .ok_or_else(|| Error::not_found("user", user_id.as_str()))
+    }
+
+    /// The caller's user item: where the username of everything they write comes from.
+    async fn registered(&self, caller: &UserId) -> Result<User> {
+        self.get_user(caller).await.map_err(|e| match e {
+            Error::NotFound { .. } => Error::NotFound {
+                kind: "user",
+                id: format!("{caller} (create it with PUT /api/users/{caller} first)"),
+            },
+            other => other,
+        })
+    }
+
+    // ---- posts -------------------------------------------------------------------------
+
+    /// C2 (create): the caller is the author and must have a user item.
+    pub async fn create_post(
+        &self,
+        caller: &UserId,
+        title: Title,
+        content: PostContent,
+    ) -> Result<Post> {
+        let author = self.registered(caller).await?;
+        let post = Post::new(&author, title, content);
+        self.store
+            .create_item(
+                Container::Posts,
+                &post_partition(&post.post_id),
+                to_item(&post)?,
+            )
+            .await?;
+        Ok(post)
+    }
+
+    /// C2 (edit): only the author may edit; the counts are kept as they are, even when
+    /// likes and comments arrive during the edit (If-Match, retried).
+    pub async fn edit_post(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+        title: Title,
+        content: PostContent,
+    ) -> Result<Post> {
+        let pk = post_partition(post_id);
+        until_not_stale(|| async {
+            let (mut post, etag) = self.existing_post(post_id).await?;
+            if &post.user_id != caller {
+                return Err(Error::Forbidden("only the author of a post can edit it").into());
+            }
+            if post.title == title.as_str() && post.content == content.as_str() {
+                return Ok(post);
+            }
+            post.title = title.as_str().to_owned();
+            post.content = content.as_str().to_owned();
+            match self
+                .store
+                .replace_item(Container::Posts, &pk, to_item(&post)?, Some(&etag))
+                .await
+            {
+                Ok(_) => Ok(post),
+                Err(StoreError::PreconditionFailed) => Err(Attempt::Stale),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    /// Q2: the post with its full content, author username and counts.
+    pub async fn get_post(&self, post_id: &PostId) -> Result<Post> {
+        Ok(self.existing_post(post_id).await?.0)
+    }
+
+    async fn existing_post(&self, post_id: &PostId) -> Result<(Post, ETag)> {
+        self.read::<Post>(Container::Posts, &post_partition(post_id), post_id.as_str())
+            .await?
+            .ok_or_else(|| Error::not_found("post", post_id.as_str()))
+    }
+
+    /// Q3: the user's posts in short form, newest first, from the copies in the user's own
+    /// partition of `users`.
+    pub async fn user_posts(
+        &self,
+        user_id: &UserId,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<Post>> {
+        let query = Query::in_partition(user_partition(user_id))
+            .of_type(Post::TYPE)
+            .order_by("creationDate", SortOrder::Descending);
+        let page = self
+            .page(
+                Container::Users,
+                &query,
+                &format!("posts:{user_id}"),
+                size,
+                continuation,
+            )
+            .await?;
+        if page.items.is_empty() && continuation.is_none() {
+            self.get_user(user_id).await?;
+        }
+        Ok(page)
+    }
+
+    // ---- comments and likes ------------------------------------------------------------
+
+    /// C3: the comment and the post's new comment count, in one transaction.
+    pub async fn add_comment(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+        content: CommentContent,
+    ) -> Result<Comment> {
+        let author = self.registered(caller).await?;
+        let comment = Comment::new(post_id.clone(), &author, content);
+        let item = to_item(&comment)?;
+        until_not_stale(|| async {
+            match self
+                .count_with(post_id, |post| post.comment_count += 1, item.clone())
+                .await?
+            {
+                Ok(()) => Ok(comment.clone()),
+                Err(StoreError::Conflict) => {
+                    Err(Error::Conflict("a comment with this id already exists".into()).into())
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    /// C4: like once. A repeated like changes nothing and returns the existing like.
+    pub async fn like_post(&self, caller: &UserId, post_id: &PostId) -> Result<(Like, Outcome)> {
+        let liker = self.registered(caller).await?;
+        let like = Like::new(post_id.clone(), &liker);
+        let item = to_item(&like)?;
+        until_not_stale(|| async {
+            match self
+                .count_with(post_id, |post| post.like_count += 1, item.clone())
+                .await?
+            {
+                Ok(()) => Ok((like.clone(), Outcome::Created)),
+                Err(StoreError::Conflict) => {
+                    let existing = self
+                        .read::<Like>(Container::Posts, &post_partition(post_id), like.id.as_str())
+                        .await?;
+                    // Gone again between the batch and this read: start over.
+                    existing
+                        .map(|(like, _)| (like, Outcome::Existing))
+                        .ok_or(Attempt::Stale)
+                }
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    /// One attempt at [`BatchOperation`]s `[replace post If-Match, create child]` in the
+    /// post's partition. The outer `Result` carries retry/abort decisions; the inner one the
+    /// store's verdict on creating the child (`Conflict` when it already exists).
+    async fn count_with(
+        &self,
+        post_id: &PostId,
+        bump: impl FnOnce(&mut Post),
+        child: Value,
+    ) -> Result<Result<(), StoreError>, Attempt> {
+        let (mut post, etag) = self.existing_post(post_id).await?;
+        bump(&mut post);
+        let operations = vec![
+            BatchOperation::Replace {
+                item: to_item(&post)?,
+                if_match: Some(etag),
+            },
+            BatchOperation::Create { item: child },
+        ];
+        match self
+            .store
+            .execute_batch(Container::Posts, &post_partition(post_id), operations)
+            .await
+        {
+            Ok(_) => Ok(Ok(())),
+            Err(StoreError::BatchOperationFailed { index: 0, cause })
+                if matches!(
+                    *cause,
+                    StoreError::PreconditionFailed | StoreError::NotFound
+                ) =>
+            {
+                Err(Attempt::Stale)
+            }
+            Err(StoreError::BatchOperationFailed { index: 1, cause }) => Ok(Err(*cause)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Q4: comments of a post, oldest first.
+    pub async fn comments(
+        &self,
+        post_id: &PostId,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<Comment>> {
+        self.children(post_id, Comment::TYPE, "comments", size, continuation)
+            .await
+    }
+
+    /// Q5: likes of a post, oldest first.
+    pub async fn likes(
+        &self,
+        post_id: &PostId,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<Like>> {
+        self.children(post_id, Like::TYPE, "likes", size, continuation)
+            .await
+    }
+
+    async fn children<T: DeserializeOwned>(
+        &self,
+        post_id: &PostId,
+        item_type: &'static str,
+        list: &str,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<T>> {
+        let query = Query::in_partition(post_partition(post_id))
+            .of_type(item_type)
+            .order_by("creationDate", SortOrder::Ascending);
+        let page = self
+            .page(
+                Container::Posts,
+                &query,
+                &format!("{list}:{post_id}"),
+                size,
+                continuation,
+            )
+            .await?;
+        if page.items.is_empty() && continuation.is_none() {
+            self.existing_post(post_id).await?;
+        }
+        Ok(page)
+    }
+
+    /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
+    pub async fn feed(&self, size: PageSize) -> Result<Vec<Post>> {
+        let query = Query::in_partition(feed_partition())
+            .of_type(Post::TYPE)
+            .order_by("creationDate", SortOrder::Descending);
+        let page = self
+            .store
+            .query(Container::Feed, &query, PageRequest::first(size.get()))
+            .await?;
+        page.items.into_iter().map(from_item).collect()
+    }
+
+    // ---- helpers -----------------------------------------------------------------------
+
+    async fn read<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> Result<Option<(T, ETag)>> {
+        match self.store.read_item(container, pk, id).await? {
+            None => Ok(None),
+            Some(Document { item, etag }) => Ok(Some((from_item(item)?, etag))),
+        }
+    }
+
+    async fn page<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        query: &Query,
+        list: &str,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<T>> {
+        let request = PageRequest {
+            max_items: size.get(),
+            continuation: continuation
+                .map(|token| decode_continuation(list, token))
+                .transpose()?,
+        };
+        let page = match self.store.query(container, query, request).await {
+            Err(StoreError::BadRequest(_)) if continuation.is_some() => {
+                return Err(Error::InvalidContinuation);
+            }
+            other => other?,
+        };
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(from_item)
+                .collect::<Result<_>>()?,
+            continuation: page
+                .continuation
+                .map(|token| encode_continuation(list, &token)),
+        })
+    }
+}

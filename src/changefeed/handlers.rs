@@ -1,0 +1,365 @@
+//! The two denormalisation handlers of SPEC 5, shared by the standalone pump, the Azure
+//! Functions triggers and `rebuild`.
+//!
+//! Both are idempotent: they compare before they write, so a repeated or late batch writes
+//! nothing. A document that cannot be read as its type is logged and skipped; a transient
+//! store failure fails the whole batch so that it is delivered again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt, stream};
+use serde_json::Value;
+
+use crate::blog::{FEED_SIZE, feed_partition};
+use crate::domain::{Post, User};
+use crate::store::{
+    Container, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store, StoreError,
+    StoreResult, strip_system_properties,
+};
+
+/// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
+/// to trip the store's rate limit on one user's burst.
+const FAN_OUT_CONCURRENCY: usize = 8;
+
+/// What a handler did with a batch; its lines go to the Functions host's `Logs`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Documents of the handler's type that were looked at.
+    pub processed: usize,
+    /// Items written (copies, renamed items, feed trims).
+    pub written: usize,
+    /// Documents that could not be read and were skipped, with the reason.
+    pub skipped: Vec<String>,
+}
+
+impl Report {
+    fn merge(&mut self, other: Report) {
+        self.processed += other.processed;
+        self.written += other.written;
+        self.skipped.extend(other.skipped);
+    }
+
+    pub fn log_lines(&self, handler: &str) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{handler}: {} processed, {} written, {} skipped",
+            self.processed,
+            self.written,
+            self.skipped.len()
+        )];
+        lines.extend(
+            self.skipped
+                .iter()
+                .map(|why| format!("{handler}: skipped {why}")),
+        );
+        lines
+    }
+}
+
+/// Picks the documents of `item_type` out of a batch and parses them, keeping only the last
+/// version of each id (a batch may carry several). Unreadable documents go to the report.
+fn documents_of<T: serde::de::DeserializeOwned>(
+    documents: &[Value],
+    item_type: &str,
+    key: impl Fn(&T) -> String,
+    report: &mut Report,
+) -> Vec<T> {
+    let mut latest: Vec<T> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    for document in documents {
+        if document.get("type").and_then(Value::as_str) != Some(item_type) {
+            continue;
+        }
+        let mut item = document.clone();
+        strip_system_properties(&mut item);
+        match serde_json::from_value::<T>(item) {
+            Ok(parsed) => {
+                let id = key(&parsed);
+                match position.get(&id) {
+                    Some(&at) => latest[at] = parsed,
+                    None => {
+                        position.insert(id, latest.len());
+                        latest.push(parsed);
+                    }
+                }
+            }
+            Err(why) => {
+                let id = document.get("id").and_then(Value::as_str).unwrap_or("?");
+                tracing::warn!(item_type, id, %why, "skipping unreadable change-feed document");
+                report.skipped.push(format!("{item_type} {id:?}: {why}"));
+            }
+        }
+    }
+    report.processed += latest.len();
+    latest
+}
+
+/// A store failure inside one document's work: transient ones fail the batch (it will be
+/// delivered again); others are recorded and the batch goes on.
+fn settle(result: StoreResult<usize>, what: String, report: &mut Report) -> StoreResult<()> {
+    match result {
+        Ok(written) => {
+            report.written += written;
+            Ok(())
+        }
+        Err(e) if e.is_transient() => Err(e),
+        Err(e) => {
+            tracing::error!(%what, error = %e, "change-feed write failed; document skipped");
+            report.skipped.push(format!("{what}: {e}"));
+            Ok(())
+        }
+    }
+}
+
+// ---- OnUserChanged -------------------------------------------------------------------------
+
+/// SPEC 5.1: gives every post, comment and like of each changed user its current username.
+pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
+    let mut report = Report::default();
+    let users = documents_of::<User>(documents, User::TYPE, |u| u.id.to_string(), &mut report);
+    for user in users {
+        let result = rename_everywhere(store, &user).await;
+        settle(result, format!("user {}", user.id), &mut report)?;
+    }
+    Ok(report)
+}
+
+async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<usize> {
+    // Only the items that still carry another name: a repeated batch finds none.
+    let query = Query::cross_partition()
+        .filter("userId", FilterOp::Eq, user.user_id.as_str())
+        .filter("userUsername", FilterOp::Ne, user.username.as_str());
+    let mut written = 0;
+    let mut continuation = None;
+    loop {
+        let page = store
+            .query(
+                Container::Posts,
+                &query,
+                PageRequest {
+                    max_items: 100,
+                    continuation: continuation.take(),
+                },
+            )
+            .await?;
+        written += stream::iter(page.items)
+            .map(|item| rename_item(store, item, &user.username))
+            .buffer_unordered(FAN_OUT_CONCURRENCY)
+            .try_fold(0, |sum, n| async move { Ok(sum + n) })
+            .await?;
+        match page.continuation {
+            Some(next) => continuation = Some(next),
+            None => return Ok(written),
+        }
+    }
+}
+
+/// Sets `userUsername` on one item of `posts`, re-reading on a race with a like or comment
+/// (which rewrites the post's counts) so neither write is lost.
+async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> StoreResult<usize> {
+    let pk = Container::Posts.partition_key_of(&item)?;
+    let Some(id) = item.get("id").and_then(Value::as_str) else {
+        return Ok(0);
+    };
+    loop {
+        let Some(current) = store.read_item(Container::Posts, &pk, id).await? else {
+            return Ok(0);
+        };
+        if current.item.get("userUsername").and_then(Value::as_str) == Some(username) {
+            return Ok(0);
+        }
+        let mut renamed = current.item;
+        renamed["userUsername"] = Value::from(username);
+        match store
+            .replace_item(Container::Posts, &pk, renamed, Some(&current.etag))
+            .await
+        {
+            Ok(_) => return Ok(1),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Ok(0),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+// ---- OnPostChanged -------------------------------------------------------------------------
+
+/// SPEC 5.2: copies each changed post, in short form, into its author's partition of `users`
+/// and into `feed`, then trims `feed` to the [`FEED_SIZE`] most recent posts.
+pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
+    let mut report = Report::default();
+    let posts = documents_of::<Post>(documents, Post::TYPE, |p| p.id.to_string(), &mut report);
+    if posts.is_empty() {
+        return Ok(report);
+    }
+    let mut feed = FeedWindow::load(store).await?;
+    for post in posts {
+        // Serialising re-writes creationDate canonically, whatever form it arrived in.
+        let copy = post.short();
+        let result = copy_to_author(store, &copy).await;
+        settle(
+            result,
+            format!("user copy of post {}", post.id),
+            &mut report,
+        )?;
+        let result = feed.offer(store, &copy).await;
+        settle(
+            result,
+            format!("feed copy of post {}", post.id),
+            &mut report,
+        )?;
+    }
+    let result = trim_feed(store).await;
+    settle(result, "feed trim".to_owned(), &mut report)?;
+    Ok(report)
+}
+
+async fn copy_to_author(store: &Arc<dyn Store>, copy: &Post) -> StoreResult<usize> {
+    let pk = PartitionKey::single(copy.user_id.as_str());
+    let existing = store
+        .read_item(Container::Users, &pk, copy.id.as_str())
+        .await?;
+    upsert_if_changed(store, Container::Users, &pk, copy, existing.map(|d| d.item)).await
+}
+
+async fn upsert_if_changed(
+    store: &Arc<dyn Store>,
+    container: Container,
+    pk: &PartitionKey,
+    copy: &Post,
+    existing: Option<Value>,
+) -> StoreResult<usize> {
+    let item = serde_json::to_value(copy).map_err(|e| StoreError::Internal(e.to_string()))?;
+    if existing.as_ref() == Some(&item) {
+        return Ok(0);
+    }
+    store.upsert_item(container, pk, item).await?;
+    Ok(1)
+}
+
+/// The feed's current top [`FEED_SIZE`] (read once per batch), kept up to date as the batch
+/// adds posts, to decide which posts belong in the feed without a read per post.
+struct FeedWindow {
+    /// Newest first.
+    items: Vec<Post>,
+}
+
+impl FeedWindow {
+    fn query() -> Query {
+        Query::in_partition(feed_partition())
+            .of_type(Post::TYPE)
+            .order_by("creationDate", SortOrder::Descending)
+    }
+
+    async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
+        let page = store
+            .query(
+                Container::Feed,
+                &Self::query(),
+                PageRequest::first(FEED_SIZE),
+            )
+            .await?;
+        let items = page
+            .items
+            .into_iter()
+            .filter_map(|item| serde_json::from_value::<Post>(item).ok())
+            .collect();
+        Ok(Self { items })
+    }
+
+    /// Upserts `copy` into the feed unless the feed already holds it as is, or it is older
+    /// than the oldest of a full feed.
+    async fn offer(&mut self, store: &Arc<dyn Store>, copy: &Post) -> StoreResult<usize> {
+        let existing = self.items.iter().position(|p| p.id == copy.id);
+        let full = self.items.len() >= FEED_SIZE as usize;
+        if existing.is_none()
+            && full
+            && self
+                .items
+                .last()
+                .is_some_and(|oldest| copy.creation_date < oldest.creation_date)
+        {
+            return Ok(0);
+        }
+        let current = existing.map(|at| self.items.remove(at));
+        let current_item = current
+            .as_ref()
+            .and_then(|post| serde_json::to_value(post).ok());
+        let written = upsert_if_changed(
+            store,
+            Container::Feed,
+            &feed_partition(),
+            copy,
+            current_item,
+        )
+        .await?;
+        let at = self
+            .items
+            .partition_point(|p| p.creation_date > copy.creation_date);
+        self.items.insert(at, copy.clone());
+        self.items.truncate(FEED_SIZE as usize);
+        Ok(written)
+    }
+}
+
+/// Deletes what lies beyond the feed's bound. Safe with concurrent handlers: anything past
+/// position [`FEED_SIZE`] in one snapshot stays past it (posts only get added), and a post
+/// already deleted by another instance is simply not found.
+async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
+    let beyond = FeedWindow::query().skip(FEED_SIZE);
+    let page = store
+        .query(Container::Feed, &beyond, PageRequest::first(1_000))
+        .await?;
+    let mut deleted = 0;
+    for item in page.items {
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        match store
+            .delete_item(Container::Feed, &feed_partition(), id)
+            .await
+        {
+            Ok(()) => deleted += 1,
+            Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(deleted)
+}
+
+// ---- rebuild -------------------------------------------------------------------------------
+
+/// Re-derives every copy from the sources (SPEC 5.3): usernames from `users` into `posts`,
+/// then post copies into `users` and `feed`. Idempotent; safe while the platform runs.
+pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
+    let mut report = Report::default();
+    for (container, item_type) in [
+        (Container::Users, User::TYPE),
+        (Container::Posts, Post::TYPE),
+    ] {
+        let query = Query::cross_partition().of_type(item_type);
+        let mut continuation = None;
+        loop {
+            let page = store
+                .query(
+                    container,
+                    &query,
+                    PageRequest {
+                        max_items: 500,
+                        continuation: continuation.take(),
+                    },
+                )
+                .await?;
+            let part = match container {
+                Container::Users => on_user_changed(store, &page.items).await?,
+                _ => on_post_changed(store, &page.items).await?,
+            };
+            report.merge(part);
+            match page.continuation {
+                Some(next) => continuation = Some(next),
+                None => break,
+            }
+        }
+    }
+    Ok(report)
+}

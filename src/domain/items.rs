@@ -1,0 +1,268 @@
+//! The items of the V3 model (SPEC 3), exactly as stored. Serialising one gives the stored
+//! JSON; deserialising ignores Cosmos DB system properties (`_rid`, `_etag`, ...), which is
+//! how responses come to carry none of them.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CommentContent, CommentId, LikeId, PostContent, PostId, Timestamp, Title, UserId, Username,
+};
+
+/// Lists of posts (a user's posts, the feed) carry the content cut to this many characters.
+pub const SHORT_CONTENT_CHARS: usize = 200;
+
+/// A `type` discriminator that serialises as one fixed string and refuses any other on the
+/// way in, so a `Post` can never be read from a comment.
+macro_rules! kind_tag {
+    ($name:ident, $tag:literal) => {
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name;
+
+        impl $name {
+            pub const TAG: &'static str = $tag;
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str($tag)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let tag = String::deserialize(d)?;
+                if tag == $tag {
+                    Ok($name)
+                } else {
+                    Err(serde::de::Error::custom(format!(
+                        "expected type {:?}, found {tag:?}",
+                        $tag
+                    )))
+                }
+            }
+        }
+    };
+}
+
+kind_tag!(UserKind, "user");
+kind_tag!(PostKind, "post");
+kind_tag!(CommentKind, "comment");
+kind_tag!(LikeKind, "like");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: UserId,
+    #[serde(rename = "type")]
+    pub kind: UserKind,
+    pub user_id: UserId,
+    pub username: String,
+}
+
+impl User {
+    pub const TYPE: &'static str = UserKind::TAG;
+
+    pub fn new(user_id: UserId, username: Username) -> Self {
+        Self {
+            id: user_id.clone(),
+            kind: UserKind,
+            user_id,
+            username: username.into_inner(),
+        }
+    }
+}
+
+/// A post in `posts` (full content), or its short copy in `users` and `feed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    pub id: PostId,
+    #[serde(rename = "type")]
+    pub kind: PostKind,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub user_username: String,
+    pub title: String,
+    pub content: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub creation_date: Timestamp,
+}
+
+impl Post {
+    pub const TYPE: &'static str = PostKind::TAG;
+
+    pub fn new(author: &User, title: Title, content: PostContent) -> Self {
+        let post_id = PostId::generate();
+        Self {
+            id: post_id.clone(),
+            kind: PostKind,
+            post_id,
+            user_id: author.user_id.clone(),
+            user_username: author.username.clone(),
+            title: title.into_inner(),
+            content: content.into_inner(),
+            comment_count: 0,
+            like_count: 0,
+            creation_date: Timestamp::now(),
+        }
+    }
+
+    /// The copy that lists show: the same item with its content cut to
+    /// [`SHORT_CONTENT_CHARS`] characters (never inside a character).
+    pub fn short(&self) -> Post {
+        let content = match self.content.char_indices().nth(SHORT_CONTENT_CHARS) {
+            Some((cut, _)) => self.content[..cut].to_owned(),
+            None => self.content.clone(),
+        };
+        Post {
+            content,
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub id: CommentId,
+    #[serde(rename = "type")]
+    pub kind: CommentKind,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub user_username: String,
+    pub content: String,
+    pub creation_date: Timestamp,
+}
+
+impl Comment {
+    pub const TYPE: &'static str = CommentKind::TAG;
+
+    pub fn new(post_id: PostId, author: &User, content: CommentContent) -> Self {
+        Self {
+            id: CommentId::generate(),
+            kind: CommentKind,
+            post_id,
+            user_id: author.user_id.clone(),
+            user_username: author.username.clone(),
+            content: content.into_inner(),
+            creation_date: Timestamp::now(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Like {
+    pub id: LikeId,
+    #[serde(rename = "type")]
+    pub kind: LikeKind,
+    pub post_id: PostId,
+    pub user_id: UserId,
+    pub user_username: String,
+    pub creation_date: Timestamp,
+}
+
+impl Like {
+    pub const TYPE: &'static str = LikeKind::TAG;
+
+    pub fn new(post_id: PostId, liker: &User) -> Self {
+        Self {
+            id: LikeId::for_liker(&liker.user_id),
+            kind: LikeKind,
+            post_id,
+            user_id: liker.user_id.clone(),
+            user_username: liker.username.clone(),
+            creation_date: Timestamp::now(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user() -> User {
+        User::new(
+            UserId::parse("u1").unwrap(),
+            Username::parse("ada").unwrap(),
+        )
+    }
+
+    fn post_with(content: &str) -> Post {
+        Post::new(
+            &user(),
+            Title::parse("t").unwrap(),
+            PostContent::parse(content).unwrap(),
+        )
+    }
+
+    #[test]
+    fn short_form_cuts_at_200_characters_not_bytes() {
+        let long = "é".repeat(250);
+        let short = post_with(&long).short();
+        assert_eq!(short.content.chars().count(), SHORT_CONTENT_CHARS);
+        assert_eq!(short.content, "é".repeat(200));
+        let emoji = "👍".repeat(201);
+        assert_eq!(post_with(&emoji).short().content, "👍".repeat(200));
+        assert_eq!(post_with("tiny").short().content, "tiny");
+    }
+
+    #[test]
+    fn user_item_has_the_specified_shape() {
+        let value = serde_json::to_value(user()).unwrap();
+        assert_eq!(
+            value,
+            json!({"id": "u1", "type": "user", "userId": "u1", "username": "ada"})
+        );
+    }
+
+    #[test]
+    fn post_item_has_the_specified_shape() {
+        let post = post_with("body");
+        let value = serde_json::to_value(&post).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "commentCount",
+                "content",
+                "creationDate",
+                "id",
+                "likeCount",
+                "postId",
+                "title",
+                "type",
+                "userId",
+                "userUsername"
+            ]
+        );
+        assert_eq!(value["type"], "post");
+        assert_eq!(value["id"], value["postId"]);
+    }
+
+    #[test]
+    fn reading_ignores_system_properties_and_checks_the_type() {
+        let mut value = serde_json::to_value(post_with("x")).unwrap();
+        value["_rid"] = json!("abc");
+        value["_etag"] = json!("\"1\"");
+        let post: Post = serde_json::from_value(value.clone()).unwrap();
+        assert!(
+            !serde_json::to_value(&post)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .contains_key("_rid")
+        );
+        value["type"] = json!("comment");
+        assert!(serde_json::from_value::<Post>(value).is_err());
+    }
+}

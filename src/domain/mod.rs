@@ -1,0 +1,30 @@
+//! The blog's vocabulary: validated inputs ("parse, don't validate"), the items of the V3
+//! data model, canonical dates and the short form of posts. Nothing here knows about storage
+//! or HTTP.
+
+mod dates;
+mod ids;
+mod items;
+mod text;
+
+pub use dates::Timestamp;
+pub use ids::{CommentId, LikeId, PostId, UserId};
+pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, User};
+pub use text::{CommentContent, PostContent, Title, Username};
+
+/// Why an input was refused. `field` names the offending field for the problem document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ValidationError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl ValidationError {
+    pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field,
+            reason: reason.into(),
+        }
+    }
+}

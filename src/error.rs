@@ -1,0 +1,57 @@
+//! The one error type of the platform's operations. `api::problem` turns it into an RFC 9457
+//! problem document; internals are logged there and never shown to callers.
+
+use std::time::Duration;
+
+use crate::domain::ValidationError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
+    #[error("this request needs an authenticated caller")]
+    Unauthenticated,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("no {kind} with id {id:?}")]
+    NotFound { kind: &'static str, id: String },
+    #[error("the continuation token is not valid for this list")]
+    InvalidContinuation,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the store is throttling requests")]
+    Throttled { retry_after: Option<Duration> },
+    #[error("the store is unreachable")]
+    Unavailable(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn not_found(kind: &'static str, id: impl Into<String>) -> Self {
+        Error::NotFound {
+            kind,
+            id: id.into(),
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Throttled { retry_after } => Error::Throttled { retry_after },
+            StoreError::Unavailable(why) => Error::Unavailable(why),
+            StoreError::BatchOperationFailed { cause, .. } => Error::from(*cause),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(error: serde_json::Error) -> Self {
+        Error::Internal(format!("stored item does not match the model: {error}"))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

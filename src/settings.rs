@@ -1,0 +1,82 @@
+//! Settings, all from command-line flags or environment variables (Functions app settings
+//! are environment variables). With no Cosmos DB setting the embedded store is used.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+#[derive(Debug, Clone, Args)]
+pub struct Settings {
+    /// Port to serve on. The Functions host assigns one through FUNCTIONS_CUSTOMHANDLER_PORT.
+    #[arg(long, env = "FUNCTIONS_CUSTOMHANDLER_PORT", default_value_t = 7071)]
+    pub port: u16,
+
+    /// Address to bind. Loopback by default: standalone mode trusts the identity header.
+    #[arg(long, env = "BLOG_BIND_ADDRESS", default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    #[command(flatten)]
+    pub store: StoreSettings,
+
+    /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
+    /// Functions triggers do it), `auto` (pump, unless running under the Functions host on
+    /// Cosmos DB).
+    #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto)]
+    pub change_feed: ChangeFeedMode,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StoreSettings {
+    /// Folder of the embedded store's database file (used when no Cosmos DB setting is given).
+    #[arg(long, env = "BLOG_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// Cosmos DB connection string (`AccountEndpoint=...;AccountKey=...;`).
+    #[arg(long, env = "CosmosDBConnection", hide_env_values = true)]
+    pub cosmos_connection: Option<String>,
+
+    /// Cosmos DB account endpoint, for Microsoft Entra ID (managed identity) authentication.
+    #[arg(long, env = "CosmosDBConnection__accountEndpoint")]
+    pub cosmos_endpoint: Option<String>,
+
+    /// Cosmos DB database name.
+    #[arg(long, env = "COSMOS_DATABASE", default_value = "blog")]
+    pub database: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ChangeFeedMode {
+    Auto,
+    Pump,
+    Off,
+}
+
+impl StoreSettings {
+    pub fn uses_cosmos(&self) -> bool {
+        self.cosmos_connection.is_some() || self.cosmos_endpoint.is_some()
+    }
+
+    pub fn embedded_path(&self) -> PathBuf {
+        self.data_dir.join("blog.sqlite3")
+    }
+}
+
+impl Settings {
+    /// Whether this process runs the change-feed pump.
+    pub fn runs_pump(&self) -> bool {
+        match self.change_feed {
+            ChangeFeedMode::Pump => true,
+            ChangeFeedMode::Off => false,
+            // Under the Functions host on Cosmos DB the triggers do the work; the embedded
+            // store has no triggers, so the pump runs there even under `func start`.
+            ChangeFeedMode::Auto => !(under_functions_host() && self.store.uses_cosmos()),
+        }
+    }
+}
+
+/// The Functions host sets this for every worker it starts.
+pub fn under_functions_host() -> bool {
+    std::env::var_os("FUNCTIONS_WORKER_RUNTIME").is_some()
+        || std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some()
+}

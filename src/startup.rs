@@ -1,0 +1,116 @@
+//! Builds the application from settings: the store, the change-feed pump and the HTTP
+//! server. Tests build it on port 0 and drive the real thing.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::blog::Blog;
+use crate::changefeed::Pump;
+use crate::settings::{Settings, StoreSettings};
+use crate::store::Store;
+use crate::store::embedded::EmbeddedStore;
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    pump: Option<Pump>,
+    store: Arc<dyn Store>,
+}
+
+/// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
+/// the embedded store otherwise.
+pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
+    if settings.uses_cosmos() {
+        anyhow::bail!("the Cosmos DB backend is not available in this build yet");
+    }
+    let path = settings.embedded_path();
+    let store = EmbeddedStore::open(&path)
+        .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
+    tracing::info!(path = %path.display(), "using the embedded store");
+    Ok(Arc::new(store))
+}
+
+impl Application {
+    pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        let store = open_store(&settings.store).await?;
+        Self::with_store(settings, store).await
+    }
+
+    pub async fn with_store(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        let address = SocketAddr::new(settings.bind_address, settings.port);
+        let listener = TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address}"))?;
+        let state = AppState {
+            blog: Blog::new(Arc::clone(&store)),
+        };
+        let router = api::app(state, Router::new());
+        let pump = settings
+            .runs_pump()
+            .then(|| Pump::start(Arc::clone(&store)));
+        Ok(Self {
+            listener,
+            router,
+            pump,
+            store,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
+    }
+
+    /// Serves until `shutdown` resolves, then stops the pump.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let port = self.port();
+        tracing::info!(
+            port,
+            backend = self.store.backend(),
+            pump = self.pump.is_some(),
+            "serving"
+        );
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("server failed")?;
+        if let Some(pump) = self.pump {
+            pump.stop().await;
+        }
+        Ok(())
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what the Functions host and container runtimes send).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

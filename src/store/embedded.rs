@@ -1,0 +1,599 @@
+//! The embedded store: one SQLite database file (WAL journal, full sync) holding every
+//! container's items, so a laptop gets the whole platform with no service to run, and
+//! nothing written is lost on restart or crash.
+//!
+//! Cosmos DB semantics it keeps: items addressed by (container, partition key, id); the item's
+//! partition key must match the partition addressed; etags change on every write; batches
+//! are atomic; the change log delivers the latest version of each item in commit order.
+//! Every write takes the next number of one global log sequence number (LSN), stored in the
+//! same transaction, so a reader that has seen LSN n has seen everything committed before.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::{
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, FilterOp, Page,
+    PageRequest, PartitionKey, Query, QueryScope, SortOrder, Store, StoreError, StoreResult,
+    strip_system_properties,
+};
+
+/// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
+const READERS: usize = 4;
+/// How long a connection waits for another process's write lock (e.g. `rebuild` while the
+/// server runs) before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS items (
+    container TEXT NOT NULL,
+    pk TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    lsn INTEGER NOT NULL,
+    ts INTEGER NOT NULL,
+    PRIMARY KEY (container, pk, id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS items_by_lsn ON items (container, lsn);
+CREATE INDEX IF NOT EXISTS items_by_type_and_date ON items (
+    container, pk, json_extract(body, '$.type'), json_extract(body, '$.creationDate'), id);
+CREATE INDEX IF NOT EXISTS items_by_user ON items (container, json_extract(body, '$.userId'));
+CREATE TABLE IF NOT EXISTS log_sequence (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    last_lsn INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
+";
+
+/// Cheap to clone: clones share the connections.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    writer: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
+    changes: [Notify; 4],
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        let writer = Connection::open(path).map_err(sql_error)?;
+        configure(&writer)?;
+        writer
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql_error)?;
+        writer.execute_batch(SCHEMA).map_err(sql_error)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = Connection::open_with_flags(
+                    path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map_err(sql_error)?;
+                configure(&reader)?;
+                Ok(Mutex::new(reader))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                writer: Mutex::new(writer),
+                readers,
+                changes: Default::default(),
+            }),
+        })
+    }
+
+    fn notifier(&self, container: Container) -> &Notify {
+        let index = Container::ALL
+            .iter()
+            .position(|c| *c == container)
+            .unwrap_or(0);
+        &self.shared.changes[index]
+    }
+
+    /// Runs `work` on the writer connection in one immediate transaction, off the async
+    /// runtime, and wakes change-log waiters of `container` after a commit.
+    async fn write<T: Send + 'static>(
+        &self,
+        container: Container,
+        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let shared = Arc::clone(&self.shared);
+        let result = tokio::task::spawn_blocking(move || {
+            let mut conn = lock(&shared.writer);
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql_error)?;
+            let output = work(&tx)?;
+            tx.commit().map_err(sql_error)?;
+            Ok(output)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?;
+        if result.is_ok() {
+            self.notifier(container).notify_one();
+        }
+        result
+    }
+
+    /// Runs `work` on a free reader connection, off the async runtime.
+    async fn read<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || {
+            let conn = shared
+                .readers
+                .iter()
+                .find_map(|reader| reader.try_lock().ok())
+                .unwrap_or_else(|| lock(&shared.readers[0]));
+            work(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+    }
+}
+
+fn configure(conn: &Connection) -> StoreResult<()> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
+    // FULL: a commit is on disk before the API answers, so an acknowledged write survives
+    // a power cut, not just a process crash.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql_error)?;
+    Ok(())
+}
+
+fn lock(mutex: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back
+    // on drop), so the connection is still usable.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn sql_error(error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Unavailable(format!("database busy: {error}"))
+        }
+        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::CannotOpen) => {
+            StoreError::Unavailable(error.to_string())
+        }
+        _ => StoreError::Internal(error.to_string()),
+    }
+}
+
+fn etag_for(lsn: i64) -> ETag {
+    ETag(format!("\"{lsn:016x}\""))
+}
+
+fn now_seconds() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Checks an item before it is written, as Cosmos DB does: a JSON object with a string id
+/// that belongs to the partition addressed. Returns the item's id.
+fn checked_item(container: Container, pk: &PartitionKey, item: &mut Value) -> StoreResult<String> {
+    strip_system_properties(item);
+    let id = match item.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        _ => {
+            return Err(StoreError::BadRequest(
+                "an item needs a non-empty string id".into(),
+            ));
+        }
+    };
+    pk.check_item(item, container.partition_key_paths())
+        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    Ok(id)
+}
+
+fn next_lsn(tx: &Transaction<'_>) -> StoreResult<i64> {
+    tx.query_row(
+        "UPDATE log_sequence SET last_lsn = last_lsn + 1 WHERE singleton = 1 RETURNING last_lsn",
+        [],
+        |row| row.get(0),
+    )
+    .map_err(sql_error)
+}
+
+fn current_lsn(
+    tx: &Transaction<'_>,
+    container: Container,
+    pk: &str,
+    id: &str,
+) -> StoreResult<Option<i64>> {
+    tx.query_row(
+        "SELECT lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+        (container.name(), pk, id),
+        |row| row.get(0),
+    )
+    .optional()
+    .map_err(sql_error)
+}
+
+fn write_item(
+    tx: &Transaction<'_>,
+    container: Container,
+    pk: &str,
+    id: &str,
+    item: &Value,
+) -> StoreResult<ETag> {
+    let lsn = next_lsn(tx)?;
+    tx.execute(
+        "INSERT INTO items (container, pk, id, body, lsn, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (container, pk, id) DO UPDATE SET body = excluded.body, lsn = excluded.lsn, ts = excluded.ts",
+        (container.name(), pk, id, item.to_string(), lsn, now_seconds()),
+    )
+    .map_err(sql_error)?;
+    Ok(etag_for(lsn))
+}
+
+/// Applies one operation inside the caller's transaction.
+fn apply(
+    tx: &Transaction<'_>,
+    container: Container,
+    pk: &PartitionKey,
+    operation: BatchOperation,
+) -> StoreResult<Option<ETag>> {
+    let pk_text = pk.to_json_array();
+    match operation {
+        BatchOperation::Create { mut item } => {
+            let id = checked_item(container, pk, &mut item)?;
+            if current_lsn(tx, container, &pk_text, &id)?.is_some() {
+                return Err(StoreError::Conflict);
+            }
+            write_item(tx, container, &pk_text, &id, &item).map(Some)
+        }
+        BatchOperation::Upsert { mut item } => {
+            let id = checked_item(container, pk, &mut item)?;
+            write_item(tx, container, &pk_text, &id, &item).map(Some)
+        }
+        BatchOperation::Replace { mut item, if_match } => {
+            let id = checked_item(container, pk, &mut item)?;
+            let lsn = current_lsn(tx, container, &pk_text, &id)?.ok_or(StoreError::NotFound)?;
+            if if_match.is_some_and(|expected| expected != etag_for(lsn)) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            write_item(tx, container, &pk_text, &id, &item).map(Some)
+        }
+        BatchOperation::Delete { id } => {
+            let deleted = tx
+                .execute(
+                    "DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+                    (container.name(), &pk_text, &id),
+                )
+                .map_err(sql_error)?;
+            if deleted == 0 {
+                return Err(StoreError::NotFound);
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The SQL expression of a top-level field of the item body.
+fn field_expr(field: &str) -> String {
+    // Field names come from the platform's code and are identifiers (checked by `Query`).
+    format!("json_extract(body, '$.{field}')")
+}
+
+fn filter_param(value: &Value) -> SqlValue {
+    match value {
+        Value::String(s) => SqlValue::Text(s.clone()),
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::Null => SqlValue::Null,
+        other => SqlValue::Text(other.to_string()),
+    }
+}
+
+/// Keyset position after the last item of a page: (sort value, partition key, id).
+fn encode_position(position: &(String, String, String)) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(position).unwrap_or_default())
+}
+
+fn decode_position(token: &str) -> StoreResult<(String, String, String)> {
+    URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| StoreError::BadRequest("malformed continuation token".into()))
+}
+
+fn run_query(
+    conn: &Connection,
+    container: Container,
+    query: &Query,
+    page: &PageRequest,
+) -> StoreResult<Page<Value>> {
+    let sort_expr = match query.order_by {
+        Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
+        None => "''".to_owned(),
+    };
+    let descending = matches!(query.order_by, Some((_, SortOrder::Descending)));
+    let mut sql = format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ?");
+    let mut params: Vec<SqlValue> = vec![SqlValue::Text(container.name().to_owned())];
+    if let QueryScope::Partition(pk) = &query.scope {
+        sql.push_str(" AND pk = ?");
+        params.push(SqlValue::Text(pk.to_json_array()));
+    }
+    for filter in &query.filters {
+        let expr = field_expr(filter.field);
+        match (&filter.value, filter.op) {
+            (Value::Null, FilterOp::Eq) => sql.push_str(&format!(" AND {expr} IS NULL")),
+            (Value::Null, FilterOp::Ne) => sql.push_str(&format!(" AND {expr} IS NOT NULL")),
+            (value, op) => {
+                sql.push_str(&format!(" AND {expr} {} ?", op.sql()));
+                params.push(filter_param(value));
+            }
+        }
+    }
+    let direction = if descending { "DESC" } else { "ASC" };
+    if let Some(token) = &page.continuation {
+        let (sort, pk, id) = decode_position(token)?;
+        let after = if descending { "<" } else { ">" };
+        sql.push_str(&format!(" AND ({sort_expr}, pk, id) {after} (?, ?, ?)"));
+        params.extend([SqlValue::Text(sort), SqlValue::Text(pk), SqlValue::Text(id)]);
+    }
+    sql.push_str(&format!(
+        " ORDER BY 1 {direction}, pk {direction}, id {direction} LIMIT ? OFFSET ?"
+    ));
+    let max_items = page.max_items.max(1);
+    params.push(SqlValue::Integer(i64::from(max_items) + 1));
+    let offset = if page.continuation.is_some() {
+        0
+    } else {
+        query.offset
+    };
+    params.push(SqlValue::Integer(i64::from(offset)));
+
+    let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
+    let rows = statement
+        .query_map(rusqlite::params_from_iter(params), |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+            ))
+        })
+        .map_err(sql_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql_error)?;
+
+    let has_more = rows.len() > max_items as usize;
+    let mut items = Vec::with_capacity(rows.len().min(max_items as usize));
+    let mut last = None;
+    for (sort, pk, id, body) in rows.into_iter().take(max_items as usize) {
+        items.push(parse_body(&body)?);
+        last = Some((sort, pk, id));
+    }
+    let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
+    Ok(Page {
+        items,
+        continuation,
+    })
+}
+
+fn parse_body(body: &str) -> StoreResult<Value> {
+    serde_json::from_str(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+}
+
+fn parse_checkpoint(checkpoint: Option<&Checkpoint>) -> StoreResult<i64> {
+    match checkpoint {
+        None => Ok(0),
+        Some(Checkpoint(text)) => text
+            .parse::<i64>()
+            .map_err(|_| StoreError::BadRequest(format!("not an embedded checkpoint: {text:?}"))),
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn read_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<Document>> {
+        let (pk, id) = (pk.to_json_array(), id.to_owned());
+        self.read(move |conn| {
+            let row = conn
+                .prepare_cached(
+                    "SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+                )
+                .map_err(sql_error)?
+                .query_row((container.name(), pk, id), |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                })
+                .optional()
+                .map_err(sql_error)?;
+            row.map(|(body, lsn)| {
+                Ok(Document {
+                    item: parse_body(&body)?,
+                    etag: etag_for(lsn),
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    async fn create_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag> {
+        let pk = pk.clone();
+        self.write(container, move |tx| {
+            apply(tx, container, &pk, BatchOperation::Create { item })
+        })
+        .await
+        .and_then(written)
+    }
+
+    async fn upsert_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag> {
+        let pk = pk.clone();
+        self.write(container, move |tx| {
+            apply(tx, container, &pk, BatchOperation::Upsert { item })
+        })
+        .await
+        .and_then(written)
+    }
+
+    async fn replace_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+        if_match: Option<&ETag>,
+    ) -> StoreResult<ETag> {
+        let (pk, if_match) = (pk.clone(), if_match.cloned());
+        self.write(container, move |tx| {
+            apply(
+                tx,
+                container,
+                &pk,
+                BatchOperation::Replace { item, if_match },
+            )
+        })
+        .await
+        .and_then(written)
+    }
+
+    async fn delete_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<()> {
+        let (pk, id) = (pk.clone(), id.to_owned());
+        self.write(container, move |tx| {
+            apply(tx, container, &pk, BatchOperation::Delete { id })
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn execute_batch(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        operations: Vec<BatchOperation>,
+    ) -> StoreResult<Vec<Option<ETag>>> {
+        let pk = pk.clone();
+        // An error returned from the closure drops the transaction, which rolls it back.
+        self.write(container, move |tx| {
+            operations
+                .into_iter()
+                .enumerate()
+                .map(|(index, operation)| {
+                    apply(tx, container, &pk, operation).map_err(|cause| {
+                        StoreError::BatchOperationFailed {
+                            index,
+                            cause: Box::new(cause),
+                        }
+                    })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn query(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<Value>> {
+        let query = query.clone();
+        self.read(move |conn| run_query(conn, container, &query, &page))
+            .await
+    }
+
+    async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch> {
+        let after = parse_checkpoint(since)?;
+        let limit = i64::try_from(max_items.max(1)).unwrap_or(i64::MAX);
+        self.read(move |conn| {
+            let mut statement = conn
+                .prepare_cached(
+                    "SELECT body, lsn, ts FROM items WHERE container = ?1 AND lsn > ?2
+                     ORDER BY lsn LIMIT ?3",
+                )
+                .map_err(sql_error)?;
+            let rows = statement
+                .query_map((container.name(), after, limit), |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(sql_error)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(sql_error)?;
+            let mut last = after;
+            let mut items = Vec::with_capacity(rows.len());
+            for (body, lsn, ts) in rows {
+                let mut item = parse_body(&body)?;
+                if let Value::Object(fields) = &mut item {
+                    fields.insert("_etag".into(), Value::from(etag_for(lsn).0));
+                    fields.insert("_lsn".into(), Value::from(lsn));
+                    fields.insert("_ts".into(), Value::from(ts));
+                }
+                items.push(item);
+                last = lsn;
+            }
+            Ok(ChangeBatch {
+                items,
+                checkpoint: Checkpoint(last.to_string()),
+            })
+        })
+        .await
+    }
+
+    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.notifier(container).notified()).await;
+    }
+}
+
+/// The etag of a single-item write (only deletes have none).
+fn written(etag: Option<ETag>) -> StoreResult<ETag> {
+    etag.ok_or_else(|| StoreError::Internal("write produced no etag".into()))
+}

@@ -1,0 +1,219 @@
+//! The storage contract: the slice of Cosmos DB's NoSQL API that the platform uses, so the
+//! domain code runs unchanged on the embedded store (`embedded`, SQLite) and on Azure Cosmos DB
+//! (`cosmos`). Items are JSON objects; every operation names its container and, except the
+//! cross-partition queries, one logical partition.
+
+pub mod charge;
+pub mod embedded;
+mod partition_key;
+mod query;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use partition_key::{PartitionKey, PartitionKeyError, PartitionKeyValue};
+pub use query::{Filter, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder};
+
+/// The containers of the V3 model plus the lease container of the change-feed processors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Container {
+    Users,
+    Posts,
+    Feed,
+    Leases,
+}
+
+impl Container {
+    pub const ALL: [Container; 4] = [
+        Container::Users,
+        Container::Posts,
+        Container::Feed,
+        Container::Leases,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Users => "users",
+            Container::Posts => "posts",
+            Container::Feed => "feed",
+            Container::Leases => "leases",
+        }
+    }
+
+    /// Partition key paths, as Cosmos DB declares them (up to three for hierarchical keys).
+    pub fn partition_key_paths(self) -> &'static [&'static str] {
+        match self {
+            Container::Users => &["/userId"],
+            Container::Posts => &["/postId"],
+            Container::Feed => &["/type"],
+            Container::Leases => &["/id"],
+        }
+    }
+
+    /// The partition key of `item` in this container, read from the key paths.
+    pub fn partition_key_of(self, item: &Value) -> Result<PartitionKey, StoreError> {
+        PartitionKey::from_item(item, self.partition_key_paths())
+            .map_err(|e| StoreError::BadRequest(format!("{}: {e}", self.name())))
+    }
+}
+
+/// An entity tag: changes on every write of the item; the token of optimistic concurrency.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ETag(pub String);
+
+/// An item as read, without system properties, and its current entity tag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub item: Value,
+    pub etag: ETag,
+}
+
+/// One operation of a transactional batch. All operations of a batch address the same
+/// logical partition and either all take effect or none does.
+#[derive(Debug, Clone)]
+pub enum BatchOperation {
+    Create { item: Value },
+    Upsert { item: Value },
+    Replace { item: Value, if_match: Option<ETag> },
+    Delete { id: String },
+}
+
+/// A page of the change log of one container, in commit order, with the checkpoint that
+/// resumes after it. Only the latest version of each item is delivered (like the Cosmos DB
+/// "latest version" change feed); deletes are not delivered.
+#[derive(Debug, Clone)]
+pub struct ChangeBatch {
+    pub items: Vec<Value>,
+    pub checkpoint: Checkpoint,
+}
+
+/// Opaque position in a container's change log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint(pub String);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("an item with this id already exists")]
+    Conflict,
+    #[error("the item changed since it was read (etag mismatch)")]
+    PreconditionFailed,
+    #[error("request rate too large")]
+    Throttled { retry_after: Option<Duration> },
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("request refused by the store: {0}")]
+    BadRequest(String),
+    #[error("operation {index} of the transactional batch failed: {cause}")]
+    BatchOperationFailed {
+        index: usize,
+        cause: Box<StoreError>,
+    },
+    #[error("store failure: {0}")]
+    Internal(String),
+}
+
+impl StoreError {
+    /// Failures that may go away on their own, so a change-feed batch is worth retrying.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Throttled { .. } | StoreError::Unavailable(_) => true,
+            StoreError::PreconditionFailed => true,
+            StoreError::BatchOperationFailed { cause, .. } => cause.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short name for logs ("embedded", "cosmos").
+    fn backend(&self) -> &'static str;
+
+    async fn read_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<Document>>;
+
+    /// Fails with [`StoreError::Conflict`] if an item with the same id exists in the partition.
+    async fn create_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag>;
+
+    async fn upsert_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag>;
+
+    /// Fails with [`StoreError::NotFound`] if the item does not exist, and with
+    /// [`StoreError::PreconditionFailed`] if `if_match` is given and is not the current etag.
+    async fn replace_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+        if_match: Option<&ETag>,
+    ) -> StoreResult<ETag>;
+
+    async fn delete_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<()>;
+
+    /// Runs the operations atomically in one logical partition. On failure nothing is
+    /// written and the error is [`StoreError::BatchOperationFailed`] naming the first failing
+    /// operation. On success, the etag of each operation's item (`None` for deletes).
+    async fn execute_batch(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        operations: Vec<BatchOperation>,
+    ) -> StoreResult<Vec<Option<ETag>>>;
+
+    /// Items matching `query`, without system properties, a page at a time.
+    async fn query(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<Value>>;
+
+    /// The next changes of `container` after `since` (from the beginning when `None`), at
+    /// most `max_items`. Items carry their system properties (`_etag`, `_ts`, `_lsn`), as the
+    /// Cosmos DB change feed delivers them.
+    async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch>;
+
+    /// Resolves when `container` may have new changes, or after `timeout`. Stores that
+    /// cannot tell just wait the timeout, which makes the pump poll.
+    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
+        let _ = container;
+        tokio::time::sleep(timeout).await;
+    }
+}
+
+/// Removes Cosmos DB system properties (`_rid`, `_self`, `_etag`, `_attachments`, `_ts`,
+/// `_lsn`, ...) from an item: responses and copies carry only the item's own fields.
+pub fn strip_system_properties(item: &mut Value) {
+    if let Value::Object(fields) = item {
+        fields.retain(|name, _| !name.starts_with('_'));
+    }
+}

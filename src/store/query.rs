@@ -1,0 +1,197 @@
+//! The queries the operations need, as a small description that each backend translates:
+//! equality/inequality filters on top-level fields, one sort field, an offset, paging.
+//! Values always travel as parameters, never inside the query text (the case study's stored
+//! procedure concatenated ids into SQL; that is an injection hole).
+
+use serde_json::Value;
+
+use super::PartitionKey;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryScope {
+    /// One logical partition: what every V3 read uses.
+    Partition(PartitionKey),
+    /// Every partition: only for the username fan-out and `rebuild`.
+    CrossPartition,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOp {
+    Eq,
+    Ne,
+}
+
+impl FilterOp {
+    pub fn sql(self) -> &'static str {
+        match self {
+            FilterOp::Eq => "=",
+            FilterOp::Ne => "!=",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    /// A top-level field name from the platform's own code (`type`, `userId`, ...).
+    pub field: &'static str,
+    pub op: FilterOp,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOrder {
+    Ascending,
+    Descending,
+}
+
+impl SortOrder {
+    pub fn sql(self) -> &'static str {
+        match self {
+            SortOrder::Ascending => "ASC",
+            SortOrder::Descending => "DESC",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub scope: QueryScope,
+    pub filters: Vec<Filter>,
+    pub order_by: Option<(&'static str, SortOrder)>,
+    /// Items to skip before the first page (used to find what lies beyond the feed's bound).
+    pub offset: u32,
+}
+
+impl Query {
+    pub fn in_partition(pk: PartitionKey) -> Self {
+        Self::new(QueryScope::Partition(pk))
+    }
+
+    pub fn cross_partition() -> Self {
+        Self::new(QueryScope::CrossPartition)
+    }
+
+    fn new(scope: QueryScope) -> Self {
+        Self {
+            scope,
+            filters: Vec::new(),
+            order_by: None,
+            offset: 0,
+        }
+    }
+
+    pub fn of_type(self, item_type: &'static str) -> Self {
+        self.filter("type", FilterOp::Eq, Value::from(item_type))
+    }
+
+    pub fn filter(mut self, field: &'static str, op: FilterOp, value: impl Into<Value>) -> Self {
+        debug_assert!(is_identifier(field), "field {field:?} is not an identifier");
+        self.filters.push(Filter {
+            field,
+            op,
+            value: value.into(),
+        });
+        self
+    }
+
+    pub fn order_by(mut self, field: &'static str, order: SortOrder) -> Self {
+        debug_assert!(is_identifier(field), "field {field:?} is not an identifier");
+        self.order_by = Some((field, order));
+        self
+    }
+
+    pub fn skip(mut self, offset: u32) -> Self {
+        self.offset = offset;
+        self
+    }
+
+    /// The Cosmos DB NoSQL text of the query and its parameters (`@p0`, `@p1`, ...).
+    /// Paging and the partition are passed to the service separately.
+    pub fn to_cosmos_sql(&self) -> (String, Vec<(String, Value)>) {
+        let mut sql = String::from("SELECT * FROM c");
+        let mut params = Vec::new();
+        for (i, filter) in self.filters.iter().enumerate() {
+            let name = format!("@p{i}");
+            sql.push_str(if i == 0 { " WHERE " } else { " AND " });
+            sql.push_str(&format!("c.{} {} {name}", filter.field, filter.op.sql()));
+            params.push((name, filter.value.clone()));
+        }
+        if let Some((field, order)) = self.order_by {
+            sql.push_str(&format!(" ORDER BY c.{field} {}", order.sql()));
+        }
+        if self.offset > 0 {
+            // Cosmos DB only accepts OFFSET together with LIMIT.
+            sql.push_str(&format!(" OFFSET {} LIMIT {}", self.offset, i32::MAX));
+        }
+        (sql, params)
+    }
+}
+
+fn is_identifier(field: &str) -> bool {
+    let mut chars = field.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub max_items: u32,
+    pub continuation: Option<String>,
+}
+
+impl PageRequest {
+    pub fn first(max_items: u32) -> Self {
+        Self {
+            max_items,
+            continuation: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Resumes after the last item; `None` when there is nothing more.
+    pub continuation: Option<String>,
+}
+
+impl<T> Page<T> {
+    pub fn map_items<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            continuation: self.continuation,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_parameterised_cosmos_sql() {
+        let query = Query::cross_partition()
+            .filter("userId", FilterOp::Eq, "x' OR 1=1 --")
+            .filter("userUsername", FilterOp::Ne, "ada")
+            .order_by("creationDate", SortOrder::Descending);
+        let (sql, params) = query.to_cosmos_sql();
+        assert_eq!(
+            sql,
+            "SELECT * FROM c WHERE c.userId = @p0 AND c.userUsername != @p1 ORDER BY c.creationDate DESC"
+        );
+        assert_eq!(params[0], ("@p0".to_owned(), Value::from("x' OR 1=1 --")));
+        assert_eq!(params.len(), 2);
+    }
+
+    #[test]
+    fn offset_comes_with_a_limit() {
+        let query = Query::in_partition(PartitionKey::single("post"))
+            .of_type("post")
+            .order_by("creationDate", SortOrder::Descending)
+            .skip(100);
+        let (sql, _) = query.to_cosmos_sql();
+        assert!(sql.ends_with("ORDER BY c.creationDate DESC OFFSET 100 LIMIT 2147483647"));
+    }
+}
