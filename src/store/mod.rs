@@ -5,6 +5,7 @@
 
 pub mod charge;
 pub mod embedded;
+pub mod metered;
 mod partition_key;
 mod query;
 
