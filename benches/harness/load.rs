@@ -1,0 +1,501 @@
+//! The HTTP load benchmark: the real application (router, pump, embedded store) on a
+//! loopback port, driven by a Rust client. Every phase is bounded in time and in requests.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
+use cosmos_blog::startup::Application;
+use cosmos_blog::store::Store;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::generate::Dataset;
+use crate::stats::Latencies;
+
+const PRINCIPAL: &str = "x-ms-client-principal-id";
+/// Upper bound of requests per phase, whatever the duration.
+const MAX_REQUESTS_PER_PHASE: usize = 2_000_000;
+/// How long the pump may take to work through the change log of the loaded data.
+const CATCH_UP_LIMIT: Duration = Duration::from_secs(900);
+/// Posts not seen in the feed this long after the last one was written count as lost.
+const LAG_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// Duration of each throughput phase.
+    pub phase: Duration,
+    pub concurrency: usize,
+    /// Sequential requests per operation for the single-client latencies.
+    pub sequential: usize,
+    /// Posts per second of the change-feed lag probe.
+    pub post_rate: u32,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    User,
+    Post,
+    UserPosts,
+    Feed,
+    CreatePost,
+    Comment,
+    Like,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::User => "Q1 GET /api/users/{id}",
+            Kind::Post => "Q2 GET /api/posts/{id}",
+            Kind::UserPosts => "Q3 GET /api/users/{id}/posts",
+            Kind::Feed => "Q6 GET /api/feed",
+            Kind::CreatePost => "C2 POST /api/posts",
+            Kind::Comment => "C3 POST /api/posts/{id}/comments",
+            Kind::Like => "C4 POST /api/posts/{id}/likes",
+        }
+    }
+}
+
+/// Latencies of one kind of request, or of a whole phase.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub requests: usize,
+    pub errors: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub p999: Duration,
+}
+
+fn summarise(mut latencies: Latencies, errors: usize) -> Summary {
+    Summary {
+        requests: latencies.len() + errors,
+        errors,
+        p50: latencies.percentile(50.0),
+        p99: latencies.percentile(99.0),
+        p999: latencies.percentile(99.9),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Phase {
+    pub name: String,
+    pub elapsed: Duration,
+    pub total: Summary,
+    pub by_kind: Vec<(Kind, Summary)>,
+}
+
+impl Phase {
+    pub fn throughput(&self) -> f64 {
+        (self.total.requests - self.total.errors) as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Lag {
+    pub name: String,
+    pub rate: u32,
+    pub posts: usize,
+    pub seen: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    pub catch_up: Duration,
+    pub sequential: Vec<(Kind, Summary)>,
+    pub phases: Vec<Phase>,
+    pub lags: Vec<Lag>,
+}
+
+#[derive(Clone)]
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+#[derive(Deserialize)]
+struct IdOnly {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct Items {
+    items: Vec<IdOnly>,
+}
+
+impl Client {
+    /// Sends one request of `kind` on random targets; `Ok(false)` for an unexpected status.
+    async fn send(
+        &self,
+        kind: Kind,
+        rng: &mut fastrand::Rng,
+        data: &Dataset,
+    ) -> anyhow::Result<bool> {
+        let user = data.users[rng.usize(..data.users.len())].as_str();
+        let post = data.posts[rng.usize(..data.posts.len())].post_id.as_str();
+        let base = &self.base;
+        let request = match kind {
+            Kind::User => self.http.get(format!("{base}/api/users/{user}")),
+            Kind::Post => self.http.get(format!("{base}/api/posts/{post}")),
+            Kind::UserPosts => self.http.get(format!("{base}/api/users/{user}/posts")),
+            Kind::Feed => self.http.get(format!("{base}/api/feed")),
+            Kind::CreatePost => self
+                .http
+                .post(format!("{base}/api/posts"))
+                .header(PRINCIPAL, user)
+                .json(&json!({"title": "load test", "content": "written under load ".repeat(20)})),
+            Kind::Comment => self
+                .http
+                .post(format!("{base}/api/posts/{post}/comments"))
+                .header(PRINCIPAL, user)
+                .json(&json!({"content": "a comment under load"})),
+            Kind::Like => self
+                .http
+                .post(format!("{base}/api/posts/{post}/likes"))
+                .header(PRINCIPAL, user),
+        };
+        let response = request.send().await?;
+        let ok = response.status().is_success();
+        // Read the whole body: a response is only served once it is all through.
+        response.bytes().await?;
+        Ok(ok)
+    }
+
+    async fn create_post(&self, user: &str) -> anyhow::Result<String> {
+        let response = self
+            .http
+            .post(format!("{}/api/posts", self.base))
+            .header(PRINCIPAL, user)
+            .json(&json!({"title": "lag probe", "content": "how long until the feed shows me"}))
+            .send()
+            .await?;
+        anyhow::ensure!(
+            response.status().is_success(),
+            "C2 answered {}",
+            response.status()
+        );
+        Ok(response.json::<IdOnly>().await?.id)
+    }
+
+    async fn feed_ids(&self, limit: u32) -> anyhow::Result<Vec<String>> {
+        let response = self
+            .http
+            .get(format!("{}/api/feed?limit={limit}", self.base))
+            .send()
+            .await?;
+        Ok(response
+            .json::<Items>()
+            .await?
+            .items
+            .into_iter()
+            .map(|i| i.id)
+            .collect())
+    }
+}
+
+/// Runs `concurrency` workers for `duration`, each picking a kind from `mix` (weights).
+async fn phase(
+    name: &str,
+    client: &Client,
+    data: &Arc<Dataset>,
+    mix: &[(Kind, u32)],
+    config: &LoadConfig,
+    duration: Duration,
+) -> anyhow::Result<Phase> {
+    let total_weight: u32 = mix.iter().map(|(_, w)| w).sum();
+    let budget = Arc::new(std::sync::atomic::AtomicUsize::new(MAX_REQUESTS_PER_PHASE));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut workers = Vec::new();
+    for w in 0..config.concurrency {
+        let (client, data, mix, budget) = (
+            client.clone(),
+            Arc::clone(data),
+            mix.to_vec(),
+            Arc::clone(&budget),
+        );
+        let seed = config.seed.wrapping_add(w as u64 * 1_000_003);
+        workers.push(tokio::spawn(async move {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut results: HashMap<Kind, (Latencies, usize)> = HashMap::new();
+            while Instant::now() < deadline
+                && budget
+                    .fetch_update(
+                        std::sync::atomic::Ordering::Relaxed,
+                        std::sync::atomic::Ordering::Relaxed,
+                        |n| n.checked_sub(1),
+                    )
+                    .is_ok()
+            {
+                let mut pick = rng.u32(..total_weight);
+                let kind = mix
+                    .iter()
+                    .find(|(_, weight)| {
+                        let hit = pick < *weight;
+                        pick = pick.saturating_sub(*weight);
+                        hit
+                    })
+                    .map_or(mix[0].0, |(k, _)| *k);
+                let begun = Instant::now();
+                let ok = client.send(kind, &mut rng, &data).await.unwrap_or(false);
+                let entry = results.entry(kind).or_default();
+                if ok {
+                    entry.0.push(begun.elapsed());
+                } else {
+                    entry.1 += 1;
+                }
+            }
+            results
+        }));
+    }
+    let mut merged: HashMap<Kind, (Latencies, usize)> = HashMap::new();
+    for worker in workers {
+        for (kind, (latencies, errors)) in worker.await? {
+            let entry = merged.entry(kind).or_default();
+            entry.0.extend(latencies);
+            entry.1 += errors;
+        }
+    }
+    let elapsed = started.elapsed();
+    let mut all = Latencies::default();
+    let mut all_errors = 0;
+    let mut by_kind: Vec<(Kind, Summary)> = merged
+        .into_iter()
+        .map(|(kind, (latencies, errors))| {
+            all.extend(latencies.clone());
+            all_errors += errors;
+            (kind, summarise(latencies, errors))
+        })
+        .collect();
+    by_kind.sort_by_key(|(k, _)| *k);
+    Ok(Phase {
+        name: name.to_owned(),
+        elapsed,
+        total: summarise(all, all_errors),
+        by_kind,
+    })
+}
+
+/// Writes posts at `rate` per second for `duration` and watches the feed for each of them:
+/// the lag is from C2's answer to the first feed read that shows the post.
+async fn lag_probe(
+    name: &str,
+    client: &Client,
+    data: &Arc<Dataset>,
+    rate: u32,
+    duration: Duration,
+) -> anyhow::Result<Lag> {
+    let written: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let lags: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let posts = (rate as f64 * duration.as_secs_f64()).round() as usize;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+    let watcher = {
+        let (client, written, lags, done) = (
+            client.clone(),
+            Arc::clone(&written),
+            Arc::clone(&lags),
+            Arc::clone(&done),
+        );
+        tokio::spawn(async move {
+            let mut finished_at: Option<Instant> = None;
+            loop {
+                let ids = client.feed_ids(50).await.unwrap_or_default();
+                let now = Instant::now();
+                {
+                    let mut written = written.lock().unwrap();
+                    for id in ids {
+                        if let Some(at) = written.remove(&id) {
+                            lags.lock().unwrap().push(now.saturating_duration_since(at));
+                        }
+                    }
+                    if done.load(std::sync::atomic::Ordering::Acquire) {
+                        let since = *finished_at.get_or_insert(now);
+                        if written.is_empty() || now - since > LAG_GRACE {
+                            return;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate.max(1))));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut writers = Vec::with_capacity(posts);
+    for i in 0..posts {
+        ticker.tick().await;
+        let (client, written) = (client.clone(), Arc::clone(&written));
+        let user = data.users[i % data.users.len()].to_string();
+        // Each post on its own task, so a slow answer does not lower the rate.
+        writers.push(tokio::spawn(async move {
+            let id = client.create_post(&user).await?;
+            written.lock().unwrap().insert(id, Instant::now());
+            anyhow::Ok(())
+        }));
+    }
+    for writer in writers {
+        writer.await??;
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    watcher.await?;
+    let mut lags = Latencies::from_iter(lags.lock().unwrap().iter().copied());
+    Ok(Lag {
+        name: name.to_owned(),
+        rate,
+        posts,
+        seen: lags.len(),
+        p50: lags.percentile(50.0),
+        p99: lags.percentile(99.0),
+        max: lags.percentile(100.0),
+    })
+}
+
+/// Serves `store` (already loaded) from the real application and measures it.
+pub async fn run(
+    store: Arc<dyn Store>,
+    data: Dataset,
+    config: &LoadConfig,
+    log: impl Fn(&str),
+) -> anyhow::Result<LoadReport> {
+    let data = Arc::new(data);
+    let settings = Settings {
+        port: 0,
+        bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        store: StoreSettings {
+            data_dir: std::env::temp_dir(),
+            cosmos_connection: None,
+            cosmos_endpoint: None,
+            database: "blog".into(),
+        },
+        change_feed: ChangeFeedMode::Pump,
+    };
+    let app = Application::with_store(&settings, store).await?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let client = Client {
+        http: reqwest::Client::builder()
+            .pool_max_idle_per_host(config.concurrency * 2)
+            .build()?,
+        base,
+    };
+    let result = measure(&client, &data, config, log).await;
+    let _ = stop.send(());
+    server.await?.context("server")?;
+    result
+}
+
+async fn measure(
+    client: &Client,
+    data: &Arc<Dataset>,
+    config: &LoadConfig,
+    log: impl Fn(&str),
+) -> anyhow::Result<LoadReport> {
+    // The pump starts from the beginning of the change log, which holds the whole loaded
+    // data set: wait until it is through, i.e. until a post written now reaches the feed.
+    log("waiting for the change-feed pump to catch up with the loaded data");
+    let started = Instant::now();
+    let sentinel = client.create_post(data.users[0].as_str()).await?;
+    loop {
+        if client.feed_ids(1).await?.first() == Some(&sentinel) {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < CATCH_UP_LIMIT,
+            "the pump did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let catch_up = started.elapsed();
+
+    log("single-client latencies");
+    let mut sequential = Vec::new();
+    let mut rng = fastrand::Rng::with_seed(config.seed);
+    for kind in [Kind::User, Kind::Post, Kind::UserPosts, Kind::Feed] {
+        let mut latencies = Latencies::default();
+        let mut errors = 0;
+        for _ in 0..config.sequential {
+            let begun = Instant::now();
+            if client.send(kind, &mut rng, data).await? {
+                latencies.push(begun.elapsed());
+            } else {
+                errors += 1;
+            }
+        }
+        sequential.push((kind, summarise(latencies, errors)));
+    }
+
+    let mut phases = Vec::new();
+    log("read mix");
+    let read_mix = [(Kind::Feed, 50), (Kind::Post, 30), (Kind::UserPosts, 20)];
+    phases.push(
+        phase(
+            "read mix (50% feed, 30% post, 20% user's posts)",
+            client,
+            data,
+            &read_mix,
+            config,
+            config.phase,
+        )
+        .await?,
+    );
+    log("feed only");
+    phases.push(
+        phase(
+            "feed only",
+            client,
+            data,
+            &[(Kind::Feed, 1)],
+            config,
+            config.phase,
+        )
+        .await?,
+    );
+
+    let mut lags = Vec::new();
+    log("change-feed lag, posts alone");
+    lags.push(lag_probe("posts alone", client, data, config.post_rate, config.phase).await?);
+
+    log("write mix with the lag probe");
+    let write_mix = [
+        (Kind::CreatePost, 20),
+        (Kind::Comment, 40),
+        (Kind::Like, 40),
+    ];
+    let (writes, lag) = tokio::join!(
+        phase(
+            "write mix (20% posts, 40% comments, 40% likes)",
+            client,
+            data,
+            &write_mix,
+            config,
+            config.phase
+        ),
+        lag_probe(
+            "under the write mix",
+            client,
+            data,
+            config.post_rate,
+            config.phase
+        ),
+    );
+    phases.push(writes?);
+    lags.push(lag?);
+    Ok(LoadReport {
+        catch_up,
+        sequential,
+        phases,
+        lags,
+    })
+}

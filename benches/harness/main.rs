@@ -1,0 +1,43 @@
+//! `cargo bench --bench harness -- --users 1000 --out bench-results/`
+//!
+//! Generates the case study's data set, profiles the ten operations under the three models
+//! through a `MeteredStore`, load-tests the real application over loopback HTTP, times the
+//! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`.
+
+mod generate;
+mod load;
+mod profile;
+mod report;
+mod startup;
+mod stats;
+mod suite;
+mod versions;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = suite::Args::parse();
+    let shown: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let command = format!("cargo bench --bench harness -- {}", shown.join(" "));
+    // One worker per core: the server under test and its clients share the machine.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match runtime.block_on(suite::run(&args, command.trim_end())) {
+        Ok(outcome) => {
+            println!("{}", outcome.report.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("harness failed: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Latency samples and their percentiles (nearest rank: the value below which p% of the
+//! samples fall; with few samples the high percentiles are simply the maximum).
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default)]
+pub struct Latencies {
+    samples: Vec<Duration>,
+    sorted: bool,
+}
+
+impl Latencies {
+    pub fn push(&mut self, sample: Duration) {
+        self.samples.push(sample);
+        self.sorted = false;
+    }
+
+    pub fn extend(&mut self, other: Latencies) {
+        self.samples.extend(other.samples);
+        self.sorted = false;
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// `p` in 0..=100; zero when there are no samples.
+    pub fn percentile(&mut self, p: f64) -> Duration {
+        if self.samples.is_empty() {
+            return Duration::ZERO;
+        }
+        if !self.sorted {
+            self.samples.sort_unstable();
+            self.sorted = true;
+        }
+        let rank = ((p / 100.0) * self.samples.len() as f64).ceil() as usize;
+        self.samples[rank.clamp(1, self.samples.len()) - 1]
+    }
+}
+
+impl FromIterator<Duration> for Latencies {
+    fn from_iter<I: IntoIterator<Item = Duration>>(iter: I) -> Self {
+        Self {
+            samples: iter.into_iter().collect(),
+            sorted: false,
+        }
+    }
+}
+
+/// Milliseconds with a fractional part, for reports.
+pub fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut l = Latencies::default();
+        for i in (1..=100).rev() {
+            l.push(Duration::from_millis(i));
+        }
+        assert_eq!(l.percentile(50.0), Duration::from_millis(50));
+        assert_eq!(l.percentile(99.0), Duration::from_millis(99));
+        assert_eq!(l.percentile(100.0), Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,177 @@
+//! The whole harness run: generate, profile, load, start-up, report. Shared by the bench
+//! binary (`cargo bench --bench harness`) and the CI smoke test (`tests/harness_smoke.rs`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use cosmos_blog::store::Store;
+use cosmos_blog::store::embedded::EmbeddedStore;
+
+use crate::generate::{Dataset, GenConfig, generate};
+use crate::load::{LoadConfig, LoadReport};
+use crate::profile::{ProfileConfig, Row, profile};
+use crate::report::{self, Inputs, Machine};
+use crate::startup::StartupReport;
+
+/// Cost and performance harness of the blog backend (issue 5).
+#[derive(Debug, Clone, Parser)]
+#[command(name = "harness")]
+pub struct Args {
+    /// Users to generate (each with 5–50 posts; each post up to 25 comments, 100 likes).
+    #[arg(long, default_value_t = 1_000)]
+    pub users: usize,
+    /// Seed of the data generator and of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Folder for REPORT.md and chart.svg.
+    #[arg(long, default_value = "bench-results")]
+    pub out: PathBuf,
+    /// Folder for the store (default: a temporary folder, removed afterwards).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Measured runs per operation and model (at most).
+    #[arg(long, default_value_t = 200)]
+    pub samples: usize,
+    /// Seconds allowed per operation and model (at least 3 runs are made anyway).
+    #[arg(long, default_value_t = 3.0)]
+    pub op_seconds: f64,
+    /// Seconds of each HTTP load phase.
+    #[arg(long, default_value_t = 10.0)]
+    pub load_seconds: f64,
+    /// Concurrent HTTP clients.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Sequential requests per query for the single-client latencies.
+    #[arg(long, default_value_t = 1_000)]
+    pub sequential: usize,
+    /// Posts per second of the change-feed lag probe.
+    #[arg(long, default_value_t = 100)]
+    pub post_rate: u32,
+    /// Start-ups of the binary to time.
+    #[arg(long, default_value_t = 10)]
+    pub startup_runs: usize,
+    #[arg(long)]
+    pub skip_load: bool,
+    #[arg(long)]
+    pub skip_startup: bool,
+    /// No progress bars (CI, logs).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    pub bench: bool,
+}
+
+pub struct Outcome {
+    pub dataset: Dataset,
+    pub rows: Vec<Row>,
+    pub load: Option<LoadReport>,
+    pub startup: Option<StartupReport>,
+    pub report: PathBuf,
+    pub chart: PathBuf,
+}
+
+pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
+    let quiet = args.quiet;
+    let log = move |what: &str| {
+        if !quiet {
+            eprintln!("harness: {what}");
+        }
+    };
+    let temp = tempfile::tempdir()?;
+    let dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_owned());
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.join("blog.sqlite3"))?);
+
+    log(&format!(
+        "generating {} users (seed {})",
+        args.users, args.seed
+    ));
+    let dataset = generate(
+        &store,
+        &GenConfig {
+            users: args.users,
+            seed: args.seed,
+            progress: !quiet,
+        },
+    )
+    .await?;
+    log(&format!(
+        "{} items in {:.1} s, copies rebuilt in {:.1} s",
+        dataset.items(),
+        dataset.load_time.as_secs_f64(),
+        dataset.rebuild_time.as_secs_f64()
+    ));
+
+    log("profiling the ten operations under V1, V2, V3");
+    let rows = profile(
+        &store,
+        &dataset,
+        &ProfileConfig {
+            samples: args.samples,
+            budget: Duration::from_secs_f64(args.op_seconds),
+            seed: args.seed,
+            progress: !quiet,
+        },
+    )
+    .await?;
+
+    let load = if args.skip_load {
+        None
+    } else {
+        log("HTTP load benchmark");
+        let config = LoadConfig {
+            phase: Duration::from_secs_f64(args.load_seconds),
+            concurrency: args.concurrency.max(1),
+            sequential: args.sequential,
+            post_rate: args.post_rate.max(1),
+            seed: args.seed,
+        };
+        Some(crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?)
+    };
+
+    let startup = if args.skip_startup {
+        None
+    } else {
+        log("start-up time and idle memory of the binary");
+        let binary = PathBuf::from(env!("CARGO_BIN_EXE_cosmos-blog"));
+        let runs = args.startup_runs;
+        Some(tokio::task::spawn_blocking(move || crate::startup::measure(&binary, runs)).await??)
+    };
+
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let markdown = report::markdown(&Inputs {
+        command,
+        seed: args.seed,
+        machine: Machine::this(),
+        backend: store.backend(),
+        dataset: &dataset,
+        rows: &rows,
+        load: load.as_ref(),
+        startup: startup.as_ref(),
+        concurrency: args.concurrency,
+    });
+    let report = args.out.join("REPORT.md");
+    let chart = args.out.join("chart.svg");
+    std::fs::write(&report, markdown)?;
+    std::fs::write(&chart, report::svg(&rows))?;
+    log(&format!(
+        "wrote {} and {}",
+        report.display(),
+        chart.display()
+    ));
+    Ok(Outcome {
+        dataset,
+        rows,
+        load,
+        startup,
+        report,
+        chart,
+    })
+}

@@ -1,0 +1,93 @@
+//! Runs the whole benchmark harness (`benches/harness`) at a tiny scale so that it cannot
+//! rot: generator, profiler, a few seconds of HTTP load, start-up timing and the report.
+//! It checks the shapes the product promises (SPEC 7), never timings: those are reported.
+
+// The harness's own modules, compiled here exactly as the bench compiles them.
+#[path = "../benches/harness/generate.rs"]
+mod generate;
+#[path = "../benches/harness/load.rs"]
+mod load;
+#[path = "../benches/harness/profile.rs"]
+mod profile;
+#[path = "../benches/harness/report.rs"]
+mod report;
+#[path = "../benches/harness/startup.rs"]
+mod startup;
+#[path = "../benches/harness/stats.rs"]
+mod stats;
+#[path = "../benches/harness/suite.rs"]
+mod suite;
+#[path = "../benches/harness/versions.rs"]
+mod versions;
+
+use clap::Parser;
+
+use profile::Row;
+use versions::{Op, Version};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
+    let out = tempfile::tempdir().unwrap();
+    let args = suite::Args::parse_from([
+        "harness",
+        "--users",
+        "5",
+        "--samples",
+        "5",
+        "--op-seconds",
+        "0.2",
+        "--load-seconds",
+        "1",
+        "--concurrency",
+        "2",
+        "--sequential",
+        "10",
+        "--post-rate",
+        "20",
+        "--startup-runs",
+        "1",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let outcome = suite::run(&args, "harness_smoke").await.unwrap();
+
+    let data = &outcome.dataset;
+    assert_eq!(data.users.len(), 5);
+    assert!(
+        (25..=250).contains(&data.posts.len()),
+        "5–50 posts per user"
+    );
+    assert!(data.posts.iter().all(|p| p.comments <= 25 && p.likes <= 5));
+
+    for op in Op::ALL {
+        for version in Version::ALL {
+            let row = Row::get(&outcome.rows, op, version).unwrap();
+            assert!(row.samples >= 3, "{op:?} {version:?} ran");
+        }
+    }
+    for op in Op::ALL.into_iter().filter(|op| op.is_query()) {
+        let v3 = Row::get(&outcome.rows, op, Version::V3).unwrap();
+        assert_eq!(
+            (v3.requests, v3.partitions, v3.fan_out),
+            (1.0, 1.0, false),
+            "V3 {op:?} is one request to one logical partition"
+        );
+    }
+    let v1_feed = Row::get(&outcome.rows, Op::Q6, Version::V1).unwrap();
+    let v3_feed = Row::get(&outcome.rows, Op::Q6, Version::V3).unwrap();
+    assert!(v1_feed.requests > v3_feed.requests);
+    assert!(v1_feed.fan_out);
+
+    let load = outcome.load.as_ref().unwrap();
+    assert!(load.phases.iter().all(|p| p.total.requests > 0));
+    let reads = load.phases.iter().filter(|p| !p.name.starts_with("write"));
+    assert!(reads.into_iter().all(|p| p.total.errors == 0));
+    assert!(load.lags.iter().all(|l| l.posts > 0));
+    assert!(outcome.startup.as_ref().unwrap().rss_kib > 0);
+
+    let markdown = std::fs::read_to_string(&outcome.report).unwrap();
+    assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
+    let chart = std::fs::read_to_string(&outcome.chart).unwrap();
+    assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+}
