@@ -22,6 +22,8 @@ mod versions;
 
 use clap::Parser;
 
+use std::time::Duration;
+
 use profile::Row;
 use versions::{Op, Version};
 
@@ -90,4 +92,12 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
     let chart = std::fs::read_to_string(&outcome.chart).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn percentiles_are_nearest_rank() {
+    let mut l: stats::Latencies = (1..=100).rev().map(Duration::from_millis).collect();
+    assert_eq!(l.percentile(50.0), Duration::from_millis(50));
+    assert_eq!(l.percentile(99.0), Duration::from_millis(99));
+    assert_eq!(l.percentile(100.0), Duration::from_millis(100));
 }

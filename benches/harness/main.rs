@@ -32,7 +32,17 @@ fn main() -> ExitCode {
         .expect("tokio runtime");
     match runtime.block_on(suite::run(&args, command.trim_end())) {
         Ok(outcome) => {
+            eprintln!(
+                "harness: {} items, {} profile rows, {} load phases, start-up p50 {}",
+                outcome.dataset.items(),
+                outcome.rows.len(),
+                outcome.load.map_or(0, |l| l.phases.len()),
+                outcome
+                    .startup
+                    .map_or("not measured".into(), |s| format!("{:?}", s.p50)),
+            );
             println!("{}", outcome.report.display());
+            println!("{}", outcome.chart.display());
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -249,7 +249,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     if let Some(load) = input.load {
         let _ = writeln!(
             out,
-            "\n## HTTP load (loopback, the real application in-process, release build)\n"
+            "\n## HTTP load (loopback, the real application in-process)\n"
         );
         let _ = writeln!(
             out,

@@ -51,19 +51,3 @@ impl FromIterator<Duration> for Latencies {
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let mut l = Latencies::default();
-        for i in (1..=100).rev() {
-            l.push(Duration::from_millis(i));
-        }
-        assert_eq!(l.percentile(50.0), Duration::from_millis(50));
-        assert_eq!(l.percentile(99.0), Duration::from_millis(99));
-        assert_eq!(l.percentile(100.0), Duration::from_millis(100));
-    }
-}
