@@ -23,6 +23,8 @@ const MAX_REQUESTS_PER_PHASE: usize = 2_000_000;
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(900);
 /// Posts not seen in the feed this long after the last one was written count as lost.
 const LAG_GRACE: Duration = Duration::from_secs(5);
+/// How often the lag probe reads the feed.
+pub const LAG_POLL: Duration = Duration::from_millis(5);
 
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -307,7 +309,7 @@ async fn lag_probe(
         tokio::spawn(async move {
             let mut finished_at: Option<Instant> = None;
             loop {
-                let ids = client.feed_ids(50).await.unwrap_or_default();
+                let ids = client.feed_ids(100).await.unwrap_or_default();
                 let now = Instant::now();
                 {
                     let mut written = written.lock().unwrap();
@@ -323,7 +325,9 @@ async fn lag_probe(
                         }
                     }
                 }
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                // Polling flat out would itself load the server (a feed read is the most
+                // expensive query); every few ms bounds the lag's resolution to that.
+                tokio::time::sleep(LAG_POLL).await;
             }
         })
     };

@@ -289,7 +289,8 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         }
         let _ = writeln!(
             out,
-            "\n### Change-feed lag (from C2's answer to the post in Q6; ms)\n"
+            "\n### Change-feed lag (from C2's answer to the post in Q6, feed polled every {} ms; ms)\n",
+            crate::load::LAG_POLL.as_millis()
         );
         let _ = writeln!(
             out,
