@@ -93,6 +93,50 @@ fn set_planner_stats(conn: &Connection) -> StoreResult<()> {
     conn.execute_batch(&sql).map_err(sql_error)
 }
 
+/// A reader connection and the last feed page it read.
+struct Reader {
+    conn: Connection,
+    feed: Option<CachedPage>,
+}
+
+/// The feed is the most read and the most expensive query (a hundred items, sorted and
+/// parsed), and it changes only when the change-feed handler writes it. So each reader keeps
+/// its last feed page, valid while the connection's `PRAGMA data_version` is unchanged:
+/// that number changes on every commit of any other connection — this process's writer or
+/// another process (`rebuild` while the server runs) — so a page is never served stale.
+struct CachedPage {
+    data_version: i64,
+    query: Query,
+    page: PageRequest,
+    result: Page<Value>,
+}
+
+impl Reader {
+    fn feed_query(&mut self, query: &Query, page: &PageRequest) -> StoreResult<Page<Value>> {
+        // Read the version before the data: a commit in between makes the page look older
+        // than it is (one needless re-read), never newer.
+        let data_version: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(sql_error)?;
+        if let Some(cached) = &self.feed
+            && cached.data_version == data_version
+            && &cached.query == query
+            && &cached.page == page
+        {
+            return Ok(cached.result.clone());
+        }
+        let result = run_query(&self.conn, Container::Feed, query, page)?;
+        self.feed = Some(CachedPage {
+            data_version,
+            query: query.clone(),
+            page: page.clone(),
+            result: result.clone(),
+        });
+        Ok(result)
+    }
+}
+
 /// Cheap to clone: clones share the connections.
 #[derive(Clone)]
 pub struct EmbeddedStore {
@@ -101,7 +145,7 @@ pub struct EmbeddedStore {
 
 struct Shared {
     writer: Mutex<Connection>,
-    readers: Vec<Mutex<Connection>>,
+    readers: Vec<Mutex<Reader>>,
     changes: [Notify; 4],
 }
 
@@ -128,7 +172,10 @@ impl EmbeddedStore {
                 )
                 .map_err(sql_error)?;
                 configure(&reader)?;
-                Ok(Mutex::new(reader))
+                Ok(Mutex::new(Reader {
+                    conn: reader,
+                    feed: None,
+                }))
             })
             .collect::<StoreResult<Vec<_>>>()?;
         Ok(Self {
@@ -178,14 +225,21 @@ impl EmbeddedStore {
         &self,
         work: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        self.with_reader(move |reader| work(&reader.conn)).await
+    }
+
+    async fn with_reader<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Reader) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
         let shared = Arc::clone(&self.shared);
         tokio::task::spawn_blocking(move || {
-            let conn = shared
+            let mut reader = shared
                 .readers
                 .iter()
                 .find_map(|reader| reader.try_lock().ok())
                 .unwrap_or_else(|| lock(&shared.readers[0]));
-            work(&conn)
+            work(&mut reader)
         })
         .await
         .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
@@ -201,7 +255,7 @@ fn configure(conn: &Connection) -> StoreResult<()> {
     Ok(())
 }
 
-fn lock(mutex: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back
     // on drop), so the connection is still usable.
     mutex
@@ -579,6 +633,11 @@ impl Store for EmbeddedStore {
         page: PageRequest,
     ) -> StoreResult<Page<Value>> {
         let query = query.clone();
+        if container == Container::Feed {
+            return self
+                .with_reader(move |reader| reader.feed_query(&query, &page))
+                .await;
+        }
         self.read(move |conn| run_query(conn, container, &query, &page))
             .await
     }
@@ -637,4 +696,60 @@ impl Store for EmbeddedStore {
 /// The etag of a single-item write (only deletes have none).
 fn written(etag: Option<ETag>) -> StoreResult<ETag> {
     etag.ok_or_else(|| StoreError::Internal("write produced no etag".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn feed_query() -> Query {
+        Query::in_partition(PartitionKey::single("post"))
+            .of_type("post")
+            .order_by("creationDate", SortOrder::Descending)
+    }
+
+    async fn feed_ids(store: &EmbeddedStore) -> Vec<String> {
+        let page = store
+            .query(Container::Feed, &feed_query(), PageRequest::first(100))
+            .await
+            .unwrap();
+        page.items
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn put(store: &EmbeddedStore, id: &str, date: &str) {
+        let item = json!({"id": id, "type": "post", "creationDate": date});
+        store
+            .upsert_item(Container::Feed, &PartitionKey::single("post"), item)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_cached_feed_follows_writes_of_this_and_other_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = EmbeddedStore::open(&path).unwrap();
+        put(&store, "a", "2026-01-01T00:00:00.0000000Z").await;
+        // Reads one at a time use the same reader, which then serves its cached page.
+        for _ in 0..READERS * 2 {
+            assert_eq!(feed_ids(&store).await, ["a"]);
+        }
+        put(&store, "b", "2026-01-02T00:00:00.0000000Z").await;
+        for _ in 0..READERS * 2 {
+            assert_eq!(feed_ids(&store).await, ["b", "a"]);
+        }
+        // Another process (e.g. `rebuild` while the server runs) has its own connections.
+        let other = EmbeddedStore::open(&path).unwrap();
+        other
+            .delete_item(Container::Feed, &PartitionKey::single("post"), "b")
+            .await
+            .unwrap();
+        for _ in 0..READERS * 2 {
+            assert_eq!(feed_ids(&store).await, ["a"]);
+        }
+    }
 }
