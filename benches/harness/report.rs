@@ -412,6 +412,9 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     out
 }
 
+/// What a chart panel shows of a row.
+type Metric = fn(&Row) -> f64;
+
 const COLOURS: [&str; 3] = ["#d62728", "#ff7f0e", "#2ca02c"];
 
 /// Grouped bars on a log scale: one panel for requests, one for p50 latency.
@@ -439,7 +442,7 @@ pub fn svg(rows: &[Row]) -> String {
             version.name()
         );
     }
-    let panels: [(&str, fn(&Row) -> f64); 2] = [
+    let panels: [(&str, Metric); 2] = [
         ("requests per operation", |r| r.requests),
         ("p50 latency per operation (ms)", |r| ms(r.p50)),
     ];
