@@ -442,9 +442,16 @@ pub fn svg(rows: &[Row]) -> String {
             version.name()
         );
     }
+    let x = left + 3.0 * 90.0;
+    let _ = writeln!(
+        out,
+        r#"<line x1="{x}" x2="{}" y1="38" y2="38" stroke="black" stroke-width="2"/><text x="{}" y="42">case study (real service, 100,000 users)</text>"#,
+        x + 14.0,
+        x + 18.0
+    );
     let panels: [(&str, Metric); 2] = [
         ("requests per operation", |r| r.requests),
-        ("p50 latency per operation (ms)", |r| ms(r.p50)),
+        ("p50 latency per operation, in-process (ms)", |r| ms(r.p50)),
     ];
     for (p, (title, value)) in panels.into_iter().enumerate() {
         let y0 = top + p as f64 * (panel + 70.0) + 30.0;
@@ -455,12 +462,14 @@ pub fn svg(rows: &[Row]) -> String {
             .fold(f64::INFINITY, f64::min)
             .min(1.0)
             .log10()
-            .floor();
+            // A decade below the smallest value, so that a bar of exactly 1 still shows.
+            .floor()
+            - 1.0;
         let hi = values
             .iter()
             .copied()
             .fold(0.0, f64::max)
-            .max(1.0)
+            .max(if p == 1 { 306.0 } else { 1.0 })
             .log10()
             .ceil()
             .max(lo + 1.0);
@@ -479,7 +488,7 @@ pub fn svg(rows: &[Row]) -> String {
                 width - 20.0,
                 left - 6.0,
                 y + 4.0,
-                fmt_num(10f64.powi(e))
+                tick(e)
             );
             e += 1;
         }
@@ -511,6 +520,18 @@ pub fn svg(rows: &[Row]) -> String {
                     y0 + panel - h - 3.0,
                     short_num(v)
                 );
+                // The case study's latency, for comparison: a black mark across the bar.
+                if p == 1 {
+                    let y = y0 + panel - scale(op.case_study()[i].0);
+                    let _ = writeln!(
+                        out,
+                        r#"<line x1="{x:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="black" stroke-width="2"><title>case study {} {}: {} ms</title></line>"#,
+                        x + bar - 2.0,
+                        op.name(),
+                        version.name(),
+                        op.case_study()[i].0
+                    );
+                }
             }
             let _ = writeln!(
                 out,
@@ -530,6 +551,15 @@ pub fn svg(rows: &[Row]) -> String {
     }
     let _ = writeln!(out, "</svg>");
     out
+}
+
+/// The label of the grid line at 10^e.
+fn tick(e: i32) -> String {
+    if e >= 0 {
+        format!("{}", 10u64.pow(e as u32))
+    } else {
+        format!("{:.*}", (-e) as usize, 10f64.powi(e))
+    }
 }
 
 fn short_num(v: f64) -> String {
