@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use crate::api::{self, AppState};
 use crate::blog::Blog;
 use crate::changefeed::Pump;
+use crate::functions;
 use crate::settings::{Settings, StoreSettings};
 use crate::store::Store;
 use crate::store::embedded::EmbeddedStore;
@@ -50,7 +51,7 @@ impl Application {
         let state = AppState {
             blog: Blog::new(Arc::clone(&store)),
         };
-        let router = api::app(state, Router::new());
+        let router = api::app(state, functions::router());
         let pump = settings
             .runs_pump()
             .then(|| Pump::start(Arc::clone(&store)));
