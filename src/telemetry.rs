@@ -17,8 +17,8 @@ pub fn init() {
     let _ = builder(filter, std::io::stderr).try_init();
 }
 
-/// The subscriber [`init`] installs, writing to `writer` (tests capture lines with it).
-pub fn builder<W>(
+/// The subscriber [`init`] installs, writing to `writer`.
+fn builder<W>(
     filter: EnvFilter,
     writer: W,
 ) -> SubscriberBuilder<DefaultFields, Format, EnvFilter, W>

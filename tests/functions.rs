@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -438,59 +439,6 @@ async fn a_transient_store_failure_fails_the_invocation_so_the_host_retries() {
 
 // ---- logs ---------------------------------------------------------------------------------
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut buffer) = self.0.lock() {
-            buffer.extend_from_slice(bytes);
-        }
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
-async fn log_lines_carry_the_level_and_the_invocation_id() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = telemetry::builder(tracing_subscriber::EnvFilter::new("info"), move || {
-        writer.clone()
-    })
-    .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
-    let h = Harness::new();
-    h.invoke(
-        "OnPostChanged",
-        fixture("on_post_changed_with_invalid_document.json"),
-    )
-    .await;
-
-    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
-    let lines: Vec<&str> = text.lines().collect();
-    let handler_lines: Vec<&&str> = lines
-        .iter()
-        .filter(|l| l.contains("OnPostChanged: 2 processed"))
-        .collect();
-    assert_eq!(handler_lines.len(), 1, "{text}");
-    let warning = lines
-        .iter()
-        .find(|l| l.contains("skipping unreadable change-feed document"))
-        .expect("a warning for the invalid document");
-    for line in [handler_lines[0], warning] {
-        assert!(
-            line.contains(&format!("invocation_id={INVOCATION_ID}")),
-            "{line}"
-        );
-    }
-    assert!(handler_lines[0].contains(" INFO "), "{}", handler_lines[0]);
-    assert!(warning.contains(" WARN "), "{warning}");
-}
-
 // ---- metadata -----------------------------------------------------------------------------
 
 #[test]
@@ -770,46 +718,117 @@ impl Drop for Running {
     }
 }
 
-#[tokio::test]
-async fn the_binary_listens_on_functions_customhandler_port() {
-    let data = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
-        .env("BLOG_DATA_DIR", data.path())
-        .env("RUST_LOG", "warn")
+/// Starts the binary on the embedded store in `data`, on `port`: through the host's
+/// `FUNCTIONS_CUSTOMHANDLER_PORT` when `under_host`, else through `--port` (standalone).
+async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -> Running {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
+    command
+        .env("BLOG_DATA_DIR", data)
+        .env("RUST_LOG", "info")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .env_remove("FUNCTIONS_WORKER_RUNTIME")
         .env_remove("CosmosDBConnection")
         .env_remove("CosmosDBConnection__accountEndpoint")
         .env_remove("BLOG_BIND_ADDRESS")
         .env_remove("BLOG_CHANGE_FEED")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn cosmos-blog");
-    let _running = Running(child);
-
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    if under_host {
+        command.env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string());
+    } else {
+        command.args(["--port", &port.to_string()]);
+    }
+    let running = Running(command.spawn().expect("spawn cosmos-blog"));
     let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut ready = None;
     for _ in 0..100 {
-        if let Ok(response) = client.get(format!("{base}/")).send().await {
-            ready = Some(response.status());
-            break;
+        if let Ok(response) = client.get(format!("http://127.0.0.1:{port}/")).send().await {
+            assert_eq!(response.status(), reqwest::StatusCode::OK, "GET /");
+            return running;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(ready, Some(reqwest::StatusCode::OK), "GET / on port {port}");
+    panic!("cosmos-blog never answered GET / on port {port}");
+}
 
-    // The host's invocation, over a real socket.
-    let response = client
-        .post(format!("{base}/OnPostChanged"))
+async fn post_invocation(port: u16) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/OnPostChanged"))
         .header("content-type", "application/json; charset=utf-8")
         .header(telemetry::INVOCATION_ID_HEADER, INVOCATION_ID)
         .body(fixture("on_post_changed.json"))
         .send()
         .await
-        .expect("invoke");
+        .expect("invoke")
+}
+
+#[tokio::test]
+async fn the_binary_listens_on_functions_customhandler_port() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let _running = start_binary(data.path(), port, true, Stdio::null()).await;
+
+    // The host's invocation, over a real socket.
+    let response = post_invocation(port).await;
     assert_eq!(response.status(), reqwest::StatusCode::OK);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
     let body: Value = response.json().await.expect("json");
     assert_eq!(body["Outputs"], json!({}));
+}
+
+#[tokio::test]
+async fn a_standalone_server_does_not_take_trigger_invocations() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let _running = start_binary(data.path(), port, false, Stdio::null()).await;
+    // Standalone, the pump keeps the copies; forged batches must not get in.
+    assert_eq!(
+        post_invocation(port).await.status(),
+        reqwest::StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn log_lines_carry_the_level_and_the_invocation_id() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let log_path = data.path().join("stderr.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let port = free_port();
+    let running = start_binary(data.path(), port, true, Stdio::from(log)).await;
+    let response = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/OnPostChanged"))
+        .header("content-type", "application/json; charset=utf-8")
+        .header(telemetry::INVOCATION_ID_HEADER, INVOCATION_ID)
+        .body(fixture("on_post_changed_with_invalid_document.json"))
+        .send()
+        .await
+        .expect("invoke");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    drop(running);
+
+    // What the host reads from the handler's stderr: one event per line, level first after
+    // the timestamp, the invocation id in the request span.
+    let text = std::fs::read_to_string(&log_path).expect("log");
+    let lines: Vec<&str> = text.lines().collect();
+    let report = lines
+        .iter()
+        .find(|l| l.contains("OnPostChanged: 2 processed, 4 written, 1 skipped"))
+        .unwrap_or_else(|| panic!("no report line in:\n{text}"));
+    let warning = lines
+        .iter()
+        .find(|l| l.contains("skipping unreadable change-feed document"))
+        .unwrap_or_else(|| panic!("no warning in:\n{text}"));
+    for (line, level) in [(report, "INFO"), (warning, "WARN")] {
+        assert!(
+            line.contains(&format!("invocation_id={INVOCATION_ID}")),
+            "{line}"
+        );
+        assert_eq!(line.split_whitespace().nth(1), Some(level), "{line}");
+        assert!(!line.contains('\u{1b}'), "no colour codes: {line}");
+    }
 }
