@@ -4,7 +4,7 @@
 //! for `az functionapp deployment source config-zip`.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -107,9 +107,7 @@ pub fn zip_script_root(dir: &Path, zip_path: &Path) -> anyhow::Result<()> {
             .compression_method(CompressionMethod::Deflated)
             .unix_permissions(mode);
         writer.start_file(name, options)?;
-        let mut content = Vec::new();
-        File::open(dir.join(&relative))?.read_to_end(&mut content)?;
-        writer.write_all(&content)?;
+        io::copy(&mut File::open(dir.join(&relative))?, &mut writer)?;
     }
     writer.finish()?;
     Ok(())
