@@ -220,6 +220,7 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
         return Ok(report);
     }
     let mut feed = FeedWindow::load(store).await?;
+    let mut added_to_feed = 0;
     for delivered in posts {
         let post = match current_version(store, Container::Posts, delivered).await {
             Ok(post) => post,
@@ -236,15 +237,20 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
             format!("user copy of post {}", post.id),
             &mut report,
         )?;
+        let before = report.written;
         let result = feed.offer(store, &copy).await;
         settle(
             result,
             format!("feed copy of post {}", post.id),
             &mut report,
         )?;
+        added_to_feed += report.written - before;
     }
-    let result = trim_feed(store).await;
-    settle(result, "feed trim".to_owned(), &mut report)?;
+    // Only a batch that wrote to the feed can have pushed posts past its bound.
+    if added_to_feed > 0 {
+        let result = trim_feed(store).await;
+        settle(result, "feed trim".to_owned(), &mut report)?;
+    }
     Ok(report)
 }
 

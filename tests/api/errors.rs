@@ -15,6 +15,7 @@ backend_tests!(
     bodies_over_one_mebibyte_are_413,
     ids_that_cosmos_cannot_address_are_400,
     unknown_routes_and_methods_are_problems,
+    hostile_input_never_causes_a_server_error,
 );
 
 async fn assert_problem(response: Response, status: StatusCode, code: &str) -> Value {
@@ -293,4 +294,61 @@ async fn unknown_routes_and_methods_are_problems(app: TestApp) {
         "method-not-allowed",
     )
     .await;
+}
+
+async fn hostile_input_never_causes_a_server_error(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "Hello", "World").await;
+    let post_id = post["id"].as_str().unwrap().to_owned();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let bodies: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"null".to_vec(),
+        b"\"just a string\"".to_vec(),
+        b"{\"username\": null, \"title\": {}, \"content\": []}".to_vec(),
+        b"{\"username\": 1e999, \"title\": -0, \"content\": 18446744073709551616}".to_vec(),
+        "{\"username\": \"\\ud800\", \"title\": \"\\u0000\", \"content\": \"\u{202e}\"}"
+            .as_bytes()
+            .to_vec(),
+        vec![0xff, 0xfe, 0x00, 0x7b],
+        deep.into_bytes(),
+    ];
+    let paths = [
+        "/api/users/ada".to_owned(),
+        "/api/users/ada/posts?limit=1&continuation=%00".to_owned(),
+        "/api/posts".to_owned(),
+        format!("/api/posts/{post_id}"),
+        format!("/api/posts/{post_id}/comments?continuation=W10"),
+        format!("/api/posts/{post_id}/likes?limit=4294967296"),
+        "/api/feed?limit=&limit=5".to_owned(),
+        "/api/users/%C0%AF".to_owned(),
+        "/api/posts/..%2F..%2Fetc".to_owned(),
+    ];
+    let methods = [Method::GET, Method::PUT, Method::POST, Method::PATCH];
+    for path in &paths {
+        for method in &methods {
+            for body in &bodies {
+                let response = app
+                    .client
+                    .request(method.clone(), app.url(path))
+                    .header("x-ms-client-principal-id", "ada")
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status();
+                assert!(!status.is_server_error(), "{method} {path}: {status}");
+                if status.is_client_error() {
+                    let content_type = response.headers()["content-type"].to_str().unwrap();
+                    assert_eq!(content_type, "application/problem+json", "{method} {path}");
+                }
+            }
+        }
+    }
+    // The one post is still the only one, with its original content.
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["title"],
+        "Hello"
+    );
 }
