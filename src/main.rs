@@ -40,8 +40,8 @@ enum Command {
         /// Folder of the script root; replaced if it holds a previous staging.
         #[arg(long, default_value = stage::DEFAULT_OUT)]
         out: PathBuf,
-        /// The Linux x64 release binary [default: target/x86_64-unknown-linux-gnu/release/
-        /// cosmos-blog if present, else target/release/cosmos-blog].
+        /// The Linux x64 release binary [default: the x86_64-unknown-linux-gnu release build if
+        /// present, else target/release/cosmos-blog].
         #[arg(long)]
         binary: Option<PathBuf>,
         /// Also write `<out>.zip`, ready for zip deployment.
