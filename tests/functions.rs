@@ -734,7 +734,10 @@ async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -
         .stdout(Stdio::null())
         .stderr(stderr);
     if under_host {
-        command.env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string());
+        // What the host sets: the worker runtime app setting and the port it assigns.
+        command
+            .env("FUNCTIONS_WORKER_RUNTIME", "custom")
+            .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string());
     } else {
         command.args(["--port", &port.to_string()]);
     }
