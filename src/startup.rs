@@ -14,6 +14,7 @@ use crate::blog::Blog;
 use crate::changefeed::Pump;
 use crate::settings::{Settings, StoreSettings};
 use crate::store::Store;
+use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 
 pub struct Application {
@@ -27,7 +28,10 @@ pub struct Application {
 /// the embedded store otherwise.
 pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
     if settings.uses_cosmos() {
-        anyhow::bail!("the Cosmos DB backend is not available in this build yet");
+        let store = CosmosStore::connect(settings)
+            .await
+            .context("cannot open the Azure Cosmos DB store")?;
+        return Ok(Arc::new(store));
     }
     let path = settings.embedded_path();
     let store = EmbeddedStore::open(&path)

@@ -1,0 +1,2 @@
+mod cosmos_emulator;
+mod store_contract;
