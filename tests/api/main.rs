@@ -1,2 +1,3 @@
 mod cosmos_emulator;
+mod cosmos_store;
 mod store_contract;
