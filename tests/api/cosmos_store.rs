@@ -11,7 +11,7 @@ use cosmos_blog::store::{
 };
 use serde_json::json;
 
-use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store};
+use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
 
 #[tokio::test]
 async fn start_up_is_idempotent() {
@@ -68,6 +68,45 @@ async fn request_charges_are_recorded() {
     .await;
     assert!(result.expect("write and read").is_some());
     assert!(total > 0.0, "the RU charge of both requests is counted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_surfaces_with_its_retry_after() {
+    let store = throttled_emulator_store(400).await;
+    // Far more than 400 RU in one go: big items, all at once.
+    let content = "x".repeat(50_000);
+    let writes = (0..200).map(|n| {
+        let store = store.clone();
+        let id = format!("u{n}");
+        let item =
+            json!({"id": id, "type": "user", "userId": id, "username": "ada", "bio": content});
+        async move {
+            store
+                .upsert_item(Container::Users, &PartitionKey::single(id.as_str()), item)
+                .await
+        }
+    });
+    let results = futures::future::join_all(writes).await;
+    let throttled: Vec<_> = results
+        .iter()
+        .filter_map(|r| match r {
+            Err(StoreError::Throttled { retry_after }) => Some(*retry_after),
+            _ => None,
+        })
+        .collect();
+    assert!(!throttled.is_empty(), "no request was throttled");
+    assert!(
+        throttled
+            .iter()
+            .all(|after| after.is_some_and(|d| d > Duration::ZERO)),
+        "the service's x-ms-retry-after-ms reaches the caller: {throttled:?}"
+    );
+    assert!(StoreError::Throttled { retry_after: None }.is_transient());
+    let unexpected: Vec<_> = results
+        .iter()
+        .filter(|r| !matches!(r, Ok(_) | Err(StoreError::Throttled { .. })))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}");
 }
 
 /// Runs only with `COSMOS_TEST_ENDPOINT` and `COSMOS_TEST_KEY` set (a real account or the
