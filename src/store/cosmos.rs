@@ -456,13 +456,11 @@ fn scope_of(query: &Query) -> StoreResult<FeedScope> {
 /// The first failing operation of a batch response: the service answers 424 (failed
 /// dependency) for the operations that did not run because another one failed.
 fn first_failure(results: &TransactionalBatchResponse) -> Option<(usize, StoreError)> {
-    let failing =
-        |r: &&azure_data_cosmos::models::TransactionalBatchOperationResult| !r.is_success();
     let position = results
         .results()
         .iter()
         .position(|r| !r.is_success() && r.status_code() != 424)
-        .or_else(|| results.results().iter().position(|r| failing(&r)))?;
+        .or_else(|| results.results().iter().position(|r| !r.is_success()))?;
     let result = &results.results()[position];
     let cause = status_error(
         result.status_code(),
@@ -731,6 +729,7 @@ impl Store for CosmosStore {
         let wanted = page.max_items.clamp(1, MAX_PAGE_ITEMS) as usize;
         let sdk_query = build_query(query)?;
         let scope = scope_of(query)?;
+        let caller_token = page.continuation.is_some();
         let mut token = page.continuation.map(ContinuationToken::from_string);
         let mut items: Vec<Value> = Vec::with_capacity(wanted.min(128));
         // One page of the service may hold fewer items than asked (size or time budget, one
@@ -754,7 +753,7 @@ impl Store for CosmosStore {
                 Err(e) => {
                     return Err(match failed("query", started, &e) {
                         // A token the SDK cannot read is the caller's mistake.
-                        StoreError::Internal(why) => StoreError::BadRequest(why),
+                        StoreError::Internal(why) if caller_token => StoreError::BadRequest(why),
                         other => other,
                     });
                 }
@@ -824,7 +823,8 @@ impl Store for CosmosStore {
             Ok(pages) => pages,
             Err(e) => {
                 return Err(match failed("read_changes", started, &e) {
-                    StoreError::Internal(why) => StoreError::BadRequest(why),
+                    // A checkpoint the SDK cannot read is not a transient failure.
+                    StoreError::Internal(why) if since.is_some() => StoreError::BadRequest(why),
                     other => other,
                 });
             }
