@@ -15,6 +15,7 @@ use crate::changefeed::Pump;
 use crate::functions;
 use crate::settings::{Settings, StoreSettings, under_functions_host};
 use crate::store::Store;
+use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 
 pub struct Application {
@@ -28,7 +29,10 @@ pub struct Application {
 /// the embedded store otherwise.
 pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
     if settings.uses_cosmos() {
-        anyhow::bail!("the Cosmos DB backend is not available in this build yet");
+        let store = CosmosStore::connect(settings)
+            .await
+            .context("cannot open the Azure Cosmos DB store")?;
+        return Ok(Arc::new(store));
     }
     let path = settings.embedded_path();
     let store = EmbeddedStore::open(&path)

@@ -4,6 +4,7 @@
 //! cross-partition queries, one logical partition.
 
 pub mod charge;
+pub mod cosmos;
 pub mod embedded;
 mod partition_key;
 mod query;

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Embedded,
+    Cosmos,
 }
 
 pub struct TestApp {
@@ -59,6 +60,7 @@ async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
         Backend::Embedded => Arc::new(
             EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("embedded store"),
         ),
+        Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
     };
     let settings = settings(data_dir.path().to_path_buf(), change_feed);
     let app = Application::with_store(&settings, Arc::clone(&store))
@@ -238,6 +240,15 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Embedded).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Cosmos).await;
                     super::$name(app).await;
                 }
             )*
