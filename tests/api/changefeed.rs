@@ -178,8 +178,17 @@ async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources() {
-    let app = spawn_app_without_pump(Backend::Embedded).await;
+async fn rebuild_rederives_every_copy_from_the_sources_embedded() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_rederives_every_copy_from_the_sources_cosmos() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos).await;
+}
+
+async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
+    let app = spawn_app_without_pump(backend).await;
     app.register("ada", "Ada").await;
     let mut created = Vec::new();
     for n in 0..3 {
