@@ -62,6 +62,15 @@ async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
         ),
         Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
     };
+    spawn_on_store(store, data_dir, change_feed).await
+}
+
+/// The application on a store the test prepared (a throttled account, say).
+pub async fn spawn_on_store(
+    store: Arc<dyn Store>,
+    data_dir: TempDir,
+    change_feed: ChangeFeedMode,
+) -> TestApp {
     let settings = settings(data_dir.path().to_path_buf(), change_feed);
     let app = Application::with_store(&settings, Arc::clone(&store))
         .await

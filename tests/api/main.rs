@@ -13,6 +13,7 @@ mod users;
 
 // The Cosmos DB store: its in-memory emulator wiring, the `Store` contract on both
 // backends, and what only the Cosmos DB store has.
+mod cosmos_api;
 mod cosmos_emulator;
 mod cosmos_store;
 mod store_contract;
