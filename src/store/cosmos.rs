@@ -17,7 +17,9 @@ use azure_core::credentials::{Secret, TokenCredential};
 use azure_core::http::{Etag, StatusCode};
 use azure_data_cosmos::clients::ContainerClient;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
-use azure_data_cosmos::models::{ChangeFeedItem, ContainerProperties, TransactionalBatchResponse};
+use azure_data_cosmos::models::{
+    ChangeFeedItem, ContainerProperties, ItemResponse, TransactionalBatchResponse,
+};
 use azure_data_cosmos::options::{
     BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, ConnectionPoolOptions,
     ItemWriteOptions, MaxItemCountHint, Precondition, QueryOptions, Region,
@@ -33,7 +35,7 @@ use serde_json::{Value, json};
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, charge,
-    strip_system_properties,
+    checked_item, strip_system_properties,
 };
 use crate::settings::StoreSettings;
 
@@ -348,23 +350,6 @@ fn sdk_partition_key(pk: &PartitionKey) -> StoreResult<azure_data_cosmos::Partit
         .map_err(|e| StoreError::BadRequest(format!("partition key: {e}")))
 }
 
-/// Checks an item before it is written, as the embedded store does (and as the service would,
-/// less clearly): a JSON object with a non-empty string id, in the partition addressed.
-fn checked_item(container: Container, pk: &PartitionKey, item: &mut Value) -> StoreResult<String> {
-    strip_system_properties(item);
-    let id = match item.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        _ => {
-            return Err(StoreError::BadRequest(
-                "an item needs a non-empty string id".into(),
-            ));
-        }
-    };
-    pk.check_item(item, container.partition_key_paths())
-        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    Ok(id)
-}
-
 fn if_match(etag: &ETag) -> Precondition {
     Precondition::IfMatch(Etag::from(etag.0.clone()))
 }
@@ -418,6 +403,22 @@ fn error_charge(error: &CosmosError) -> f64 {
 }
 
 /// Records a failed exchange and maps its error.
+/// Awaits one point request, records its charge, and maps a failure to the store's errors.
+async fn item_request(
+    operation: &'static str,
+    request: impl Future<Output = azure_data_cosmos::Result<ItemResponse>>,
+) -> StoreResult<ItemResponse> {
+    let started = Instant::now();
+    match request.await {
+        Ok(response) => {
+            let charge = response.diagnostics().total_request_charge().value();
+            observe(operation, started, charge);
+            Ok(response)
+        }
+        Err(e) => Err(failed(operation, started, &e)),
+    }
+}
+
 fn failed(operation: &'static str, started: Instant, error: &CosmosError) -> StoreError {
     observe(operation, started, error_charge(error));
     let mapped = map_error(error);
@@ -503,27 +504,19 @@ impl Store for CosmosStore {
         pk: &PartitionKey,
         id: &str,
     ) -> StoreResult<Option<Document>> {
-        let started = Instant::now();
         let key = sdk_partition_key(pk)?;
-        match self.client(container).read_item(key, id, None).await {
-            Ok(response) => {
-                observe(
-                    "read_item",
-                    started,
-                    response.diagnostics().total_request_charge().value(),
-                );
-                let etag = etag_from(response.headers().etag())?;
-                let mut item: Value = response
-                    .into_model()
-                    .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))?;
-                strip_system_properties(&mut item);
-                Ok(Some(Document { item, etag }))
-            }
-            Err(e) => match failed("read_item", started, &e) {
-                StoreError::NotFound => Ok(None),
-                other => Err(other),
-            },
-        }
+        let request = self.client(container).read_item(key, id, None);
+        let response = match item_request("read_item", request).await {
+            Ok(response) => response,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let etag = etag_from(response.headers().etag())?;
+        let mut item: Value = response
+            .into_model()
+            .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))?;
+        strip_system_properties(&mut item);
+        Ok(Some(Document { item, etag }))
     }
 
     async fn create_item(
@@ -533,23 +526,10 @@ impl Store for CosmosStore {
         mut item: Value,
     ) -> StoreResult<ETag> {
         let id = checked_item(container, pk, &mut item)?;
-        let started = Instant::now();
         let key = sdk_partition_key(pk)?;
-        match self
-            .client(container)
-            .create_item(key, &id, &item, None)
-            .await
-        {
-            Ok(response) => {
-                observe(
-                    "create_item",
-                    started,
-                    response.diagnostics().total_request_charge().value(),
-                );
-                etag_from(response.headers().etag())
-            }
-            Err(e) => Err(failed("create_item", started, &e)),
-        }
+        let request = self.client(container).create_item(key, &id, &item, None);
+        let response = item_request("create_item", request).await?;
+        etag_from(response.headers().etag())
     }
 
     async fn upsert_item(
@@ -559,23 +539,10 @@ impl Store for CosmosStore {
         mut item: Value,
     ) -> StoreResult<ETag> {
         let id = checked_item(container, pk, &mut item)?;
-        let started = Instant::now();
         let key = sdk_partition_key(pk)?;
-        match self
-            .client(container)
-            .upsert_item(key, &id, &item, None)
-            .await
-        {
-            Ok(response) => {
-                observe(
-                    "upsert_item",
-                    started,
-                    response.diagnostics().total_request_charge().value(),
-                );
-                etag_from(response.headers().etag())
-            }
-            Err(e) => Err(failed("upsert_item", started, &e)),
-        }
+        let request = self.client(container).upsert_item(key, &id, &item, None);
+        let response = item_request("upsert_item", request).await?;
+        etag_from(response.headers().etag())
     }
 
     async fn replace_item(
@@ -586,24 +553,13 @@ impl Store for CosmosStore {
         if_match_etag: Option<&ETag>,
     ) -> StoreResult<ETag> {
         let id = checked_item(container, pk, &mut item)?;
-        let started = Instant::now();
         let key = sdk_partition_key(pk)?;
         let options = write_options(if_match_etag.map(if_match));
-        match self
+        let request = self
             .client(container)
-            .replace_item(key, &id, &item, options)
-            .await
-        {
-            Ok(response) => {
-                observe(
-                    "replace_item",
-                    started,
-                    response.diagnostics().total_request_charge().value(),
-                );
-                etag_from(response.headers().etag())
-            }
-            Err(e) => Err(failed("replace_item", started, &e)),
-        }
+            .replace_item(key, &id, &item, options);
+        let response = item_request("replace_item", request).await?;
+        etag_from(response.headers().etag())
     }
 
     async fn delete_item(
@@ -612,19 +568,9 @@ impl Store for CosmosStore {
         pk: &PartitionKey,
         id: &str,
     ) -> StoreResult<()> {
-        let started = Instant::now();
         let key = sdk_partition_key(pk)?;
-        match self.client(container).delete_item(key, id, None).await {
-            Ok(response) => {
-                observe(
-                    "delete_item",
-                    started,
-                    response.diagnostics().total_request_charge().value(),
-                );
-                Ok(())
-            }
-            Err(e) => Err(failed("delete_item", started, &e)),
-        }
+        let request = self.client(container).delete_item(key, id, None);
+        item_request("delete_item", request).await.map(|_| ())
     }
 
     async fn execute_batch(
