@@ -6,6 +6,7 @@ pub mod blog;
 pub mod changefeed;
 pub mod domain;
 pub mod error;
+pub mod functions;
 pub mod settings;
 pub mod startup;
 pub mod store;

@@ -1,6 +1,8 @@
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
 use cosmos_blog::{changefeed, telemetry};
@@ -27,6 +29,35 @@ enum Command {
         #[command(flatten)]
         store: StoreSettings,
     },
+    /// Azure Functions metadata.
+    Functions {
+        #[command(subcommand)]
+        command: FunctionsCommand,
+    },
+    /// Assemble a deployable Azure Functions script root (host.json, the function folders
+    /// beside it, the Linux x64 binary), and optionally zip it.
+    Stage {
+        /// Folder of the script root; replaced if it holds a previous staging.
+        #[arg(long, default_value = stage::DEFAULT_OUT)]
+        out: PathBuf,
+        /// The Linux x64 release binary [default: the x86_64-unknown-linux-gnu release build if
+        /// present, else target/release/cosmos-blog].
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// Also write `<out>.zip`, ready for zip deployment.
+        #[arg(long)]
+        zip: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum FunctionsCommand {
+    /// (Re)write host.json and functions/*/function.json from the function table.
+    Generate {
+        /// Repository root to write into.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -36,6 +67,10 @@ async fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
+        Command::Functions {
+            command: FunctionsCommand::Generate { root },
+        } => generate(&root),
+        Command::Stage { out, binary, zip } => stage_script_root(&out, binary, zip),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -57,6 +92,31 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     let report = changefeed::rebuild(&store).await?;
     for line in report.log_lines("rebuild") {
         println!("{line}");
+    }
+    Ok(())
+}
+
+fn generate(root: &Path) -> anyhow::Result<()> {
+    for path in metadata::write_repository(root)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn stage_script_root(out: &Path, binary: Option<PathBuf>, zip: bool) -> anyhow::Result<()> {
+    let binary = binary.unwrap_or_else(|| stage::default_binary(Path::new(".")));
+    if !stage::is_linux_x64_elf(&binary).unwrap_or(false) {
+        tracing::warn!(
+            binary = %binary.display(),
+            "not a Linux x86-64 executable; Azure Functions on Linux will not start it"
+        );
+    }
+    stage::stage(out, &binary)?;
+    println!("staged {}", out.display());
+    if zip {
+        let archive = stage::zip_path(out);
+        stage::zip_script_root(out, &archive)?;
+        println!("zipped {}", archive.display());
     }
     Ok(())
 }

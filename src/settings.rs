@@ -75,8 +75,9 @@ impl Settings {
     }
 }
 
-/// The Functions host sets this for every worker it starts.
+/// Whether the Functions host started this process: it passes its app settings, which
+/// always include `FUNCTIONS_WORKER_RUNTIME` (`custom`), to the custom handler. The port
+/// variable alone is no sign of it: standalone users may set it to choose a port.
 pub fn under_functions_host() -> bool {
     std::env::var_os("FUNCTIONS_WORKER_RUNTIME").is_some()
-        || std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some()
 }

@@ -12,8 +12,10 @@ use tokio::net::TcpListener;
 use crate::api::{self, AppState};
 use crate::blog::Blog;
 use crate::changefeed::Pump;
-use crate::settings::{Settings, StoreSettings};
+use crate::functions;
+use crate::settings::{Settings, StoreSettings, under_functions_host};
 use crate::store::Store;
+use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 
 pub struct Application {
@@ -27,7 +29,10 @@ pub struct Application {
 /// the embedded store otherwise.
 pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
     if settings.uses_cosmos() {
-        anyhow::bail!("the Cosmos DB backend is not available in this build yet");
+        let store = CosmosStore::connect(settings)
+            .await
+            .context("cannot open the Azure Cosmos DB store")?;
+        return Ok(Arc::new(store));
     }
     let path = settings.embedded_path();
     let store = EmbeddedStore::open(&path)
@@ -50,7 +55,7 @@ impl Application {
         let state = AppState {
             blog: Blog::new(Arc::clone(&store)),
         };
-        let router = api::app(state, Router::new());
+        let router = api::app(state, trigger_routes());
         let pump = settings
             .runs_pump()
             .then(|| Pump::start(Arc::clone(&store)));
@@ -90,6 +95,17 @@ impl Application {
             pump.stop().await;
         }
         Ok(())
+    }
+}
+
+/// The change-feed trigger invocations are only mounted under the Functions host: there the
+/// handler's port is reachable by the host alone, while a standalone server would let anyone
+/// who can reach it POST forged documents into the copies.
+fn trigger_routes() -> Router<AppState> {
+    if under_functions_host() {
+        functions::router()
+    } else {
+        Router::new()
     }
 }
 

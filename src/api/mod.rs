@@ -19,6 +19,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::blog::Blog;
 use crate::store::{Page, charge};
+use crate::telemetry;
 use problem::Problem;
 
 /// Request bodies above this are refused with 413 (SPEC 4).
@@ -69,7 +70,9 @@ pub fn app(state: AppState, extra: Router<AppState>) -> Router {
         .layer(middleware::from_fn(request_charge))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(panic_problem))
-        .layer(TraceLayer::new_for_http())
+        .layer(
+            TraceLayer::new_for_http().make_span_with(telemetry::request_span::<axum::body::Body>),
+        )
         .with_state(state)
 }
 

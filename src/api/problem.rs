@@ -79,6 +79,9 @@ impl From<&Error> for Problem {
                 };
                 Problem::new(StatusCode::NOT_FOUND, code, error.to_string())
             }
+            Error::UnregisteredCaller(_) => {
+                Problem::new(StatusCode::NOT_FOUND, "user-not-found", error.to_string())
+            }
             Error::InvalidContinuation => Problem::new(
                 StatusCode::BAD_REQUEST,
                 "invalid-continuation",

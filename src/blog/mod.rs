@@ -165,10 +165,7 @@ impl Blog {
     /// The caller's user item: where the username of everything they write comes from.
     async fn registered(&self, caller: &UserId) -> Result<User> {
         self.get_user(caller).await.map_err(|e| match e {
-            Error::NotFound { .. } => Error::NotFound {
-                kind: "user",
-                id: format!("{caller} (create it with PUT /api/users/{caller} first)"),
-            },
+            Error::NotFound { .. } => Error::UnregisteredCaller(caller.to_string()),
             other => other,
         })
     }

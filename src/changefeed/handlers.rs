@@ -94,6 +94,26 @@ fn documents_of<T: serde::de::DeserializeOwned>(
     latest
 }
 
+/// The item's current version in its source container, or the delivered one if the source
+/// no longer has it. A batch that arrives late (a lease moved between instances, a retried
+/// batch) may carry an older version than one already handled; copying the source's current
+/// state instead makes every copy converge whatever the delivery order.
+async fn current_version<T: serde::de::DeserializeOwned + serde::Serialize>(
+    store: &Arc<dyn Store>,
+    container: Container,
+    delivered: T,
+) -> StoreResult<T> {
+    let item = serde_json::to_value(&delivered).map_err(|e| StoreError::Internal(e.to_string()))?;
+    let pk = container.partition_key_of(&item)?;
+    let Some(id) = item.get("id").and_then(Value::as_str) else {
+        return Ok(delivered);
+    };
+    match store.read_item(container, &pk, id).await? {
+        Some(current) => Ok(serde_json::from_value(current.item).unwrap_or(delivered)),
+        None => Ok(delivered),
+    }
+}
+
 /// A store failure inside one document's work: transient ones fail the batch (it will be
 /// delivered again); others are recorded and the batch goes on.
 fn settle(result: StoreResult<usize>, what: String, report: &mut Report) -> StoreResult<()> {
@@ -117,7 +137,14 @@ fn settle(result: StoreResult<usize>, what: String, report: &mut Report) -> Stor
 pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
     let users = documents_of::<User>(documents, User::TYPE, |u| u.id.to_string(), &mut report);
-    for user in users {
+    for delivered in users {
+        let user = match current_version(store, Container::Users, delivered).await {
+            Ok(user) => user,
+            Err(e) => {
+                settle(Err(e), "user read".to_owned(), &mut report)?;
+                continue;
+            }
+        };
         let result = rename_everywhere(store, &user).await;
         settle(result, format!("user {}", user.id), &mut report)?;
     }
@@ -193,7 +220,15 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
         return Ok(report);
     }
     let mut feed = FeedWindow::load(store).await?;
-    for post in posts {
+    let mut added_to_feed = 0;
+    for delivered in posts {
+        let post = match current_version(store, Container::Posts, delivered).await {
+            Ok(post) => post,
+            Err(e) => {
+                settle(Err(e), "post read".to_owned(), &mut report)?;
+                continue;
+            }
+        };
         // Serialising re-writes creationDate canonically, whatever form it arrived in.
         let copy = post.short();
         let result = copy_to_author(store, &copy).await;
@@ -202,15 +237,20 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
             format!("user copy of post {}", post.id),
             &mut report,
         )?;
+        let before = report.written;
         let result = feed.offer(store, &copy).await;
         settle(
             result,
             format!("feed copy of post {}", post.id),
             &mut report,
         )?;
+        added_to_feed += report.written - before;
     }
-    let result = trim_feed(store).await;
-    settle(result, "feed trim".to_owned(), &mut report)?;
+    // Only a batch that wrote to the feed can have pushed posts past its bound.
+    if added_to_feed > 0 {
+        let result = trim_feed(store).await;
+        settle(result, "feed trim".to_owned(), &mut report)?;
+    }
     Ok(report)
 }
 

@@ -15,6 +15,17 @@ fn bounded(
     if text.trim().is_empty() {
         return Err(ValidationError::new(field, "must not be empty"));
     }
+    // Line breaks and tabs are text; other control characters (NUL, escape sequences...)
+    // only ever come from broken or hostile clients and break logs and terminals.
+    if let Some(bad) = text
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(ValidationError::new(
+            field,
+            format!("must not contain the control character {bad:?}"),
+        ));
+    }
     let chars = text.chars().count();
     if chars > max_chars {
         return Err(ValidationError::new(
@@ -87,6 +98,14 @@ mod tests {
         assert!(CommentContent::parse(&"x".repeat(10_000)).is_ok());
         assert!(CommentContent::parse(&"x".repeat(10_001)).is_err());
         assert!(Title::parse(&"t".repeat(301)).is_err());
+    }
+
+    #[test]
+    fn control_characters_other_than_line_breaks_and_tabs_are_refused() {
+        assert!(Title::parse("a\u{0}b").is_err());
+        assert!(Username::parse("a\u{1b}[31mb").is_err());
+        assert!(PostContent::parse("line\r\nnext\tcol").is_ok());
+        assert!(CommentContent::parse("\u{7f}").is_err());
     }
 
     #[test]

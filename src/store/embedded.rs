@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, FilterOp, Page,
     PageRequest, PartitionKey, Query, QueryScope, SortOrder, Store, StoreError, StoreResult,
-    strip_system_properties,
+    checked_item,
 };
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
@@ -281,23 +281,6 @@ fn etag_for(lsn: i64) -> ETag {
 
 fn now_seconds() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
-/// Checks an item before it is written, as Cosmos DB does: a JSON object with a string id
-/// that belongs to the partition addressed. Returns the item's id.
-fn checked_item(container: Container, pk: &PartitionKey, item: &mut Value) -> StoreResult<String> {
-    strip_system_properties(item);
-    let id = match item.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        _ => {
-            return Err(StoreError::BadRequest(
-                "an item needs a non-empty string id".into(),
-            ));
-        }
-    };
-    pk.check_item(item, container.partition_key_paths())
-        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    Ok(id)
 }
 
 fn next_lsn(tx: &Transaction<'_>) -> StoreResult<i64> {

@@ -4,6 +4,7 @@
 //! cross-partition queries, one logical partition.
 
 pub mod charge;
+pub mod cosmos;
 pub mod embedded;
 pub mod metered;
 mod partition_key;
@@ -217,4 +218,26 @@ pub fn strip_system_properties(item: &mut Value) {
     if let Value::Object(fields) = item {
         fields.retain(|name, _| !name.starts_with('_'));
     }
+}
+
+/// Checks an item before it is written, as Cosmos DB does on every write (both stores check
+/// it first so that both refuse the same items with the same error): a JSON object with a
+/// non-empty string id, in the partition addressed. Strips system properties; returns the id.
+pub(crate) fn checked_item(
+    container: Container,
+    pk: &PartitionKey,
+    item: &mut Value,
+) -> StoreResult<String> {
+    strip_system_properties(item);
+    let id = match item.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        _ => {
+            return Err(StoreError::BadRequest(
+                "an item needs a non-empty string id".into(),
+            ));
+        }
+    };
+    pk.check_item(item, container.partition_key_paths())
+        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    Ok(id)
 }

@@ -1,0 +1,128 @@
+// Azure resources for cosmos-blog: a Cosmos DB account with the V3 containers, and a Linux
+// function app (custom handler) that reaches it with its managed identity.
+//
+//   az group create -n <rg> -l <region>
+//   az deployment group create -g <rg> -f infra/main.bicep -p appName=<unique-name>
+//   cargo run --release -- stage --zip
+//   az functionapp deployment source config-zip -g <rg> -n <unique-name> --src .staging/app.zip
+//
+// The containers are created here because the app's data-plane role cannot create them.
+
+@description('Base name for every resource; must be globally unique for the function app and accounts.')
+param appName string
+
+param location string = resourceGroup().location
+
+@description('Cosmos DB database name (the app setting COSMOS_DATABASE).')
+param databaseName string = 'blog'
+
+var storageName = toLower(take(replace('${appName}st', '-', ''), 24))
+
+resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-05-15' = {
+  name: '${appName}-cosmos'
+  location: location
+  kind: 'GlobalDocumentDB'
+  properties: {
+    databaseAccountOfferType: 'Standard'
+    consistencyPolicy: { defaultConsistencyLevel: 'Session' }
+    locations: [ { locationName: location, failoverPriority: 0 } ]
+    capabilities: [ { name: 'EnableServerless' } ]
+    disableLocalAuth: true
+  }
+}
+
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-05-15' = {
+  parent: cosmos
+  name: databaseName
+  properties: { resource: { id: databaseName } }
+}
+
+// Titles and contents are never filtered on: leave them out of the index (cheaper writes).
+var indexingPolicy = {
+  indexingMode: 'consistent'
+  includedPaths: [ { path: '/*' } ]
+  excludedPaths: [ { path: '/title/?' }, { path: '/content/?' }, { path: '/"_etag"/?' } ]
+  compositeIndexes: [
+    [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'descending' } ]
+    [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'ascending' } ]
+  ]
+}
+
+var containers = [
+  { name: 'users', partitionKey: '/userId' }
+  { name: 'posts', partitionKey: '/postId' }
+  { name: 'feed', partitionKey: '/type' }
+  { name: 'leases', partitionKey: '/id' }
+]
+
+resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-05-15' = [for c in containers: {
+  parent: database
+  name: c.name
+  properties: {
+    resource: {
+      id: c.name
+      partitionKey: { paths: [ c.partitionKey ], kind: 'Hash' }
+      indexingPolicy: c.name == 'leases' ? { indexingMode: 'consistent' } : indexingPolicy
+    }
+  }
+}]
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: storageName
+  location: location
+  kind: 'StorageV2'
+  sku: { name: 'Standard_LRS' }
+  properties: { minimumTlsVersion: 'TLS1_2', allowBlobPublicAccess: false }
+}
+
+resource insights 'Microsoft.Insights/components@2020-02-02' = {
+  name: '${appName}-insights'
+  location: location
+  kind: 'web'
+  properties: { Application_Type: 'web' }
+}
+
+resource plan 'Microsoft.Web/serverfarms@2023-12-01' = {
+  name: '${appName}-plan'
+  location: location
+  kind: 'functionapp'
+  sku: { name: 'Y1', tier: 'Dynamic' }
+  properties: { reserved: true } // Linux
+}
+
+resource app 'Microsoft.Web/sites@2023-12-01' = {
+  name: appName
+  location: location
+  kind: 'functionapp,linux'
+  identity: { type: 'SystemAssigned' }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      linuxFxVersion: ''
+      appSettings: [
+        { name: 'FUNCTIONS_EXTENSION_VERSION', value: '~4' }
+        { name: 'FUNCTIONS_WORKER_RUNTIME', value: 'custom' }
+        { name: 'AzureWebJobsStorage', value: 'DefaultEndpointsProtocol=https;AccountName=${storage.name};EndpointSuffix=${environment().suffixes.storage};AccountKey=${storage.listKeys().keys[0].value}' }
+        { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
+        { name: 'CosmosDBConnection__accountEndpoint', value: cosmos.properties.documentEndpoint }
+        { name: 'COSMOS_DATABASE', value: databaseName }
+        { name: 'RUST_LOG', value: 'info' }
+      ]
+    }
+  }
+}
+
+// "Cosmos DB Built-in Data Contributor": read and write items, and the change feed's leases.
+resource dataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-05-15' = {
+  parent: cosmos
+  name: guid(cosmos.id, app.id, 'data-contributor')
+  properties: {
+    roleDefinitionId: '${cosmos.id}/sqlRoleDefinitions/00000000-0000-0000-0000-000000000002'
+    principalId: app.identity.principalId
+    scope: cosmos.id
+  }
+}
+
+output functionAppName string = app.name
+output cosmosEndpoint string = cosmos.properties.documentEndpoint

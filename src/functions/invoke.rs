@@ -1,0 +1,172 @@
+//! The custom-handler side of the change-feed triggers (SPEC 5.4): the Functions host POSTs
+//! `{"Data": {"documents": ...}, "Metadata": {...}}` to `/{FunctionName}` and reads back
+//! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. Any non-2xx answer fails the
+//! invocation, and the host retries it by the trigger's retry policy.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::api::AppState;
+use crate::api::problem::Problem;
+use crate::changefeed::Source;
+
+/// The host encodes `Data.documents` twice; a few more layers are tolerated, no more, so a
+/// hostile body cannot make us loop.
+const MAX_ENCODING_LAYERS: usize = 4;
+
+#[derive(Debug, Deserialize)]
+struct Invocation {
+    #[serde(rename = "Data")]
+    data: InvocationData,
+    #[serde(rename = "Metadata", default)]
+    metadata: Value,
+}
+
+#[derive(Debug, Deserialize)]
+struct InvocationData {
+    #[serde(default)]
+    documents: Value,
+}
+
+/// What the host expects back from a non-HTTP function.
+#[derive(Debug, Serialize)]
+pub struct InvocationResult {
+    #[serde(rename = "Outputs")]
+    pub outputs: Map<String, Value>,
+    #[serde(rename = "Logs")]
+    pub logs: Vec<String>,
+    #[serde(rename = "ReturnValue")]
+    pub return_value: Value,
+}
+
+/// Why a request body is not a trigger invocation.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("the body is not an invocation: {0}")]
+    Envelope(serde_json::Error),
+    #[error("Data.documents holds a string that is not JSON: {0}")]
+    Layer(serde_json::Error),
+    #[error("Data.documents is not an array of documents (found {0})")]
+    NotAnArray(&'static str),
+    #[error("Data.documents is encoded more than {MAX_ENCODING_LAYERS} times")]
+    TooDeep,
+}
+
+/// Unwraps `Data.documents`: while it is a string, parse the string as JSON, until an array
+/// remains. A plain array (no encoding) is accepted as is.
+pub fn decode_documents(mut value: Value) -> Result<Vec<Value>, DecodeError> {
+    for _ in 0..=MAX_ENCODING_LAYERS {
+        match value {
+            Value::Array(documents) => return Ok(documents),
+            Value::String(text) => {
+                value = serde_json::from_str(&text).map_err(DecodeError::Layer)?;
+            }
+            other => return Err(DecodeError::NotAnArray(kind_of(&other))),
+        }
+    }
+    Err(DecodeError::TooDeep)
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses a whole invocation body into its documents.
+pub fn parse_invocation(body: &[u8]) -> Result<Vec<Value>, DecodeError> {
+    let invocation: Invocation = serde_json::from_slice(body).map_err(DecodeError::Envelope)?;
+    if let Some(guid) = invocation.metadata.pointer("/sys/RandGuid") {
+        tracing::debug!(%guid, "trigger invocation metadata");
+    }
+    decode_documents(invocation.data.documents)
+}
+
+/// Handles one trigger invocation for `source`.
+pub async fn invoke(source: Source, State(state): State<AppState>, body: Bytes) -> Response {
+    let function = source.function_name();
+    let documents = match parse_invocation(&body) {
+        Ok(documents) => documents,
+        Err(why) => {
+            tracing::warn!(function, %why, "undecodable trigger invocation");
+            return Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid-invocation",
+                why.to_string(),
+            )
+            .into_response();
+        }
+    };
+    match source.handle(state.blog.store(), &documents).await {
+        Ok(report) => {
+            let logs = report.log_lines(function);
+            for line in &logs {
+                tracing::info!(function, documents = documents.len(), "{line}");
+            }
+            Json(InvocationResult {
+                outputs: Map::new(),
+                logs,
+                return_value: Value::Null,
+            })
+            .into_response()
+        }
+        Err(e) => {
+            // Any failure of the batch as a whole is answered 500 so the host retries it (a
+            // transient one is expected to pass; after the retries `rebuild` reconciles).
+            tracing::error!(function, transient = e.is_transient(), error = %e, "change-feed batch failed");
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "change-feed-batch-failed",
+                "the batch could not be handled; it will be retried",
+            )
+            .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decodes_double_encoded_documents() {
+        let array = json!([{ "id": "a" }]);
+        let once = Value::String(array.to_string());
+        let twice = Value::String(once.to_string());
+        assert_eq!(decode_documents(twice).ok(), Some(vec![json!({"id": "a"})]));
+        assert_eq!(decode_documents(once).ok(), Some(vec![json!({"id": "a"})]));
+        assert_eq!(decode_documents(array).ok(), Some(vec![json!({"id": "a"})]));
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_array() {
+        assert!(matches!(
+            decode_documents(json!({"id": "a"})),
+            Err(DecodeError::NotAnArray(_))
+        ));
+        assert!(matches!(
+            decode_documents(Value::Null),
+            Err(DecodeError::NotAnArray("null"))
+        ));
+        assert!(matches!(
+            decode_documents(Value::String("[oops".into())),
+            Err(DecodeError::Layer(_))
+        ));
+        let mut deep = json!([]);
+        for _ in 0..=MAX_ENCODING_LAYERS {
+            deep = Value::String(deep.to_string());
+        }
+        assert!(matches!(decode_documents(deep), Err(DecodeError::TooDeep)));
+    }
+}

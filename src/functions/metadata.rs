@@ -1,0 +1,393 @@
+//! The Azure Functions metadata of the app (SPEC 6): `host.json` and one `function.json` per
+//! function, all generated from the tables below. `cosmos-blog functions generate` writes
+//! them into the repository; a test checks the committed files equal the generated ones and
+//! that the HTTP table and `api::routes()` answer the same routes and methods.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::changefeed::Source;
+
+/// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
+pub const EXECUTABLE: &str = "cosmos-blog";
+
+/// The host's HTTP route prefix. The HTTP routes below leave it out; requests are forwarded
+/// with their original path, so axum sees `/api/...`.
+pub const ROUTE_PREFIX: &str = "api";
+
+/// The app setting that holds the Cosmos DB connection (string, or `__accountEndpoint`).
+pub const CONNECTION_SETTING: &str = "CosmosDBConnection";
+
+/// The folder, beside `host.json`, that holds the function folders in the repository.
+pub const FUNCTIONS_DIR: &str = "functions";
+
+/// One HTTP-triggered function: one operation of SPEC 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpFunction {
+    pub name: &'static str,
+    /// Lower-case HTTP method, as `function.json` spells it.
+    pub method: &'static str,
+    /// Route template without the `api/` prefix, with axum's `{param}` placeholders (the
+    /// Functions host uses the same syntax).
+    pub route: &'static str,
+}
+
+const fn http(name: &'static str, method: &'static str, route: &'static str) -> HttpFunction {
+    HttpFunction {
+        name,
+        method,
+        route,
+    }
+}
+
+/// Every operation of SPEC 4, one function each, so each shows up on its own in the portal
+/// and in Application Insights.
+pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
+    http("PutUser", "put", "users/{userId}"),
+    http("GetUser", "get", "users/{userId}"),
+    http("ListUserPosts", "get", "users/{userId}/posts"),
+    http("CreatePost", "post", "posts"),
+    http("EditPost", "put", "posts/{postId}"),
+    http("GetPost", "get", "posts/{postId}"),
+    http("AddComment", "post", "posts/{postId}/comments"),
+    http("ListComments", "get", "posts/{postId}/comments"),
+    http("LikePost", "post", "posts/{postId}/likes"),
+    http("ListLikes", "get", "posts/{postId}/likes"),
+    http("GetFeed", "get", "feed"),
+];
+
+impl HttpFunction {
+    /// The path axum routes, e.g. `/api/users/{userId}`.
+    pub fn axum_path(&self) -> String {
+        format!("/{ROUTE_PREFIX}/{}", self.route)
+    }
+}
+
+/// The retry policy of the change-feed triggers: finite (the trigger would otherwise retry
+/// one poisoned batch forever and stall the lease) but long enough to ride out throttling
+/// and short outages. After the last retry the batch is skipped; `rebuild` reconciles.
+pub const TRIGGER_RETRY: Retry = Retry {
+    strategy: "exponentialBackoff",
+    max_retry_count: 8,
+    minimum_interval: "00:00:05",
+    maximum_interval: "00:15:00",
+};
+
+/// Documents per trigger invocation: the standalone pump's batch size, so a retried batch
+/// costs the same either way and one request stays well under the adapter's body limit.
+pub const MAX_ITEMS_PER_INVOCATION: u32 = 100;
+
+// ---- host.json ----------------------------------------------------------------------------
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Host {
+    version: &'static str,
+    extension_bundle: ExtensionBundle,
+    custom_handler: CustomHandler,
+    extensions: Extensions,
+}
+
+#[derive(Debug, Serialize)]
+struct ExtensionBundle {
+    id: &'static str,
+    version: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomHandler {
+    description: HandlerDescription,
+    enable_forwarding_http_request: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HandlerDescription {
+    default_executable_path: &'static str,
+    working_directory: &'static str,
+    arguments: [&'static str; 0],
+}
+
+#[derive(Debug, Serialize)]
+struct Extensions {
+    http: HttpExtension,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HttpExtension {
+    route_prefix: &'static str,
+}
+
+fn host() -> Host {
+    Host {
+        version: "2.0",
+        extension_bundle: ExtensionBundle {
+            id: "Microsoft.Azure.Functions.ExtensionBundle",
+            // v4 of the bundle carries v4 of the Cosmos DB extension (containerName, ...).
+            version: "[4.*, 5.0.0)",
+        },
+        custom_handler: CustomHandler {
+            description: HandlerDescription {
+                default_executable_path: EXECUTABLE,
+                working_directory: "",
+                arguments: [],
+            },
+            enable_forwarding_http_request: true,
+        },
+        extensions: Extensions {
+            http: HttpExtension {
+                route_prefix: ROUTE_PREFIX,
+            },
+        },
+    }
+}
+
+// ---- function.json ------------------------------------------------------------------------
+
+#[derive(Debug, Serialize)]
+struct FunctionJson {
+    bindings: Vec<Binding>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<Retry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Retry {
+    pub strategy: &'static str,
+    pub max_retry_count: u32,
+    /// `hh:mm:ss`, as the host reads TimeSpans.
+    pub minimum_interval: &'static str,
+    pub maximum_interval: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Binding {
+    HttpTrigger(HttpTriggerBinding),
+    HttpOut(HttpOutBinding),
+    CosmosTrigger(CosmosTriggerBinding),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HttpTriggerBinding {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    direction: &'static str,
+    name: &'static str,
+    /// Anonymous: callers are authenticated by App Service Authentication (Easy Auth), which
+    /// sets `x-ms-client-principal-id`; function keys would add nothing but a shared secret.
+    auth_level: &'static str,
+    methods: [&'static str; 1],
+    route: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct HttpOutBinding {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    direction: &'static str,
+    name: &'static str,
+}
+
+/// Property names of version 4 of the Cosmos DB extension.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CosmosTriggerBinding {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    direction: &'static str,
+    name: &'static str,
+    connection: &'static str,
+    database_name: &'static str,
+    container_name: &'static str,
+    lease_container_name: &'static str,
+    lease_container_prefix: String,
+    create_lease_container_if_not_exists: bool,
+    max_items_per_invocation: u32,
+}
+
+fn http_function_json(function: &HttpFunction) -> FunctionJson {
+    FunctionJson {
+        bindings: vec![
+            Binding::HttpTrigger(HttpTriggerBinding {
+                kind: "httpTrigger",
+                direction: "in",
+                name: "req",
+                auth_level: "anonymous",
+                methods: [function.method],
+                route: function.route,
+            }),
+            Binding::HttpOut(HttpOutBinding {
+                kind: "http",
+                direction: "out",
+                name: "res",
+            }),
+        ],
+        retry: None,
+    }
+}
+
+fn trigger_function_json(source: Source) -> FunctionJson {
+    FunctionJson {
+        bindings: vec![Binding::CosmosTrigger(CosmosTriggerBinding {
+            kind: "cosmosDBTrigger",
+            direction: "in",
+            // The adapter reads `Data.documents`: the host names the data after the binding.
+            name: "documents",
+            connection: CONNECTION_SETTING,
+            // Resolved by the host from the app setting the binary reads too.
+            database_name: "%COSMOS_DATABASE%",
+            container_name: source.container().name(),
+            lease_container_name: "leases",
+            // Each trigger keeps its own leases in the shared lease container.
+            lease_container_prefix: format!("{}.", source.function_name()),
+            create_lease_container_if_not_exists: true,
+            max_items_per_invocation: MAX_ITEMS_PER_INVOCATION,
+        })],
+        retry: Some(TRIGGER_RETRY),
+    }
+}
+
+// ---- files --------------------------------------------------------------------------------
+
+/// A generated file: its path relative to the script root and its exact content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedFile {
+    pub path: PathBuf,
+    pub content: String,
+}
+
+fn pretty<T: Serialize>(value: &T) -> String {
+    // Serialising these plain structs cannot fail: no maps with non-string keys, no I/O.
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The names of every function: the HTTP table, then the change-feed triggers.
+pub fn function_names() -> Vec<&'static str> {
+    HTTP_FUNCTIONS
+        .iter()
+        .map(|f| f.name)
+        .chain(Source::ALL.iter().map(|s| s.function_name()))
+        .collect()
+}
+
+/// `host.json` and one `<Name>/function.json` per function, with paths relative to a
+/// script root where function folders sit beside `host.json` (the layout the host reads).
+pub fn script_root_files() -> Vec<GeneratedFile> {
+    let functions = HTTP_FUNCTIONS
+        .iter()
+        .map(|f| (f.name, pretty(&http_function_json(f))))
+        .chain(
+            Source::ALL
+                .iter()
+                .map(|s| (s.function_name(), pretty(&trigger_function_json(*s)))),
+        )
+        .map(|(name, content)| GeneratedFile {
+            path: Path::new(name).join("function.json"),
+            content,
+        });
+    std::iter::once(GeneratedFile {
+        path: PathBuf::from("host.json"),
+        content: pretty(&host()),
+    })
+    .chain(functions)
+    .collect()
+}
+
+/// The same files laid out as the repository keeps them: function folders under
+/// [`FUNCTIONS_DIR`].
+pub fn repository_files() -> Vec<GeneratedFile> {
+    script_root_files()
+        .into_iter()
+        .map(|file| {
+            if file.path == Path::new("host.json") {
+                file
+            } else {
+                GeneratedFile {
+                    path: Path::new(FUNCTIONS_DIR).join(&file.path),
+                    content: file.content,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Writes [`repository_files`] under `root`, replacing `functions/` whole so that a renamed
+/// or removed function leaves no stale folder behind.
+pub fn write_repository(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let functions = root.join(FUNCTIONS_DIR);
+    if functions.exists() {
+        std::fs::remove_dir_all(&functions)?;
+    }
+    write_files(root, &repository_files())
+}
+
+/// Writes `files` under `root`, creating folders as needed; returns the paths written.
+pub fn write_files(root: &Path, files: &[GeneratedFile]) -> io::Result<Vec<PathBuf>> {
+    let mut written = Vec::with_capacity(files.len());
+    for file in files {
+        let path = root.join(&file.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, &file.content)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_names_are_valid_and_unique() {
+        let names = function_names();
+        for name in &names {
+            let mut chars = name.chars();
+            assert!(
+                chars.next().is_some_and(|c| c.is_ascii_alphabetic()),
+                "{name}"
+            );
+            assert!(
+                chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "{name}"
+            );
+        }
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn no_two_http_functions_share_a_route_and_method() {
+        for (i, a) in HTTP_FUNCTIONS.iter().enumerate() {
+            for b in &HTTP_FUNCTIONS[i + 1..] {
+                assert!(a.route != b.route || a.method != b.method, "{a:?} / {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lease_prefixes_are_distinct() {
+        let prefixes: Vec<String> = Source::ALL
+            .iter()
+            .map(|s| trigger_function_json(*s))
+            .filter_map(|f| match f.bindings.first() {
+                Some(Binding::CosmosTrigger(b)) => Some(b.lease_container_prefix.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(prefixes.len(), 2);
+        assert_ne!(prefixes[0], prefixes[1]);
+    }
+}

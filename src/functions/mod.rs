@@ -1,0 +1,34 @@
+//! Azure Functions packaging and invocation (SPEC 5.4, 6): the function metadata generated
+//! from one table, the adapter that receives the change-feed trigger invocations, and the
+//! staging of a deployable script root.
+
+mod invoke;
+pub mod metadata;
+pub mod stage;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::post;
+
+pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
+
+use crate::api::AppState;
+use crate::changefeed::Source;
+
+/// Trigger invocations carry whole batches of documents (up to
+/// [`metadata::MAX_ITEMS_PER_INVOCATION`] items of up to 2 MB, escaped twice), far above the
+/// API's body limit; the host is the only caller of these routes.
+pub const MAX_INVOCATION_BYTES: usize = 256 * 1024 * 1024;
+
+/// `POST /OnUserChanged` and `POST /OnPostChanged`, for [`crate::api::app`]'s `extra`.
+pub fn router() -> Router<AppState> {
+    Source::ALL
+        .into_iter()
+        .fold(Router::new(), |router, source| {
+            router.route(
+                &format!("/{}", source.function_name()),
+                post(move |state, body| invoke::invoke(source, state, body)),
+            )
+        })
+        .layer(DefaultBodyLimit::max(MAX_INVOCATION_BYTES))
+}

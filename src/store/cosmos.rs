@@ -1,0 +1,895 @@
+//! The Azure Cosmos DB store, on the official SDK (`azure_data_cosmos`).
+//!
+//! It keeps the semantics of the embedded store (see `embedded.rs`): items are read without
+//! system properties; writes check that the item belongs to the partition addressed; a
+//! transactional batch either commits whole or fails naming its first failing operation;
+//! queries are parameterised and paged with the SDK's continuation tokens; the change feed is
+//! the container's "latest version" feed, resumed from the SDK's continuation token.
+//!
+//! Every response's request charge goes to [`charge::record`], so the HTTP layer can report
+//! the RU cost of each request, and is traced with the operation's duration.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use async_trait::async_trait;
+use azure_core::credentials::{Secret, TokenCredential};
+use azure_core::http::{Etag, StatusCode};
+use azure_data_cosmos::clients::ContainerClient;
+use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
+use azure_data_cosmos::models::{
+    ChangeFeedItem, ContainerProperties, ItemResponse, TransactionalBatchResponse,
+};
+use azure_data_cosmos::options::{
+    BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, ConnectionPoolOptions,
+    ItemWriteOptions, MaxItemCountHint, Precondition, QueryOptions, Region,
+    ServerCertificateValidation,
+};
+use azure_data_cosmos::{
+    AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosError,
+    CosmosRuntimeBuilder, RoutingStrategy, TransactionalBatch,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::{
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
+    PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, charge,
+    checked_item, strip_system_properties,
+};
+use crate::settings::StoreSettings;
+
+/// The service refuses batches of more operations than this.
+const MAX_BATCH_OPERATIONS: usize = 100;
+/// The service caps a page at this many items whatever the caller asks.
+const MAX_PAGE_ITEMS: u32 = 1_000;
+/// Functions app setting naming the client id of a user-assigned managed identity (the
+/// Functions convention for identity-based connections).
+const CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
+
+/// A Cosmos DB database holding the four containers. Cheap to clone: the SDK clients share
+/// one connection pool.
+#[derive(Clone)]
+pub struct CosmosStore {
+    /// In the order of [`Container::ALL`].
+    containers: [ContainerClient; 4],
+}
+
+impl CosmosStore {
+    /// Connects with the settings' connection string (account key, the emulator included) or,
+    /// failing that, the account endpoint with Microsoft Entra ID, then prepares the database.
+    pub async fn connect(settings: &StoreSettings) -> anyhow::Result<Self> {
+        let client = if let Some(connection) = &settings.cosmos_connection {
+            let (endpoint, key) = parse_connection_string(connection)?;
+            let account = AccountReference::with_authentication_key(
+                endpoint
+                    .parse::<AccountEndpoint>()
+                    .with_context(|| format!("invalid AccountEndpoint {endpoint:?}"))?,
+                Secret::new(key),
+            );
+            build_client(account, is_local(&endpoint)).await?
+        } else if let Some(endpoint) = &settings.cosmos_endpoint {
+            let account = AccountReference::with_credential(
+                endpoint
+                    .parse::<AccountEndpoint>()
+                    .with_context(|| format!("invalid Cosmos DB endpoint {endpoint:?}"))?,
+                entra_credential()?,
+            );
+            build_client(account, is_local(endpoint)).await?
+        } else {
+            anyhow::bail!(
+                "no Cosmos DB setting: give CosmosDBConnection or CosmosDBConnection__accountEndpoint"
+            );
+        };
+        Self::from_client(client, &settings.database).await
+    }
+
+    /// Uses `client` (any account, the SDK's in-memory emulator included), creating the
+    /// database and the containers when missing and checking their partition keys.
+    pub async fn from_client(client: CosmosClient, database: &str) -> anyhow::Result<Self> {
+        let mut containers = Vec::with_capacity(Container::ALL.len());
+        for container in Container::ALL {
+            containers.push(prepare_container(&client, database, container).await?);
+        }
+        let containers: [ContainerClient; 4] = containers
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("expected one client per container"))?;
+        tracing::info!(database, "using Azure Cosmos DB");
+        Ok(Self { containers })
+    }
+
+    fn client(&self, container: Container) -> &ContainerClient {
+        let index = Container::ALL
+            .iter()
+            .position(|c| *c == container)
+            .unwrap_or(0);
+        &self.containers[index]
+    }
+}
+
+/// `AccountEndpoint=...;AccountKey=...;` (key order free, other keys ignored).
+fn parse_connection_string(connection: &str) -> anyhow::Result<(String, String)> {
+    let mut endpoint = None;
+    let mut key = None;
+    for part in connection
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        // Keys are base64 and end with '=': split at the first '=' only.
+        let Some((name, value)) = part.split_once('=') else {
+            anyhow::bail!("malformed Cosmos DB connection string: expected name=value pairs");
+        };
+        if name.trim().eq_ignore_ascii_case("AccountEndpoint") {
+            endpoint = Some(value.trim().to_owned());
+        } else if name.trim().eq_ignore_ascii_case("AccountKey") {
+            key = Some(value.trim().to_owned());
+        }
+    }
+    match (endpoint, key) {
+        (Some(endpoint), Some(key)) if !endpoint.is_empty() && !key.is_empty() => {
+            Ok((endpoint, key))
+        }
+        // Never echo the string: it holds the key.
+        _ => anyhow::bail!(
+            "the Cosmos DB connection string needs AccountEndpoint=...;AccountKey=...; \
+             (for Microsoft Entra ID set CosmosDBConnection__accountEndpoint instead)"
+        ),
+    }
+}
+
+/// The emulator listens on localhost with a self-signed certificate.
+fn is_local(endpoint: &str) -> bool {
+    azure_core::http::Url::parse(endpoint)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]"))
+}
+
+/// Managed identity under Azure (the Functions host sets `IDENTITY_ENDPOINT`), the developer's
+/// own sign-in (Azure CLI, azd) elsewhere.
+fn entra_credential() -> anyhow::Result<std::sync::Arc<dyn TokenCredential>> {
+    if std::env::var_os("IDENTITY_ENDPOINT").is_some() || std::env::var_os("MSI_ENDPOINT").is_some()
+    {
+        let options = std::env::var(CLIENT_ID_SETTING)
+            .ok()
+            .filter(|id| !id.trim().is_empty())
+            .map(|id| azure_identity::ManagedIdentityCredentialOptions {
+                user_assigned_id: Some(azure_identity::UserAssignedId::ClientId(id)),
+                ..Default::default()
+            });
+        let credential = azure_identity::ManagedIdentityCredential::new(options)
+            .context("cannot set up the managed identity credential")?;
+        Ok(credential)
+    } else {
+        let credential = azure_identity::DeveloperToolsCredential::new(None)
+            .context("cannot set up the developer tools credential (az login / azd auth login)")?;
+        Ok(credential)
+    }
+}
+
+async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<CosmosClient> {
+    let mut builder = CosmosClientBuilder::new();
+    if local {
+        // The emulator's certificate is self-signed; the SDK relaxes validation only for
+        // emulator hosts (localhost), never for an account on the internet.
+        let pool = ConnectionPoolOptions::builder()
+            .with_server_certificate_validation(ServerCertificateValidation::RequiredUnlessEmulator)
+            .build()
+            .context("invalid connection pool options")?;
+        let runtime = CosmosRuntimeBuilder::new()
+            .with_connection_pool(pool)
+            .build()
+            .await
+            .context("cannot start the Cosmos DB runtime")?;
+        builder = builder.with_runtime(runtime);
+    }
+    // Under Azure Functions REGION_NAME is the app's region: prefer the account's nearest
+    // region to it. Elsewhere the account's own region order applies.
+    let routing = match std::env::var("REGION_NAME") {
+        Ok(region) if !region.trim().is_empty() => {
+            RoutingStrategy::ProximityTo(Region::from(region))
+        }
+        _ => RoutingStrategy::PreferredRegions(Vec::new()),
+    };
+    builder
+        .build(account, routing)
+        .await
+        .context("cannot connect to Azure Cosmos DB")
+}
+
+/// The container's indexing policy: everything the queries filter or sort on is indexed by
+/// default; the long texts are not (nothing queries them and indexing them costs RU on every
+/// write); composite indexes serve "items of a type, newest/oldest first" (Q3, Q4, Q5, Q6).
+fn indexing_policy(container: Container) -> Value {
+    match container {
+        Container::Leases => json!({
+            "indexingMode": "consistent",
+            "automatic": true,
+            "includedPaths": [{"path": "/*"}],
+            "excludedPaths": [{"path": "/\"_etag\"/?"}]
+        }),
+        _ => json!({
+            "indexingMode": "consistent",
+            "automatic": true,
+            "includedPaths": [{"path": "/*"}],
+            "excludedPaths": [
+                {"path": "/content/?"},
+                {"path": "/title/?"},
+                {"path": "/\"_etag\"/?"}
+            ],
+            "compositeIndexes": [
+                [{"path": "/type", "order": "ascending"}, {"path": "/creationDate", "order": "descending"}],
+                [{"path": "/type", "order": "ascending"}, {"path": "/creationDate", "order": "ascending"}]
+            ]
+        }),
+    }
+}
+
+fn container_properties(container: Container) -> anyhow::Result<ContainerProperties> {
+    let paths = container.partition_key_paths();
+    let definition = if paths.len() > 1 {
+        json!({"paths": paths, "kind": "MultiHash", "version": 2})
+    } else {
+        json!({"paths": paths, "kind": "Hash", "version": 2})
+    };
+    serde_json::from_value(json!({
+        "id": container.name(),
+        "partitionKey": definition,
+        "indexingPolicy": indexing_policy(container),
+    }))
+    .context("invalid container definition")
+}
+
+/// Opens `container`, creating it (and the database) when missing, and checks that it is
+/// partitioned as the data model requires: a wrong key would make every write fail.
+async fn prepare_container(
+    client: &CosmosClient,
+    database: &str,
+    container: Container,
+) -> anyhow::Result<ContainerClient> {
+    let name = container.name();
+    let db = client.database_client(database);
+    let opened = match db.container_client(name, None).await {
+        Ok(opened) => opened,
+        Err(e) if e.status().status_code() == StatusCode::NotFound => {
+            create_container(client, database, container).await?;
+            db.container_client(name, None).await.with_context(|| {
+                format!("cannot open container {database}/{name} after creating it")
+            })?
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("cannot open container {database}/{name}"));
+        }
+    };
+    let properties: ContainerProperties = opened
+        .read(None)
+        .await
+        .and_then(|response| response.into_model())
+        .with_context(|| format!("cannot read the definition of container {database}/{name}"))?;
+    let actual: Vec<&str> = properties
+        .partition_key
+        .paths()
+        .iter()
+        .map(|p| p.as_ref())
+        .collect();
+    let expected = container.partition_key_paths();
+    if actual != expected {
+        anyhow::bail!(
+            "container {database}/{name} is partitioned by {actual:?} but the blog needs {expected:?}; \
+             a container's partition key cannot be changed: delete the container (or use another \
+             database) and start again"
+        );
+    }
+    Ok(opened)
+}
+
+async fn create_container(
+    client: &CosmosClient,
+    database: &str,
+    container: Container,
+) -> anyhow::Result<()> {
+    let hint = "with Microsoft Entra ID, data-plane roles cannot create databases or containers: \
+                create them with the infrastructure templates (infra/) or the Azure CLI";
+    match client.create_database(database, None).await {
+        Ok(_) => tracing::info!(database, "created the Cosmos DB database"),
+        // Created meanwhile by another instance, or existing already.
+        Err(e) if e.status().status_code() == StatusCode::Conflict => {}
+        Err(e) if e.status().status_code() == StatusCode::Forbidden => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("cannot create database {database} ({hint})"));
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e))
+                .with_context(|| format!("cannot create database {database}"));
+        }
+    }
+    let name = container.name();
+    match client
+        .database_client(database)
+        .create_container(container_properties(container)?, None)
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(
+                database,
+                container = name,
+                "created the Cosmos DB container"
+            );
+            Ok(())
+        }
+        Err(e) if e.status().status_code() == StatusCode::Conflict => Ok(()),
+        Err(e) if e.status().status_code() == StatusCode::Forbidden => Err(anyhow::Error::new(e))
+            .with_context(|| format!("cannot create container {database}/{name} ({hint})")),
+        Err(e) => Err(anyhow::Error::new(e))
+            .with_context(|| format!("cannot create container {database}/{name}")),
+    }
+}
+
+// ---- mapping between the store's types and the SDK's ----------------------------------------
+
+fn sdk_partition_key(pk: &PartitionKey) -> StoreResult<azure_data_cosmos::PartitionKey> {
+    use azure_data_cosmos::models::PartitionKeyValue as SdkValue;
+    let values = pk
+        .values()
+        .iter()
+        .map(|value| match value {
+            PartitionKeyValue::String(s) => Ok(SdkValue::from(s.clone())),
+            PartitionKeyValue::Bool(b) => Ok(SdkValue::from(*b)),
+            PartitionKeyValue::Null => Ok(azure_data_cosmos::PartitionKey::NULL),
+            PartitionKeyValue::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Ok(SdkValue::from(i)),
+                (None, Some(u)) => Ok(SdkValue::from(u)),
+                _ => SdkValue::try_from(n.as_f64().unwrap_or(f64::NAN))
+                    .map_err(|e| StoreError::BadRequest(format!("partition key: {e}"))),
+            },
+        })
+        .collect::<StoreResult<Vec<_>>>()?;
+    azure_data_cosmos::PartitionKey::try_from(values)
+        .map_err(|e| StoreError::BadRequest(format!("partition key: {e}")))
+}
+
+fn if_match(etag: &ETag) -> Precondition {
+    Precondition::IfMatch(Etag::from(etag.0.clone()))
+}
+
+fn etag_from(etag: Option<&Etag>) -> StoreResult<ETag> {
+    etag.map(|e| ETag(e.to_string()))
+        .ok_or_else(|| StoreError::Internal("the service returned no etag".into()))
+}
+
+/// Maps a status code (of a response or of one batch operation) to the store's errors.
+fn status_error(status: u16, retry_after: Option<Duration>, message: String) -> StoreError {
+    match status {
+        404 => StoreError::NotFound,
+        409 => StoreError::Conflict,
+        412 => StoreError::PreconditionFailed,
+        429 => StoreError::Throttled { retry_after },
+        // 408: timed out; 410/449: transient service conditions left after the SDK's retries.
+        503 | 408 | 410 | 449 => StoreError::Unavailable(message),
+        400 | 413 => StoreError::BadRequest(message),
+        _ => StoreError::Internal(message),
+    }
+}
+
+fn map_error(error: &CosmosError) -> StoreError {
+    let status = error.status();
+    let code = u16::from(status.status_code());
+    let retry_after = error
+        .response()
+        .and_then(|response| response.headers().retry_after_ms)
+        .map(Duration::from_millis);
+    // The SDK's message names the operation and status but not the item's content.
+    status_error(code, retry_after, format!("{code}: {error}"))
+}
+
+/// Records the charge of one exchange with the service and traces it.
+fn observe(operation: &'static str, started: Instant, request_units: f64) {
+    charge::record(request_units);
+    tracing::debug!(
+        operation,
+        ru = request_units,
+        duration_ms = started.elapsed().as_millis() as u64,
+        "cosmos request"
+    );
+}
+
+fn error_charge(error: &CosmosError) -> f64 {
+    error
+        .diagnostics()
+        .map(|d| d.total_request_charge().value())
+        .unwrap_or(0.0)
+}
+
+/// Records a failed exchange and maps its error.
+/// Awaits one point request, records its charge, and maps a failure to the store's errors.
+async fn item_request(
+    operation: &'static str,
+    request: impl Future<Output = azure_data_cosmos::Result<ItemResponse>>,
+) -> StoreResult<ItemResponse> {
+    let started = Instant::now();
+    match request.await {
+        Ok(response) => {
+            let charge = response.diagnostics().total_request_charge().value();
+            observe(operation, started, charge);
+            Ok(response)
+        }
+        Err(e) => Err(failed(operation, started, &e)),
+    }
+}
+
+fn failed(operation: &'static str, started: Instant, error: &CosmosError) -> StoreError {
+    observe(operation, started, error_charge(error));
+    let mapped = map_error(error);
+    tracing::debug!(operation, error = %mapped, "cosmos request failed");
+    mapped
+}
+
+fn write_options(precondition: Option<Precondition>) -> Option<ItemWriteOptions> {
+    precondition.map(|p| ItemWriteOptions::default().with_precondition(p))
+}
+
+fn max_item_count(max_items: u32) -> MaxItemCountHint {
+    let bounded = max_items.clamp(1, MAX_PAGE_ITEMS);
+    std::num::NonZeroU32::new(bounded)
+        .map(MaxItemCountHint::Limit)
+        .unwrap_or(MaxItemCountHint::ServerDecides)
+}
+
+fn build_query(query: &Query) -> StoreResult<azure_data_cosmos::Query> {
+    let (sql, params) = query.to_cosmos_sql();
+    params
+        .into_iter()
+        .try_fold(azure_data_cosmos::Query::from(sql), |q, (name, value)| {
+            q.with_parameter(name, value)
+        })
+        .map_err(|e| StoreError::BadRequest(format!("query parameter: {e}")))
+}
+
+fn scope_of(query: &Query) -> StoreResult<FeedScope> {
+    Ok(match &query.scope {
+        QueryScope::Partition(pk) => FeedScope::partition(sdk_partition_key(pk)?),
+        QueryScope::CrossPartition => FeedScope::full_container(),
+    })
+}
+
+/// The first failing operation of a batch response: the service answers 424 (failed
+/// dependency) for the operations that did not run because another one failed.
+fn first_failure(results: &TransactionalBatchResponse) -> Option<(usize, StoreError)> {
+    let position = results
+        .results()
+        .iter()
+        .position(|r| !r.is_success() && r.status_code() != 424)
+        .or_else(|| results.results().iter().position(|r| !r.is_success()))?;
+    let result = &results.results()[position];
+    let cause = status_error(
+        result.status_code(),
+        result.retry_after(),
+        format!(
+            "batch operation {position} failed with status {}{}",
+            result.status_code(),
+            result
+                .substatus_code()
+                .map(|s| format!("/{s}"))
+                .unwrap_or_default()
+        ),
+    );
+    Some((position, cause))
+}
+
+/// The item of a change, carrying its `_lsn` as the service's flat change feed does (the
+/// structured format moves it into the change's metadata).
+fn with_lsn(change: ChangeFeedItem<Value>) -> Option<Value> {
+    let lsn = change
+        .metadata()
+        .and_then(|m| m.lsn())
+        .map(|lsn| lsn.value());
+    let mut item = change.current().cloned()?;
+    if let (Value::Object(fields), Some(lsn)) = (&mut item, lsn) {
+        fields.entry("_lsn").or_insert_with(|| Value::from(lsn));
+    }
+    Some(item)
+}
+
+#[async_trait]
+impl Store for CosmosStore {
+    fn backend(&self) -> &'static str {
+        "cosmos"
+    }
+
+    async fn read_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<Document>> {
+        let key = sdk_partition_key(pk)?;
+        let request = self.client(container).read_item(key, id, None);
+        let response = match item_request("read_item", request).await {
+            Ok(response) => response,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let etag = etag_from(response.headers().etag())?;
+        let mut item: Value = response
+            .into_model()
+            .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))?;
+        strip_system_properties(&mut item);
+        Ok(Some(Document { item, etag }))
+    }
+
+    async fn create_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        mut item: Value,
+    ) -> StoreResult<ETag> {
+        let id = checked_item(container, pk, &mut item)?;
+        let key = sdk_partition_key(pk)?;
+        let request = self.client(container).create_item(key, &id, &item, None);
+        let response = item_request("create_item", request).await?;
+        etag_from(response.headers().etag())
+    }
+
+    async fn upsert_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        mut item: Value,
+    ) -> StoreResult<ETag> {
+        let id = checked_item(container, pk, &mut item)?;
+        let key = sdk_partition_key(pk)?;
+        let request = self.client(container).upsert_item(key, &id, &item, None);
+        let response = item_request("upsert_item", request).await?;
+        etag_from(response.headers().etag())
+    }
+
+    async fn replace_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        mut item: Value,
+        if_match_etag: Option<&ETag>,
+    ) -> StoreResult<ETag> {
+        let id = checked_item(container, pk, &mut item)?;
+        let key = sdk_partition_key(pk)?;
+        let options = write_options(if_match_etag.map(if_match));
+        let request = self
+            .client(container)
+            .replace_item(key, &id, &item, options);
+        let response = item_request("replace_item", request).await?;
+        etag_from(response.headers().etag())
+    }
+
+    async fn delete_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<()> {
+        let key = sdk_partition_key(pk)?;
+        let request = self.client(container).delete_item(key, id, None);
+        item_request("delete_item", request).await.map(|_| ())
+    }
+
+    async fn execute_batch(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        operations: Vec<BatchOperation>,
+    ) -> StoreResult<Vec<Option<ETag>>> {
+        if operations.is_empty() {
+            return Ok(Vec::new());
+        }
+        if operations.len() > MAX_BATCH_OPERATIONS {
+            return Err(StoreError::BadRequest(format!(
+                "a transactional batch holds at most {MAX_BATCH_OPERATIONS} operations, not {}",
+                operations.len()
+            )));
+        }
+        let count = operations.len();
+        let deletes: Vec<bool> = operations
+            .iter()
+            .map(|op| matches!(op, BatchOperation::Delete { .. }))
+            .collect();
+        let mut batch = TransactionalBatch::new(sdk_partition_key(pk)?);
+        for (index, operation) in operations.into_iter().enumerate() {
+            // An invalid item fails the batch before anything is sent, naming it like the
+            // service would.
+            let fail = |cause: StoreError| StoreError::BatchOperationFailed {
+                index,
+                cause: Box::new(cause),
+            };
+            let sdk_error = |e: CosmosError| fail(StoreError::BadRequest(e.to_string()));
+            batch = match operation {
+                BatchOperation::Create { mut item } => {
+                    checked_item(container, pk, &mut item).map_err(fail)?;
+                    batch.create_item(item).map_err(sdk_error)?
+                }
+                BatchOperation::Upsert { mut item } => {
+                    checked_item(container, pk, &mut item).map_err(fail)?;
+                    batch.upsert_item(item, None).map_err(sdk_error)?
+                }
+                BatchOperation::Replace {
+                    mut item,
+                    if_match: etag,
+                } => {
+                    let id = checked_item(container, pk, &mut item).map_err(fail)?;
+                    let options = etag.map(|etag| {
+                        BatchReplaceOptions::default().with_precondition(if_match(&etag))
+                    });
+                    batch.replace_item(id, item, options).map_err(sdk_error)?
+                }
+                BatchOperation::Delete { id } => batch.delete_item(id, None),
+            };
+        }
+
+        let started = Instant::now();
+        let response = match self
+            .client(container)
+            .execute_transactional_batch(batch, None)
+            .await
+        {
+            Ok(response) => response,
+            // The whole request failed (throttled, unreachable, ...): no operation ran.
+            Err(e) => return Err(failed("execute_batch", started, &e)),
+        };
+        observe(
+            "execute_batch",
+            started,
+            response.diagnostics().total_request_charge().value(),
+        );
+        let http_status = u16::from(response.status().status_code());
+        // The SDK answers Ok even when an operation failed: each result must be checked.
+        let results = response
+            .into_model()
+            .map_err(|e| StoreError::Internal(format!("unreadable batch response: {e}")))?;
+        if let Some((index, cause)) = first_failure(&results) {
+            return Err(StoreError::BatchOperationFailed {
+                index,
+                cause: Box::new(cause),
+            });
+        }
+        if !(200..300).contains(&http_status) || results.results().len() != count {
+            return Err(StoreError::Internal(format!(
+                "batch answered {http_status} with {} results for {count} operations",
+                results.results().len()
+            )));
+        }
+        // A delete leaves no item, hence no etag (the service may still send one).
+        Ok(results
+            .results()
+            .iter()
+            .zip(deletes)
+            .map(|(r, delete)| r.etag().filter(|_| !delete).map(|e| ETag(e.to_owned())))
+            .collect())
+    }
+
+    async fn query(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<Value>> {
+        let wanted = page.max_items.clamp(1, MAX_PAGE_ITEMS) as usize;
+        let sdk_query = build_query(query)?;
+        let scope = scope_of(query)?;
+        let caller_token = page.continuation.is_some();
+        let mut token = page.continuation.map(ContinuationToken::from_string);
+        let mut items: Vec<Value> = Vec::with_capacity(wanted.min(128));
+        // One page of the service may hold fewer items than asked (size or time budget, one
+        // physical partition of many); ask again for the rest, from where it stopped, so the
+        // page never holds more than asked and never loses its place.
+        loop {
+            let remaining = wanted - items.len();
+            let mut options = QueryOptions::default().with_max_item_count(max_item_count(
+                u32::try_from(remaining).unwrap_or(MAX_PAGE_ITEMS),
+            ));
+            if let Some(token) = token.take() {
+                options = options.with_continuation_token(token);
+            }
+            let started = Instant::now();
+            let mut pages = match self
+                .client(container)
+                .query_items::<Value>(sdk_query.clone(), scope.clone(), Some(options))
+                .await
+            {
+                Ok(iterator) => iterator.into_pages(),
+                Err(e) => {
+                    return Err(match failed("query", started, &e) {
+                        // A token the SDK cannot read is the caller's mistake.
+                        StoreError::Internal(why) if caller_token => StoreError::BadRequest(why),
+                        other => other,
+                    });
+                }
+            };
+            match pages.next().await {
+                None => {
+                    return Ok(Page {
+                        items,
+                        continuation: None,
+                    });
+                }
+                Some(Err(e)) => return Err(failed("query", started, &e)),
+                Some(Ok(fetched)) => {
+                    observe(
+                        "query",
+                        started,
+                        fetched.diagnostics().total_request_charge().value(),
+                    );
+                    items.extend(fetched.into_items().into_iter().map(|mut item| {
+                        strip_system_properties(&mut item);
+                        item
+                    }));
+                }
+            }
+            let next = pages
+                .to_continuation_token()
+                .map_err(|e| StoreError::Internal(format!("no continuation token: {e}")))?;
+            if items.len() >= wanted {
+                return Ok(Page {
+                    items,
+                    continuation: Some(next.as_str().to_owned()),
+                });
+            }
+            token = Some(next);
+        }
+    }
+
+    async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch> {
+        let client = self.client(container);
+        let started = Instant::now();
+        // A poll of the feed visits one physical partition per page: read up to one round of
+        // them before concluding that nothing changed.
+        let ranges = match client.read_feed_ranges(None).await {
+            Ok(ranges) => ranges.len().max(1),
+            Err(e) => return Err(failed("read_feed_ranges", started, &e)),
+        };
+        let mut options = ChangeFeedOptions::default().with_max_item_count(max_item_count(
+            u32::try_from(max_items).unwrap_or(MAX_PAGE_ITEMS),
+        ));
+        if let Some(Checkpoint(token)) = since {
+            options =
+                options.with_continuation_token(ContinuationToken::from_string(token.clone()));
+        }
+        let mut pages = match client
+            .query_change_feed::<Value>(
+                FeedScope::full_container(),
+                ChangeFeedStartFrom::Beginning,
+                Some(options),
+            )
+            .await
+        {
+            Ok(pages) => pages,
+            Err(e) => {
+                return Err(match failed("read_changes", started, &e) {
+                    // A checkpoint the SDK cannot read is not a transient failure.
+                    StoreError::Internal(why) if since.is_some() => StoreError::BadRequest(why),
+                    other => other,
+                });
+            }
+        };
+        let mut items = Vec::new();
+        for _ in 0..ranges {
+            let started = Instant::now();
+            match pages.next().await {
+                // The feed is endless; the SDK reports its end as an error instead.
+                None => break,
+                Some(Err(e)) => return Err(failed("read_changes", started, &e)),
+                Some(Ok(page)) => {
+                    observe(
+                        "read_changes",
+                        started,
+                        page.diagnostics().total_request_charge().value(),
+                    );
+                    items.extend(page.into_items().into_iter().filter_map(with_lsn));
+                }
+            }
+            if !items.is_empty() {
+                break;
+            }
+        }
+        let checkpoint = match since {
+            // Nothing new: the old position is as good, and keeping it spares the caller a
+            // checkpoint write per idle poll.
+            Some(previous) if items.is_empty() => previous.clone(),
+            _ => Checkpoint(
+                pages
+                    .to_continuation_token()
+                    .map_err(|e| StoreError::Internal(format!("no change-feed checkpoint: {e}")))?
+                    .as_str()
+                    .to_owned(),
+            ),
+        };
+        Ok(ChangeBatch { items, checkpoint })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_connection_strings_without_echoing_the_key() {
+        let (endpoint, key) = parse_connection_string(
+            "AccountEndpoint=https://localhost:8081/;AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;",
+        )
+        .unwrap();
+        assert_eq!(endpoint, "https://localhost:8081/");
+        assert!(key.ends_with("Jw=="));
+        assert!(is_local(&endpoint));
+        assert!(!is_local("https://blog.documents.azure.com:443/"));
+
+        let error = parse_connection_string("AccountEndpoint=https://x/;AccountKey=;")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("AccountKey"));
+        let error = parse_connection_string("AccountKey=secret-value")
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("secret-value"));
+    }
+
+    #[test]
+    fn maps_statuses_to_store_errors() {
+        assert!(matches!(
+            status_error(404, None, String::new()),
+            StoreError::NotFound
+        ));
+        assert!(matches!(
+            status_error(409, None, String::new()),
+            StoreError::Conflict
+        ));
+        assert!(matches!(
+            status_error(412, None, String::new()),
+            StoreError::PreconditionFailed
+        ));
+        assert!(matches!(
+            status_error(429, Some(Duration::from_millis(7)), String::new()),
+            StoreError::Throttled { retry_after: Some(d) } if d == Duration::from_millis(7)
+        ));
+        assert!(matches!(
+            status_error(503, None, String::new()),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            status_error(400, None, String::new()),
+            StoreError::BadRequest(_)
+        ));
+    }
+
+    #[test]
+    fn converts_single_and_hierarchical_partition_keys() {
+        assert_eq!(
+            sdk_partition_key(&PartitionKey::single("a")).unwrap(),
+            azure_data_cosmos::PartitionKey::from("a")
+        );
+        let key = PartitionKey::hierarchical(vec![
+            PartitionKeyValue::String("tenant".into()),
+            PartitionKeyValue::Number(7.into()),
+            PartitionKeyValue::Bool(true),
+        ])
+        .unwrap();
+        assert_eq!(sdk_partition_key(&key).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn container_definitions_carry_the_model_partition_keys() {
+        for container in Container::ALL {
+            let properties = container_properties(container).unwrap();
+            let paths: Vec<&str> = properties
+                .partition_key
+                .paths()
+                .iter()
+                .map(|p| p.as_ref())
+                .collect();
+            assert_eq!(paths, container.partition_key_paths());
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The denormalisation pipelines (SPEC 5): username fan-out, post copies, idempotence,
+//! date normalisation, bad documents, rebuild.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cosmos_blog::changefeed::{on_post_changed, on_user_changed, rebuild};
+use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::backend_tests;
+use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_without_pump};
+
+backend_tests!(
+    a_username_change_reaches_every_item_and_copy,
+    handlers_are_idempotent,
+    host_reformatted_dates_are_normalised_in_copies,
+    a_bad_document_is_skipped_without_losing_the_batch,
+    a_late_batch_cannot_roll_a_copy_back,
+);
+
+async fn a_username_change_reaches_every_item_and_copy(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let ada_post = app.new_post("ada", "Ada's", "text").await;
+    let bob_post = app.new_post("bob", "Bob's", "text").await;
+    let (ada_post, bob_post) = (
+        ada_post["id"].as_str().unwrap().to_owned(),
+        bob_post["id"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(
+        app.comment("ada", &bob_post, "nice").await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.like("ada", &bob_post).await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.comment("ada", &ada_post, "mine").await.status(),
+        StatusCode::CREATED
+    );
+
+    assert_eq!(
+        app.put_user("ada", "Ada Lovelace").await.status(),
+        StatusCode::OK
+    );
+
+    eventually(Duration::from_secs(5), || async {
+        let post = app.get_json(&format!("/api/posts/{ada_post}")).await;
+        let comments = app
+            .get_json(&format!("/api/posts/{bob_post}/comments"))
+            .await;
+        let own_comments = app
+            .get_json(&format!("/api/posts/{ada_post}/comments"))
+            .await;
+        let likes = app.get_json(&format!("/api/posts/{bob_post}/likes")).await;
+        let mine = app.get_json("/api/users/ada/posts").await;
+        let feed = app.get_json("/api/feed").await;
+        let ada_in_feed = feed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == ada_post.as_str())
+            .cloned()
+            .unwrap_or_default();
+        let renamed = "Ada Lovelace";
+        (post["userUsername"] == renamed
+            && comments["items"][0]["userUsername"] == renamed
+            && own_comments["items"][0]["userUsername"] == renamed
+            && likes["items"][0]["userUsername"] == renamed
+            && mine["items"][0]["userUsername"] == renamed
+            && ada_in_feed["userUsername"] == renamed)
+            .then_some(())
+    })
+    .await;
+    // Bob's items are untouched.
+    let bob = app.get_json(&format!("/api/posts/{bob_post}")).await;
+    assert_eq!(bob["userUsername"], "Bob");
+}
+
+fn post_document(id: &str, user: &str, date: &str) -> Value {
+    json!({
+        "id": id, "type": "post", "postId": id, "userId": user, "userUsername": user,
+        "title": format!("title {id}"), "content": "c".repeat(250),
+        "commentCount": 0, "likeCount": 0, "creationDate": date,
+        "_rid": "abc==", "_etag": "\"0000\"", "_ts": 1_800_000_000, "_lsn": 7
+    })
+}
+
+async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
+    let query = Query::in_partition(PartitionKey::single("post"))
+        .of_type("post")
+        .order_by("creationDate", cosmos_blog::store::SortOrder::Descending);
+    let page = store
+        .query(Container::Feed, &query, PageRequest::first(100))
+        .await
+        .unwrap();
+    ids(&page.items)
+}
+
+async fn handlers_are_idempotent(app: TestApp) {
+    let store = &app.store;
+    let batch = vec![
+        post_document("p1", "ada", "2026-11-22T09:15:02.1234567Z"),
+        post_document("p2", "ada", "2026-11-22T09:15:03.1234567Z"),
+    ];
+    let first = on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(first.processed, 2);
+    assert_eq!(first.written, 4, "a user copy and a feed copy per post");
+    let again = on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(again.written, 0, "a repeated batch writes nothing");
+
+    let users = vec![json!({"id": "ada", "type": "user", "userId": "ada", "username": "ada"})];
+    let renamed = on_user_changed(store, &users).await.unwrap();
+    assert_eq!(renamed.processed, 1);
+    assert_eq!(on_user_changed(store, &users).await.unwrap().written, 0);
+}
+
+async fn host_reformatted_dates_are_normalised_in_copies(app: TestApp) {
+    let store = &app.store;
+    // What the Functions host does to dates: trailing zeros trimmed, offsets rewritten.
+    // As raw strings "…:02Z" sorts after "…:02.5Z"; as instants it is earlier.
+    let batch = vec![
+        post_document("early", "ada", "2026-11-22T09:15:02Z"),
+        post_document("later", "ada", "2026-11-22T09:15:02.5+00:00"),
+        post_document("latest", "ada", "2026-11-22T10:15:02.6+01:00"),
+    ];
+    on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(feed_ids(store).await, ["latest", "later", "early"]);
+    let copy = store
+        .read_item(Container::Feed, &PartitionKey::single("post"), "early")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.item["creationDate"], "2026-11-22T09:15:02.0000000Z");
+    assert_eq!(copy.item["content"].as_str().unwrap().len(), 200);
+    assert!(
+        copy.item.get("_rid").is_none(),
+        "system fields are not copied"
+    );
+}
+
+async fn a_bad_document_is_skipped_without_losing_the_batch(app: TestApp) {
+    let store = &app.store;
+    let batch = vec![
+        post_document("good-1", "ada", "2026-11-22T09:15:02Z"),
+        json!({"id": "broken", "type": "post", "postId": "broken", "creationDate": "not a date"}),
+        json!({"id": "c1", "type": "comment", "postId": "good-1"}),
+        post_document("good-2", "ada", "2026-11-22T09:15:03Z"),
+    ];
+    let report = on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(report.processed, 2);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    let mut got = feed_ids(store).await;
+    got.sort();
+    assert_eq!(got, ["good-1", "good-2"]);
+}
+
+async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let post = app.new_post("ada", "Hello", "World").await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    app.like("bob", &id).await;
+    eventually(Duration::from_secs(5), || async {
+        let mine = app.get_json("/api/users/ada/posts").await;
+        (mine["items"][0]["likeCount"] == 1).then_some(())
+    })
+    .await;
+    // The version from before the like is delivered again, late.
+    on_post_changed(&app.store, &[post]).await.unwrap();
+    let mine = app.get_json("/api/users/ada/posts").await;
+    assert_eq!(mine["items"][0]["likeCount"], 1);
+    let feed = app.get_json("/api/feed").await;
+    assert_eq!(feed["items"][0]["likeCount"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_rederives_every_copy_from_the_sources_embedded() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_rederives_every_copy_from_the_sources_cosmos() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos).await;
+}
+
+async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
+    let app = spawn_app_without_pump(backend).await;
+    app.register("ada", "Ada").await;
+    let mut created = Vec::new();
+    for n in 0..3 {
+        let post = app
+            .new_post("ada", &format!("p{n}"), &"z".repeat(300))
+            .await;
+        created.push(post["id"].as_str().unwrap().to_owned());
+    }
+    // Without change-feed processing there are no copies...
+    assert_eq!(app.get_json("/api/feed").await["items"], json!([]));
+    // ...and a rename does not reach the posts.
+    app.put_user("ada", "Ada L.").await;
+
+    let report = rebuild(&app.store).await.unwrap();
+    assert!(report.written >= 3 * 2, "{report:?}");
+    created.reverse();
+    let feed = app.get_json("/api/feed").await;
+    assert_eq!(ids(feed["items"].as_array().unwrap()), created);
+    assert_eq!(feed["items"][0]["userUsername"], "Ada L.");
+    assert_eq!(feed["items"][0]["content"], "z".repeat(200));
+    let mine = app.all_pages("/api/users/ada/posts", 100).await;
+    assert_eq!(ids(&mine), created);
+    let again = rebuild(&app.store).await.unwrap();
+    assert_eq!(again.written, 0, "a second rebuild finds nothing to do");
+}

@@ -1,0 +1,111 @@
+//! The Cosmos DB store on the SDK's in-memory emulator: a whole Cosmos DB account inside the
+//! test process, reached through the real SDK pipeline (requests, headers, retries, paging).
+//! All emulator wiring lives here, so the `__internal_in_memory_emulator` feature stays a
+//! dev-dependency concern and never reaches the shipped binary.
+
+use std::sync::Arc;
+
+use azure_data_cosmos::options::{
+    OperationOptions, OperationOptionsBuilder, Region, ThrottlingRetryOptionsBuilder,
+};
+use azure_data_cosmos::{
+    AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder,
+    RoutingStrategy,
+};
+use azure_data_cosmos_driver::in_memory_emulator::{
+    ConsistencyLevel, ContainerConfig, InMemoryEmulatorHttpClient, VirtualAccountConfig,
+    VirtualRegion,
+};
+use cosmos_blog::store::cosmos::CosmosStore;
+use cosmos_blog::store::{Container, Store};
+
+/// The emulator answers for this made-up gateway; nothing goes on the network.
+const GATEWAY_URL: &str = "https://eastus.emulator.local";
+/// Any base64 key: the emulator checks that requests are signed, not by whom.
+const ACCOUNT_KEY: &str = "dGVzdGtleQ==";
+pub const DATABASE: &str = "blog";
+
+fn gateway() -> azure_core::http::Url {
+    azure_core::http::Url::parse(GATEWAY_URL).expect("valid emulator URL")
+}
+
+fn account_config() -> VirtualAccountConfig {
+    VirtualAccountConfig::new(vec![VirtualRegion::new("East US", gateway())])
+        .expect("valid emulator account")
+        // Session consistency: a client reads its own writes, as the blog expects.
+        .with_consistency(ConsistencyLevel::Session)
+}
+
+async fn client_of(
+    emulator: &Arc<InMemoryEmulatorHttpClient>,
+    operation_options: Option<OperationOptions>,
+) -> CosmosClient {
+    let account = AccountReference::with_authentication_key(
+        GATEWAY_URL
+            .parse::<AccountEndpoint>()
+            .expect("valid emulator endpoint"),
+        azure_core::credentials::Secret::new(ACCOUNT_KEY),
+    );
+    let mut runtime = CosmosRuntimeBuilder::from(emulator.runtime_builder());
+    if let Some(options) = operation_options {
+        runtime = runtime.with_default_operation_options(options);
+    }
+    let runtime = runtime.build().await.expect("emulator runtime");
+    CosmosClientBuilder::new()
+        .with_runtime(runtime)
+        .build(account, RoutingStrategy::ProximityTo(Region::EAST_US))
+        .await
+        .expect("emulator client")
+}
+
+/// A client of a fresh, empty in-memory account.
+pub async fn emulator_client() -> CosmosClient {
+    client_of(
+        &Arc::new(InMemoryEmulatorHttpClient::new(account_config())),
+        None,
+    )
+    .await
+}
+
+/// A [`CosmosStore`] on a fresh in-memory account (its own database and containers).
+pub async fn emulator_store() -> Arc<dyn Store> {
+    let client = emulator_client().await;
+    let store = CosmosStore::from_client(client, DATABASE)
+        .await
+        .expect("the Cosmos DB store prepares the emulator's database");
+    Arc::new(store)
+}
+
+/// A [`CosmosStore`] whose containers are provisioned with `ru_per_second` (400 at least) and
+/// enforce it, on a client that does not retry throttled requests: the 429 the SDK would
+/// give up on after its retries reaches the store at once.
+pub async fn throttled_emulator_store(ru_per_second: u64) -> Arc<dyn Store> {
+    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(
+        account_config().with_throttling_enabled(true),
+    ));
+    let accounts = emulator.store();
+    accounts.create_database(DATABASE);
+    for container in Container::ALL {
+        let definition = serde_json::from_value(serde_json::json!({
+            "paths": container.partition_key_paths(), "kind": "Hash", "version": 2
+        }))
+        .expect("partition key definition");
+        let config = ContainerConfig::new()
+            .with_throughput(ru_per_second)
+            .build()
+            .expect("container config");
+        accounts.create_container_with_config(DATABASE, container.name(), definition, config);
+    }
+    let no_throttle_retries = OperationOptionsBuilder::new()
+        .with_throttling_retry_options(
+            ThrottlingRetryOptionsBuilder::new()
+                .with_max_retry_count(0)
+                .build(),
+        )
+        .build();
+    let client = client_of(&emulator, Some(no_throttle_retries)).await;
+    let store = CosmosStore::from_client(client, DATABASE)
+        .await
+        .expect("the Cosmos DB store opens the provisioned containers");
+    Arc::new(store)
+}

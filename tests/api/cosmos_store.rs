@@ -1,0 +1,233 @@
+//! What only the Cosmos DB store has: preparing the database at start-up, request-charge
+//! accounting, and a smoke test against a real account when one is configured.
+
+use std::time::Duration;
+
+use cosmos_blog::settings::StoreSettings;
+use cosmos_blog::store::cosmos::CosmosStore;
+use cosmos_blog::store::{
+    BatchOperation, Checkpoint, Container, PageRequest, PartitionKey, Query, SortOrder, Store,
+    StoreError, charge,
+};
+use serde_json::json;
+
+use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
+
+#[tokio::test]
+async fn start_up_is_idempotent() {
+    let client = emulator_client().await;
+    CosmosStore::from_client(client.clone(), DATABASE)
+        .await
+        .expect("first start creates the database and containers");
+    let store = CosmosStore::from_client(client, DATABASE)
+        .await
+        .expect("a restart finds them and checks them");
+    assert_eq!(store.backend(), "cosmos");
+}
+
+#[tokio::test]
+async fn start_up_refuses_a_container_with_another_partition_key() {
+    let client = emulator_client().await;
+    client
+        .create_database(DATABASE, None)
+        .await
+        .expect("create database");
+    let wrong = serde_json::from_value(json!({
+        "id": "posts",
+        "partitionKey": {"paths": ["/id"], "kind": "Hash", "version": 2},
+    }))
+    .expect("container properties");
+    client
+        .database_client(DATABASE)
+        .create_container(wrong, None)
+        .await
+        .expect("create container");
+    let error = CosmosStore::from_client(client, DATABASE)
+        .await
+        .err()
+        .expect("start-up must fail")
+        .to_string();
+    assert!(error.contains("posts"), "{error}");
+    assert!(error.contains("/postId"), "{error}");
+}
+
+#[tokio::test]
+async fn request_charges_are_recorded() {
+    let store = emulator_store().await;
+    let pk = PartitionKey::single("u1");
+    let (result, total) = charge::measure(async {
+        store
+            .upsert_item(
+                Container::Users,
+                &pk,
+                json!({"id": "u1", "type": "user", "userId": "u1", "username": "ada"}),
+            )
+            .await?;
+        store.read_item(Container::Users, &pk, "u1").await
+    })
+    .await;
+    assert!(result.expect("write and read").is_some());
+    assert!(total > 0.0, "the RU charge of both requests is counted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_surfaces_with_its_retry_after() {
+    let store = throttled_emulator_store(400).await;
+    // Far more than 400 RU in one go: big items, all at once.
+    let content = "x".repeat(50_000);
+    let writes = (0..200).map(|n| {
+        let store = store.clone();
+        let id = format!("u{n}");
+        let item =
+            json!({"id": id, "type": "user", "userId": id, "username": "ada", "bio": content});
+        async move {
+            store
+                .upsert_item(Container::Users, &PartitionKey::single(id.as_str()), item)
+                .await
+        }
+    });
+    let results = futures::future::join_all(writes).await;
+    let throttled: Vec<_> = results
+        .iter()
+        .filter_map(|r| match r {
+            Err(StoreError::Throttled { retry_after }) => Some(*retry_after),
+            _ => None,
+        })
+        .collect();
+    assert!(!throttled.is_empty(), "no request was throttled");
+    assert!(
+        throttled
+            .iter()
+            .all(|after| after.is_some_and(|d| d > Duration::ZERO)),
+        "the service's x-ms-retry-after-ms reaches the caller: {throttled:?}"
+    );
+    assert!(StoreError::Throttled { retry_after: None }.is_transient());
+    let unexpected: Vec<_> = results
+        .iter()
+        .filter(|r| !matches!(r, Ok(_) | Err(StoreError::Throttled { .. })))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}");
+}
+
+/// Runs only with `COSMOS_TEST_ENDPOINT` and `COSMOS_TEST_KEY` set (a real account or the
+/// Cosmos DB emulator, e.g. `https://localhost:8081/`). Writes under fresh ids, in the
+/// database `COSMOS_TEST_DATABASE` (default `blog-test`), so it can run again and again.
+#[tokio::test]
+async fn live_account_smoke_test() {
+    let (Ok(endpoint), Ok(key)) = (
+        std::env::var("COSMOS_TEST_ENDPOINT"),
+        std::env::var("COSMOS_TEST_KEY"),
+    ) else {
+        eprintln!(
+            "skipped: set COSMOS_TEST_ENDPOINT and COSMOS_TEST_KEY to run against a real account"
+        );
+        return;
+    };
+    let settings = StoreSettings {
+        data_dir: std::env::temp_dir(),
+        cosmos_connection: Some(format!("AccountEndpoint={endpoint};AccountKey={key};")),
+        cosmos_endpoint: None,
+        database: std::env::var("COSMOS_TEST_DATABASE").unwrap_or_else(|_| "blog-test".into()),
+    };
+    let store = CosmosStore::connect(&settings)
+        .await
+        .expect("connect to the test account");
+
+    // Position the change feed at the end before writing.
+    let mut checkpoint: Option<Checkpoint> = None;
+    loop {
+        let batch = store
+            .read_changes(Container::Posts, checkpoint.as_ref(), 1_000)
+            .await
+            .expect("read changes");
+        let done = batch.items.is_empty();
+        checkpoint = Some(batch.checkpoint);
+        if done {
+            break;
+        }
+    }
+
+    let post_id = format!("live-{}", uuid::Uuid::new_v4());
+    let pk = PartitionKey::single(post_id.as_str());
+    let post = json!({
+        "id": post_id, "type": "post", "postId": post_id, "userId": "live", "userUsername": "live",
+        "title": "t", "content": "c", "commentCount": 0, "likeCount": 0,
+        "creationDate": "2026-01-01T00:00:00.0000000Z",
+    });
+    let (etag, charged) =
+        charge::measure(store.create_item(Container::Posts, &pk, post.clone())).await;
+    let etag = etag.expect("create");
+    assert!(charged > 0.0);
+    assert!(matches!(
+        store.create_item(Container::Posts, &pk, post.clone()).await,
+        Err(StoreError::Conflict)
+    ));
+
+    let mut counted = post.clone();
+    counted["commentCount"] = json!(1);
+    let comment = json!({
+        "id": "c1", "type": "comment", "postId": post_id, "userId": "live",
+        "userUsername": "live", "content": "hi", "creationDate": "2026-01-01T00:00:01.0000000Z",
+    });
+    store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Replace {
+                    item: counted.clone(),
+                    if_match: Some(etag.clone()),
+                },
+                BatchOperation::Create {
+                    item: comment.clone(),
+                },
+            ],
+        )
+        .await
+        .expect("batch");
+    let stale = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![BatchOperation::Replace {
+                item: counted,
+                if_match: Some(etag),
+            }],
+        )
+        .await;
+    assert!(
+        matches!(&stale, Err(StoreError::BatchOperationFailed { index: 0, cause }) if matches!(**cause, StoreError::PreconditionFailed)),
+        "{stale:?}"
+    );
+
+    let query = Query::in_partition(pk.clone())
+        .of_type("comment")
+        .order_by("creationDate", SortOrder::Ascending);
+    let page = store
+        .query(Container::Posts, &query, PageRequest::first(10))
+        .await
+        .expect("query");
+    assert_eq!(page.items, vec![comment]);
+
+    let mut seen = false;
+    for _ in 0..20 {
+        let batch = store
+            .read_changes(Container::Posts, checkpoint.as_ref(), 1_000)
+            .await
+            .expect("read changes");
+        seen |= batch.items.iter().any(|i| i["id"] == post_id.as_str());
+        checkpoint = Some(batch.checkpoint);
+        if seen {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(seen, "the new post shows in the change feed");
+
+    for id in ["c1", post_id.as_str()] {
+        store
+            .delete_item(Container::Posts, &pk, id)
+            .await
+            .expect("clean up");
+    }
+}

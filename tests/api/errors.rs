@@ -1,0 +1,354 @@
+//! Bad input: every refusal is an RFC 9457 problem document with the right status, and
+//! nothing is written.
+
+use std::time::Duration;
+
+use cosmos_blog::store::{Container, PageRequest, Query};
+use reqwest::{Method, Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::backend_tests;
+use crate::helpers::{TestApp, eventually};
+
+backend_tests!(
+    refusals_are_problem_documents_and_write_nothing,
+    bodies_over_one_mebibyte_are_413,
+    ids_that_cosmos_cannot_address_are_400,
+    unknown_routes_and_methods_are_problems,
+    hostile_input_never_causes_a_server_error,
+);
+
+async fn assert_problem(response: Response, status: StatusCode, code: &str) -> Value {
+    assert_eq!(response.status(), status, "expected {code}");
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(content_type, "application/problem+json");
+    let problem: Value = response.json().await.unwrap();
+    assert_eq!(problem["status"], status.as_u16());
+    assert_eq!(problem["code"], code);
+    assert!(problem["type"].as_str().unwrap().ends_with(code));
+    assert!(!problem["title"].as_str().unwrap().is_empty());
+    assert!(!problem["detail"].as_str().unwrap().is_empty());
+    problem
+}
+
+/// Every item in every container, to show a refused request wrote nothing.
+async fn everything(app: &TestApp) -> Vec<Value> {
+    let mut all = Vec::new();
+    for container in [Container::Users, Container::Posts, Container::Feed] {
+        let page = app
+            .store
+            .query(
+                container,
+                &Query::cross_partition(),
+                PageRequest::first(10_000),
+            )
+            .await
+            .unwrap();
+        all.extend(page.items);
+    }
+    all
+}
+
+async fn refusals_are_problem_documents_and_write_nothing(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "Hello", "World").await;
+    let post_id = post["id"].as_str().unwrap();
+    // Let the change feed copy the post first, so the snapshot is at rest.
+    let before = eventually(Duration::from_secs(5), || async {
+        let all = everything(&app).await;
+        (all.len() == 4).then_some(all)
+    })
+    .await;
+
+    let raw = |method: Method, path: &str, body: &'static str, content_type: Option<&str>| {
+        let mut request = app
+            .client
+            .request(method, app.url(path))
+            .header("x-ms-client-principal-id", "ada")
+            .body(body);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        request.send()
+    };
+    let json_type = Some("application/json");
+    assert_problem(
+        raw(Method::POST, "/api/posts", "{\"title\": ", json_type)
+            .await
+            .unwrap(),
+        StatusCode::BAD_REQUEST,
+        "malformed-json",
+    )
+    .await;
+    assert_problem(
+        raw(Method::POST, "/api/posts", "[1, 2]", json_type)
+            .await
+            .unwrap(),
+        StatusCode::BAD_REQUEST,
+        "invalid-body",
+    )
+    .await;
+    assert_problem(
+        raw(
+            Method::POST,
+            "/api/posts",
+            "{\"title\":\"t\",\"content\":\"c\"}",
+            None,
+        )
+        .await
+        .unwrap(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported-media-type",
+    )
+    .await;
+    assert_problem(
+        raw(
+            Method::POST,
+            "/api/posts",
+            "{\"title\":\"t\",\"content\":\"c\"}",
+            Some("text/plain"),
+        )
+        .await
+        .unwrap(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported-media-type",
+    )
+    .await;
+    let invalid = assert_problem(
+        app.create_post("ada", "", "c").await,
+        StatusCode::BAD_REQUEST,
+        "invalid-field",
+    )
+    .await;
+    assert_eq!(invalid["field"], "title");
+    assert_problem(
+        app.send(
+            Method::POST,
+            "/api/posts",
+            None,
+            Some(json!({"title": "t", "content": "c"})),
+        )
+        .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    )
+    .await;
+    assert_problem(
+        app.send(
+            Method::POST,
+            "/api/posts",
+            Some("   "),
+            Some(json!({"title": "t", "content": "c"})),
+        )
+        .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthenticated",
+    )
+    .await;
+    assert_problem(
+        app.put_user("bob", &"b".repeat(65)).await,
+        StatusCode::BAD_REQUEST,
+        "invalid-field",
+    )
+    .await;
+    assert_problem(
+        app.comment("ada", post_id, "").await,
+        StatusCode::BAD_REQUEST,
+        "invalid-field",
+    )
+    .await;
+    assert_problem(
+        app.comment("ada", post_id, &"c".repeat(10_001)).await,
+        StatusCode::BAD_REQUEST,
+        "invalid-field",
+    )
+    .await;
+    assert_problem(
+        app.send(
+            Method::PUT,
+            &format!("/api/posts/{post_id}"),
+            Some("mallory"),
+            Some(json!({"title": "t", "content": "c"})),
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    )
+    .await;
+    assert_problem(
+        app.get("/api/posts/does-not-exist").await,
+        StatusCode::NOT_FOUND,
+        "post-not-found",
+    )
+    .await;
+    assert_problem(
+        app.get("/api/users/nobody").await,
+        StatusCode::NOT_FOUND,
+        "user-not-found",
+    )
+    .await;
+    assert_problem(
+        app.get(&format!("/api/posts/{post_id}/likes?limit=1000"))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid-field",
+    )
+    .await;
+    assert_problem(
+        app.get(&format!("/api/posts/{post_id}/likes?limit=abc"))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid-query",
+    )
+    .await;
+
+    assert_eq!(
+        everything(&app).await,
+        before,
+        "a refused request wrote something"
+    );
+}
+
+async fn bodies_over_one_mebibyte_are_413(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let big = "x".repeat(1024 * 1024 + 1);
+    let response = app
+        .send(
+            Method::POST,
+            "/api/posts",
+            Some("ada"),
+            Some(json!({"title": "t", "content": big})),
+        )
+        .await;
+    assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "body-too-large").await;
+    // Just under the limit, but over the content limit: a 400, not a 413.
+    let under = "x".repeat(200_000);
+    let response = app
+        .send(
+            Method::POST,
+            "/api/posts",
+            Some("ada"),
+            Some(json!({"title": "t", "content": under})),
+        )
+        .await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "invalid-field").await;
+}
+
+async fn ids_that_cosmos_cannot_address_are_400(app: TestApp) {
+    for path in [
+        "/api/users/a%2Fb",
+        "/api/users/a%5Cb",
+        "/api/users/a%3Fb",
+        "/api/users/a%23b",
+        "/api/users/a%0Ab",
+    ] {
+        let response = app
+            .send(
+                Method::PUT,
+                path,
+                Some("ada"),
+                Some(json!({"username": "x"})),
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        assert_problem(
+            app.get(path).await,
+            StatusCode::BAD_REQUEST,
+            "invalid-field",
+        )
+        .await;
+    }
+    let long = "u".repeat(256);
+    let response = app
+        .send(
+            Method::PUT,
+            &format!("/api/users/{long}"),
+            Some("ada"),
+            Some(json!({"username": "x"})),
+        )
+        .await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "invalid-field").await;
+    // Non-UTF-8 in the path cannot even be decoded.
+    assert_problem(
+        app.get("/api/users/%FF").await,
+        StatusCode::BAD_REQUEST,
+        "invalid-path",
+    )
+    .await;
+}
+
+async fn unknown_routes_and_methods_are_problems(app: TestApp) {
+    assert_problem(
+        app.get("/api/nothing-here").await,
+        StatusCode::NOT_FOUND,
+        "route-not-found",
+    )
+    .await;
+    assert_problem(
+        app.send(Method::DELETE, "/api/feed", Some("ada"), None)
+            .await,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+    )
+    .await;
+}
+
+async fn hostile_input_never_causes_a_server_error(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "Hello", "World").await;
+    let post_id = post["id"].as_str().unwrap().to_owned();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let bodies: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"null".to_vec(),
+        b"\"just a string\"".to_vec(),
+        b"{\"username\": null, \"title\": {}, \"content\": []}".to_vec(),
+        b"{\"username\": 1e999, \"title\": -0, \"content\": 18446744073709551616}".to_vec(),
+        "{\"username\": \"\\ud800\", \"title\": \"\\u0000\", \"content\": \"\u{202e}\"}"
+            .as_bytes()
+            .to_vec(),
+        vec![0xff, 0xfe, 0x00, 0x7b],
+        deep.into_bytes(),
+    ];
+    let paths = [
+        "/api/users/ada".to_owned(),
+        "/api/users/ada/posts?limit=1&continuation=%00".to_owned(),
+        "/api/posts".to_owned(),
+        format!("/api/posts/{post_id}"),
+        format!("/api/posts/{post_id}/comments?continuation=W10"),
+        format!("/api/posts/{post_id}/likes?limit=4294967296"),
+        "/api/feed?limit=&limit=5".to_owned(),
+        "/api/users/%C0%AF".to_owned(),
+        "/api/posts/..%2F..%2Fetc".to_owned(),
+    ];
+    let methods = [Method::GET, Method::PUT, Method::POST, Method::PATCH];
+    for path in &paths {
+        for method in &methods {
+            for body in &bodies {
+                let response = app
+                    .client
+                    .request(method.clone(), app.url(path))
+                    .header("x-ms-client-principal-id", "ada")
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status();
+                assert!(!status.is_server_error(), "{method} {path}: {status}");
+                if status.is_client_error() {
+                    let content_type = response.headers()["content-type"].to_str().unwrap();
+                    assert_eq!(content_type, "application/problem+json", "{method} {path}");
+                }
+            }
+        }
+    }
+    // The one post is still the only one, with its original content.
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["title"],
+        "Hello"
+    );
+}

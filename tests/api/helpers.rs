@@ -1,0 +1,266 @@
+//! Spawns the real application (real HTTP server, real store, real change-feed pump) on a
+//! random port, and offers the few calls every test needs.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
+use cosmos_blog::startup::Application;
+use cosmos_blog::store::Store;
+use cosmos_blog::store::embedded::EmbeddedStore;
+use reqwest::{Response, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+/// Which store the application runs on. Every test body runs on each (see `backend_tests!`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    Cosmos,
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub store: Arc<dyn Store>,
+    /// Dropping the app drops this, which stops the server and its pump.
+    _stop: oneshot::Sender<()>,
+    /// Keeps the embedded store's folder alive for the test's duration.
+    _data_dir: Option<TempDir>,
+}
+
+pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Settings {
+    Settings {
+        port: 0,
+        bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        store: StoreSettings {
+            data_dir,
+            cosmos_connection: None,
+            cosmos_endpoint: None,
+            database: "blog".into(),
+        },
+        change_feed,
+    }
+}
+
+pub async fn spawn_app_on(backend: Backend) -> TestApp {
+    spawn_with(backend, ChangeFeedMode::Pump).await
+}
+
+/// The application with no change-feed processing: copies only appear through `rebuild`.
+pub async fn spawn_app_without_pump(backend: Backend) -> TestApp {
+    spawn_with(backend, ChangeFeedMode::Off).await
+}
+
+async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store: Arc<dyn Store> = match backend {
+        Backend::Embedded => Arc::new(
+            EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("embedded store"),
+        ),
+        Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
+    };
+    spawn_on_store(store, data_dir, change_feed).await
+}
+
+/// The application on a store the test prepared (a throttled account, say).
+pub async fn spawn_on_store(
+    store: Arc<dyn Store>,
+    data_dir: TempDir,
+    change_feed: ChangeFeedMode,
+) -> TestApp {
+    let settings = settings(data_dir.path().to_path_buf(), change_feed);
+    let app = Application::with_store(&settings, Arc::clone(&store))
+        .await
+        .expect("application builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = app
+            .run_until(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    TestApp {
+        address,
+        client: reqwest::Client::new(),
+        store,
+        _stop: stop,
+        _data_dir: Some(data_dir),
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+        response.json().await.expect("JSON body")
+    }
+
+    /// A command as `caller` (the Easy Auth principal header) with a JSON body.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        caller: Option<&str>,
+        body: Option<Value>,
+    ) -> Response {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(caller) = caller {
+            request = request.header("x-ms-client-principal-id", caller);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.expect("request sent")
+    }
+
+    pub async fn put_user(&self, user_id: &str, username: &str) -> Response {
+        self.send(
+            reqwest::Method::PUT,
+            &format!("/api/users/{user_id}"),
+            Some(user_id),
+            Some(json!({ "username": username })),
+        )
+        .await
+    }
+
+    pub async fn create_post(&self, caller: &str, title: &str, content: &str) -> Response {
+        self.send(
+            reqwest::Method::POST,
+            "/api/posts",
+            Some(caller),
+            Some(json!({ "title": title, "content": content })),
+        )
+        .await
+    }
+
+    pub async fn comment(&self, caller: &str, post_id: &str, content: &str) -> Response {
+        self.send(
+            reqwest::Method::POST,
+            &format!("/api/posts/{post_id}/comments"),
+            Some(caller),
+            Some(json!({ "content": content })),
+        )
+        .await
+    }
+
+    pub async fn like(&self, caller: &str, post_id: &str) -> Response {
+        self.send(
+            reqwest::Method::POST,
+            &format!("/api/posts/{post_id}/likes"),
+            Some(caller),
+            None,
+        )
+        .await
+    }
+
+    /// Registers `user_id` and returns nothing; panics unless the API said 201.
+    pub async fn register(&self, user_id: &str, username: &str) {
+        let response = self.put_user(user_id, username).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+    }
+
+    /// Creates a post and returns its item; panics unless the API said 201.
+    pub async fn new_post(&self, caller: &str, title: &str, content: &str) -> Value {
+        let response = self.create_post(caller, title, content).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "create post");
+        response.json().await.expect("post JSON")
+    }
+
+    /// Every item of a list, following continuation tokens with `limit` items per page.
+    pub async fn all_pages(&self, path: &str, limit: u32) -> Vec<Value> {
+        let mut items = Vec::new();
+        let mut continuation: Option<String> = None;
+        loop {
+            let mut request = self
+                .client
+                .get(self.url(path))
+                .query(&[("limit", limit.to_string())]);
+            if let Some(token) = &continuation {
+                request = request.query(&[("continuation", token)]);
+            }
+            let page: Value = request
+                .send()
+                .await
+                .expect("request sent")
+                .json()
+                .await
+                .expect("page JSON");
+            let batch = page["items"].as_array().expect("items array");
+            assert!(batch.len() <= limit as usize, "page larger than limit");
+            items.extend(batch.iter().cloned());
+            match page["continuation"].as_str() {
+                Some(token) => continuation = Some(token.to_owned()),
+                None => return items,
+            }
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`, for at most `within`; the change feed makes
+/// copies appear shortly after the write, not with it.
+pub async fn eventually<T, F, Fut>(within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "condition not met within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn ids(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|item| item["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) on every backend.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Embedded).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Cosmos).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
+}

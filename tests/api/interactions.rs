@@ -1,0 +1,194 @@
+//! C3, Q4, C4, Q5: comments and likes, their counts, and concurrency.
+
+use std::collections::HashSet;
+
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::backend_tests;
+use crate::helpers::{TestApp, ids};
+
+backend_tests!(
+    comments_count_and_list_oldest_first_with_paging,
+    a_repeated_like_changes_nothing,
+    fifty_concurrent_likes_count_fifty,
+    concurrent_comments_and_likes_keep_counts_exact,
+    comments_and_likes_need_an_existing_post,
+    a_bad_continuation_token_is_a_400,
+);
+
+async fn post_by_ada(app: &TestApp) -> String {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "Hello", "World").await;
+    post["id"].as_str().unwrap().to_owned()
+}
+
+async fn comments_count_and_list_oldest_first_with_paging(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    app.register("bob", "Bob").await;
+    let mut written = Vec::new();
+    for n in 0..7 {
+        let response = app.comment("bob", &post_id, &format!("comment {n}")).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let comment: Value = response.json().await.unwrap();
+        assert_eq!(comment["type"], "comment");
+        assert_eq!(comment["postId"], post_id.as_str());
+        assert_eq!(comment["userId"], "bob");
+        assert_eq!(comment["userUsername"], "Bob");
+        written.push(comment);
+    }
+    let listed = app
+        .all_pages(&format!("/api/posts/{post_id}/comments"), 3)
+        .await;
+    assert_eq!(ids(&listed), ids(&written), "oldest first, all pages");
+    assert_eq!(listed, written);
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(post["commentCount"], 7);
+    assert_eq!(post["likeCount"], 0);
+}
+
+async fn a_repeated_like_changes_nothing(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    app.register("bob", "Bob").await;
+    let first = app.like("bob", &post_id).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["type"], "like");
+    assert_eq!(first["userUsername"], "Bob");
+    let again = app.like("bob", &post_id).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(post["likeCount"], 1);
+    let likes = app
+        .all_pages(&format!("/api/posts/{post_id}/likes"), 50)
+        .await;
+    assert_eq!(likes, vec![first]);
+}
+
+async fn fifty_concurrent_likes_count_fifty(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    let likers: Vec<String> = (0..50).map(|n| format!("user-{n}")).collect();
+    for liker in &likers {
+        app.register(liker, liker).await;
+    }
+    let responses = join_all(likers.iter().map(|liker| app.like(liker, &post_id))).await;
+    for response in responses {
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(post["likeCount"], 50);
+    let likes = app
+        .all_pages(&format!("/api/posts/{post_id}/likes"), 20)
+        .await;
+    let users: HashSet<&str> = likes
+        .iter()
+        .map(|l| l["userId"].as_str().unwrap())
+        .collect();
+    assert_eq!(likes.len(), 50);
+    assert_eq!(users.len(), 50);
+
+    // The same fifty again, at once: nothing changes.
+    let responses = join_all(likers.iter().map(|liker| app.like(liker, &post_id))).await;
+    for response in responses {
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(post["likeCount"], 50);
+}
+
+async fn concurrent_comments_and_likes_keep_counts_exact(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    let users: Vec<String> = (0..20).map(|n| format!("u{n}")).collect();
+    for user in &users {
+        app.register(user, user).await;
+    }
+    let likes = join_all(users.iter().map(|u| app.like(u, &post_id)));
+    let comments = join_all(users.iter().map(|u| app.comment(u, &post_id, "hi")));
+    let (likes, comments) = tokio::join!(likes, comments);
+    assert!(likes.iter().all(|r| r.status() == StatusCode::CREATED));
+    assert!(comments.iter().all(|r| r.status() == StatusCode::CREATED));
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(post["likeCount"], 20);
+    assert_eq!(post["commentCount"], 20);
+    let listed = app
+        .all_pages(&format!("/api/posts/{post_id}/comments"), 100)
+        .await;
+    assert_eq!(listed.len(), 20);
+}
+
+async fn comments_and_likes_need_an_existing_post(app: TestApp) {
+    app.register("bob", "Bob").await;
+    assert_eq!(
+        app.comment("bob", "missing", "hi").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.like("bob", "missing").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/posts/missing/comments").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/posts/missing/likes").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/posts/missing").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    // A caller without a user item cannot comment or like either.
+    let post_id = post_by_ada(&app).await;
+    assert_eq!(
+        app.comment("ghost", &post_id, "hi").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.like("ghost", &post_id).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(
+        (post["commentCount"].clone(), post["likeCount"].clone()),
+        (0.into(), 0.into())
+    );
+}
+
+async fn a_bad_continuation_token_is_a_400(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    app.register("bob", "Bob").await;
+    for _ in 0..3 {
+        app.comment("bob", &post_id, "hi").await;
+    }
+    let page = app
+        .get_json(&format!("/api/posts/{post_id}/comments?limit=1"))
+        .await;
+    let token = page["continuation"].as_str().unwrap().to_owned();
+    // Another list's token, garbage, and a truncated token.
+    for (path, bad) in [
+        (format!("/api/posts/{post_id}/likes"), token.clone()),
+        (
+            format!("/api/posts/{post_id}/comments"),
+            "garbage!!".to_owned(),
+        ),
+        (
+            format!("/api/posts/{post_id}/comments"),
+            token[..token.len() / 2].to_owned(),
+        ),
+        ("/api/users/ada/posts".to_owned(), token.clone()),
+    ] {
+        let response = app
+            .client
+            .get(app.url(&path))
+            .query(&[("continuation", bad.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path} {bad}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["code"], "invalid-continuation");
+    }
+}
