@@ -12,7 +12,9 @@ use cosmos_blog::store::{
 };
 use serde_json::{Value, json};
 
-/// Declares each contract test twice: `embedded::<name>` and `cosmos::<name>`.
+/// Declares each contract test three times: `embedded::<name>`, `metered::<name>` (the
+/// embedded store behind the `MeteredStore` wrapper, which must change nothing but count)
+/// and `cosmos::<name>`.
 macro_rules! contract_tests {
     ($($name:ident),* $(,)?) => {
         mod embedded {
@@ -23,6 +25,20 @@ macro_rules! contract_tests {
                     let store = super::EmbeddedStore::open(&dir.path().join("blog.sqlite3"))
                         .expect("embedded store");
                     super::$name(std::sync::Arc::new(store)).await;
+                }
+            )*
+        }
+        mod metered {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let dir = tempfile::tempdir().expect("temporary directory");
+                    let store = super::EmbeddedStore::open(&dir.path().join("blog.sqlite3"))
+                        .expect("embedded store");
+                    let metered = cosmos_blog::store::metered::MeteredStore::new(
+                        std::sync::Arc::new(store),
+                    );
+                    super::$name(std::sync::Arc::new(metered)).await;
                 }
             )*
         }
