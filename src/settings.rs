@@ -6,6 +6,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+/// The feed may be served from memory this long (ms) by default: a fraction of the
+/// change feed's own lag, far below what a reader could notice.
+pub const DEFAULT_FEED_CACHE_MS: u64 = 50;
+
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
     /// Port to serve on. The Functions host assigns one through FUNCTIONS_CUSTOMHANDLER_PORT.
@@ -18,6 +22,11 @@ pub struct Settings {
 
     #[command(flatten)]
     pub store: StoreSettings,
+
+    /// How long (ms) a feed read may be served from memory. The feed is the hottest read and
+    /// is eventually consistent anyway; 0 turns the cache off.
+    #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS)]
+    pub feed_cache_ms: u64,
 
     /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
     /// Functions triggers do it), `auto` (pump, unless running under the Functions host on

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
@@ -52,9 +53,10 @@ impl Application {
         let listener = TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
-        let state = AppState {
-            blog: Blog::new(Arc::clone(&store)),
-        };
+        let state = AppState::new(
+            Blog::new(Arc::clone(&store)),
+            Duration::from_millis(settings.feed_cache_ms),
+        );
         let router = api::app(state, trigger_routes());
         let pump = settings
             .runs_pump()

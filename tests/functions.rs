@@ -63,9 +63,7 @@ impl Harness {
 
     /// The application as `startup` builds it.
     fn app(&self) -> Router {
-        let state = AppState {
-            blog: Blog::new(self.dyn_store()),
-        };
+        let state = AppState::new(Blog::new(self.dyn_store()), Duration::ZERO);
         api::app(state, functions::router())
     }
 
@@ -550,9 +548,7 @@ async fn every_route_and_method_of_the_router_is_a_function_and_vice_versa() {
         .method_not_allowed_fallback(|| async {
             (StatusCode::METHOD_NOT_ALLOWED, [("x-probe", "fallback")])
         })
-        .with_state(AppState {
-            blog: Blog::new(h.dyn_store()),
-        });
+        .with_state(AppState::new(Blog::new(h.dyn_store()), Duration::ZERO));
     let routes: BTreeSet<&str> = metadata::HTTP_FUNCTIONS.iter().map(|f| f.route).collect();
     for route in routes {
         let path = format!("/api/{route}")

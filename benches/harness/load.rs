@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
+use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use serde::Deserialize;
@@ -380,6 +380,7 @@ pub async fn run(
             cosmos_endpoint: None,
             database: "blog".into(),
         },
+        feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed: ChangeFeedMode::Pump,
     };
     let app = Application::with_store(&settings, store).await?;

@@ -3,6 +3,7 @@
 //! accounting, and problem documents for unknown routes and methods.
 
 pub mod extract;
+pub mod feed_cache;
 mod posts;
 pub mod problem;
 mod users;
@@ -14,12 +15,15 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::blog::Blog;
 use crate::store::{Page, charge};
 use crate::telemetry;
+use feed_cache::FeedCache;
 use problem::Problem;
 
 /// Request bodies above this are refused with 413 (SPEC 4).
@@ -31,6 +35,17 @@ pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 #[derive(Clone)]
 pub struct AppState {
     pub blog: Blog,
+    pub feed: Arc<FeedCache>,
+}
+
+impl AppState {
+    /// `feed_cache_ttl`: how long a feed read may be served from memory (zero: never).
+    pub fn new(blog: Blog, feed_cache_ttl: Duration) -> Self {
+        Self {
+            blog,
+            feed: Arc::new(FeedCache::new(feed_cache_ttl)),
+        }
+    }
 }
 
 impl FromRef<AppState> for Blog {

@@ -2,11 +2,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::extract::{Caller, FeedLimit, JsonBody, List, PathParam};
+use super::feed_cache::page_body;
 use super::{AppState, PageBody};
 use crate::blog::{Blog, Outcome};
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
@@ -122,12 +125,8 @@ async fn list_likes(
     Ok(Json(page.into()))
 }
 
-async fn feed(
-    State(blog): State<Blog>,
-    FeedLimit(size): FeedLimit,
-) -> Result<Json<PageBody<Post>>> {
-    Ok(Json(PageBody {
-        items: blog.feed(size).await?,
-        continuation: None,
-    }))
+async fn feed(State(state): State<AppState>, FeedLimit(size): FeedLimit) -> Result<Response> {
+    let items = state.feed.items(&state.blog).await?;
+    let body = page_body(&items, size);
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
+use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -41,6 +41,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             cosmos_endpoint: None,
             database: "blog".into(),
         },
+        feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed,
     }
 }

@@ -1,0 +1,146 @@
+//! A short-lived cache of the feed's items, serialised. The feed (Q6) is the hottest read —
+//! every front-page view — and the same for every caller; it changes only through the
+//! change feed, which is eventually consistent anyway. Serving it from memory for a few
+//! tens of milliseconds costs no freshness a caller could rely on, and saves a store query
+//! (about 17 RU on Cosmos DB) and 100 conversions per request.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::blog::{Blog, FEED_SIZE, PageSize};
+use crate::error::{Error, Result};
+
+/// The feed's items, newest first, each already serialised as JSON.
+pub type FeedItems = Arc<Vec<String>>;
+
+pub struct FeedCache {
+    ttl: Duration,
+    entry: Mutex<Option<(Instant, FeedItems)>>,
+    /// One refresh at a time: callers arriving during a refresh wait for its result instead
+    /// of all querying the store at once.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl FeedCache {
+    /// A cache whose entries live `ttl`; zero turns caching off.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            entry: Mutex::new(None),
+            refreshing: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The full feed ([`FEED_SIZE`] items at most), from memory while fresh.
+    pub async fn items(&self, blog: &Blog) -> Result<FeedItems> {
+        if self.ttl.is_zero() {
+            return fetch(blog).await;
+        }
+        if let Some(items) = self.fresh() {
+            return Ok(items);
+        }
+        let _refresh = self.refreshing.lock().await;
+        if let Some(items) = self.fresh() {
+            return Ok(items);
+        }
+        let items = fetch(blog).await?;
+        *self.lock() = Some((Instant::now(), Arc::clone(&items)));
+        Ok(items)
+    }
+
+    fn fresh(&self) -> Option<FeedItems> {
+        match &*self.lock() {
+            Some((fetched, items)) if fetched.elapsed() < self.ttl => Some(Arc::clone(items)),
+            _ => None,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Instant, FeedItems)>> {
+        self.entry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+async fn fetch(blog: &Blog) -> Result<FeedItems> {
+    let posts = blog.feed(PageSize::MAX).await?;
+    debug_assert!(posts.len() <= FEED_SIZE as usize);
+    let items = posts
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Internal(format!("feed item does not serialise: {e}")))?;
+    Ok(Arc::new(items))
+}
+
+/// The feed page body, `{"items":[...],"continuation":null}`, with the first `limit` items.
+pub fn page_body(items: &[String], limit: PageSize) -> String {
+    let shown = &items[..items.len().min(limit.get() as usize)];
+    let mut body = String::with_capacity(shown.iter().map(|i| i.len() + 1).sum::<usize>() + 40);
+    body.push_str("{\"items\":[");
+    body.push_str(&shown.join(","));
+    body.push_str("],\"continuation\":null}");
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{PostContent, Title, UserId, Username};
+    use crate::store::embedded::EmbeddedStore;
+
+    #[test]
+    fn the_page_body_is_a_page_of_the_first_items() {
+        let items = vec![r#"{"id":"a"}"#.to_owned(), r#"{"id":"b"}"#.to_owned()];
+        let one = PageSize::parse(Some(1), PageSize::MAX).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&page_body(&items, one)).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"items": [{"id": "a"}], "continuation": null})
+        );
+        let empty: serde_json::Value = serde_json::from_str(&page_body(&[], one)).unwrap();
+        assert_eq!(
+            empty,
+            serde_json::json!({"items": [], "continuation": null})
+        );
+    }
+
+    #[tokio::test]
+    async fn serves_from_memory_until_the_entry_expires() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap();
+        let blog = Blog::new(Arc::new(store));
+        let cache = FeedCache::new(Duration::from_millis(200));
+        assert!(cache.items(&blog).await.unwrap().is_empty());
+
+        let ada = UserId::parse("ada").unwrap();
+        blog.put_user(&ada, ada.clone(), Username::parse("Ada").unwrap())
+            .await
+            .unwrap();
+        let post = blog
+            .create_post(
+                &ada,
+                Title::parse("t").unwrap(),
+                PostContent::parse("c").unwrap(),
+            )
+            .await
+            .unwrap();
+        let item = serde_json::to_value(&post).unwrap();
+        crate::changefeed::on_post_changed(blog.store(), &[item])
+            .await
+            .unwrap();
+
+        assert!(
+            cache.items(&blog).await.unwrap().is_empty(),
+            "still the cached feed"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(
+            cache.items(&blog).await.unwrap().len(),
+            1,
+            "refreshed after the ttl"
+        );
+        let uncached = FeedCache::new(Duration::ZERO);
+        assert_eq!(uncached.items(&blog).await.unwrap().len(), 1);
+    }
+}
