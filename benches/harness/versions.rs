@@ -337,21 +337,10 @@ impl Versions {
     /// Q3: every partition of `posts` may hold a post of the user: fan out, then complete
     /// each post (the author's name once, the counts per post).
     async fn v1_user_posts(&self, user: &UserId) -> anyhow::Result<usize> {
-        let query = Query::cross_partition()
-            .of_type("post")
-            .filter("userId", cosmos_blog::store::FilterOp::Eq, user.as_str())
-            .order_by("creationDate", SortOrder::Descending);
-        let page = self
-            .store
-            .query(
-                Container::Posts,
-                &query,
-                PageRequest::first(PageSize::DEFAULT.get()),
-            )
-            .await?;
+        let found = self.posts_of_user_everywhere(user).await?;
         let username = self.v1_username(user.as_str()).await?;
-        let mut posts = Vec::with_capacity(page.items.len());
-        for post in page.items {
+        let mut posts = Vec::with_capacity(found.len());
+        for post in found {
             posts.push(short(self.v1_complete(post, Some(&username)).await?));
         }
         Ok(posts.len())
@@ -428,6 +417,13 @@ impl Versions {
     // ---- V2: denormalised, no copies -----------------------------------------------------
 
     async fn v2_user_posts(&self, user: &UserId) -> anyhow::Result<usize> {
+        let found = self.posts_of_user_everywhere(user).await?;
+        Ok(found.into_iter().map(short).count())
+    }
+
+    /// V1 and V2 have no per-user copies: a user's newest posts are a query across every
+    /// partition of `posts`.
+    async fn posts_of_user_everywhere(&self, user: &UserId) -> anyhow::Result<Vec<Value>> {
         let query = Query::cross_partition()
             .of_type("post")
             .filter("userId", cosmos_blog::store::FilterOp::Eq, user.as_str())
@@ -440,7 +436,7 @@ impl Versions {
                 PageRequest::first(PageSize::DEFAULT.get()),
             )
             .await?;
-        Ok(page.items.into_iter().map(short).count())
+        Ok(page.items)
     }
 
     async fn v2_recent_posts(&self) -> anyhow::Result<Vec<Value>> {
