@@ -144,9 +144,60 @@ pub struct EmbeddedStore {
 }
 
 struct Shared {
-    writer: Mutex<Connection>,
+    /// Writes go to the writer thread, which owns the one writing connection.
+    writes: std::sync::mpsc::Sender<WriteJob>,
     readers: Vec<Mutex<Reader>>,
     changes: [Notify; 4],
+}
+
+/// Writes committed together at most: a group pays one fsync instead of one per write.
+const MAX_GROUP: usize = 64;
+
+/// One write waiting for the writer thread. `run` does the work inside the group's
+/// transaction and says whether it succeeded (a failed write is rolled back to its own
+/// savepoint, leaving the others); `finish` learns whether the group committed.
+struct WriteJob {
+    run: Box<dyn FnOnce(&Transaction<'_>) -> bool + Send>,
+    finish: Box<dyn FnOnce(Option<StoreError>) + Send>,
+}
+
+/// The writer thread: takes the writes waiting and commits them as one transaction (group
+/// commit). Every write is answered only after its group's commit is durable, so
+/// `synchronous=FULL` keeps its promise while concurrent writers share the fsync.
+fn run_writer(mut conn: Connection, jobs: std::sync::mpsc::Receiver<WriteJob>) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let (runs, finishes): (Vec<_>, Vec<_>) =
+            group.into_iter().map(|job| (job.run, job.finish)).unzip();
+        let outcome = commit_group(&mut conn, runs);
+        for finish in finishes {
+            finish(outcome.as_ref().err().map(sql_error_ref));
+        }
+    }
+}
+
+type WriteRun = Box<dyn FnOnce(&Transaction<'_>) -> bool + Send>;
+
+fn commit_group(conn: &mut Connection, runs: Vec<WriteRun>) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for run in runs {
+        tx.execute_batch("SAVEPOINT write_job")?;
+        // A panicking write counts as a failed one; the thread must outlive it.
+        let succeeded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&tx))).unwrap_or(false);
+        if succeeded {
+            tx.execute_batch("RELEASE write_job")?;
+        } else {
+            tx.execute_batch("ROLLBACK TO write_job; RELEASE write_job")?;
+        }
+    }
+    tx.commit()
 }
 
 impl EmbeddedStore {
@@ -178,9 +229,14 @@ impl EmbeddedStore {
                 }))
             })
             .collect::<StoreResult<Vec<_>>>()?;
+        let (writes, jobs) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("embedded-store-writer".into())
+            .spawn(move || run_writer(writer, jobs))
+            .map_err(|e| StoreError::Internal(format!("cannot start the writer thread: {e}")))?;
         Ok(Self {
             shared: Arc::new(Shared {
-                writer: Mutex::new(writer),
+                writes,
                 readers,
                 changes: Default::default(),
             }),
@@ -195,25 +251,42 @@ impl EmbeddedStore {
         &self.shared.changes[index]
     }
 
-    /// Runs `work` on the writer connection in one immediate transaction, off the async
-    /// runtime, and wakes change-log waiters of `container` after a commit.
+    /// Runs `work` in the writer thread's next group transaction (its own savepoint), and
+    /// wakes change-log waiters of `container` once the group has committed.
     async fn write<T: Send + 'static>(
         &self,
         container: Container,
         work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let shared = Arc::clone(&self.shared);
-        let result = tokio::task::spawn_blocking(move || {
-            let mut conn = lock(&shared.writer);
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(sql_error)?;
-            let output = work(&tx)?;
-            tx.commit().map_err(sql_error)?;
-            Ok(output)
-        })
-        .await
-        .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?;
+        let slot = Arc::new(Mutex::new(None::<StoreResult<T>>));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = WriteJob {
+            run: Box::new({
+                let slot = Arc::clone(&slot);
+                move |tx| {
+                    let result = work(tx);
+                    let succeeded = result.is_ok();
+                    *lock(&slot) = Some(result);
+                    succeeded
+                }
+            }),
+            finish: Box::new(move |group_failure| {
+                let result = match (lock(&slot).take(), group_failure) {
+                    (Some(Err(own)), _) => Err(own),
+                    (_, Some(group)) => Err(group),
+                    (Some(Ok(output)), None) => Ok(output),
+                    (None, None) => Err(StoreError::Internal("the write did not run".into())),
+                };
+                let _ = reply.send(result);
+            }),
+        };
+        self.shared
+            .writes
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the writer thread has stopped".into()))?;
+        let result = answer
+            .await
+            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
         if result.is_ok() {
             self.notifier(container).notify_one();
         }
@@ -264,6 +337,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn sql_error(error: rusqlite::Error) -> StoreError {
+    sql_error_ref(&error)
+}
+
+fn sql_error_ref(error: &rusqlite::Error) -> StoreError {
     match error.sqlite_error_code() {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             StoreError::Unavailable(format!("database busy: {error}"))
@@ -685,6 +762,77 @@ fn written(etag: Option<ETag>) -> StoreResult<ETag> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Concurrent writes share group commits; a failing write (a duplicate create, a batch
+    /// with a failing operation) is rolled back alone and the rest of its group commits.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_write_does_not_fail_its_group() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap();
+        let pk = PartitionKey::single("p");
+        let item = |id: &str| json!({"id": id, "postId": "p", "type": "like"});
+        let creates = (0..40).map(|n| {
+            let store = store.clone();
+            let pk = pk.clone();
+            // Ten writers race for the same id "dup"; thirty write ids of their own.
+            let id = if n % 4 == 0 {
+                "dup".to_owned()
+            } else {
+                format!("own-{n}")
+            };
+            async move { store.create_item(Container::Posts, &pk, item(&id)).await }
+        });
+        let broken_batch = store.execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Create {
+                    item: item("batch-a"),
+                },
+                BatchOperation::Replace {
+                    item: item("missing"),
+                    if_match: None,
+                },
+            ],
+        );
+        let (results, batch) = tokio::join!(futures::future::join_all(creates), broken_batch);
+        let created = results.iter().filter(|r| r.is_ok()).count();
+        let conflicts = results
+            .iter()
+            .filter(|r| matches!(r, Err(StoreError::Conflict)))
+            .count();
+        assert_eq!((created, conflicts), (31, 9));
+        assert!(matches!(
+            batch,
+            Err(StoreError::BatchOperationFailed { index: 1, .. })
+        ));
+        assert!(
+            store
+                .read_item(Container::Posts, &pk, "batch-a")
+                .await
+                .unwrap()
+                .is_none(),
+            "the failed batch left nothing behind"
+        );
+        let all = store
+            .query(
+                Container::Posts,
+                &Query::in_partition(pk.clone()),
+                PageRequest::first(100),
+            )
+            .await
+            .unwrap();
+        assert_eq!(all.items.len(), 31);
+        let changes = store
+            .read_changes(Container::Posts, None, 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            changes.items.len(),
+            31,
+            "the change log holds each committed item once"
+        );
+    }
 
     fn feed_query() -> Query {
         Query::in_partition(PartitionKey::single("post"))

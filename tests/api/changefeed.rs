@@ -47,7 +47,7 @@ async fn a_username_change_reaches_every_item_and_copy(app: TestApp) {
         StatusCode::OK
     );
 
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let post = app.get_json(&format!("/api/posts/{ada_post}")).await;
         let comments = app
             .get_json(&format!("/api/posts/{bob_post}/comments"))
@@ -164,7 +164,7 @@ async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
     let post = app.new_post("ada", "Hello", "World").await;
     let id = post["id"].as_str().unwrap().to_owned();
     app.like("bob", &id).await;
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let mine = app.get_json("/api/users/ada/posts").await;
         (mine["items"][0]["likeCount"] == 1).then_some(())
     })
@@ -206,7 +206,7 @@ async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
     assert!(report.written >= 3 * 2, "{report:?}");
     created.reverse();
     // The feed read above may be served from memory for a few more milliseconds.
-    let feed = eventually(Duration::from_secs(2), || async {
+    let feed = eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         (feed["items"].as_array().unwrap().len() == 3).then_some(feed)
     })

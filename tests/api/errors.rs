@@ -57,7 +57,7 @@ async fn refusals_are_problem_documents_and_write_nothing(app: TestApp) {
     let post = app.new_post("ada", "Hello", "World").await;
     let post_id = post["id"].as_str().unwrap();
     // Let the change feed copy the post first, so the snapshot is at rest.
-    let before = eventually(Duration::from_secs(5), || async {
+    let before = eventually(Duration::from_secs(20), || async {
         let all = everything(&app).await;
         (all.len() == 4).then_some(all)
     })

@@ -33,7 +33,7 @@ async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
         created.push(post["id"].as_str().unwrap().to_owned());
     }
     let newest_first: Vec<String> = created.iter().rev().take(100).cloned().collect();
-    let feed = eventually(Duration::from_secs(10), || async {
+    let feed = eventually(Duration::from_secs(30), || async {
         let feed = app.get_json("/api/feed").await;
         let items = feed["items"].as_array().unwrap().clone();
         (ids(&items) == newest_first).then_some(feed)
@@ -41,7 +41,7 @@ async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
     .await;
     assert_eq!(feed["continuation"], json!(null));
     // The writer trims: the container itself holds no more than 100.
-    let size = eventually(Duration::from_secs(5), || async {
+    let size = eventually(Duration::from_secs(20), || async {
         let size = feed_container_size(&app).await;
         (size == 100).then_some(size)
     })
@@ -60,7 +60,7 @@ async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
         .await;
     assert_eq!(edit.status(), StatusCode::OK);
     // Its copy in the author's list follows the edit...
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let mine = app.all_pages("/api/users/ada/posts", 100).await;
         mine.iter()
             .any(|p| p["id"] == oldest.as_str() && p["title"] == "old but edited")
@@ -77,7 +77,7 @@ async fn the_feed_shows_short_posts_and_follows_edits(app: TestApp) {
     app.register("ada", "Ada").await;
     let post = app.new_post("ada", "Long", &"ß".repeat(300)).await;
     let id = post["id"].as_str().unwrap().to_owned();
-    let item = eventually(Duration::from_secs(5), || async {
+    let item = eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         feed["items"].as_array().unwrap().first().cloned()
     })
@@ -93,7 +93,7 @@ async fn the_feed_shows_short_posts_and_follows_edits(app: TestApp) {
         Some(json!({"title": "Short now", "content": "tiny"})),
     )
     .await;
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         let first = feed["items"][0].clone();
         (first["title"] == "Short now" && first["content"] == "tiny").then_some(())
@@ -102,7 +102,7 @@ async fn the_feed_shows_short_posts_and_follows_edits(app: TestApp) {
     // Likes reach the copies through the change feed too.
     app.register("bob", "Bob").await;
     app.like("bob", &id).await;
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         let mine = app.get_json("/api/users/ada/posts").await;
         (feed["items"][0]["likeCount"] == 1 && mine["items"][0]["likeCount"] == 1).then_some(())
@@ -115,7 +115,7 @@ async fn the_feed_limit_is_bounded(app: TestApp) {
     for n in 0..3 {
         app.new_post("ada", &format!("p{n}"), "x").await;
     }
-    eventually(Duration::from_secs(5), || async {
+    eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         (feed["items"].as_array().unwrap().len() == 3).then_some(())
     })

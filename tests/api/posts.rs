@@ -118,7 +118,7 @@ async fn a_users_posts_are_short_newest_first_and_paged(app: TestApp) {
         created.push(post["id"].as_str().unwrap().to_owned());
     }
     created.reverse(); // newest first
-    let listed = eventually(Duration::from_secs(5), || async {
+    let listed = eventually(Duration::from_secs(20), || async {
         let items = app.all_pages("/api/users/ada/posts", 2).await;
         (items.len() == 5).then_some(items)
     })

@@ -157,7 +157,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
             .map(|(_, id)| id)
             .collect()
     };
-    eventually(Duration::from_secs(10), || async {
+    eventually(Duration::from_secs(30), || async {
         let copies = all_items(&store, Container::Users, "ada").await;
         let copy_ids: BTreeSet<String> = ids(&copies).into_iter().collect();
         let feed: serde_json::Value = client
