@@ -12,7 +12,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Post, User};
+use crate::domain::{Post, PostId, User};
 use crate::store::{
     Container, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store, StoreError,
     StoreResult, strip_system_properties,
@@ -21,6 +21,8 @@ use crate::store::{
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
 /// to trip the store's rate limit on one user's burst.
 const FAN_OUT_CONCURRENCY: usize = 8;
+/// Posts of one batch handled at once by `OnPostChanged`, for the same reason.
+const HANDLER_CONCURRENCY: usize = 16;
 
 /// What a handler did with a batch; its lines go to the Functions host's `Logs`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -219,31 +221,41 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
     if posts.is_empty() {
         return Ok(report);
     }
+    // Each post's source read and author copy are independent of the others': run them side
+    // by side, so that their writes share the store's commits instead of queueing.
+    let copied: Vec<_> = stream::iter(posts)
+        .map(|delivered| copy_post_to_author(store, delivered))
+        .buffered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    let mut copies = Vec::with_capacity(copied.len());
+    for (id, copy, author_copy) in copied {
+        match copy {
+            Ok(copy) => copies.push(copy),
+            Err(e) => settle(Err(e), format!("post {id}"), &mut report)?,
+        }
+        if let Some(result) = author_copy {
+            settle(result, format!("user copy of post {id}"), &mut report)?;
+        }
+    }
+    // The feed: decide post by post against one window (order matters there), then write
+    // the copies that changed side by side.
     let mut feed = FeedWindow::load(store).await?;
+    let admitted: Vec<(Post, Option<Value>)> =
+        copies.iter().filter_map(|copy| feed.admit(copy)).collect();
+    let written: Vec<_> = stream::iter(admitted)
+        .map(|(copy, current)| async move {
+            let result =
+                upsert_if_changed(store, Container::Feed, &feed_partition(), &copy, current).await;
+            (copy.id, result)
+        })
+        .buffer_unordered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
     let mut added_to_feed = 0;
-    for delivered in posts {
-        let post = match current_version(store, Container::Posts, delivered).await {
-            Ok(post) => post,
-            Err(e) => {
-                settle(Err(e), "post read".to_owned(), &mut report)?;
-                continue;
-            }
-        };
-        // Serialising re-writes creationDate canonically, whatever form it arrived in.
-        let copy = post.short();
-        let result = copy_to_author(store, &copy).await;
-        settle(
-            result,
-            format!("user copy of post {}", post.id),
-            &mut report,
-        )?;
+    for (id, result) in written {
         let before = report.written;
-        let result = feed.offer(store, &copy).await;
-        settle(
-            result,
-            format!("feed copy of post {}", post.id),
-            &mut report,
-        )?;
+        settle(result, format!("feed copy of post {id}"), &mut report)?;
         added_to_feed += report.written - before;
     }
     // Only a batch that wrote to the feed can have pushed posts past its bound.
@@ -252,6 +264,24 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
         settle(result, "feed trim".to_owned(), &mut report)?;
     }
     Ok(report)
+}
+
+/// Reads the post's current version and copies it, short, into its author's partition.
+/// Returns the post's id, its short copy (for the feed), and the author copy's outcome.
+async fn copy_post_to_author(
+    store: &Arc<dyn Store>,
+    delivered: Post,
+) -> (PostId, StoreResult<Post>, Option<StoreResult<usize>>) {
+    let id = delivered.id.clone();
+    match current_version(store, Container::Posts, delivered).await {
+        // Serialising re-writes creationDate canonically, whatever form it arrived in.
+        Ok(post) => {
+            let copy = post.short();
+            let author_copy = copy_to_author(store, &copy).await;
+            (id, Ok(copy), Some(author_copy))
+        }
+        Err(e) => (id, Err(e), None),
+    }
 }
 
 async fn copy_to_author(store: &Arc<dyn Store>, copy: &Post) -> StoreResult<usize> {
@@ -307,9 +337,10 @@ impl FeedWindow {
         Ok(Self { items })
     }
 
-    /// Upserts `copy` into the feed unless the feed already holds it as is, or it is older
-    /// than the oldest of a full feed.
-    async fn offer(&mut self, store: &Arc<dyn Store>, copy: &Post) -> StoreResult<usize> {
+    /// Whether `copy` goes into the feed: not if it is older than the oldest of a full feed.
+    /// If it does, the window takes it in and the answer carries the feed's current copy of
+    /// it (to compare before writing).
+    fn admit(&mut self, copy: &Post) -> Option<(Post, Option<Value>)> {
         let existing = self.items.iter().position(|p| p.id == copy.id);
         let full = self.items.len() >= FEED_SIZE as usize;
         if existing.is_none()
@@ -319,26 +350,17 @@ impl FeedWindow {
                 .last()
                 .is_some_and(|oldest| copy.creation_date < oldest.creation_date)
         {
-            return Ok(0);
+            return None;
         }
-        let current = existing.map(|at| self.items.remove(at));
-        let current_item = current
-            .as_ref()
+        let current = existing
+            .map(|at| self.items.remove(at))
             .and_then(|post| serde_json::to_value(post).ok());
-        let written = upsert_if_changed(
-            store,
-            Container::Feed,
-            &feed_partition(),
-            copy,
-            current_item,
-        )
-        .await?;
         let at = self
             .items
             .partition_point(|p| p.creation_date > copy.creation_date);
         self.items.insert(at, copy.clone());
         self.items.truncate(FEED_SIZE as usize);
-        Ok(written)
+        Some((copy.clone(), current))
     }
 }
 
