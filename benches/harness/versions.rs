@@ -424,32 +424,29 @@ impl Versions {
     /// V1 and V2 have no per-user copies: a user's newest posts are a query across every
     /// partition of `posts`.
     async fn posts_of_user_everywhere(&self, user: &UserId) -> anyhow::Result<Vec<Value>> {
-        let query = Query::cross_partition()
-            .of_type("post")
-            .filter("userId", cosmos_blog::store::FilterOp::Eq, user.as_str())
-            .order_by("creationDate", SortOrder::Descending);
-        let page = self
-            .store
-            .query(
-                Container::Posts,
-                &query,
-                PageRequest::first(PageSize::DEFAULT.get()),
-            )
-            .await?;
-        Ok(page.items)
+        let query = Query::cross_partition().of_type("post").filter(
+            "userId",
+            cosmos_blog::store::FilterOp::Eq,
+            user.as_str(),
+        );
+        self.newest_posts_everywhere(query, PageSize::DEFAULT).await
     }
 
+    /// V1 and V2 have no feed container: the newest posts of every partition of `posts`.
     async fn v2_recent_posts(&self) -> anyhow::Result<Vec<Value>> {
-        let query = Query::cross_partition()
-            .of_type("post")
-            .order_by("creationDate", SortOrder::Descending);
+        let query = Query::cross_partition().of_type("post");
+        self.newest_posts_everywhere(query, PageSize::MAX).await
+    }
+
+    async fn newest_posts_everywhere(
+        &self,
+        query: Query,
+        limit: PageSize,
+    ) -> anyhow::Result<Vec<Value>> {
+        let query = query.order_by("creationDate", SortOrder::Descending);
         let page = self
             .store
-            .query(
-                Container::Posts,
-                &query,
-                PageRequest::first(PageSize::MAX.get()),
-            )
+            .query(Container::Posts, &query, PageRequest::first(limit.get()))
             .await?;
         Ok(page.items)
     }

@@ -24,34 +24,28 @@ async fn creating_a_user_returns_201_and_the_user_item(app: TestApp) {
     assert_eq!(app.get_json("/api/users/ada").await, body);
 }
 
+async fn stored_ada(app: &TestApp) -> cosmos_blog::store::Document {
+    app.store
+        .read_item(
+            cosmos_blog::store::Container::Users,
+            &cosmos_blog::store::PartitionKey::single("ada"),
+            "ada",
+        )
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 async fn renaming_a_user_returns_200_and_unchanged_put_writes_nothing(app: TestApp) {
     app.register("ada", "Ada").await;
     let renamed = app.put_user("ada", "Ada L.").await;
     assert_eq!(renamed.status(), StatusCode::OK);
     assert_eq!(app.get_json("/api/users/ada").await["username"], "Ada L.");
 
-    let before = app
-        .store
-        .read_item(
-            cosmos_blog::store::Container::Users,
-            &cosmos_blog::store::PartitionKey::single("ada"),
-            "ada",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let before = stored_ada(&app).await;
     let again = app.put_user("ada", "Ada L.").await;
     assert_eq!(again.status(), StatusCode::OK);
-    let after = app
-        .store
-        .read_item(
-            cosmos_blog::store::Container::Users,
-            &cosmos_blog::store::PartitionKey::single("ada"),
-            "ada",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let after = stored_ada(&app).await;
     assert_eq!(before.etag, after.etag, "an unchanged PUT must not write");
 }
 
