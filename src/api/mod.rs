@@ -2,6 +2,7 @@
 //! puts them together with the cross-cutting layers: body limit, panic guard, tracing, RU
 //! accounting, and problem documents for unknown routes and methods.
 
+mod deletes;
 pub mod extract;
 pub mod feed_cache;
 mod posts;
@@ -72,7 +73,10 @@ impl<T> From<Page<T>> for PageBody<T> {
 
 /// The API routes alone, without layers (what the Functions metadata must match).
 pub fn routes() -> Router<AppState> {
-    Router::new().merge(users::router()).merge(posts::router())
+    Router::new()
+        .merge(users::router())
+        .merge(posts::router())
+        .merge(deletes::router())
 }
 
 /// The complete HTTP application.

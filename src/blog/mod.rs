@@ -2,6 +2,7 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
+mod deletes;
 mod paging;
 
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use serde_json::Value;
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostId, Title, User, UserId, Username,
+    Comment, CommentContent, Like, Post, PostContent, PostId, Title, Typed, User, UserId, Username,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -384,18 +385,14 @@ impl Blog {
         let query = Query::in_partition(post_partition(post_id))
             .of_type(item_type)
             .order_by("creationDate", SortOrder::Ascending);
-        let page = self
-            .page(
-                Container::Posts,
-                &query,
-                &format!("{list}:{post_id}"),
-                size,
-                continuation,
-            )
-            .await?;
-        if page.items.is_empty() && continuation.is_none() {
-            self.existing_post(post_id).await?;
-        }
+        // The post is read beside the page, in the same partition: a deleted post's
+        // comments and likes stay until the change feed removes them, but the list answers
+        // 404 from the moment the post is deleted.
+        let list = format!("{list}:{post_id}");
+        let (page, _) = tokio::try_join!(
+            self.page(Container::Posts, &query, &list, size, continuation),
+            self.existing_post(post_id),
+        )?;
         Ok(page)
     }
 
@@ -413,15 +410,21 @@ impl Blog {
 
     // ---- helpers -----------------------------------------------------------------------
 
-    async fn read<T: DeserializeOwned>(
+    /// The item `id` if it is a `T`. Another kind of item under that id counts as absent:
+    /// a tombstone where a deleted post was, or a like asked for as a comment.
+    async fn read<T: DeserializeOwned + Typed>(
         &self,
         container: Container,
         pk: &PartitionKey,
         id: &str,
     ) -> Result<Option<(T, ETag)>> {
         match self.store.read_item(container, pk, id).await? {
-            None => Ok(None),
-            Some(Document { item, etag }) => Ok(Some((from_item(item)?, etag))),
+            Some(Document { item, etag })
+                if item.get("type").and_then(Value::as_str) == Some(T::TYPE) =>
+            {
+                Ok(Some((from_item(item)?, etag)))
+            }
+            _ => Ok(None),
         }
     }
 

@@ -44,10 +44,17 @@ macro_rules! kind_tag {
     };
 }
 
+/// An item kind with its `type` tag, so a read can tell "absent" from "another kind of item
+/// under this id" (a tombstone where a post was, a like asked for as a comment).
+pub trait Typed {
+    const TYPE: &'static str;
+}
+
 kind_tag!(UserKind, "user");
 kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");
 kind_tag!(LikeKind, "like");
+kind_tag!(TombstoneKind, "tombstone");
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -57,6 +64,10 @@ pub struct User {
     pub kind: UserKind,
     pub user_id: UserId,
     pub username: String,
+}
+
+impl Typed for User {
+    const TYPE: &'static str = UserKind::TAG;
 }
 
 impl User {
@@ -87,6 +98,10 @@ pub struct Post {
     pub comment_count: u64,
     pub like_count: u64,
     pub creation_date: Timestamp,
+}
+
+impl Typed for Post {
+    const TYPE: &'static str = PostKind::TAG;
 }
 
 impl Post {
@@ -135,6 +150,10 @@ pub struct Comment {
     pub creation_date: Timestamp,
 }
 
+impl Typed for Comment {
+    const TYPE: &'static str = CommentKind::TAG;
+}
+
 impl Comment {
     pub const TYPE: &'static str = CommentKind::TAG;
 
@@ -161,6 +180,10 @@ pub struct Like {
     pub user_id: UserId,
     pub user_username: String,
     pub creation_date: Timestamp,
+}
+
+impl Typed for Like {
+    const TYPE: &'static str = LikeKind::TAG;
 }
 
 impl Like {

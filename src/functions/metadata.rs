@@ -56,6 +56,14 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("LikePost", "post", "posts/{postId}/likes"),
     http("ListLikes", "get", "posts/{postId}/likes"),
     http("GetFeed", "get", "feed"),
+    http("DeleteUser", "delete", "users/{userId}"),
+    http("DeletePost", "delete", "posts/{postId}"),
+    http(
+        "DeleteComment",
+        "delete",
+        "posts/{postId}/comments/{commentId}",
+    ),
+    http("Unlike", "delete", "posts/{postId}/likes"),
 ];
 
 impl HttpFunction {
