@@ -289,27 +289,18 @@ impl EmbeddedStore {
     /// Deletes the items whose time-to-live has run out; returns how many. Reads stop
     /// seeing them at once (see [`LIVE`]); this frees their space, and until it runs the
     /// change log still delivers them, as Cosmos DB's does until its own purge.
+    /// Blocks until done: call it from a thread of its own (or `spawn_blocking`), not from
+    /// async code.
     pub fn purge_expired(&self) -> StoreResult<usize> {
-        let (reply, answer) = std::sync::mpsc::channel();
-        let job = WriteJob {
-            run: Box::new(move |tx| {
-                let purged = tx.execute(
-                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= unixepoch()",
-                    [],
-                );
-                let succeeded = purged.is_ok();
-                let _ = reply.send(purged.map_err(sql_error));
-                succeeded
-            }),
-            finish: Box::new(|_| {}),
-        };
-        self.shared
-            .writes
-            .send(job)
-            .map_err(|_| StoreError::Unavailable("the writer thread has stopped".into()))?;
-        answer
-            .recv()
-            .map_err(|_| StoreError::Internal("the writer thread dropped the purge".into()))?
+        self.submit(|tx| {
+            tx.execute(
+                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= unixepoch()",
+                [],
+            )
+            .map_err(sql_error)
+        })?
+        .blocking_recv()
+        .map_err(|_| StoreError::Internal("the writer thread dropped the purge".into()))?
     }
 
     /// A thread that purges expired items every [`PURGE_INTERVAL`] while the store is open
@@ -350,6 +341,22 @@ impl EmbeddedStore {
         container: Container,
         work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        let answer = self.submit(work)?;
+        let result = answer
+            .await
+            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
+        if result.is_ok() {
+            self.notifier(container).notify_one();
+        }
+        result
+    }
+
+    /// Queues `work` for the writer thread; the answer comes once its group has committed
+    /// (or with the error that rolled it back).
+    fn submit<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<tokio::sync::oneshot::Receiver<StoreResult<T>>> {
         let slot = Arc::new(Mutex::new(None::<StoreResult<T>>));
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job = WriteJob {
@@ -376,13 +383,7 @@ impl EmbeddedStore {
             .writes
             .send(job)
             .map_err(|_| StoreError::Unavailable("the writer thread has stopped".into()))?;
-        let result = answer
-            .await
-            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
-        if result.is_ok() {
-            self.notifier(container).notify_one();
-        }
-        result
+        Ok(answer)
     }
 
     /// Runs `work` on a free reader connection, off the async runtime.

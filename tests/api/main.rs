@@ -4,6 +4,7 @@
 mod helpers;
 
 mod changefeed;
+mod deletes;
 mod errors;
 mod feed;
 mod interactions;

@@ -711,3 +711,82 @@ async fn change_feed_pages_are_bounded(store: Arc<dyn Store>) {
         "each once"
     );
 }
+
+/// The embedded store's time-to-live, as Cosmos DB's: an item whose `ttl` has run out is
+/// gone for every read at once, the change log still delivers it until the purge, and the
+/// purge removes it. (The Cosmos DB SDK's in-memory emulator does not expire items, so this
+/// runs on the embedded store only; the platform never relies on expiry for correctness.)
+mod time_to_live {
+    use std::time::Duration;
+
+    use cosmos_blog::store::embedded::EmbeddedStore;
+    use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, StoreError};
+    use serde_json::json;
+
+    use crate::helpers::eventually;
+
+    #[tokio::test]
+    async fn expired_items_vanish_from_reads_and_then_from_the_log() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).expect("embedded store");
+        let pk = PartitionKey::single("p");
+        let item = |id: &str, ttl: serde_json::Value| json!({"id": id, "postId": "p", "type": "tombstone", "ttl": ttl});
+        store
+            .create_item(Container::Posts, &pk, item("short", json!(1)))
+            .await
+            .expect("create short-lived");
+        store
+            .create_item(Container::Posts, &pk, item("forever", json!(-1)))
+            .await
+            .expect("create never-expiring");
+        let listed = || async {
+            let page = store
+                .query(
+                    Container::Posts,
+                    &Query::in_partition(pk.clone()),
+                    PageRequest::first(10),
+                )
+                .await
+                .expect("query");
+            page.items.len()
+        };
+        assert_eq!(listed().await, 2);
+
+        eventually(Duration::from_secs(10), || async {
+            let read = store
+                .read_item(Container::Posts, &pk, "short")
+                .await
+                .expect("read");
+            read.is_none().then_some(())
+        })
+        .await;
+        assert_eq!(listed().await, 1, "queries no longer see it either");
+        assert!(matches!(
+            store.delete_item(Container::Posts, &pk, "short").await,
+            Err(StoreError::NotFound)
+        ));
+        let log = store
+            .read_changes(Container::Posts, None, 10)
+            .await
+            .expect("change log");
+        assert_eq!(log.items.len(), 2, "the log still carries the expired item");
+
+        let purged = tokio::task::spawn_blocking(move || store.purge_expired().map(|n| (n, store)))
+            .await
+            .expect("purge task");
+        let (purged, store) = purged.expect("purge");
+        assert_eq!(purged, 1);
+        let log = store
+            .read_changes(Container::Posts, None, 10)
+            .await
+            .expect("change log");
+        assert_eq!(log.items.len(), 1);
+        assert_eq!(log.items[0]["id"], "forever");
+
+        // An id whose item expired can be created again.
+        store
+            .create_item(Container::Posts, &pk, item("short", json!(60)))
+            .await
+            .expect("create again");
+    }
+}
