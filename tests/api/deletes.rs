@@ -1,12 +1,16 @@
 //! Deletes through HTTP: each route with its 401, 403 and 404, counts that never drift under
 //! racing likes and unlikes, and what a deleted post or account stops answering at once.
 
+use std::time::Duration;
+
+use cosmos_blog::changefeed::{on_post_changed, on_user_changed};
+use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
 use crate::backend_tests;
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, eventually, ids};
 
 backend_tests!(
     only_the_author_deletes_a_post_and_it_is_gone_at_once,
@@ -16,6 +20,10 @@ backend_tests!(
     repeated_unlikes_lower_the_count_once,
     a_deleted_account_is_gone_at_once_and_can_register_again,
     deletes_of_what_does_not_exist_are_404_and_write_nothing,
+    a_deleted_posts_copies_comments_and_likes_go,
+    the_feed_refills_after_deleting_posts_in_it,
+    an_erased_account_takes_its_content_and_its_counts_with_it,
+    redelivered_deletes_write_nothing,
 );
 
 async fn delete(app: &TestApp, path: &str, caller: Option<&str>) -> Response {
@@ -347,4 +355,244 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
             .status(),
         StatusCode::NOT_FOUND
     );
+}
+
+/// The items of one partition of `posts` (a post, its tombstone, comments, likes).
+async fn partition_items(app: &TestApp, post_id: &str) -> Vec<Value> {
+    app.store
+        .query(
+            Container::Posts,
+            &Query::in_partition(PartitionKey::single(post_id)),
+            PageRequest::first(1_000),
+        )
+        .await
+        .expect("query")
+        .items
+}
+
+async fn feed_ids(app: &TestApp) -> Vec<String> {
+    ids(app.get_json("/api/feed").await["items"]
+        .as_array()
+        .expect("feed items"))
+}
+
+async fn a_deleted_posts_copies_comments_and_likes_go(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    let kept = app.new_post("ada", "Kept", "x").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for n in 0..5 {
+        assert_eq!(
+            app.comment("bob", &post_id, &format!("c{n}"))
+                .await
+                .status(),
+            201
+        );
+    }
+    assert_eq!(app.like("bob", &post_id).await.status(), 201);
+    eventually(Duration::from_secs(30), || async {
+        (feed_ids(&app).await.len() == 2).then_some(())
+    })
+    .await;
+
+    let deleted = delete(&app, &format!("/api/posts/{post_id}"), Some("ada")).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    eventually(Duration::from_secs(30), || async {
+        let mine = ids(&app.all_pages("/api/users/ada/posts", 100).await);
+        let feed = feed_ids(&app).await;
+        let left = partition_items(&app, &post_id).await;
+        (mine == [kept.clone()] && feed == [kept.clone()] && left.len() == 1).then_some(())
+    })
+    .await;
+    let left = partition_items(&app, &post_id).await;
+    assert_eq!(left[0]["type"], "tombstone", "only the tombstone is left");
+    assert!(
+        left[0].get("title").is_none(),
+        "the tombstone keeps no content"
+    );
+    assert!(left[0]["ttl"].as_u64().is_some_and(|ttl| ttl > 0));
+}
+
+async fn the_feed_refills_after_deleting_posts_in_it(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut created = Vec::new();
+    for n in 0..104 {
+        let post = app.new_post("ada", &format!("post {n}"), "x").await;
+        created.push(post["id"].as_str().expect("id").to_owned());
+    }
+    let newest_first =
+        |posts: &[String]| -> Vec<String> { posts.iter().rev().take(100).cloned().collect() };
+    let expected = newest_first(&created);
+    eventually(Duration::from_secs(60), || async {
+        (feed_ids(&app).await == expected).then_some(())
+    })
+    .await;
+
+    // Three posts inside the feed (newest, middle, oldest of it) and one already outside.
+    for at in [103, 50, 4, 0] {
+        let id = created[at].clone();
+        let deleted = delete(&app, &format!("/api/posts/{id}"), Some("ada")).await;
+        assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    }
+    for at in [103, 50, 4, 0] {
+        created.remove(at);
+    }
+    assert_eq!(created.len(), 100);
+    let expected = newest_first(&created);
+    eventually(Duration::from_secs(60), || async {
+        (feed_ids(&app).await == expected).then_some(())
+    })
+    .await;
+}
+
+async fn an_erased_account_takes_its_content_and_its_counts_with_it(app: TestApp) {
+    let adas_post = post_by_ada(&app).await;
+    app.register("cyd", "Cyd").await;
+    // Bob writes three posts, which others comment on and like, and comments on and likes
+    // Ada's post.
+    let mut bobs_posts = Vec::new();
+    for n in 0..3 {
+        let post = app.new_post("bob", &format!("bob {n}"), "x").await;
+        let id = post["id"].as_str().expect("id").to_owned();
+        assert_eq!(app.comment("cyd", &id, "nice").await.status(), 201);
+        assert_eq!(app.like("ada", &id).await.status(), 201);
+        bobs_posts.push(id);
+    }
+    for n in 0..4 {
+        assert_eq!(
+            app.comment("bob", &adas_post, &format!("bob says {n}"))
+                .await
+                .status(),
+            201
+        );
+    }
+    assert_eq!(
+        app.comment("cyd", &adas_post, "cyd says").await.status(),
+        201
+    );
+    assert_eq!(app.like("bob", &adas_post).await.status(), 201);
+    assert_eq!(app.like("cyd", &adas_post).await.status(), 201);
+    assert_eq!(counts(&app, &adas_post).await, (5, 2));
+    eventually(Duration::from_secs(30), || async {
+        (feed_ids(&app).await.len() == 4).then_some(())
+    })
+    .await;
+
+    assert_eq!(
+        delete(&app, "/api/users/bob", Some("bob")).await.status(),
+        StatusCode::ACCEPTED
+    );
+    eventually(Duration::from_secs(60), || async {
+        let paths: Vec<String> = bobs_posts
+            .iter()
+            .map(|id| format!("/api/posts/{id}"))
+            .collect();
+        let bob_gone = join_all(paths.iter().map(|path| app.get(path)))
+            .await
+            .iter()
+            .all(|r| r.status() == StatusCode::NOT_FOUND);
+        let counts_lowered = counts(&app, &adas_post).await == (1, 1);
+        let feed = feed_ids(&app).await == [adas_post.clone()];
+        (bob_gone && counts_lowered && feed).then_some(())
+    })
+    .await;
+    let comments = app
+        .all_pages(&format!("/api/posts/{adas_post}/comments"), 100)
+        .await;
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0]["userId"], "cyd");
+    let likes = app
+        .all_pages(&format!("/api/posts/{adas_post}/likes"), 100)
+        .await;
+    assert_eq!(likes.len(), 1);
+    assert_eq!(likes[0]["userId"], "cyd");
+    eventually(Duration::from_secs(30), || async {
+        let mut leftovers = 0;
+        for id in &bobs_posts {
+            leftovers += partition_items(&app, id).await.len() - 1; // the tombstone
+        }
+        (leftovers == 0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        app.get("/api/users/bob/posts").await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Registering again starts afresh, and what the new account writes is kept.
+    assert_eq!(
+        app.put_user("bob", "Bob II").await.status(),
+        StatusCode::CREATED
+    );
+    let fresh = app.new_post("bob", "again", "x").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(
+        app.like("bob", &adas_post).await.status(),
+        StatusCode::CREATED
+    );
+    eventually(Duration::from_secs(30), || async {
+        (ids(&app.all_pages("/api/users/bob/posts", 100).await) == [fresh.clone()]).then_some(())
+    })
+    .await;
+    assert_eq!(counts(&app, &adas_post).await, (1, 2));
+}
+
+/// Replays every change of `users` and `posts` through the handlers, as a redelivered batch.
+async fn replay_everything(app: &TestApp) -> usize {
+    let mut written = 0;
+    for container in [Container::Users, Container::Posts] {
+        let changes = app
+            .store
+            .read_changes(container, None, 10_000)
+            .await
+            .expect("change log");
+        let report = match container {
+            Container::Users => on_user_changed(&app.store, &changes.items).await,
+            _ => on_post_changed(&app.store, &changes.items).await,
+        }
+        .expect("handler");
+        written += report.written;
+    }
+    written
+}
+
+async fn redelivered_deletes_write_nothing(app: TestApp) {
+    let post_id = post_by_ada(&app).await;
+    let other = app.new_post("bob", "Bob's", "x").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(app.comment("bob", &post_id, "c").await.status(), 201);
+    assert_eq!(app.like("bob", &post_id).await.status(), 201);
+    assert_eq!(app.like("ada", &other).await.status(), 201);
+    assert_eq!(
+        delete(&app, &format!("/api/posts/{post_id}"), Some("ada"))
+            .await
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        delete(&app, "/api/users/ada", Some("ada")).await.status(),
+        StatusCode::ACCEPTED
+    );
+    eventually(Duration::from_secs(30), || async {
+        let settled =
+            counts(&app, &other).await == (0, 0) && feed_ids(&app).await == [other.clone()];
+        settled.then_some(())
+    })
+    .await;
+    // Let the pump finish what it was doing, then deliver everything once more.
+    eventually(Duration::from_secs(30), || async {
+        (replay_everything(&app).await == 0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        replay_everything(&app).await,
+        0,
+        "a redelivered batch writes nothing"
+    );
+    assert_eq!(counts(&app, &other).await, (0, 0));
 }

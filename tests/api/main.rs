@@ -5,6 +5,7 @@ mod helpers;
 
 mod changefeed;
 mod deletes;
+mod erasure_restart;
 mod errors;
 mod feed;
 mod interactions;
