@@ -11,6 +11,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
+use crate::auth::Authenticator;
 use crate::blog::Blog;
 use crate::changefeed::Pump;
 use crate::functions;
@@ -49,6 +50,8 @@ impl Application {
     }
 
     pub async fn with_store(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        // Settings that would let anyone act as anyone stop the server before it listens.
+        let auth = Authenticator::from_settings(&settings.auth, settings.bind_address).await?;
         let address = SocketAddr::new(settings.bind_address, settings.port);
         let listener = TcpListener::bind(address)
             .await
@@ -56,6 +59,7 @@ impl Application {
         let state = AppState::new(
             Blog::new(Arc::clone(&store)),
             Duration::from_millis(settings.feed_cache_ms),
+            auth,
         );
         let router = api::app(state, trigger_routes());
         let pump = settings
