@@ -45,6 +45,8 @@ pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Stor
 
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        // Unsafe or incomplete authentication settings fail before the store is even opened.
+        settings.auth.resolve(settings.bind_address)?;
         let store = open_store(&settings.store).await?;
         Self::with_store(settings, store).await
     }

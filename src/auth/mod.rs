@@ -42,7 +42,7 @@ pub enum AuthMode {
 pub struct AuthSettings {
     /// How commands identify their caller: `header`, `easyauth` or `jwt`. Default: `easyauth`
     /// under the Functions host, else `header` (which only starts on a loopback address).
-    #[arg(long = "auth", env = "BLOG_AUTH", value_enum)]
+    #[arg(long = "auth", env = "BLOG_AUTH", value_enum, ignore_case = true)]
     pub mode: Option<AuthMode>,
 
     /// jwt: the signing keys, an https URL of a JWKS document or the path of a JWKS file.
