@@ -1,9 +1,9 @@
 //! Extractors that turn every malformed request into a problem document instead of axum's
 //! plain-text rejections: the caller's identity, JSON bodies, path ids and list parameters.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
 use std::sync::Arc;
 
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
