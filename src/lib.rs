@@ -2,6 +2,7 @@
 //! Functions custom handler or standalone on an embedded store.
 
 pub mod api;
+pub mod auth;
 pub mod blog;
 pub mod changefeed;
 pub mod domain;

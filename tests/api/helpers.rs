@@ -43,6 +43,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed,
+        auth: Default::default(),
     }
 }
 
@@ -57,13 +58,26 @@ pub async fn spawn_app_without_pump(backend: Backend) -> TestApp {
 
 async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
-    let store: Arc<dyn Store> = match backend {
+    let store = open_backend(backend, &data_dir).await;
+    spawn_on_store(store, data_dir, change_feed).await
+}
+
+async fn open_backend(backend: Backend, data_dir: &TempDir) -> Arc<dyn Store> {
+    match backend {
         Backend::Embedded => Arc::new(
             EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("embedded store"),
         ),
         Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
-    };
-    spawn_on_store(store, data_dir, change_feed).await
+    }
+}
+
+/// The application with settings the test adjusts (an authentication mode, say).
+pub async fn spawn_app_with(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store = open_backend(backend, &data_dir).await;
+    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
+    adjust(&mut settings);
+    serve(settings, store, data_dir).await
 }
 
 /// The application on a store the test prepared (a throttled account, say).
@@ -73,6 +87,10 @@ pub async fn spawn_on_store(
     change_feed: ChangeFeedMode,
 ) -> TestApp {
     let settings = settings(data_dir.path().to_path_buf(), change_feed);
+    serve(settings, store, data_dir).await
+}
+
+async fn serve(settings: Settings, store: Arc<dyn Store>, data_dir: TempDir) -> TestApp {
     let app = Application::with_store(&settings, Arc::clone(&store))
         .await
         .expect("application builds");

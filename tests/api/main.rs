@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod auth;
 mod changefeed;
 mod errors;
 mod feed;

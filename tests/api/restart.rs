@@ -14,7 +14,7 @@ use tempfile::TempDir;
 
 use crate::helpers::{eventually, ids};
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -35,7 +35,7 @@ fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
         .expect("binary starts")
 }
 
-async fn wait_until_ready(client: &reqwest::Client, base: &str) {
+pub(crate) async fn wait_until_ready(client: &reqwest::Client, base: &str) {
     eventually(Duration::from_secs(20), || async {
         client
             .get(format!("{base}/"))
