@@ -10,6 +10,7 @@ mod interactions;
 mod posts;
 mod restart;
 mod users;
+mod verify;
 
 // The Cosmos DB store: its in-memory emulator wiring, the `Store` contract on both
 // backends, and what only the Cosmos DB store has.
