@@ -8,6 +8,7 @@ mod errors;
 mod feed;
 mod interactions;
 mod posts;
+mod rename_race;
 mod restart;
 mod users;
 mod verify;
