@@ -98,7 +98,9 @@ async fn an_item_the_fan_out_missed_is_corrected_by_its_own_change(app: TestApp)
     // it finds nothing to rename.
     assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
     let user = read(store, Container::Users, "u", "u").await;
-    let fan_out = on_user_changed(store, std::slice::from_ref(&user)).await.unwrap();
+    let fan_out = on_user_changed(store, std::slice::from_ref(&user))
+        .await
+        .unwrap();
     assert_eq!(fan_out.written, 0, "nothing of u's is visible yet");
 
     // Then the items U's requests wrote with the name they read before the rename appear:
