@@ -10,6 +10,7 @@ mod interactions;
 mod posts;
 mod rename_race;
 mod restart;
+mod storm;
 mod users;
 mod verify;
 
