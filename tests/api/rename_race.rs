@@ -15,7 +15,10 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, eventually};
 use crate::{backend_tests, backend_tests_without_pump};
 
-backend_tests_without_pump!(an_item_the_fan_out_missed_is_corrected_by_its_own_change);
+backend_tests_without_pump!(
+    an_item_the_fan_out_missed_is_corrected_by_its_own_change,
+    the_other_order_converges_too,
+);
 backend_tests!(through_the_pump_an_item_written_after_the_fan_out_converges);
 
 const DATE: &str = "2026-01-01T00:00:00.0000000Z";
@@ -207,4 +210,35 @@ async fn through_the_pump_an_item_written_after_the_fan_out_converges(app: TestA
     })
     .await;
     app.assert_verifies().await;
+}
+
+/// The reverse order: the item's own change is handled before the rename commits (it finds
+/// the name it carries still current), and the rename's fan-out, which runs after, finds the
+/// item and renames it; its change then finds nothing to correct.
+async fn the_other_order_converges_too(app: TestApp) {
+    let store = &app.store;
+    app.register("u", "old").await;
+    app.register("a", "A").await;
+    let others = app.new_post("a", "A's post", "text").await;
+    let others = others["id"].as_str().unwrap().to_owned();
+    let (_, checkpoint) = changes_after(store, None).await;
+
+    write_child(store, &others, "likeCount", stale_like(&others, "u", "old")).await;
+    let (batch, checkpoint) = changes_after(store, checkpoint).await;
+    let first = on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(first.written, 2, "only A's post's copies: {first:?}");
+
+    assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
+    let user = read(store, Container::Users, "u", "u").await;
+    let fan_out = on_user_changed(store, std::slice::from_ref(&user))
+        .await
+        .unwrap();
+    assert_eq!(fan_out.written, 1, "the like is renamed");
+
+    let (renamed, _) = changes_after(store, checkpoint).await;
+    assert_eq!(renamed.len(), 1);
+    let again = on_post_changed(store, &renamed).await.unwrap();
+    assert_eq!(again.written, 0, "{again:?}");
+    let report = verify(store).await.unwrap();
+    assert!(report.holds(), "{}", report.violation_lines(100).join("\n"));
 }

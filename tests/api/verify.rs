@@ -586,3 +586,38 @@ async fn rebuild_ends_with_the_verdict_of_verify() {
         "{lines:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_shows_progress_on_a_large_store() {
+    let dir = embedded_store(true).await;
+    let store = open(&dir).await;
+    // 10,000 comments in one transaction: cheaper to write than 10,000 requests, and enough
+    // for a progress line. (Their post does not count them: one violation.)
+    let comments: Vec<BatchOperation> = (0..10_000)
+        .map(|n| BatchOperation::Create {
+            item: json!({
+                "id": format!("comment-{n:05}"), "type": "comment", "postId": "post-010",
+                "userId": "ada", "userUsername": "Ada", "content": "c",
+                "creationDate": "2026-01-01T00:00:00.0000000Z"
+            }),
+        })
+        .collect();
+    store
+        .execute_batch(Container::Posts, &pk("post-010"), comments)
+        .await
+        .unwrap();
+    let output = run_binary(dir.path(), "verify");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("verify: 10001 items scanned (now in posts), 0 violations so far"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stdout_lines(&output),
+        [
+            "count-mismatch posts/post-010/post-010: commentCount 0 but 10000 comments, likeCount 0 but 0 likes",
+            "verify: FAILED, 1 violations (1 users, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
+        ]
+    );
+}
