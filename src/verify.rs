@@ -23,6 +23,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
@@ -391,7 +392,7 @@ impl Scan<'_> {
         let query = Query::cross_partition().of_type(User::TYPE);
         self.pages(Container::Users, query, |scan, item| {
             scan.report.scanned.users += 1;
-            match serde_json::from_value::<User>(item.clone()) {
+            match User::deserialize(&item) {
                 Ok(user) if user.id == user.user_id => {
                     scan.usernames
                         .insert(user.user_id.to_string(), user.username);
@@ -456,7 +457,7 @@ impl Scan<'_> {
         match kind {
             Post::TYPE => {
                 self.report.scanned.posts += 1;
-                match serde_json::from_value::<Post>(item.clone()) {
+                match Post::deserialize(&item) {
                     Ok(post) if post.id == post.post_id => self.source_post(post),
                     Ok(_) => self.unreadable(
                         Container::Posts,
@@ -471,7 +472,7 @@ impl Scan<'_> {
             }
             Comment::TYPE => {
                 self.report.scanned.comments += 1;
-                match serde_json::from_value::<Comment>(item.clone()) {
+                match Comment::deserialize(&item) {
                     Ok(comment) => {
                         let (post_id, id) = (comment.post_id.to_string(), comment.id.to_string());
                         self.check_author(
@@ -493,7 +494,7 @@ impl Scan<'_> {
             }
             Like::TYPE => {
                 self.report.scanned.likes += 1;
-                match serde_json::from_value::<Like>(item.clone()) {
+                match Like::deserialize(&item) {
                     Ok(like) => self.like(like),
                     Err(why) => {
                         self.unreadable(Container::Posts, &item, "postId", format!("like: {why}"))
@@ -632,7 +633,7 @@ impl Scan<'_> {
             User::TYPE => {}
             Post::TYPE => {
                 self.report.scanned.user_copies += 1;
-                match serde_json::from_value::<Post>(item.clone()) {
+                match Post::deserialize(&item) {
                     Ok(copy) => self.user_copy(&copy, &item),
                     Err(why) => self.unreadable(
                         Container::Users,
@@ -688,13 +689,13 @@ impl Scan<'_> {
         // No ORDER BY: Cosmos DB leaves out items that lack the sort field; order in memory.
         let query = Query::in_partition(feed_partition());
         self.pages(Container::Feed, query, |scan, item| {
-            scan.report.scanned.feed_items += 1;
             if item.get("type").and_then(Value::as_str) != Some(Post::TYPE) {
                 scan.report.scanned.other += 1;
                 scan.unreadable(Container::Feed, &item, "type", "not a post copy".into());
                 return;
             }
-            match serde_json::from_value::<Post>(item.clone()) {
+            scan.report.scanned.feed_items += 1;
+            match Post::deserialize(&item) {
                 Ok(copy) => {
                     let source = scan
                         .posts
