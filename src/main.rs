@@ -30,9 +30,10 @@ enum Command {
         #[command(flatten)]
         store: StoreSettings,
     },
-    /// Check every invariant of the data model (counts, usernames, post copies, feed) on the
-    /// store; run it when writes have settled. Exit status 0: all hold; 1: violations (one
-    /// per line); 2: the store could not be read.
+    /// Check every invariant of the data model (counts, usernames, post copies, feed).
+    ///
+    /// Run it when writes have settled. Exit status 0: all hold; 1: violations (one per
+    /// line); 2: the store could not be read.
     Verify {
         #[command(flatten)]
         store: StoreSettings,
