@@ -9,6 +9,7 @@ use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, Sto
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::verify::{VerifyReport, verify};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -254,6 +255,33 @@ where
     }
 }
 
+/// Waits until `verify` passes on `store` (the change feed must catch up first), for at most
+/// `within`; panics with the violations it last found if it never does.
+pub async fn assert_store_verifies(store: &Arc<dyn Store>, within: Duration) -> VerifyReport {
+    let deadline = Instant::now() + within;
+    loop {
+        let report = verify(store).await.expect("the store can be scanned");
+        if report.holds() {
+            return report;
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "verify still fails after {within:?}:\n{}\n{}",
+                report.violation_lines(100).join("\n"),
+                report.verdict()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+impl TestApp {
+    /// Waits until every invariant of the model holds on the app's store (see `verify`).
+    pub async fn assert_verifies(&self) -> VerifyReport {
+        assert_store_verifies(&self.store, Duration::from_secs(60)).await
+    }
+}
+
 pub fn ids(items: &[Value]) -> Vec<String> {
     items
         .iter()
@@ -279,6 +307,32 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Cosmos).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) on every backend, on an
+/// application without change-feed processing: the test runs the handlers itself.
+#[macro_export]
+macro_rules! backend_tests_without_pump {
+    ($($name:ident),* $(,)?) => {
+        mod embedded_without_pump {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Embedded).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod cosmos_without_pump {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Cosmos).await;
                     super::$name(app).await;
                 }
             )*
