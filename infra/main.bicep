@@ -2,11 +2,16 @@
 // function app (custom handler) that reaches it with its managed identity.
 //
 //   az group create -n <rg> -l <region>
-//   az deployment group create -g <rg> -f infra/main.bicep -p appName=<unique-name>
+//   az deployment group create -g <rg> -f infra/main.bicep -p appName=<unique-name> \
+//     entraClientId=<application (client) id of the API's app registration>
 //   cargo run --release -- stage --zip
 //   az functionapp deployment source config-zip -g <rg> -n <unique-name> --src .staging/app.zip
 //
 // The containers are created here because the app's data-plane role cannot create them.
+// App Service Authentication (Easy Auth) is turned on with Microsoft Entra ID: it validates
+// callers' tokens and strips client copies of x-ms-client-principal-id, the header the app
+// trusts in its `easyauth` mode. Anonymous requests pass through, so queries stay public and
+// commands without a signed-in caller get 401 from the app.
 
 @description('Base name for every resource; must be globally unique for the function app and accounts.')
 param appName string
@@ -15,6 +20,12 @@ param location string = resourceGroup().location
 
 @description('Cosmos DB database name (the app setting COSMOS_DATABASE).')
 param databaseName string = 'blog'
+
+@description('Application (client) ID of the Microsoft Entra ID app registration that callers get tokens for.')
+param entraClientId string
+
+@description('OpenID Connect issuer of those tokens; by default this tenant\'s v2.0 issuer.')
+param entraIssuer string = '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
 
 var storageName = toLower(take(replace('${appName}st', '-', ''), 24))
 
@@ -110,8 +121,37 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'CosmosDBConnection__accountEndpoint', value: cosmos.properties.documentEndpoint }
         { name: 'COSMOS_DATABASE', value: databaseName }
         { name: 'RUST_LOG', value: 'info' }
+        // Trust the principal header only while App Service Authentication is on (it is, below).
+        { name: 'BLOG_AUTH', value: 'easyauth' }
       ]
     }
+  }
+}
+
+// App Service Authentication with Microsoft Entra ID. No client secret: the app is an API that
+// validates bearer tokens; it runs no browser sign-in flow.
+resource authSettings 'Microsoft.Web/sites/config@2023-12-01' = {
+  parent: app
+  name: 'authsettingsV2'
+  properties: {
+    platform: { enabled: true }
+    globalValidation: {
+      requireAuthentication: false
+      unauthenticatedClientAction: 'AllowAnonymous'
+    }
+    httpSettings: { requireHttps: true }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: entraClientId
+          openIdIssuer: entraIssuer
+        }
+        // The client id is always an allowed audience; v1 tokens carry the Application ID URI.
+        validation: { allowedAudiences: [ 'api://${entraClientId}' ] }
+      }
+    }
+    login: { tokenStore: { enabled: false } }
   }
 }
 

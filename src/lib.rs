@@ -2,6 +2,7 @@
 //! Functions custom handler or standalone on an embedded store.
 
 pub mod api;
+pub mod auth;
 pub mod blog;
 pub mod changefeed;
 pub mod domain;
@@ -11,3 +12,4 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod verify;

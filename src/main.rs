@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
+use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::{changefeed, telemetry};
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
@@ -26,6 +27,14 @@ enum Command {
     /// Re-derive every copy (post copies in users and feed, usernames in posts) from the
     /// source items.
     Rebuild {
+        #[command(flatten)]
+        store: StoreSettings,
+    },
+    /// Check every invariant of the data model (counts, usernames, post copies, feed).
+    ///
+    /// Run it when writes have settled. Exit status 0: all hold; 1: violations (one per
+    /// line); 2: the store could not be read.
+    Verify {
         #[command(flatten)]
         store: StoreSettings,
     },
@@ -67,6 +76,7 @@ async fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
+        Command::Verify { store } => return verify_store(&store).await,
         Command::Functions {
             command: FunctionsCommand::Generate { root },
         } => generate(&root),
@@ -93,7 +103,61 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     for line in report.log_lines("rebuild") {
         println!("{line}");
     }
+    let verdict = run_verify(&store).await?;
+    anyhow::ensure!(
+        verdict.holds(),
+        "the store still violates the model after rebuild"
+    );
     Ok(())
+}
+
+/// Violations printed, at most; the rest are counted.
+const VIOLATIONS_SHOWN: usize = 100;
+/// Exit status of `verify` when the store cannot be read (1 means violations).
+const VERIFY_UNREADABLE: u8 = 2;
+
+async fn verify_store(settings: &StoreSettings) -> ExitCode {
+    let verdict = async {
+        // Opening an embedded store creates it: refuse a path that holds none, which is
+        // almost certainly the wrong one.
+        let path = settings.embedded_path();
+        anyhow::ensure!(
+            settings.uses_cosmos() || path.exists(),
+            "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
+            path.display()
+        );
+        let store = open_store(settings).await?;
+        run_verify(&store).await
+    };
+    match verdict.await {
+        Ok(report) if report.holds() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("error: cannot verify the store: {e:#}");
+            ExitCode::from(VERIFY_UNREADABLE)
+        }
+    }
+}
+
+/// Scans the store with progress on stderr, prints the violations and the verdict.
+async fn run_verify(
+    store: &std::sync::Arc<dyn cosmos_blog::store::Store>,
+) -> anyhow::Result<VerifyReport> {
+    let report = verify::verify_with_progress(store, &mut |progress| {
+        eprintln!(
+            "verify: {} items scanned (now in {}), {} violations so far",
+            progress.scanned.total(),
+            progress.container.name(),
+            progress.violations
+        );
+    })
+    .await?;
+    for line in report.violation_lines(VIOLATIONS_SHOWN) {
+        println!("{line}");
+    }
+    println!("{}", report.verdict());
+    Ok(report)
 }
 
 fn generate(root: &Path) -> anyhow::Result<()> {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use crate::auth::AuthSettings;
+
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
 pub const DEFAULT_FEED_CACHE_MS: u64 = 50;
@@ -16,7 +18,8 @@ pub struct Settings {
     #[arg(long, env = "FUNCTIONS_CUSTOMHANDLER_PORT", default_value_t = 7071)]
     pub port: u16,
 
-    /// Address to bind. Loopback by default: standalone mode trusts the identity header.
+    /// Address to bind. Loopback by default: the default auth mode (`header`) is refused on
+    /// any other address.
     #[arg(long, env = "BLOG_BIND_ADDRESS", default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
 
@@ -33,6 +36,9 @@ pub struct Settings {
     /// Cosmos DB).
     #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto)]
     pub change_feed: ChangeFeedMode,
+
+    #[command(flatten)]
+    pub auth: AuthSettings,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -11,6 +11,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
+use crate::auth::Authenticator;
 use crate::blog::Blog;
 use crate::changefeed::Pump;
 use crate::functions;
@@ -44,11 +45,15 @@ pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Stor
 
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
+        // Unsafe or incomplete authentication settings fail before the store is even opened.
+        settings.auth.resolve(settings.bind_address)?;
         let store = open_store(&settings.store).await?;
         Self::with_store(settings, store).await
     }
 
     pub async fn with_store(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        // Settings that would let anyone act as anyone stop the server before it listens.
+        let auth = Authenticator::from_settings(&settings.auth, settings.bind_address).await?;
         let address = SocketAddr::new(settings.bind_address, settings.port);
         let listener = TcpListener::bind(address)
             .await
@@ -56,6 +61,7 @@ impl Application {
         let state = AppState::new(
             Blog::new(Arc::clone(&store)),
             Duration::from_millis(settings.feed_cache_ms),
+            auth,
         );
         let router = api::app(state, trigger_routes());
         let pump = settings

@@ -14,6 +14,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
 use cosmos_blog::api::{self, AppState};
+use cosmos_blog::auth::Authenticator;
 use cosmos_blog::blog::Blog;
 use cosmos_blog::changefeed::Source;
 use cosmos_blog::functions::{self, metadata, stage};
@@ -63,7 +64,12 @@ impl Harness {
 
     /// The application as `startup` builds it.
     fn app(&self) -> Router {
-        let state = AppState::new(Blog::new(self.dyn_store()), Duration::ZERO);
+        // Under the host without App Service Authentication, as in these tests' settings.
+        let state = AppState::new(
+            Blog::new(self.dyn_store()),
+            Duration::ZERO,
+            Authenticator::EasyAuthDisabled,
+        );
         api::app(state, functions::router())
     }
 
@@ -548,7 +554,11 @@ async fn every_route_and_method_of_the_router_is_a_function_and_vice_versa() {
         .method_not_allowed_fallback(|| async {
             (StatusCode::METHOD_NOT_ALLOWED, [("x-probe", "fallback")])
         })
-        .with_state(AppState::new(Blog::new(h.dyn_store()), Duration::ZERO));
+        .with_state(AppState::new(
+            Blog::new(h.dyn_store()),
+            Duration::ZERO,
+            Authenticator::EasyAuthDisabled,
+        ));
     let routes: BTreeSet<&str> = metadata::HTTP_FUNCTIONS.iter().map(|f| f.route).collect();
     for route in routes {
         let path = format!("/api/{route}")
@@ -727,6 +737,8 @@ async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -
         .env_remove("CosmosDBConnection__accountEndpoint")
         .env_remove("BLOG_BIND_ADDRESS")
         .env_remove("BLOG_CHANGE_FEED")
+        .env_remove("BLOG_AUTH")
+        .env_remove("WEBSITE_AUTH_ENABLED")
         .stdout(Stdio::null())
         .stderr(stderr);
     if under_host {

@@ -5,6 +5,8 @@
 // The harness's own modules, compiled here exactly as the bench compiles them.
 #[path = "../benches/harness/generate.rs"]
 mod generate;
+#[path = "../benches/harness/invariants.rs"]
+mod invariants;
 #[path = "../benches/harness/load.rs"]
 mod load;
 #[path = "../benches/harness/profile.rs"]
@@ -88,8 +90,23 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     assert!(load.lags.iter().all(|l| l.posts > 0));
     assert!(outcome.startup.as_ref().unwrap().rss_kib > 0);
 
+    assert_eq!(
+        outcome.checks.len(),
+        2,
+        "verify after generation and after the load"
+    );
+    for check in &outcome.checks {
+        assert!(
+            check.holds(),
+            "verify after {}:\n{}",
+            check.after,
+            check.report.violation_lines(100).join("\n")
+        );
+    }
+
     let markdown = std::fs::read_to_string(&outcome.report).unwrap();
     assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
+    assert!(markdown.contains("| HTTP load (change feed drained) | ✅ holds |"));
     let chart = std::fs::read_to_string(&outcome.chart).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cosmos_blog::auth::{AuthMode, AuthSettings};
 use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
@@ -382,6 +383,11 @@ pub async fn run(
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed: ChangeFeedMode::Pump,
+        // The load sends the principal header; header mode on loopback, whatever the shell says.
+        auth: AuthSettings {
+            mode: Some(AuthMode::Header),
+            ..AuthSettings::default()
+        },
     };
     let app = Application::with_store(&settings, store).await?;
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -5,6 +5,7 @@
 //! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`.
 
 mod generate;
+mod invariants;
 mod load;
 mod profile;
 mod report;
@@ -43,7 +44,13 @@ fn main() -> ExitCode {
             );
             println!("{}", outcome.report.display());
             println!("{}", outcome.chart.display());
-            ExitCode::SUCCESS
+            // The report is written either way; a broken invariant still fails the run.
+            if outcome.checks.iter().all(|check| check.holds()) {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("harness: verify failed (see the report's Invariants section)");
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("harness failed: {e:#}");

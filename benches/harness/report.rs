@@ -50,6 +50,7 @@ pub struct Inputs<'a> {
     pub load: Option<&'a LoadReport>,
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
+    pub checks: &'a [crate::invariants::Check],
 }
 
 fn fmt_ms(d: Duration) -> String {
@@ -421,6 +422,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         if one_shape { "yes" } else { "no" },
         met(one_shape)
     );
+    out.push_str(&crate::invariants::markdown(input.checks));
     let _ = writeln!(out, "\n![requests and latency per operation](chart.svg)");
     out
 }

@@ -77,6 +77,9 @@ fn once(binary: &Path, measure_memory: bool) -> anyhow::Result<(Duration, u64)> 
             .env("BLOG_DATA_DIR", data.path())
             .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
             .env("RUST_LOG", "warn")
+            // Standalone on loopback, as a developer starts it.
+            .env("BLOG_AUTH", "header")
+            .env_remove("FUNCTIONS_WORKER_RUNTIME")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -11,6 +11,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
 use crate::generate::{Dataset, GenConfig, generate};
+use crate::invariants::{self, Check};
 use crate::load::{LoadConfig, LoadReport};
 use crate::profile::{ProfileConfig, Row, profile};
 use crate::report::{self, Inputs, Machine};
@@ -70,6 +71,8 @@ pub struct Outcome {
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
     pub startup: Option<StartupReport>,
+    /// `verify` after generation and after the load.
+    pub checks: Vec<Check>,
     pub report: PathBuf,
     pub chart: PathBuf,
 }
@@ -108,6 +111,9 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         dataset.rebuild_time.as_secs_f64()
     ));
 
+    log("verify after generation");
+    let mut checks = vec![invariants::after_generation(&store, !quiet).await?];
+
     log("profiling the ten operations under V1, V2, V3");
     let rows = profile(
         &store,
@@ -132,8 +138,18 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             post_rate: args.post_rate.max(1),
             seed: args.seed,
         };
-        Some(crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?)
+        let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
+        log("verify after the load, once the change feed is drained");
+        checks.push(invariants::after_load(&store, !quiet).await?);
+        Some(load)
     };
+    for check in &checks {
+        log(&format!(
+            "verify after {}: {}",
+            check.after,
+            if check.holds() { "holds" } else { "FAILS" }
+        ));
+    }
 
     let startup = if args.skip_startup {
         None
@@ -156,6 +172,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         load: load.as_ref(),
         startup: startup.as_ref(),
         concurrency: args.concurrency,
+        checks: &checks,
     });
     let report = args.out.join("REPORT.md");
     let chart = args.out.join("chart.svg");
@@ -171,6 +188,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         rows,
         load,
         startup,
+        checks,
         report,
         chart,
     })

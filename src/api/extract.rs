@@ -1,40 +1,39 @@
 //! Extractors that turn every malformed request into a problem document instead of axum's
 //! plain-text rejections: the caller's identity, JSON bodies, path ids and list parameters.
 
+use std::sync::Arc;
+
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::problem::Problem;
+use crate::auth::{AuthError, Authenticator};
 use crate::blog::PageSize;
 use crate::domain::UserId;
 use crate::error::Error;
 
-/// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
-/// cannot forge it there because the platform strips incoming copies.
-pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
+pub use crate::auth::PRINCIPAL_HEADER;
 
-/// The authenticated caller. Commands take it; queries are public.
+/// The authenticated caller. Commands take it; queries are public. Who it is depends on the
+/// authentication mode (`BLOG_AUTH`): the app's [`Authenticator`] decides, before the handler
+/// runs, so a refused request writes nothing.
 #[derive(Debug, Clone)]
 pub struct Caller(pub UserId);
 
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
-    type Rejection = Error;
+impl<S> FromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    Arc<Authenticator>: FromRef<S>,
+{
+    type Rejection = AuthError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let value = parts
-            .headers
-            .get(PRINCIPAL_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .ok_or(Error::Unauthenticated)?;
-        UserId::parse(value)
-            .map(Caller)
-            .map_err(|_| Error::Unauthenticated)
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let authenticator = Arc::<Authenticator>::from_ref(state);
+        authenticator.caller(&parts.headers).await.map(Caller)
     }
 }
 

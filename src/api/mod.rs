@@ -21,6 +21,7 @@ use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::auth::Authenticator;
 use crate::blog::Blog;
 use crate::store::{Page, charge};
 use crate::telemetry;
@@ -37,15 +38,24 @@ pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 pub struct AppState {
     pub blog: Blog,
     pub feed: Arc<FeedCache>,
+    pub auth: Arc<Authenticator>,
 }
 
 impl AppState {
-    /// `feed_cache_ttl`: how long a feed read may be served from memory (zero: never).
-    pub fn new(blog: Blog, feed_cache_ttl: Duration) -> Self {
+    /// `feed_cache_ttl`: how long a feed read may be served from memory (zero: never);
+    /// `auth`: who the caller of a command is.
+    pub fn new(blog: Blog, feed_cache_ttl: Duration, auth: Authenticator) -> Self {
         Self {
             blog,
             feed: Arc::new(FeedCache::new(feed_cache_ttl)),
+            auth: Arc::new(auth),
         }
+    }
+}
+
+impl FromRef<AppState> for Arc<Authenticator> {
+    fn from_ref(state: &AppState) -> Arc<Authenticator> {
+        Arc::clone(&state.auth)
     }
 }
 

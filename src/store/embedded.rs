@@ -613,14 +613,28 @@ fn run_query(
         }
     }
     let direction = if descending { "DESC" } else { "ASC" };
+    // Without a sort field the order is the primary key's, (pk, id): keyed on that alone, each
+    // page is one range of the key (or of `items_by_user`, which ends with it), not a scan and
+    // sort of the whole container per page.
+    let sorted = query.order_by.is_some();
     if let Some(token) = &page.continuation {
         let (sort, pk, id) = decode_position(token)?;
         let after = if descending { "<" } else { ">" };
-        sql.push_str(&format!(" AND ({sort_expr}, pk, id) {after} (?, ?, ?)"));
-        params.extend([SqlValue::Text(sort), SqlValue::Text(pk), SqlValue::Text(id)]);
+        if sorted {
+            sql.push_str(&format!(" AND ({sort_expr}, pk, id) {after} (?, ?, ?)"));
+            params.push(SqlValue::Text(sort));
+        } else {
+            sql.push_str(&format!(" AND (pk, id) {after} (?, ?)"));
+        }
+        params.extend([SqlValue::Text(pk), SqlValue::Text(id)]);
     }
+    let sort_key = if sorted {
+        format!("1 {direction}, ")
+    } else {
+        String::new()
+    };
     sql.push_str(&format!(
-        " ORDER BY 1 {direction}, pk {direction}, id {direction} LIMIT ? OFFSET ?"
+        " ORDER BY {sort_key}pk {direction}, id {direction} LIMIT ? OFFSET ?"
     ));
     let max_items = page.max_items.max(1);
     params.push(SqlValue::Integer(i64::from(max_items) + 1));

@@ -78,6 +78,7 @@ async fn a_username_change_reaches_every_item_and_copy(app: TestApp) {
     // Bob's items are untouched.
     let bob = app.get_json(&format!("/api/posts/{bob_post}")).await;
     assert_eq!(bob["userUsername"], "Bob");
+    app.assert_verifies().await;
 }
 
 fn post_document(id: &str, user: &str, date: &str) -> Value {
@@ -218,4 +219,5 @@ async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
     assert_eq!(ids(&mine), created);
     let again = rebuild(&app.store).await.unwrap();
     assert_eq!(again.written, 0, "a second rebuild finds nothing to do");
+    app.assert_verifies().await;
 }

@@ -105,6 +105,7 @@ async fn only_the_author_deletes_a_post_and_it_is_gone_at_once(app: TestApp) {
     );
     let again = delete(&app, &path, Some("ada")).await;
     assert_eq!(again.status(), StatusCode::NOT_FOUND, "already deleted");
+    app.assert_verifies().await;
 }
 
 async fn a_comment_is_deleted_by_its_author_or_the_posts_author(app: TestApp) {
@@ -155,6 +156,7 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_author(app: TestApp) {
         1,
         "a second delete lowers nothing"
     );
+    app.assert_verifies().await;
 }
 
 async fn an_unlike_lowers_the_count_and_liking_again_works(app: TestApp) {
@@ -194,6 +196,7 @@ async fn an_unlike_lowers_the_count_and_liking_again_works(app: TestApp) {
         "liking again after an unlike is a new like"
     );
     assert_eq!(counts(&app, &post_id).await.1, 2);
+    app.assert_verifies().await;
 }
 
 async fn racing_likes_and_unlikes_keep_the_count_equal_to_the_likes(app: TestApp) {
@@ -230,6 +233,7 @@ async fn racing_likes_and_unlikes_keep_the_count_equal_to_the_likes(app: TestApp
     let (_, like_count) = counts(&app, &post_id).await;
     assert_eq!(like_count as usize, listed(&app, &likes).await);
     assert_eq!(like_count, 25);
+    app.assert_verifies().await;
 }
 
 async fn repeated_unlikes_lower_the_count_once(app: TestApp) {
@@ -264,6 +268,7 @@ async fn repeated_unlikes_lower_the_count_once(app: TestApp) {
     );
     assert_eq!(counts(&app, &post_id).await.1, 1);
     assert_eq!(listed(&app, &likes).await, 1);
+    app.assert_verifies().await;
 }
 
 async fn a_deleted_account_is_gone_at_once_and_can_register_again(app: TestApp) {
@@ -310,6 +315,7 @@ async fn a_deleted_account_is_gone_at_once_and_can_register_again(app: TestApp) 
         app.like("bob", &post_id).await.status(),
         StatusCode::CREATED
     );
+    app.assert_verifies().await;
 }
 
 async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) {
@@ -412,6 +418,7 @@ async fn a_deleted_posts_copies_comments_and_likes_go(app: TestApp) {
         "the tombstone keeps no content"
     );
     assert!(left[0]["ttl"].as_u64().is_some_and(|ttl| ttl > 0));
+    app.assert_verifies().await;
 }
 
 async fn the_feed_refills_after_deleting_posts_in_it(app: TestApp) {
@@ -444,6 +451,7 @@ async fn the_feed_refills_after_deleting_posts_in_it(app: TestApp) {
         (feed_ids(&app).await == expected).then_some(())
     })
     .await;
+    app.assert_verifies().await;
 }
 
 async fn an_erased_account_takes_its_content_and_its_counts_with_it(app: TestApp) {
@@ -538,6 +546,7 @@ async fn an_erased_account_takes_its_content_and_its_counts_with_it(app: TestApp
     })
     .await;
     assert_eq!(counts(&app, &adas_post).await, (1, 2));
+    app.assert_verifies().await;
 }
 
 /// Replays every change of `users` and `posts` through the handlers, as a redelivered batch.
@@ -595,4 +604,5 @@ async fn redelivered_deletes_write_nothing(app: TestApp) {
         "a redelivered batch writes nothing"
     );
     assert_eq!(counts(&app, &other).await, (0, 0));
+    app.assert_verifies().await;
 }

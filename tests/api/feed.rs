@@ -71,6 +71,7 @@ async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
     let feed = app.get_json("/api/feed").await;
     assert_eq!(ids(feed["items"].as_array().unwrap()), newest_first);
     assert_eq!(feed_container_size(&app).await, 100);
+    app.assert_verifies().await;
 }
 
 async fn the_feed_shows_short_posts_and_follows_edits(app: TestApp) {

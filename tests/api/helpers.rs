@@ -9,6 +9,7 @@ use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, Sto
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::verify::{VerifyReport, verify};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -43,6 +44,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed,
+        auth: Default::default(),
     }
 }
 
@@ -57,13 +59,26 @@ pub async fn spawn_app_without_pump(backend: Backend) -> TestApp {
 
 async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
-    let store: Arc<dyn Store> = match backend {
+    let store = open_backend(backend, &data_dir).await;
+    spawn_on_store(store, data_dir, change_feed).await
+}
+
+async fn open_backend(backend: Backend, data_dir: &TempDir) -> Arc<dyn Store> {
+    match backend {
         Backend::Embedded => Arc::new(
             EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("embedded store"),
         ),
         Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
-    };
-    spawn_on_store(store, data_dir, change_feed).await
+    }
+}
+
+/// The application with settings the test adjusts (an authentication mode, say).
+pub async fn spawn_app_with(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store = open_backend(backend, &data_dir).await;
+    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
+    adjust(&mut settings);
+    serve(settings, store, data_dir).await
 }
 
 /// The application on a store the test prepared (a throttled account, say).
@@ -73,6 +88,10 @@ pub async fn spawn_on_store(
     change_feed: ChangeFeedMode,
 ) -> TestApp {
     let settings = settings(data_dir.path().to_path_buf(), change_feed);
+    serve(settings, store, data_dir).await
+}
+
+async fn serve(settings: Settings, store: Arc<dyn Store>, data_dir: TempDir) -> TestApp {
     let app = Application::with_store(&settings, Arc::clone(&store))
         .await
         .expect("application builds");
@@ -236,6 +255,33 @@ where
     }
 }
 
+/// Waits until `verify` passes on `store` (the change feed must catch up first), for at most
+/// `within`; panics with the violations it last found if it never does.
+pub async fn assert_store_verifies(store: &Arc<dyn Store>, within: Duration) -> VerifyReport {
+    let deadline = Instant::now() + within;
+    loop {
+        let report = verify(store).await.expect("the store can be scanned");
+        if report.holds() {
+            return report;
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "verify still fails after {within:?}:\n{}\n{}",
+                report.violation_lines(100).join("\n"),
+                report.verdict()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+impl TestApp {
+    /// Waits until every invariant of the model holds on the app's store (see `verify`).
+    pub async fn assert_verifies(&self) -> VerifyReport {
+        assert_store_verifies(&self.store, Duration::from_secs(60)).await
+    }
+}
+
 pub fn ids(items: &[Value]) -> Vec<String> {
     items
         .iter()
@@ -261,6 +307,32 @@ macro_rules! backend_tests {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Cosmos).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) on every backend, on an
+/// application without change-feed processing: the test runs the handlers itself.
+#[macro_export]
+macro_rules! backend_tests_without_pump {
+    ($($name:ident),* $(,)?) => {
+        mod embedded_without_pump {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Embedded).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod cosmos_without_pump {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Cosmos).await;
                     super::$name(app).await;
                 }
             )*

@@ -96,6 +96,7 @@ async fn fifty_concurrent_likes_count_fifty(app: TestApp) {
     }
     let post = app.get_json(&format!("/api/posts/{post_id}")).await;
     assert_eq!(post["likeCount"], 50);
+    app.assert_verifies().await;
 }
 
 async fn concurrent_comments_and_likes_keep_counts_exact(app: TestApp) {
@@ -116,6 +117,7 @@ async fn concurrent_comments_and_likes_keep_counts_exact(app: TestApp) {
         .all_pages(&format!("/api/posts/{post_id}/comments"), 100)
         .await;
     assert_eq!(listed.len(), 20);
+    app.assert_verifies().await;
 }
 
 async fn comments_and_likes_need_an_existing_post(app: TestApp) {

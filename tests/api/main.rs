@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod auth;
 mod changefeed;
 mod deletes;
 mod erasure_restart;
@@ -10,8 +11,11 @@ mod errors;
 mod feed;
 mod interactions;
 mod posts;
+mod rename_race;
 mod restart;
+mod storm;
 mod users;
+mod verify;
 
 // The Cosmos DB store: its in-memory emulator wiring, the `Store` contract on both
 // backends, and what only the Cosmos DB store has.

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -12,16 +13,16 @@ use reqwest::StatusCode;
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::helpers::{eventually, ids};
+use crate::helpers::{assert_store_verifies, eventually, ids};
 
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
 }
 
-pub(crate) fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
+pub fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
     Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
         .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
         .env("BLOG_DATA_DIR", data_dir)
@@ -35,7 +36,7 @@ pub(crate) fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
         .expect("binary starts")
 }
 
-pub(crate) async fn wait_until_ready(client: &reqwest::Client, base: &str) {
+pub async fn wait_until_ready(client: &reqwest::Client, base: &str) {
     eventually(Duration::from_secs(20), || async {
         client
             .get(format!("{base}/"))
@@ -49,7 +50,7 @@ pub(crate) async fn wait_until_ready(client: &reqwest::Client, base: &str) {
 }
 
 async fn all_items(
-    store: &EmbeddedStore,
+    store: &Arc<dyn Store>,
     container: Container,
     pk: &str,
 ) -> Vec<serde_json::Value> {
@@ -120,7 +121,8 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
 
     let mut server = start_binary(data_dir.path(), port);
     wait_until_ready(&client, &base).await;
-    let store = EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).unwrap());
 
     // Every acknowledged post survived; the store may hold a few more whose answer was lost.
     let posts = store
@@ -179,7 +181,29 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
         expected_feed.len(),
         "no duplicates in the feed container"
     );
+    assert_store_verifies(&store, Duration::from_secs(60)).await;
 
     server.kill().expect("kill");
     let _ = server.wait();
+    assert_binary_verifies(data_dir.path());
+}
+
+/// Runs `cosmos-blog verify` on the embedded store in `data_dir`; panics unless it exits 0.
+pub fn assert_binary_verifies(data_dir: &std::path::Path) {
+    let output = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+        .arg("verify")
+        .env("BLOG_DATA_DIR", data_dir)
+        .env("RUST_LOG", "warn")
+        .env_remove("CosmosDBConnection")
+        .env_remove("CosmosDBConnection__accountEndpoint")
+        .output()
+        .expect("verify runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "verify failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("verify: OK"), "{stdout}");
 }

@@ -1,0 +1,394 @@
+//! The storm (issue 9): a randomized workload, bounded in operations, that interleaves posts,
+//! edits, comments, likes and renames of many users from concurrent clients. On the embedded
+//! store it drives the real binary and kills it once (SIGKILL) in the middle, restarts it on
+//! the same data and finishes; on the Cosmos DB emulator it drives the in-process app. Either
+//! way it ends with `verify` passing and every acknowledged write present.
+//!
+//! The seed is printed; `STORM_SEED=<seed> cargo test --test api storm` replays the same
+//! choices (the interleaving itself depends on timing).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cosmos_blog::domain::{LikeId, UserId};
+use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::store::{Container, PartitionKey, Store};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::helpers::{Backend, assert_store_verifies, spawn_app_on};
+use crate::restart::{assert_binary_verifies, free_port, start_binary, wait_until_ready};
+
+const USERS: usize = 20;
+/// Enough posts (about a third) to push the feed past its bound of 100.
+const OPERATIONS: usize = 400;
+const CLIENTS: usize = 8;
+
+fn seed() -> u64 {
+    std::env::var("STORM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..))
+}
+
+fn user(n: usize) -> String {
+    format!("storm-{n:02}")
+}
+
+/// What became of one request.
+enum Outcome {
+    Acknowledged(Value),
+    Refused(StatusCode),
+    /// No answer (the server died): the write may or may not have happened.
+    Lost,
+}
+
+#[derive(Clone)]
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    fn new(base: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base: base.to_owned(),
+        }
+    }
+
+    async fn send(&self, method: Method, path: &str, caller: &str, body: Option<Value>) -> Outcome {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("x-ms-client-principal-id", caller);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let Ok(response) = request.send().await else {
+            return Outcome::Lost;
+        };
+        let status = response.status();
+        if !status.is_success() {
+            return Outcome::Refused(status);
+        }
+        match response.json::<Value>().await {
+            Ok(item) => Outcome::Acknowledged(item),
+            Err(_) => Outcome::Lost,
+        }
+    }
+}
+
+/// What the API acknowledged (and what was only sent), to check against the store at the end.
+#[derive(Default)]
+struct Ledger {
+    /// (post id, author).
+    posts: Vec<(String, String)>,
+    original_titles: HashMap<String, String>,
+    /// Every title sent in an edit, acknowledged or not.
+    edit_titles: HashMap<String, Vec<String>>,
+    /// Posts with an acknowledged edit.
+    edited: HashSet<String>,
+    /// (post id, comment id).
+    comments: Vec<(String, String)>,
+    /// (post id, liker).
+    likes: HashSet<(String, String)>,
+    /// Every username sent for a user, the first one first.
+    names: HashMap<String, Vec<String>>,
+    /// Users with an acknowledged rename.
+    renamed: HashSet<String>,
+    acknowledged: usize,
+    conflicts: usize,
+    lost: usize,
+    unexpected: Vec<String>,
+}
+
+impl Ledger {
+    fn tally(&mut self, n: usize, what: &str, outcome: &Outcome) {
+        match outcome {
+            Outcome::Acknowledged(_) => self.acknowledged += 1,
+            // Many writers on one post can exhaust the retries: refused, nothing written.
+            Outcome::Refused(StatusCode::CONFLICT) => self.conflicts += 1,
+            Outcome::Refused(status) => self
+                .unexpected
+                .push(format!("operation {n} ({what}) answered {status}")),
+            Outcome::Lost => self.lost += 1,
+        }
+    }
+}
+
+fn id_of(item: &Value) -> String {
+    item["id"].as_str().expect("an id").to_owned()
+}
+
+/// One random operation, number `n`, recorded in the ledger.
+async fn operate(client: &Client, ledger: &Mutex<Ledger>, rng: &mut fastrand::Rng, n: usize) {
+    let actor = user(rng.usize(..USERS));
+    let roll = rng.u32(..100);
+    let content = "storm é ".repeat(rng.usize(1..60));
+    let target = {
+        let ledger = ledger.lock().unwrap();
+        (!ledger.posts.is_empty()).then(|| ledger.posts[rng.usize(..ledger.posts.len())].clone())
+    };
+    match (roll, target) {
+        (0..35, _) | (_, None) => {
+            let title = format!("post {n}");
+            let body = json!({"title": title, "content": content});
+            let outcome = client
+                .send(Method::POST, "/api/posts", &actor, Some(body))
+                .await;
+            let mut ledger = ledger.lock().unwrap();
+            ledger.tally(n, "post", &outcome);
+            if let Outcome::Acknowledged(item) = outcome {
+                ledger.original_titles.insert(id_of(&item), title);
+                ledger.posts.push((id_of(&item), actor));
+            }
+        }
+        (35..45, Some((post, author))) => {
+            let title = format!("edit {n}");
+            ledger
+                .lock()
+                .unwrap()
+                .edit_titles
+                .entry(post.clone())
+                .or_default()
+                .push(title.clone());
+            let body = json!({"title": title, "content": content});
+            let path = format!("/api/posts/{post}");
+            let outcome = client.send(Method::PUT, &path, &author, Some(body)).await;
+            let mut ledger = ledger.lock().unwrap();
+            ledger.tally(n, "edit", &outcome);
+            if let Outcome::Acknowledged(_) = outcome {
+                ledger.edited.insert(post);
+            }
+        }
+        (45..65, Some((post, _))) => {
+            let path = format!("/api/posts/{post}/comments");
+            let body = json!({"content": content});
+            let outcome = client.send(Method::POST, &path, &actor, Some(body)).await;
+            let mut ledger = ledger.lock().unwrap();
+            ledger.tally(n, "comment", &outcome);
+            if let Outcome::Acknowledged(item) = outcome {
+                ledger.comments.push((post, id_of(&item)));
+            }
+        }
+        (65..88, Some((post, _))) => {
+            let path = format!("/api/posts/{post}/likes");
+            let outcome = client.send(Method::POST, &path, &actor, None).await;
+            let mut ledger = ledger.lock().unwrap();
+            ledger.tally(n, "like", &outcome);
+            if let Outcome::Acknowledged(_) = outcome {
+                ledger.likes.insert((post, actor));
+            }
+        }
+        _ => {
+            let name = format!("{actor} #{n}");
+            ledger
+                .lock()
+                .unwrap()
+                .names
+                .entry(actor.clone())
+                .or_default()
+                .push(name.clone());
+            let path = format!("/api/users/{actor}");
+            let body = json!({"username": name});
+            let outcome = client.send(Method::PUT, &path, &actor, Some(body)).await;
+            let mut ledger = ledger.lock().unwrap();
+            ledger.tally(n, "rename", &outcome);
+            if let Outcome::Acknowledged(_) = outcome {
+                ledger.renamed.insert(actor);
+            }
+        }
+    }
+}
+
+/// The shared budget of operations: each client takes the next number until `until` is
+/// reached or `stop` is set.
+struct Budget {
+    started: AtomicUsize,
+    stop: AtomicBool,
+}
+
+impl Budget {
+    fn take(&self, until: usize) -> Option<usize> {
+        if self.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.started
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < until).then_some(n + 1)
+            })
+            .ok()
+    }
+}
+
+async fn storm(client: &Client, ledger: &Arc<Mutex<Ledger>>, budget: &Arc<Budget>, seed: u64) {
+    let clients: Vec<_> = (0..CLIENTS as u64)
+        .map(|c| {
+            let (client, ledger, budget) = (client.clone(), Arc::clone(ledger), Arc::clone(budget));
+            // Each phase and client draws its own sequence from the seed.
+            let start = budget.started.load(Ordering::SeqCst) as u64;
+            let mut rng = fastrand::Rng::with_seed(seed ^ (start << 32) ^ c);
+            tokio::spawn(async move {
+                while let Some(n) = budget.take(OPERATIONS) {
+                    operate(&client, &ledger, &mut rng, n).await;
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.expect("client task");
+    }
+}
+
+async fn register_users(client: &Client) -> Arc<Mutex<Ledger>> {
+    let mut ledger = Ledger::default();
+    for n in 0..USERS {
+        let id = user(n);
+        let outcome = client
+            .send(
+                Method::PUT,
+                &format!("/api/users/{id}"),
+                &id,
+                Some(json!({"username": id})),
+            )
+            .await;
+        assert!(matches!(outcome, Outcome::Acknowledged(_)), "register {id}");
+        ledger.names.insert(id.clone(), vec![id]);
+    }
+    Arc::new(Mutex::new(ledger))
+}
+
+async fn read(store: &Arc<dyn Store>, container: Container, pk: &str, id: &str) -> Option<Value> {
+    store
+        .read_item(container, &PartitionKey::single(pk), id)
+        .await
+        .expect("store read")
+        .map(|doc| doc.item)
+}
+
+/// Every acknowledged write is in the store; edits and renames ended on a value sent.
+async fn check_acknowledged(store: &Arc<dyn Store>, ledger: &Mutex<Ledger>) {
+    let ledger = std::mem::take(&mut *ledger.lock().unwrap());
+    assert!(ledger.unexpected.is_empty(), "{:#?}", ledger.unexpected);
+    for (post, author) in &ledger.posts {
+        let stored = read(store, Container::Posts, post, post).await;
+        let stored = stored.unwrap_or_else(|| panic!("acknowledged post {post} lost"));
+        assert_eq!(stored["userId"], author.as_str());
+        let sent = ledger.edit_titles.get(post).cloned().unwrap_or_default();
+        let title = stored["title"].as_str().unwrap().to_owned();
+        let possible = sent.contains(&title)
+            || (!ledger.edited.contains(post) && ledger.original_titles[post] == title);
+        assert!(possible, "post {post} has title {title:?}; sent {sent:?}");
+    }
+    for (post, comment) in &ledger.comments {
+        let stored = read(store, Container::Posts, post, comment).await;
+        assert!(stored.is_some(), "acknowledged comment {comment} lost");
+    }
+    for (post, liker) in &ledger.likes {
+        let id = LikeId::for_liker(&UserId::parse(liker).unwrap()).to_string();
+        let stored = read(store, Container::Posts, post, &id).await;
+        assert!(
+            stored.is_some(),
+            "acknowledged like of {post} by {liker} lost"
+        );
+    }
+    for (user, names) in &ledger.names {
+        let stored = read(store, Container::Users, user, user).await.unwrap();
+        let name = stored["username"].as_str().unwrap().to_owned();
+        assert!(names.contains(&name), "{user} is {name:?}; sent {names:?}");
+        if ledger.renamed.contains(user) {
+            assert_ne!(name, names[0], "{user}'s acknowledged rename lost");
+        }
+    }
+    eprintln!(
+        "storm: {} acknowledged ({} posts, {} comments, {} likes, {} posts edited, {} users \
+         renamed), {} refused with 409, {} without an answer",
+        ledger.acknowledged,
+        ledger.posts.len(),
+        ledger.comments.len(),
+        ledger.likes.len(),
+        ledger.edited.len(),
+        ledger.renamed.len(),
+        ledger.conflicts,
+        ledger.lost
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
+    let seed = seed();
+    eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
+    let data_dir = TempDir::new().unwrap();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = Client::new(&base);
+    let mut server = start_binary(data_dir.path(), port);
+    wait_until_ready(&client.http, &base).await;
+    let ledger = register_users(&client).await;
+
+    // The kill comes after a third to two thirds of the operations, while some are in flight.
+    let kill_at = OPERATIONS / 3 + fastrand::Rng::with_seed(seed).usize(..OPERATIONS / 3);
+    let budget = Arc::new(Budget {
+        started: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    });
+    let killer = {
+        let budget = Arc::clone(&budget);
+        tokio::spawn(async move {
+            while budget.started.load(Ordering::SeqCst) < kill_at {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            budget.stop.store(true, Ordering::SeqCst);
+            server.kill().expect("SIGKILL");
+            let _ = server.wait();
+            budget.started.load(Ordering::SeqCst)
+        })
+    };
+    storm(&client, &ledger, &budget, seed).await;
+    let killed_after = killer.await.unwrap();
+    assert!(
+        killed_after < OPERATIONS,
+        "the kill came after every operation"
+    );
+    eprintln!("storm: killed after {killed_after} operations had started");
+
+    // Restart on the same data; new connections; the rest of the operations.
+    let client = Client::new(&base);
+    let mut server = start_binary(data_dir.path(), port);
+    wait_until_ready(&client.http, &base).await;
+    budget.stop.store(false, Ordering::SeqCst);
+    storm(&client, &ledger, &budget, seed).await;
+    assert_eq!(budget.started.load(Ordering::SeqCst), OPERATIONS);
+
+    let store: Arc<dyn Store> =
+        Arc::new(EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).unwrap());
+    let report = assert_store_verifies(&store, Duration::from_secs(120)).await;
+    eprintln!("{}", report.verdict());
+    check_acknowledged(&store, &ledger).await;
+    server.kill().expect("kill");
+    let _ = server.wait();
+    assert_binary_verifies(data_dir.path());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_ends_verified_cosmos() {
+    let seed = seed();
+    eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
+    let app = spawn_app_on(Backend::Cosmos).await;
+    let client = Client::new(&app.address);
+    let ledger = register_users(&client).await;
+    let budget = Arc::new(Budget {
+        started: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    });
+    storm(&client, &ledger, &budget, seed).await;
+    assert_eq!(budget.started.load(Ordering::SeqCst), OPERATIONS);
+    assert_eq!(ledger.lock().unwrap().lost, 0, "every request was answered");
+    let report = app.assert_verifies().await;
+    eprintln!("{}", report.verdict());
+    check_acknowledged(&app.store, &ledger).await;
+}
