@@ -7,6 +7,7 @@ mod changefeed;
 mod errors;
 mod feed;
 mod interactions;
+mod openapi;
 mod posts;
 mod restart;
 mod users;
