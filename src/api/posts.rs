@@ -38,10 +38,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, ToSchema)]
 struct PostBody {
     /// 1–300 characters after trimming surrounding whitespace.
-    #[schema(min_length = 1)]
+    #[schema(min_length = 1, example = "Hello")]
     title: String,
     /// 1–100,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 100_000)]
+    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
     content: String,
 }
 
@@ -57,7 +57,7 @@ impl PostBody {
 #[derive(Deserialize, ToSchema)]
 struct CommentBody {
     /// 1–10,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 10_000)]
+    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
     content: String,
 }
 

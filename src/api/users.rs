@@ -30,7 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, ToSchema)]
 struct UserBody {
     /// 1–64 characters after trimming surrounding whitespace.
-    #[schema(min_length = 1)]
+    #[schema(min_length = 1, example = "Ada")]
     username: String,
 }
 

@@ -73,7 +73,7 @@ pub struct User {
     /// Equal to `id`: the partition key of `users`.
     pub user_id: UserId,
     /// 1–64 characters, trimmed.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub username: String,
 }
 
@@ -103,14 +103,14 @@ pub struct Post {
     /// The author's id.
     pub user_id: UserId,
     /// The author's current username (kept up to date through the change feed).
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub user_username: String,
     /// 1–300 characters, trimmed.
-    #[schema(min_length = 1, max_length = 300)]
+    #[schema(min_length = 1, max_length = 300, example = "Hello")]
     pub title: String,
     /// The full content (1–100,000 characters) when one post is read or written; cut to its
     /// first 200 characters in lists (a user's posts, the feed).
-    #[schema(min_length = 1, max_length = 100_000)]
+    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
     pub content: String,
     #[schema(minimum = 0)]
     pub comment_count: u64,
@@ -165,10 +165,10 @@ pub struct Comment {
     /// The author's id.
     pub user_id: UserId,
     /// The author's current username.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, example = "Bob")]
     pub user_username: String,
     /// 1–10,000 characters.
-    #[schema(min_length = 1, max_length = 10_000)]
+    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
     pub content: String,
     pub creation_date: Timestamp,
 }
@@ -202,7 +202,7 @@ pub struct Like {
     /// The liker's id.
     pub user_id: UserId,
     /// The liker's current username.
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub user_username: String,
     pub creation_date: Timestamp,
 }
