@@ -3,7 +3,7 @@
 //! and compiled in, so the page works offline and loads nothing from elsewhere.
 
 use axum::http::header;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -68,14 +68,8 @@ async fn docs_page() -> impl IntoResponse {
         (status = 200, description = "A CSS style sheet.", body = String, content_type = "text/css"),
     )
 )]
-async fn docs_styles() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
-            (header::CACHE_CONTROL, ASSET_CACHE_CONTROL),
-        ],
-        SWAGGER_UI_CSS,
-    )
+async fn docs_styles() -> Response {
+    asset("text/css; charset=utf-8", SWAGGER_UI_CSS)
 }
 
 /// Swagger UI's script, for the docs page
@@ -88,12 +82,14 @@ async fn docs_styles() -> impl IntoResponse {
         (status = 200, description = "A JavaScript program.", body = String, content_type = "text/javascript"),
     )
 )]
-async fn docs_script() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, ASSET_CACHE_CONTROL),
-        ],
-        SWAGGER_UI_JS,
-    )
+async fn docs_script() -> Response {
+    asset("text/javascript; charset=utf-8", SWAGGER_UI_JS)
+}
+
+fn asset(content_type: &'static str, bytes: &'static [u8]) -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, content_type),
+        (header::CACHE_CONTROL, ASSET_CACHE_CONTROL),
+    ];
+    (headers, bytes).into_response()
 }

@@ -6,13 +6,14 @@
 //! without being described. This module adds what belongs to the whole document: its info,
 //! tags, the two security schemes and the problem responses that operations refer to.
 
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
-use utoipa::{Modify, OpenApi, ToResponse};
+use utoipa::{IntoResponses, Modify, OpenApi, ToResponse};
 
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
@@ -171,3 +172,39 @@ impl<'s> ToResponse<'s> for TooManyRequests {
         ("TooManyRequests", response.into())
     }
 }
+
+/// Declares a group of the named responses above that operations list together:
+/// `responses((status = 200, ...), JsonBodyFailures, StoreFailures)`.
+macro_rules! response_group {
+    ($(#[$doc:meta])* $group:ident { $($status:literal => $response:ident),* $(,)? }) => {
+        $(#[$doc])*
+        pub struct $group;
+
+        impl IntoResponses for $group {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                BTreeMap::from([$((
+                    $status.to_string(),
+                    Ref::from_response_name(<$response as ToResponse>::response().0).into(),
+                )),*])
+            }
+        }
+    };
+}
+
+response_group!(
+    /// What every operation that reads or writes the store may also answer.
+    StoreFailures {
+        429 => TooManyRequests,
+        500 => InternalError,
+        503 => ServiceUnavailable,
+    }
+);
+
+response_group!(
+    /// What reading a JSON request body may answer.
+    JsonBodyFailures {
+        400 => BadRequest,
+        413 => PayloadTooLarge,
+        415 => UnsupportedMediaType,
+    }
+);

@@ -13,8 +13,7 @@ use utoipa_axum::routes;
 use super::extract::{Caller, FeedLimit, JsonBody, List, ListParams, PathParam};
 use super::feed_cache::page_body;
 use super::openapi::{
-    BadRequest, Conflict, Forbidden, InternalError, NotFound, PayloadTooLarge, ServiceUnavailable,
-    TooManyRequests, Unauthorized, UnsupportedMediaType,
+    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
 use super::{AppState, CommentPage, LikePage, PageBody, PostPage};
 use crate::blog::{Blog, Outcome};
@@ -73,14 +72,10 @@ struct CommentBody {
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new post.", body = Post),
-        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        JsonBodyFailures,
+        StoreFailures,
     )
 )]
 async fn create_post(
@@ -106,16 +101,12 @@ async fn create_post(
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "The edited post.", body = Post),
-        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        JsonBodyFailures,
+        StoreFailures,
     )
 )]
 async fn edit_post(
@@ -144,9 +135,7 @@ async fn edit_post(
         (status = 200, description = "The post.", body = Post),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn get_post(State(blog): State<Blog>, PathParam(post_id): PathParam) -> Result<Json<Post>> {
@@ -167,15 +156,11 @@ async fn get_post(State(blog): State<Blog>, PathParam(post_id): PathParam) -> Re
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new comment.", body = Comment),
-        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        JsonBodyFailures,
+        StoreFailures,
     )
 )]
 async fn add_comment(
@@ -203,9 +188,7 @@ async fn add_comment(
         (status = 200, description = "A page of the post's comments.", body = CommentPage),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn list_comments(
@@ -237,9 +220,7 @@ async fn list_comments(
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn like_post(
@@ -269,9 +250,7 @@ async fn like_post(
         (status = 200, description = "A page of the post's likes.", body = LikePage),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn list_likes(
@@ -301,9 +280,7 @@ async fn list_likes(
     responses(
         (status = 200, description = "The most recent posts.", body = PostPage),
         (status = 400, response = BadRequest),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn feed(State(state): State<AppState>, FeedLimit(size): FeedLimit) -> Result<Response> {

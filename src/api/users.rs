@@ -10,8 +10,7 @@ use utoipa_axum::routes;
 
 use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
 use super::openapi::{
-    BadRequest, Conflict, Forbidden, InternalError, NotFound, PayloadTooLarge, ServiceUnavailable,
-    TooManyRequests, Unauthorized, UnsupportedMediaType,
+    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
 use super::{AppState, PageBody, PostPage};
 use crate::blog::{Blog, Outcome};
@@ -48,15 +47,11 @@ struct UserBody {
     responses(
         (status = 201, description = "The user was created.", body = User),
         (status = 200, description = "The user existed; it now has this username.", body = User),
-        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        JsonBodyFailures,
+        StoreFailures,
     )
 )]
 async fn put_user(
@@ -86,9 +81,7 @@ async fn put_user(
         (status = 200, description = "The user.", body = User),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn get_user(State(blog): State<Blog>, PathParam(user_id): PathParam) -> Result<Json<User>> {
@@ -109,9 +102,7 @@ async fn get_user(State(blog): State<Blog>, PathParam(user_id): PathParam) -> Re
         (status = 200, description = "A page of the user's posts.", body = PostPage),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
-        (status = 429, response = TooManyRequests),
-        (status = 500, response = InternalError),
-        (status = 503, response = ServiceUnavailable),
+        StoreFailures,
     )
 )]
 async fn user_posts(
