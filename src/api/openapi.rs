@@ -135,8 +135,10 @@ macro_rules! problem_responses {
 }
 
 problem_responses!(
-    BadRequest => "Malformed JSON, a field of the wrong type, an invalid field or id \
-        (`field` names it), a bad query parameter or continuation token.",
+    BadRequest => "Malformed JSON (`malformed-json`), a body of the wrong shape \
+        (`invalid-body`), an invalid field or id (`invalid-field`; `field` names it), an \
+        undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
+        `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
     Unauthorized => "No authenticated caller (`unauthenticated`).",
     Forbidden => "The caller may not do this (`forbidden`).",
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`); on \
