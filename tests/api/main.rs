@@ -8,6 +8,7 @@ mod changefeed;
 mod errors;
 mod feed;
 mod interactions;
+mod openapi;
 mod posts;
 mod rename_race;
 mod restart;
