@@ -139,7 +139,10 @@ problem_responses!(
         (`invalid-body`), an invalid field or id (`invalid-field`; `field` names it), an \
         undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
         `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
-    Unauthorized => "No authenticated caller (`unauthenticated`).",
+    Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
+        Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
+        bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \
+        `WWW-Authenticate: Bearer error=\"invalid_token\"`).",
     Forbidden => "The caller may not do this (`forbidden`).",
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`); on \
         commands, also when the caller has no user item yet.",
