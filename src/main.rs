@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
@@ -57,6 +58,12 @@ enum Command {
         #[arg(long)]
         zip: bool,
     },
+    /// Write the OpenAPI 3.1 description of the HTTP API (what `GET /api/openapi.json` serves).
+    Openapi {
+        /// File to write; `-` for standard output.
+        #[arg(long, default_value = "openapi.json")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -81,6 +88,7 @@ async fn main() -> ExitCode {
             command: FunctionsCommand::Generate { root },
         } => generate(&root),
         Command::Stage { out, binary, zip } => stage_script_root(&out, binary, zip),
+        Command::Openapi { out } => write_openapi(&out),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -164,6 +172,18 @@ fn generate(root: &Path) -> anyhow::Result<()> {
     for path in metadata::write_repository(root)? {
         println!("wrote {}", path.display());
     }
+    Ok(())
+}
+
+fn write_openapi(out: &Path) -> anyhow::Result<()> {
+    let document = openapi::json();
+    if out == Path::new("-") {
+        print!("{document}");
+        return Ok(());
+    }
+    std::fs::write(out, document)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+    println!("wrote {}", out.display());
     Ok(())
 }
 

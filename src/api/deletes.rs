@@ -1,29 +1,48 @@
 //! The delete routes: posts, comments, likes and whole accounts (soft delete plus
 //! time-to-live; see `blog::deletes`).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::delete;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::AppState;
 use super::extract::{Caller, PathPair, PathParam};
+use super::openapi::{Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
 use crate::blog::Blog;
 use crate::domain::{CommentId, PostId, UserId};
 use crate::error::Result;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/users/{userId}", delete(delete_user))
-        .route("/api/posts/{postId}", delete(delete_post))
-        .route(
-            "/api/posts/{postId}/comments/{commentId}",
-            delete(delete_comment),
-        )
-        .route("/api/posts/{postId}/likes", delete(unlike))
+/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
+/// the API description.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(delete_user))
+        .routes(routes!(delete_post))
+        .routes(routes!(delete_comment))
+        .routes(routes!(unlike))
 }
 
-/// 202: the account is gone at once; its content is erased through the change feed.
+/// Delete an account
+///
+/// The caller's own account (right to erasure). The user is gone at once (`GET` answers
+/// 404, the caller can no longer write until registering again); everything they wrote
+/// before is erased through the change feed.
+#[utoipa::path(
+    delete,
+    path = "/api/users/{userId}",
+    operation_id = "DeleteUser",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The caller's own id.")),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 202, description = "The account is deleted; its content is being erased."),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn delete_user(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -34,6 +53,26 @@ async fn delete_user(
     Ok(StatusCode::ACCEPTED)
 }
 
+/// Delete a post
+///
+/// The author only. The post answers 404 at once, and so do its comments, likes and any new
+/// comment or like; its copies leave the author's list and the feed through the change feed.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}",
+    operation_id = "DeletePost",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 204, description = "The post is deleted."),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        StoreFailures,
+    )
+)]
 async fn delete_post(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -44,6 +83,29 @@ async fn delete_post(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Delete a comment
+///
+/// By the comment's author or the post's author; `commentCount` goes down in the same
+/// transaction.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/comments/{commentId}",
+    operation_id = "DeleteComment",
+    tag = "posts",
+    params(
+        ("postId" = PostId, Path, description = "The post's id."),
+        ("commentId" = CommentId, Path, description = "The comment's id."),
+    ),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 204, description = "The comment is deleted."),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        StoreFailures,
+    )
+)]
 async fn delete_comment(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -55,6 +117,25 @@ async fn delete_comment(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Unlike a post
+///
+/// Removes the caller's own like; `likeCount` goes down in the same transaction. Liking
+/// again afterwards creates a new like.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/likes",
+    operation_id = "Unlike",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 204, description = "The caller's like is removed."),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        StoreFailures,
+    )
+)]
 async fn unlike(
     State(blog): State<Blog>,
     Caller(caller): Caller,

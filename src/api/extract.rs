@@ -81,9 +81,14 @@ fn json_problem(rejection: JsonRejection) -> Problem {
 }
 
 /// `?limit=&continuation=` of the list operations.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Items per page, 1–100.
+    #[param(minimum = 1, maximum = 100, default = 50, nullable = false)]
     pub limit: Option<u32>,
+    /// The `continuation` of the previous page; leave it out for the first page.
+    #[param(nullable = false)]
     pub continuation: Option<String>,
 }
 

@@ -1,10 +1,13 @@
-//! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()`; this module
-//! puts them together with the cross-cutting layers: body limit, panic guard, tracing, RU
-//! accounting, and problem documents for unknown routes and methods.
+//! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()` whose handlers
+//! carry their OpenAPI description; this module puts them together with the cross-cutting
+//! layers: body limit, panic guard, tracing, RU accounting, and problem documents for
+//! unknown routes and methods.
 
 mod deletes;
+mod docs;
 pub mod extract;
 pub mod feed_cache;
+pub mod openapi;
 mod posts;
 pub mod problem;
 mod users;
@@ -14,15 +17,21 @@ use axum::extract::{DefaultBodyLimit, FromRef, Request};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::auth::Authenticator;
 use crate::blog::Blog;
+use crate::domain::{Comment, Like, Post};
 use crate::store::{Page, charge};
 use crate::telemetry;
 use feed_cache::FeedCache;
@@ -72,6 +81,50 @@ pub struct PageBody<T> {
     pub continuation: Option<String>,
 }
 
+/// The schema of a [`PageBody`] of `item`s, with `items` referring to the item's schema.
+fn page_schema(item: Cow<'static, str>) -> RefOr<Schema> {
+    let continuation = ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(
+            "Pass it back as `?continuation=` for the next page; `null` on the last page.",
+        ));
+    ObjectBuilder::new()
+        .description(Some(format!("A page of `{item}` items.")))
+        .property(
+            "items",
+            ArrayBuilder::new().items(Ref::from_schema_name(item)),
+        )
+        .required("items")
+        .property("continuation", continuation)
+        .required("continuation")
+        .into()
+}
+
+/// Names a page of one kind of item for the API description (`body = PostPage`): utoipa's
+/// derive would inline the item's schema into a generic `PageBody<T>` instead of referring
+/// to it, which gives generated clients a second, anonymous item type.
+macro_rules! page_schemas {
+    ($($page:ident => $item:ty),* $(,)?) => {$(
+        #[doc = concat!("The schema of `PageBody<", stringify!($item), ">`.")]
+        pub struct $page;
+
+        impl PartialSchema for $page {
+            fn schema() -> RefOr<Schema> {
+                page_schema(<$item as ToSchema>::name())
+            }
+        }
+
+        impl ToSchema for $page {
+            fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+                schemas.push((<$item>::name().into_owned(), <$item>::schema()));
+                <$item>::schemas(schemas);
+            }
+        }
+    )*};
+}
+
+page_schemas!(PostPage => Post, CommentPage => Comment, LikePage => Like);
+
 impl<T> From<Page<T>> for PageBody<T> {
     fn from(page: Page<T>) -> Self {
         PageBody {
@@ -81,19 +134,28 @@ impl<T> From<Page<T>> for PageBody<T> {
     }
 }
 
-/// The API routes alone, without layers (what the Functions metadata must match).
-pub fn routes() -> Router<AppState> {
-    Router::new()
+/// Every route the application serves with its description: the `/api` routes (one Functions
+/// HTTP function each) and the readiness probe. To add a route, give its handler a
+/// `#[utoipa::path]` and add `.routes(routes!(handler))` to its module's `router()`.
+fn described_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(ready))
         .merge(users::router())
         .merge(posts::router())
         .merge(deletes::router())
+        .merge(docs::router())
+}
+
+/// The routes alone, without layers: what the Functions metadata and the OpenAPI document
+/// must match.
+pub fn routes() -> Router<AppState> {
+    described_routes().split_for_parts().0
 }
 
 /// The complete HTTP application.
 pub fn app(state: AppState, extra: Router<AppState>) -> Router {
     routes()
         .merge(extra)
-        .route("/", get(ready))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(request_charge))
@@ -105,7 +167,16 @@ pub fn app(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
 }
 
+/// Readiness probe
+///
 /// The Functions host probes `/` until the custom handler answers.
+#[utoipa::path(
+    get,
+    path = "/",
+    operation_id = "Ready",
+    tag = "host",
+    responses((status = 200, description = "The server is up.", body = String, content_type = "text/plain"))
+)]
 async fn ready() -> &'static str {
     "ok"
 }

@@ -1,35 +1,46 @@
 //! C2, Q2, C3, Q4, C4, Q5, Q6.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::extract::{Caller, FeedLimit, JsonBody, List, PathParam};
+use super::extract::{Caller, FeedLimit, JsonBody, List, ListParams, PathParam};
 use super::feed_cache::page_body;
-use super::{AppState, PageBody};
+use super::openapi::{
+    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
+};
+use super::{AppState, CommentPage, LikePage, PageBody, PostPage};
 use crate::blog::{Blog, Outcome};
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
 use crate::error::Result;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/posts", post(create_post))
-        .route("/api/posts/{postId}", get(get_post).put(edit_post))
-        .route(
-            "/api/posts/{postId}/comments",
-            get(list_comments).post(add_comment),
-        )
-        .route("/api/posts/{postId}/likes", get(list_likes).post(like_post))
-        .route("/api/feed", get(feed))
+/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
+/// the API description.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(create_post))
+        .routes(routes!(edit_post))
+        .routes(routes!(get_post))
+        .routes(routes!(add_comment))
+        .routes(routes!(list_comments))
+        .routes(routes!(like_post))
+        .routes(routes!(list_likes))
+        .routes(routes!(feed))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct PostBody {
+    /// 1–300 characters after trimming surrounding whitespace.
+    #[schema(min_length = 1, example = "Hello")]
     title: String,
+    /// 1–100,000 characters, kept exactly as written.
+    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
     content: String,
 }
 
@@ -42,11 +53,31 @@ impl PostBody {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct CommentBody {
+    /// 1–10,000 characters, kept exactly as written.
+    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
     content: String,
 }
 
+/// Create a post (C2)
+///
+/// The caller is the author and must have a user item.
+#[utoipa::path(
+    post,
+    path = "/api/posts",
+    operation_id = "CreatePost",
+    tag = "posts",
+    request_body = PostBody,
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 201, description = "The new post.", body = Post),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        JsonBodyFailures,
+        StoreFailures,
+    )
+)]
 async fn create_post(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -57,6 +88,27 @@ async fn create_post(
     Ok((StatusCode::CREATED, Json(post)))
 }
 
+/// Edit a post (C2)
+///
+/// Only the author may edit; the counts stay as they are.
+#[utoipa::path(
+    put,
+    path = "/api/posts/{postId}",
+    operation_id = "EditPost",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    request_body = PostBody,
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 200, description = "The edited post.", body = Post),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        JsonBodyFailures,
+        StoreFailures,
+    )
+)]
 async fn edit_post(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -70,11 +122,47 @@ async fn edit_post(
     ))
 }
 
+/// Retrieve a post (Q2)
+///
+/// The full content, the author's username and the comment and like counts.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}",
+    operation_id = "GetPost",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    responses(
+        (status = 200, description = "The post.", body = Post),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn get_post(State(blog): State<Blog>, PathParam(post_id): PathParam) -> Result<Json<Post>> {
     let post_id = PostId::parse(&post_id)?;
     Ok(Json(blog.get_post(&post_id).await?))
 }
 
+/// Comment on a post (C3)
+///
+/// The comment and the post's comment count change in one transaction.
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/comments",
+    operation_id = "AddComment",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    request_body = CommentBody,
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 201, description = "The new comment.", body = Comment),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        JsonBodyFailures,
+        StoreFailures,
+    )
+)]
 async fn add_comment(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -87,6 +175,22 @@ async fn add_comment(
     Ok((StatusCode::CREATED, Json(comment)))
 }
 
+/// List a post's comments (Q4)
+///
+/// Oldest first, each with its author's username, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/comments",
+    operation_id = "ListComments",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id."), ListParams),
+    responses(
+        (status = 200, description = "A page of the post's comments.", body = CommentPage),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn list_comments(
     State(blog): State<Blog>,
     PathParam(post_id): PathParam,
@@ -99,6 +203,26 @@ async fn list_comments(
     Ok(Json(page.into()))
 }
 
+/// Like a post (C4)
+///
+/// Once per user: a repeated like changes nothing and returns the existing like.
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/likes",
+    operation_id = "LikePost",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id.")),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 201, description = "The new like.", body = Like),
+        (status = 200, description = "The caller had already liked the post: the existing like.", body = Like),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        StoreFailures,
+    )
+)]
 async fn like_post(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -113,6 +237,22 @@ async fn like_post(
     Ok((status, Json(like)))
 }
 
+/// List a post's likes (Q5)
+///
+/// Oldest first, each with the liker's username, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/likes",
+    operation_id = "ListLikes",
+    tag = "posts",
+    params(("postId" = PostId, Path, description = "The post's id."), ListParams),
+    responses(
+        (status = 200, description = "A page of the post's likes.", body = LikePage),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn list_likes(
     State(blog): State<Blog>,
     PathParam(post_id): PathParam,
@@ -125,6 +265,24 @@ async fn list_likes(
     Ok(Json(page.into()))
 }
 
+/// The feed (Q6)
+///
+/// The most recent posts in short form, newest first; `continuation` is always `null`.
+#[utoipa::path(
+    get,
+    path = "/api/feed",
+    operation_id = "GetFeed",
+    tag = "feed",
+    params((
+        "limit" = Option<u32>, Query, minimum = 1, maximum = 100,
+        description = "How many of the most recent posts, 1–100 (100 when left out)."
+    )),
+    responses(
+        (status = 200, description = "The most recent posts.", body = PostPage),
+        (status = 400, response = BadRequest),
+        StoreFailures,
+    )
+)]
 async fn feed(State(state): State<AppState>, FeedLimit(size): FeedLimit) -> Result<Response> {
     let items = state.feed.items(&state.blog).await?;
     let body = page_body(&items, size);

@@ -11,14 +11,26 @@ use crate::error::Error;
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
-#[derive(Debug, Clone, Serialize)]
+/// An RFC 9457 problem document: what every refused or failed request answers.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Problem {
+    /// `urn:cosmos-blog:problem:<code>`.
     #[serde(rename = "type")]
+    #[schema(format = "uri", example = "urn:cosmos-blog:problem:post-not-found")]
     pub type_uri: String,
+    /// The HTTP status's reason phrase.
     pub title: &'static str,
+    /// The HTTP status code, repeated.
+    #[schema(minimum = 400, maximum = 599)]
     pub status: u16,
+    /// What went wrong, for people.
     pub detail: String,
+    /// What went wrong, for programs: a stable code such as `invalid-field`,
+    /// `unauthenticated`, `forbidden`, `user-not-found`, `post-not-found`, `conflict`,
+    /// `body-too-large`, `unsupported-media-type`, `throttled` or `store-unavailable`.
+    #[schema(example = "post-not-found")]
     pub code: &'static str,
+    /// The request field that was refused, with `invalid-field`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<&'static str>,
     #[serde(skip)]

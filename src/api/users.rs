@@ -1,28 +1,59 @@
 //! C1, Q1, Q3.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::extract::{Caller, JsonBody, List, PathParam};
-use super::{AppState, PageBody};
+use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
+use super::openapi::{
+    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
+};
+use super::{AppState, PageBody, PostPage};
 use crate::blog::{Blog, Outcome};
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::Result;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/users/{userId}", get(get_user).put(put_user))
-        .route("/api/users/{userId}/posts", get(user_posts))
+/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
+/// the API description.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(put_user))
+        .routes(routes!(get_user))
+        .routes(routes!(user_posts))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct UserBody {
+    /// 1–64 characters after trimming surrounding whitespace.
+    #[schema(min_length = 1, example = "Ada")]
     username: String,
 }
 
+/// Create or rename a user (C1)
+///
+/// The caller may only write the user whose id is its own.
+#[utoipa::path(
+    put,
+    path = "/api/users/{userId}",
+    operation_id = "PutUser",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The caller's own id.")),
+    request_body = UserBody,
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 201, description = "The user was created.", body = User),
+        (status = 200, description = "The user existed; it now has this username.", body = User),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 409, response = Conflict),
+        JsonBodyFailures,
+        StoreFailures,
+    )
+)]
 async fn put_user(
     State(blog): State<Blog>,
     Caller(caller): Caller,
@@ -39,11 +70,41 @@ async fn put_user(
     Ok((status, Json(user)))
 }
 
+/// Retrieve a user (Q1)
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}",
+    operation_id = "GetUser",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The user's id.")),
+    responses(
+        (status = 200, description = "The user.", body = User),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn get_user(State(blog): State<Blog>, PathParam(user_id): PathParam) -> Result<Json<User>> {
     let user_id = UserId::parse(&user_id)?;
     Ok(Json(blog.get_user(&user_id).await?))
 }
 
+/// List a user's posts (Q3)
+///
+/// Short posts (content cut to 200 characters), newest first, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/posts",
+    operation_id = "ListUserPosts",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The author's id."), ListParams),
+    responses(
+        (status = 200, description = "A page of the user's posts.", body = PostPage),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
 async fn user_posts(
     State(blog): State<Blog>,
     PathParam(user_id): PathParam,

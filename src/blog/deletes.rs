@@ -20,7 +20,7 @@ impl Blog {
             if &post.user_id != caller {
                 return Err(Error::Forbidden("only the author of a post can delete it").into());
             }
-            let tombstone = to_item(&Tombstone::of_post(post.post_id, post.user_id))?;
+            let tombstone = to_item(&Tombstone::of_post(&post))?;
             match self
                 .store
                 .replace_item(

@@ -247,7 +247,7 @@ async fn tombstone_post(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult
         let Ok(post) = serde_json::from_value::<Post>(current.item) else {
             return Ok(0); // a tombstone already
         };
-        let tombstone = serde_json::to_value(Tombstone::of_post(post.post_id, post.user_id))
+        let tombstone = serde_json::to_value(Tombstone::of_post(&post))
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         match store
             .replace_item(Container::Posts, &pk, tombstone, Some(&current.etag))

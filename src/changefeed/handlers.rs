@@ -100,26 +100,29 @@ fn documents_of<T: serde::de::DeserializeOwned>(
     latest
 }
 
-/// The item's current version in its source container: `None` when the source no longer
-/// holds it as this kind of item (deleted: gone, or a tombstone in its place). A batch that
-/// arrives late (a lease moved between instances, a retried batch) may carry an older version
-/// than one already handled; copying the source's current state instead makes every copy
-/// converge whatever the delivery order.
+/// The item's current version in its source container: `None` when a tombstone has taken
+/// its place (the item was deleted since). A batch that arrives late (a lease moved between
+/// instances, a retried batch) may carry an older version than one already handled; copying
+/// the source's current state instead makes every copy converge whatever the delivery order.
+/// An item the source does not return at all is taken as delivered: on Cosmos DB a read
+/// without the writer's session may lag behind the change feed, and deletes always leave a
+/// tombstone, so absence alone is no proof of a delete (`rebuild` sweeps the rare copy whose
+/// tombstone was purged before a late batch came).
 async fn current_version<T: serde::de::DeserializeOwned + serde::Serialize + Typed>(
     store: &Arc<dyn Store>,
     container: Container,
-    delivered: &T,
+    delivered: T,
 ) -> StoreResult<Option<T>> {
-    let item = serde_json::to_value(delivered).map_err(|e| StoreError::Internal(e.to_string()))?;
+    let item = serde_json::to_value(&delivered).map_err(|e| StoreError::Internal(e.to_string()))?;
     let pk = container.partition_key_of(&item)?;
     let Some(id) = item.get("id").and_then(Value::as_str) else {
-        return Ok(None);
+        return Ok(Some(delivered));
     };
-    Ok(store
-        .read_item(container, &pk, id)
-        .await?
-        .filter(|current| is::<T>(&current.item))
-        .and_then(|current| serde_json::from_value(current.item).ok()))
+    Ok(match store.read_item(container, &pk, id).await? {
+        None => Some(delivered),
+        Some(current) if is::<Tombstone>(&current.item) => None,
+        Some(current) => Some(serde_json::from_value(current.item).unwrap_or(delivered)),
+    })
 }
 
 /// A store failure inside one document's work: transient ones fail the batch (it will be
@@ -146,8 +149,9 @@ pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
     let mut report = Report::default();
     let users = documents_of::<User>(documents, User::TYPE, |u| u.id.to_string(), &mut report);
     for delivered in users {
-        let user = match current_version(store, Container::Users, &delivered).await {
-            // Deleted since: its erasure marker's own event takes over.
+        let user = match current_version(store, Container::Users, delivered).await {
+            // A user item is never replaced by a tombstone (an erasure deletes it and leaves
+            // a marker under another id), so this does not happen; nothing to rename.
             Ok(None) => continue,
             Ok(Some(user)) => user,
             Err(e) => {
@@ -329,7 +333,8 @@ async fn copy_post_to_author(
     delivered: Post,
 ) -> (PostId, StoreResult<Copied>, Option<StoreResult<usize>>) {
     let id = delivered.id.clone();
-    match current_version(store, Container::Posts, &delivered).await {
+    let (post_id, author) = (delivered.post_id.clone(), delivered.user_id.clone());
+    match current_version(store, Container::Posts, delivered).await {
         // Serialising re-writes creationDate canonically, whatever form it arrived in.
         Ok(Some(post)) => {
             let copy = post.short();
@@ -338,7 +343,7 @@ async fn copy_post_to_author(
         }
         // A late version of a post deleted since: never copy it back.
         Ok(None) => {
-            let cleared = clear_deleted_post(store, &delivered.post_id, &delivered.user_id).await;
+            let cleared = clear_deleted_post(store, &post_id, &author).await;
             (id, cleared.map(Copied::Deleted), None)
         }
         Err(e) => (id, Err(e), None),

@@ -62,6 +62,24 @@ impl Serialize for Timestamp {
     }
 }
 
+/// Responses carry the canonical form only; the pattern says so to clients.
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .pattern(Some(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{7}Z$"))
+            .description(Some(
+                "UTC, ISO-8601 with exactly 7 fractional digits, so that string order is time order.",
+            ))
+            .examples(["2026-11-22T09:15:02.1234567Z"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(deserializer)?;

@@ -3,6 +3,7 @@
 //! how responses come to carry none of them.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::{
     CommentContent, CommentId, LikeId, PostContent, PostId, Timestamp, Title, UserId, Username,
@@ -27,6 +28,18 @@ macro_rules! kind_tag {
                 s.serialize_str($tag)
             }
         }
+
+        /// Inlined where used: a one-value enum that tells the kinds of item apart.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$tag]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -56,13 +69,18 @@ kind_tag!(CommentKind, "comment");
 kind_tag!(LikeKind, "like");
 kind_tag!(TombstoneKind, "tombstone");
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A user item (C1, Q1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub id: UserId,
     #[serde(rename = "type")]
+    #[schema(inline)]
     pub kind: UserKind,
+    /// Equal to `id`: the partition key of `users`.
     pub user_id: UserId,
+    /// 1–64 characters, trimmed.
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub username: String,
 }
 
@@ -84,18 +102,30 @@ impl User {
 }
 
 /// A post in `posts` (full content), or its short copy in `users` and `feed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Post {
     pub id: PostId,
     #[serde(rename = "type")]
+    #[schema(inline)]
     pub kind: PostKind,
+    /// Equal to `id`: the partition key of `posts`.
     pub post_id: PostId,
+    /// The author's id.
     pub user_id: UserId,
+    /// The author's current username (kept up to date through the change feed).
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub user_username: String,
+    /// 1–300 characters, trimmed.
+    #[schema(min_length = 1, max_length = 300, example = "Hello")]
     pub title: String,
+    /// The full content (1–100,000 characters) when one post is read or written; cut to its
+    /// first 200 characters in lists (a user's posts, the feed).
+    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
     pub content: String,
+    #[schema(minimum = 0)]
     pub comment_count: u64,
+    #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: Timestamp,
 }
@@ -137,15 +167,23 @@ impl Post {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A comment, stored in its post's partition of `posts` (C3, Q4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
     pub id: CommentId,
     #[serde(rename = "type")]
+    #[schema(inline)]
     pub kind: CommentKind,
+    /// The post commented on.
     pub post_id: PostId,
+    /// The author's id.
     pub user_id: UserId,
+    /// The author's current username.
+    #[schema(min_length = 1, max_length = 64, example = "Bob")]
     pub user_username: String,
+    /// 1–10,000 characters.
+    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
     pub content: String,
     pub creation_date: Timestamp,
 }
@@ -170,14 +208,20 @@ impl Comment {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A like, stored in its post's partition of `posts` (C4, Q5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Like {
     pub id: LikeId,
     #[serde(rename = "type")]
+    #[schema(inline)]
     pub kind: LikeKind,
+    /// The post liked.
     pub post_id: PostId,
+    /// The liker's id.
     pub user_id: UserId,
+    /// The liker's current username.
+    #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub user_username: String,
     pub creation_date: Timestamp,
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::items::{TombstoneKind, Typed};
-use super::{PostId, Timestamp, UserId};
+use super::{Post, PostId, Timestamp, UserId};
 
 /// How long a tombstone stays before the store purges it: the retention window. It must
 /// outlast every retry of a change-feed trigger (the Functions retry policy gives up after
@@ -40,6 +40,11 @@ pub struct Tombstone {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_id: Option<PostId>,
     pub user_id: UserId,
+    /// A post tombstone keeps the post's creation date, which sorts it before every comment
+    /// and like of the post: the first page of Q4 or Q5 meets it, and answers 404, in the
+    /// same single query (see `Blog::children`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_date: Option<Timestamp>,
     pub deleted_at: Timestamp,
     /// Seconds until the store purges the tombstone (Cosmos DB's per-item time-to-live).
     pub ttl: u32,
@@ -55,14 +60,15 @@ impl Typed for Tombstone {
 impl Tombstone {
     pub const TYPE: &'static str = TombstoneKind::TAG;
 
-    /// Replaces the post `post_id` of `author` in `posts`.
-    pub fn of_post(post_id: PostId, author: UserId) -> Self {
+    /// Replaces `post` in `posts`.
+    pub fn of_post(post: &Post) -> Self {
         Self {
-            id: post_id.to_string(),
+            id: post.post_id.to_string(),
             kind: TombstoneKind,
             of: Deleted::Post,
-            post_id: Some(post_id),
-            user_id: author,
+            post_id: Some(post.post_id.clone()),
+            user_id: post.user_id.clone(),
+            creation_date: Some(post.creation_date),
             deleted_at: Timestamp::now(),
             ttl: TOMBSTONE_TTL_SECONDS,
         }
@@ -76,6 +82,7 @@ impl Tombstone {
             of: Deleted::User,
             post_id: None,
             user_id,
+            creation_date: None,
             deleted_at: Timestamp::now(),
             ttl: TOMBSTONE_TTL_SECONDS,
         }
@@ -95,13 +102,25 @@ impl Tombstone {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{PostContent, Title, User, Username};
     use serde_json::json;
 
+    fn a_post() -> Post {
+        let author = User::new(
+            UserId::parse("ada").unwrap(),
+            Username::parse("Ada").unwrap(),
+        );
+        Post::new(
+            &author,
+            Title::parse("t").unwrap(),
+            PostContent::parse("secret").unwrap(),
+        )
+    }
+
     #[test]
-    fn a_post_tombstone_keeps_the_post_id_and_partition_and_nothing_of_its_content() {
-        let post_id = PostId::parse("p1").unwrap();
-        let author = UserId::parse("ada").unwrap();
-        let value = serde_json::to_value(Tombstone::of_post(post_id, author)).unwrap();
+    fn a_post_tombstone_keeps_the_post_id_partition_and_date_and_nothing_of_its_content() {
+        let post = a_post();
+        let value = serde_json::to_value(Tombstone::of_post(&post)).unwrap();
         let mut keys: Vec<&str> = value
             .as_object()
             .unwrap()
@@ -111,9 +130,19 @@ mod tests {
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["deletedAt", "id", "of", "postId", "ttl", "type", "userId"]
+            [
+                "creationDate",
+                "deletedAt",
+                "id",
+                "of",
+                "postId",
+                "ttl",
+                "type",
+                "userId"
+            ]
         );
-        assert_eq!(value["id"], "p1");
+        assert_eq!(value["id"], post.post_id.as_str());
+        assert_eq!(value["creationDate"], post.creation_date.to_string());
         assert_eq!(value["type"], "tombstone");
         assert_eq!(value["of"], "post");
         assert_eq!(value["ttl"], json!(TOMBSTONE_TTL_SECONDS));
@@ -132,16 +161,13 @@ mod tests {
         let value = serde_json::to_value(&marker).unwrap();
         assert_eq!(value["of"], "user");
         assert!(value.get("postId").is_none());
+        assert!(value.get("creationDate").is_none());
     }
 
     #[test]
     fn a_tombstone_is_never_read_as_a_post() {
-        let value = serde_json::to_value(Tombstone::of_post(
-            PostId::parse("p1").unwrap(),
-            UserId::parse("ada").unwrap(),
-        ))
-        .unwrap();
-        assert!(serde_json::from_value::<crate::domain::Post>(value.clone()).is_err());
+        let value = serde_json::to_value(Tombstone::of_post(&a_post())).unwrap();
+        assert!(serde_json::from_value::<Post>(value.clone()).is_err());
         assert!(serde_json::from_value::<Tombstone>(value).is_ok());
     }
 }

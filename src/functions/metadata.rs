@@ -43,7 +43,7 @@ const fn http(name: &'static str, method: &'static str, route: &'static str) -> 
 }
 
 /// Every operation of SPEC 4, one function each, so each shows up on its own in the portal
-/// and in Application Insights.
+/// and in Application Insights. The names are the operation ids of the OpenAPI document.
 pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("PutUser", "put", "users/{userId}"),
     http("GetUser", "get", "users/{userId}"),
@@ -64,6 +64,10 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
         "posts/{postId}/comments/{commentId}",
     ),
     http("Unlike", "delete", "posts/{postId}/likes"),
+    http("GetOpenApi", "get", "openapi.json"),
+    http("GetApiDocs", "get", "docs"),
+    http("GetApiDocsStyles", "get", "docs/swagger-ui.css"),
+    http("GetApiDocsScript", "get", "docs/swagger-ui-bundle.js"),
 ];
 
 impl HttpFunction {

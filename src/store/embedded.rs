@@ -606,6 +606,11 @@ fn run_query(
         match (&filter.value, filter.op) {
             (Value::Null, FilterOp::Eq) => sql.push_str(&format!(" AND {expr} IS NULL")),
             (Value::Null, FilterOp::Ne) => sql.push_str(&format!(" AND {expr} IS NOT NULL")),
+            (Value::Array(values), FilterOp::In) => {
+                let marks = vec!["?"; values.len()].join(", ");
+                sql.push_str(&format!(" AND {expr} IN ({marks})"));
+                params.extend(values.iter().map(filter_param));
+            }
             (value, op) => {
                 sql.push_str(&format!(" AND {expr} {} ?", op.sql()));
                 params.push(filter_param(value));

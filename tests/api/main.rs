@@ -10,6 +10,7 @@ mod erasure_restart;
 mod errors;
 mod feed;
 mod interactions;
+mod openapi;
 mod posts;
 mod rename_race;
 mod restart;

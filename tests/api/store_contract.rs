@@ -65,6 +65,7 @@ contract_tests!(
     change_feed_resumes_from_its_checkpoint,
     change_feed_delivers_the_latest_version_once,
     change_feed_pages_are_bounded,
+    an_in_filter_matches_any_of_its_values,
 );
 
 fn comment(post: &str, id: &str, date: &str) -> Value {
@@ -789,4 +790,33 @@ mod time_to_live {
             .await
             .expect("create again");
     }
+}
+
+async fn an_in_filter_matches_any_of_its_values(store: Arc<dyn Store>) {
+    let pk = PartitionKey::single("p1");
+    for (id, kind, date) in [
+        ("c1", "comment", "2026-01-01T00:00:02.0000000Z"),
+        ("l1", "like", "2026-01-01T00:00:03.0000000Z"),
+        ("t1", "tombstone", "2026-01-01T00:00:01.0000000Z"),
+        ("c2", "comment", "2026-01-01T00:00:04.0000000Z"),
+    ] {
+        let item = json!({"id": id, "postId": "p1", "type": kind, "creationDate": date});
+        store
+            .create_item(Container::Posts, &pk, item)
+            .await
+            .unwrap();
+    }
+    let query = Query::in_partition(pk)
+        .of_types(&["comment", "tombstone"])
+        .order_by("creationDate", SortOrder::Ascending);
+    let page = store
+        .query(Container::Posts, &query, PageRequest::first(10))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = page
+        .items
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["t1", "c1", "c2"]);
 }

@@ -1,0 +1,95 @@
+//! The API description and a page to try it: `GET /api/openapi.json`, and Swagger UI at
+//! `GET /api/docs` with its two assets. The assets are vendored under `assets/swagger-ui/`
+//! and compiled in, so the page works offline and loads nothing from elsewhere.
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use super::openapi;
+
+const PAGE: &str = include_str!("../../assets/docs.html");
+const SWAGGER_UI_CSS: &[u8] = include_bytes!("../../assets/swagger-ui/swagger-ui.css");
+const SWAGGER_UI_JS: &[u8] = include_bytes!("../../assets/swagger-ui/swagger-ui-bundle.js");
+
+/// The assets change only with the binary; browsers may keep them for a day.
+const ASSET_CACHE_CONTROL: &str = "public, max-age=86400";
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(openapi_json))
+        .routes(routes!(docs_page))
+        .routes(routes!(docs_styles))
+        .routes(routes!(docs_script))
+}
+
+/// The OpenAPI description of this API
+///
+/// The same document as `openapi.json` in the repository.
+#[utoipa::path(
+    get,
+    path = "/api/openapi.json",
+    operation_id = "GetOpenApi",
+    tag = "documentation",
+    responses(
+        (status = 200, description = "An OpenAPI 3.1 document.", body = Object, content_type = "application/json"),
+    )
+)]
+async fn openapi_json() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        openapi::JSON.as_str(),
+    )
+}
+
+/// A page to read and try the API (Swagger UI)
+#[utoipa::path(
+    get,
+    path = "/api/docs",
+    operation_id = "GetApiDocs",
+    tag = "documentation",
+    responses(
+        (status = 200, description = "An HTML page.", body = String, content_type = "text/html"),
+    )
+)]
+async fn docs_page() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE)
+}
+
+/// Swagger UI's style sheet, for the docs page
+#[utoipa::path(
+    get,
+    path = "/api/docs/swagger-ui.css",
+    operation_id = "GetApiDocsStyles",
+    tag = "documentation",
+    responses(
+        (status = 200, description = "A CSS style sheet.", body = String, content_type = "text/css"),
+    )
+)]
+async fn docs_styles() -> Response {
+    asset("text/css; charset=utf-8", SWAGGER_UI_CSS)
+}
+
+/// Swagger UI's script, for the docs page
+#[utoipa::path(
+    get,
+    path = "/api/docs/swagger-ui-bundle.js",
+    operation_id = "GetApiDocsScript",
+    tag = "documentation",
+    responses(
+        (status = 200, description = "A JavaScript program.", body = String, content_type = "text/javascript"),
+    )
+)]
+async fn docs_script() -> Response {
+    asset("text/javascript; charset=utf-8", SWAGGER_UI_JS)
+}
+
+fn asset(content_type: &'static str, bytes: &'static [u8]) -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, content_type),
+        (header::CACHE_CONTROL, ASSET_CACHE_CONTROL),
+    ];
+    (headers, bytes).into_response()
+}
