@@ -70,11 +70,13 @@ resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
   parent: database
   name: c.name
   properties: {
-    resource: {
+    // Time-to-live on, without a default (-1), in the blog's containers: only tombstones of
+    // deleted posts and accounts carry a `ttl`, and the service purges them after it.
+    resource: union({
       id: c.name
       partitionKey: { paths: [ c.partitionKey ], kind: 'Hash' }
       indexingPolicy: c.name == 'leases' ? { indexingMode: 'consistent' } : indexingPolicy
-    }
+    }, c.name == 'leases' ? {} : { defaultTtl: -1 })
   }
 }]
 

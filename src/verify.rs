@@ -9,7 +9,9 @@
 //! - `users` holds exactly one short copy of each post, in its author's partition, equal to
 //!   the source's short form ([`Post::short`]), and no copy whose source is gone;
 //! - `feed` holds exactly the most recent min(100, number of posts) posts, each equal to its
-//!   short form.
+//!   short form;
+//! - deletes have been carried out: a deleted post (a tombstone) has no comment, like or copy
+//!   left, and nothing an erased user wrote before their erasure is left but tombstones.
 //!
 //! The scan is not a snapshot: run it when writes have settled (the change feed has caught
 //! up), or a copy that is merely late shows as a violation. It reads every container in pages
@@ -27,7 +29,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Like, LikeId, Post, Timestamp, User};
+use crate::domain::{Comment, Deleted, Like, LikeId, Post, Timestamp, Tombstone, User};
 use crate::store::{Container, PageRequest, Query, Store, StoreResult};
 
 /// Items asked for per page of the scan (Cosmos DB's cap on a page).
@@ -70,6 +72,9 @@ pub enum ViolationKind {
     OrphanFeedCopy,
     /// A feed item that differs from its post's short form.
     FeedCopyDiffers,
+    /// A comment or like of a deleted post, or an item an erased user wrote before the
+    /// erasure: something a delete should have removed.
+    LeftAfterDelete,
 }
 
 impl ViolationKind {
@@ -90,6 +95,7 @@ impl ViolationKind {
             Self::FeedOverBound => "feed-over-bound",
             Self::OrphanFeedCopy => "orphan-feed-copy",
             Self::FeedCopyDiffers => "feed-copy-differs",
+            Self::LeftAfterDelete => "left-after-delete",
         }
     }
 }
@@ -135,6 +141,8 @@ pub struct Scanned {
     pub likes: usize,
     pub user_copies: usize,
     pub feed_items: usize,
+    /// Tombstones of deleted posts and erasure markers of deleted accounts.
+    pub tombstones: usize,
     /// Items of no known type (also reported as violations).
     pub other: usize,
 }
@@ -147,6 +155,7 @@ impl Scanned {
             + self.likes
             + self.user_copies
             + self.feed_items
+            + self.tombstones
             + self.other
     }
 }
@@ -158,6 +167,9 @@ impl fmt::Display for Scanned {
             "{} users, {} posts, {} comments, {} likes, {} post copies in users, {} feed items",
             self.users, self.posts, self.comments, self.likes, self.user_copies, self.feed_items
         )?;
+        if self.tombstones > 0 {
+            write!(f, ", {} tombstones", self.tombstones)?;
+        }
         if self.other > 0 {
             write!(f, ", {} items of unknown type", self.other)?;
         }
@@ -257,6 +269,7 @@ pub async fn verify_with_progress(
         next_progress: PROGRESS_EVERY,
         report: VerifyReport::default(),
         usernames: HashMap::new(),
+        erasures: HashMap::new(),
         posts: HashMap::new(),
     };
     scan.users().await?;
@@ -274,6 +287,8 @@ struct PostTally {
     likes: u64,
     /// A comment or like seen before (or without) its post, to name it if the post is missing.
     orphan_example: Option<String>,
+    /// The post was deleted: a tombstone holds its place.
+    deleted: bool,
 }
 
 /// What the scan keeps of a post item.
@@ -304,6 +319,8 @@ struct Scan<'a> {
     report: VerifyReport,
     /// userId -> current username.
     usernames: HashMap<String, String>,
+    /// userId -> when their account was erased (from its erasure marker).
+    erasures: HashMap<String, Timestamp>,
     /// postId -> tally.
     posts: HashMap<String, PostTally>,
 }
@@ -408,6 +425,29 @@ impl Scan<'_> {
                 }
             }
         })
+        .await?;
+        let markers = Query::cross_partition().of_type(Tombstone::TYPE);
+        self.pages(Container::Users, markers, |scan, item| {
+            scan.report.scanned.tombstones += 1;
+            match Tombstone::deserialize(&item) {
+                Ok(marker) if marker.of == Deleted::User => {
+                    scan.erasures
+                        .insert(marker.user_id.to_string(), marker.deleted_at);
+                }
+                Ok(_) => scan.unreadable(
+                    Container::Users,
+                    &item,
+                    "userId",
+                    "a post tombstone in users".into(),
+                ),
+                Err(why) => scan.unreadable(
+                    Container::Users,
+                    &item,
+                    "userId",
+                    format!("erasure marker: {why}"),
+                ),
+            }
+        })
         .await
     }
 
@@ -434,6 +474,16 @@ impl Scan<'_> {
                     ));
                 }
                 Some(_) => {}
+                None if tally.deleted && tally.comments == 0 && tally.likes == 0 => {}
+                None if tally.deleted => problems.push((
+                    ViolationKind::LeftAfterDelete,
+                    post_id.clone(),
+                    tally.orphan_example.clone().unwrap_or_default(),
+                    format!(
+                        "{} comments and {} likes of deleted post {post_id} are left",
+                        tally.comments, tally.likes
+                    ),
+                )),
                 None => problems.push((
                     ViolationKind::OrphanItem,
                     post_id.clone(),
@@ -481,6 +531,7 @@ impl Scan<'_> {
                             Comment::TYPE,
                             comment.user_id.as_str(),
                             &comment.user_username,
+                            comment.creation_date,
                         );
                         self.child(post_id, id).comments += 1;
                     }
@@ -499,6 +550,28 @@ impl Scan<'_> {
                     Err(why) => {
                         self.unreadable(Container::Posts, &item, "postId", format!("like: {why}"))
                     }
+                }
+            }
+            Tombstone::TYPE => {
+                self.report.scanned.tombstones += 1;
+                match Tombstone::deserialize(&item) {
+                    Ok(Tombstone {
+                        of: Deleted::Post,
+                        post_id: Some(post_id),
+                        ..
+                    }) => self.posts.entry(post_id.to_string()).or_default().deleted = true,
+                    Ok(_) => self.unreadable(
+                        Container::Posts,
+                        &item,
+                        "postId",
+                        "a tombstone in posts must be a post's".into(),
+                    ),
+                    Err(why) => self.unreadable(
+                        Container::Posts,
+                        &item,
+                        "postId",
+                        format!("tombstone: {why}"),
+                    ),
                 }
             }
             other => {
@@ -521,6 +594,7 @@ impl Scan<'_> {
             Post::TYPE,
             post.user_id.as_str(),
             &post.user_username,
+            post.creation_date,
         );
         let source = Source {
             author: post.user_id.to_string(),
@@ -543,6 +617,7 @@ impl Scan<'_> {
             Like::TYPE,
             like.user_id.as_str(),
             &like.user_username,
+            like.creation_date,
         );
         let expected = LikeId::for_liker(&like.user_id);
         if like.id != expected {
@@ -576,7 +651,22 @@ impl Scan<'_> {
         item_type: &str,
         user_id: &str,
         carried: &str,
+        created: Timestamp,
     ) {
+        if self
+            .erasures
+            .get(user_id)
+            .is_some_and(|erased| created <= *erased)
+        {
+            self.violation(
+                ViolationKind::LeftAfterDelete,
+                Container::Posts,
+                partition,
+                id,
+                format!("{item_type} by user {user_id:?}, written before their account was erased"),
+            );
+            return;
+        }
         match self.usernames.get(user_id) {
             None => self.violation(
                 ViolationKind::UnknownAuthor,
@@ -630,7 +720,8 @@ impl Scan<'_> {
 
     fn users_item(&mut self, item: Value) {
         match item.get("type").and_then(Value::as_str).unwrap_or_default() {
-            User::TYPE => {}
+            // Read (and counted) before.
+            User::TYPE | Tombstone::TYPE => {}
             Post::TYPE => {
                 self.report.scanned.user_copies += 1;
                 match Post::deserialize(&item) {

@@ -154,3 +154,18 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParam {
             .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-path", e.body_text()))
     }
 }
+
+/// The two path parameters of a nested route (`/api/posts/{postId}/comments/{commentId}`),
+/// not yet validated, with a problem document when they cannot be decoded.
+pub struct PathPair(pub String, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathPair {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path((first, second))| PathPair(first, second))
+            .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-path", e.body_text()))
+    }
+}

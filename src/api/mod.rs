@@ -3,6 +3,7 @@
 //! layers: body limit, panic guard, tracing, RU accounting, and problem documents for
 //! unknown routes and methods.
 
+mod deletes;
 mod docs;
 pub mod extract;
 pub mod feed_cache;
@@ -141,6 +142,7 @@ fn described_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(ready))
         .merge(users::router())
         .merge(posts::router())
+        .merge(deletes::router())
         .merge(docs::router())
 }
 

@@ -144,8 +144,9 @@ problem_responses!(
         bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \
         `WWW-Authenticate: Bearer error=\"invalid_token\"`).",
     Forbidden => "The caller may not do this (`forbidden`).",
-    NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`); on \
-        commands, also when the caller has no user item yet.",
+    NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
+        comment or like to delete (`not-found`); on commands, also when the caller has no user \
+        item yet.",
     Conflict => "Too many concurrent changes to the same item; try again (`conflict`).",
     PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
     UnsupportedMediaType => "The body is not sent as `application/json` \

@@ -2,6 +2,7 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
+mod deletes;
 mod paging;
 
 use std::sync::Arc;
@@ -15,7 +16,8 @@ use serde_json::Value;
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostId, Title, User, UserId, Username,
+    Comment, CommentContent, Like, Post, PostContent, PostId, Title, Tombstone, Typed, User,
+    UserId, Username,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -91,6 +93,10 @@ fn to_item(value: &impl Serialize) -> Result<Value> {
 
 fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(Error::from)
+}
+
+fn is_tombstone(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some(Tombstone::TYPE)
 }
 
 fn user_partition(user_id: &UserId) -> PartitionKey {
@@ -373,6 +379,10 @@ impl Blog {
             .await
     }
 
+    /// One query of the post's partition for its comments or likes, oldest first, and for
+    /// the post's tombstone, which sorts before them (it keeps the post's date): a deleted
+    /// post answers 404 at once, in the same request. Only an empty first page costs a read
+    /// of the post, to tell "no comments yet" from "no such post".
     async fn children<T: DeserializeOwned>(
         &self,
         post_id: &PostId,
@@ -382,21 +392,26 @@ impl Blog {
         continuation: Option<&str>,
     ) -> Result<Page<T>> {
         let query = Query::in_partition(post_partition(post_id))
-            .of_type(item_type)
+            .of_types(&[item_type, Tombstone::TYPE])
             .order_by("creationDate", SortOrder::Ascending);
-        let page = self
-            .page(
-                Container::Posts,
-                &query,
-                &format!("{list}:{post_id}"),
-                size,
-                continuation,
-            )
+        let list = format!("{list}:{post_id}");
+        let page: Page<Value> = self
+            .page(Container::Posts, &query, &list, size, continuation)
             .await?;
+        if page.items.iter().any(is_tombstone) {
+            return Err(Error::not_found("post", post_id.as_str()));
+        }
         if page.items.is_empty() && continuation.is_none() {
             self.existing_post(post_id).await?;
         }
-        Ok(page)
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(from_item)
+                .collect::<Result<_>>()?,
+            continuation: page.continuation,
+        })
     }
 
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
@@ -413,15 +428,21 @@ impl Blog {
 
     // ---- helpers -----------------------------------------------------------------------
 
-    async fn read<T: DeserializeOwned>(
+    /// The item `id` if it is a `T`. Another kind of item under that id counts as absent:
+    /// a tombstone where a deleted post was, or a like asked for as a comment.
+    async fn read<T: DeserializeOwned + Typed>(
         &self,
         container: Container,
         pk: &PartitionKey,
         id: &str,
     ) -> Result<Option<(T, ETag)>> {
         match self.store.read_item(container, pk, id).await? {
-            None => Ok(None),
-            Some(Document { item, etag }) => Ok(Some((from_item(item)?, etag))),
+            Some(Document { item, etag })
+                if item.get("type").and_then(Value::as_str) == Some(T::TYPE) =>
+            {
+                Ok(Some((from_item(item)?, etag)))
+            }
+            _ => Ok(None),
         }
     }
 

@@ -12,8 +12,11 @@ use futures::{StreamExt, TryStreamExt, stream};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::deletes::{
+    Cleared, clear_deleted_post, erase_user, is, refill_feed, sweep_orphan_copies,
+};
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Post, PostId, User};
+use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User};
 use crate::store::{
     Container, ETag, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store, StoreError,
     StoreResult, strip_system_properties,
@@ -97,24 +100,29 @@ fn documents_of<T: serde::de::DeserializeOwned>(
     latest
 }
 
-/// The item's current version in its source container, or the delivered one if the source
-/// no longer has it. A batch that arrives late (a lease moved between instances, a retried
-/// batch) may carry an older version than one already handled; copying the source's current
-/// state instead makes every copy converge whatever the delivery order.
-async fn current_version<T: serde::de::DeserializeOwned + serde::Serialize>(
+/// The item's current version in its source container: `None` when a tombstone has taken
+/// its place (the item was deleted since). A batch that arrives late (a lease moved between
+/// instances, a retried batch) may carry an older version than one already handled; copying
+/// the source's current state instead makes every copy converge whatever the delivery order.
+/// An item the source does not return at all is taken as delivered: on Cosmos DB a read
+/// without the writer's session may lag behind the change feed, and deletes always leave a
+/// tombstone, so absence alone is no proof of a delete (`rebuild` sweeps the rare copy whose
+/// tombstone was purged before a late batch came).
+async fn current_version<T: serde::de::DeserializeOwned + serde::Serialize + Typed>(
     store: &Arc<dyn Store>,
     container: Container,
     delivered: T,
-) -> StoreResult<T> {
+) -> StoreResult<Option<T>> {
     let item = serde_json::to_value(&delivered).map_err(|e| StoreError::Internal(e.to_string()))?;
     let pk = container.partition_key_of(&item)?;
     let Some(id) = item.get("id").and_then(Value::as_str) else {
-        return Ok(delivered);
+        return Ok(Some(delivered));
     };
-    match store.read_item(container, &pk, id).await? {
-        Some(current) => Ok(serde_json::from_value(current.item).unwrap_or(delivered)),
-        None => Ok(delivered),
-    }
+    Ok(match store.read_item(container, &pk, id).await? {
+        None => Some(delivered),
+        Some(current) if is::<Tombstone>(&current.item) => None,
+        Some(current) => Some(serde_json::from_value(current.item).unwrap_or(delivered)),
+    })
 }
 
 /// A store failure inside one document's work: transient ones fail the batch (it will be
@@ -142,7 +150,10 @@ pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
     let users = documents_of::<User>(documents, User::TYPE, |u| u.id.to_string(), &mut report);
     for delivered in users {
         let user = match current_version(store, Container::Users, delivered).await {
-            Ok(user) => user,
+            // A user item is never replaced by a tombstone (an erasure deletes it and leaves
+            // a marker under another id), so this does not happen; nothing to rename.
+            Ok(None) => continue,
+            Ok(Some(user)) => user,
             Err(e) => {
                 settle(Err(e), "user read".to_owned(), &mut report)?;
                 continue;
@@ -151,7 +162,23 @@ pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
         let result = rename_everywhere(store, &user).await;
         settle(result, format!("user {}", user.id), &mut report)?;
     }
+    for marker in tombstones_of(documents, Deleted::User, &mut report) {
+        let result = erase_user(store, &marker).await;
+        settle(
+            result,
+            format!("erasure of user {}", marker.user_id),
+            &mut report,
+        )?;
+    }
     Ok(report)
+}
+
+/// The tombstones of deleted posts or erased accounts in a batch.
+fn tombstones_of(documents: &[Value], of: Deleted, report: &mut Report) -> Vec<Tombstone> {
+    documents_of::<Tombstone>(documents, Tombstone::TYPE, |t| t.id.clone(), report)
+        .into_iter()
+        .filter(|t| t.of == of)
+        .collect()
 }
 
 async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<usize> {
@@ -195,7 +222,10 @@ async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> Sto
         let Some(current) = store.read_item(Container::Posts, &pk, id).await? else {
             return Ok(0);
         };
-        if current.item.get("userUsername").and_then(Value::as_str) == Some(username) {
+        // A tombstone (the post was deleted since) has no author fields to correct.
+        let authored =
+            is::<Post>(&current.item) || is::<Comment>(&current.item) || is::<Like>(&current.item);
+        if !authored || current.item.get("userUsername").and_then(Value::as_str) == Some(username) {
             return Ok(0);
         }
         let mut renamed = current.item;
@@ -219,10 +249,21 @@ async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> Sto
 /// and into `feed`, then trims `feed` to the [`FEED_SIZE`] most recent posts.
 pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
+    // Deleted posts first, so that the feed window below no longer holds them.
+    let mut left_feed = false;
+    for tombstone in tombstones_of(documents, Deleted::Post, &mut report) {
+        let Some(post_id) = &tombstone.post_id else {
+            continue;
+        };
+        let result = clear_deleted_post(store, post_id, &tombstone.user_id).await;
+        left_feed |= result.as_ref().is_ok_and(|cleared| cleared.left_feed);
+        let result = result.map(|cleared| cleared.written);
+        settle(result, format!("deleted post {post_id}"), &mut report)?;
+    }
     // First, so that the copies below are made from the corrected posts.
     report.merge(correct_usernames(store, documents).await?);
     let posts = documents_of::<Post>(documents, Post::TYPE, |p| p.id.to_string(), &mut report);
-    if posts.is_empty() {
+    if posts.is_empty() && !left_feed {
         return Ok(report);
     }
     // Each post's source read and author copy are independent of the others': run them side
@@ -235,12 +276,20 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
     let mut copies = Vec::with_capacity(copied.len());
     for (id, copy, author_copy) in copied {
         match copy {
-            Ok(copy) => copies.push(copy),
+            Ok(Copied::Live(copy)) => copies.push(copy),
+            Ok(Copied::Deleted(cleared)) => {
+                report.written += cleared.written;
+                left_feed |= cleared.left_feed;
+            }
             Err(e) => settle(Err(e), format!("post {id}"), &mut report)?,
         }
         if let Some(result) = author_copy {
             settle(result, format!("user copy of post {id}"), &mut report)?;
         }
+    }
+    if left_feed {
+        let result = refill_feed(store).await;
+        settle(result, "feed refill".to_owned(), &mut report)?;
     }
     // The feed: decide post by post against one window (order matters there), then write
     // the copies that changed side by side.
@@ -263,26 +312,39 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
         added_to_feed += report.written - before;
     }
     // Only a batch that wrote to the feed can have pushed posts past its bound.
-    if added_to_feed > 0 {
+    if added_to_feed > 0 || left_feed {
         let result = trim_feed(store).await;
         settle(result, "feed trim".to_owned(), &mut report)?;
     }
     Ok(report)
 }
 
+/// What became of a changed post: its short copy, or, when the source has been deleted
+/// since, the clean-up of everything derived from it.
+enum Copied {
+    Live(Post),
+    Deleted(Cleared),
+}
+
 /// Reads the post's current version and copies it, short, into its author's partition.
-/// Returns the post's id, its short copy (for the feed), and the author copy's outcome.
+/// Returns the post's id, what became of it (for the feed), and the author copy's outcome.
 async fn copy_post_to_author(
     store: &Arc<dyn Store>,
     delivered: Post,
-) -> (PostId, StoreResult<Post>, Option<StoreResult<usize>>) {
+) -> (PostId, StoreResult<Copied>, Option<StoreResult<usize>>) {
     let id = delivered.id.clone();
+    let (post_id, author) = (delivered.post_id.clone(), delivered.user_id.clone());
     match current_version(store, Container::Posts, delivered).await {
         // Serialising re-writes creationDate canonically, whatever form it arrived in.
-        Ok(post) => {
+        Ok(Some(post)) => {
             let copy = post.short();
             let author_copy = copy_to_author(store, &copy).await;
-            (id, Ok(copy), Some(author_copy))
+            (id, Ok(Copied::Live(copy)), Some(author_copy))
+        }
+        // A late version of a post deleted since: never copy it back.
+        Ok(None) => {
+            let cleared = clear_deleted_post(store, &post_id, &author).await;
+            (id, cleared.map(Copied::Deleted), None)
         }
         Err(e) => (id, Err(e), None),
     }
@@ -549,7 +611,9 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
     let mut report = Report::default();
     for (container, item_type) in [
         (Container::Users, User::TYPE),
+        (Container::Users, Tombstone::TYPE),
         (Container::Posts, Post::TYPE),
+        (Container::Posts, Tombstone::TYPE),
     ] {
         let query = Query::cross_partition().of_type(item_type);
         let mut continuation = None;
@@ -575,5 +639,10 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
             }
         }
     }
+    // Copies whose source is gone without a tombstone left to say so (purged after its
+    // time-to-live before a handler saw it), then the feed made whole again.
+    report.written += sweep_orphan_copies(store).await?;
+    report.written += refill_feed(store).await?;
+    report.written += trim_feed(store).await?;
     Ok(report)
 }

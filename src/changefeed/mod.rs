@@ -1,6 +1,7 @@
 //! Change-feed processing: the two denormalisation handlers, the standalone pump that feeds
 //! them from the store's change log, and the adapter for Azure Functions trigger invocations.
 
+mod deletes;
 mod handlers;
 mod pump;
 

@@ -57,10 +57,17 @@ macro_rules! kind_tag {
     };
 }
 
+/// An item kind with its `type` tag, so a read can tell "absent" from "another kind of item
+/// under this id" (a tombstone where a post was, a like asked for as a comment).
+pub trait Typed {
+    const TYPE: &'static str;
+}
+
 kind_tag!(UserKind, "user");
 kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");
 kind_tag!(LikeKind, "like");
+kind_tag!(TombstoneKind, "tombstone");
 
 /// A user item (C1, Q1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -75,6 +82,10 @@ pub struct User {
     /// 1–64 characters, trimmed.
     #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub username: String,
+}
+
+impl Typed for User {
+    const TYPE: &'static str = UserKind::TAG;
 }
 
 impl User {
@@ -117,6 +128,10 @@ pub struct Post {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: Timestamp,
+}
+
+impl Typed for Post {
+    const TYPE: &'static str = PostKind::TAG;
 }
 
 impl Post {
@@ -173,6 +188,10 @@ pub struct Comment {
     pub creation_date: Timestamp,
 }
 
+impl Typed for Comment {
+    const TYPE: &'static str = CommentKind::TAG;
+}
+
 impl Comment {
     pub const TYPE: &'static str = CommentKind::TAG;
 
@@ -205,6 +224,10 @@ pub struct Like {
     #[schema(min_length = 1, max_length = 64, example = "Ada")]
     pub user_username: String,
     pub creation_date: Timestamp,
+}
+
+impl Typed for Like {
+    const TYPE: &'static str = LikeKind::TAG;
 }
 
 impl Like {

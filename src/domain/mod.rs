@@ -6,11 +6,13 @@ mod dates;
 mod ids;
 mod items;
 mod text;
+mod tombstone;
 
 pub use dates::Timestamp;
 pub use ids::{CommentId, LikeId, PostId, UserId};
-pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, User};
+pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User};
 pub use text::{CommentContent, PostContent, Title, Username};
+pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};
 
 /// Why an input was refused. `field` names the offending field for the problem document.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -18,7 +18,7 @@ use azure_core::http::{Etag, StatusCode};
 use azure_data_cosmos::clients::ContainerClient;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
 use azure_data_cosmos::models::{
-    ChangeFeedItem, ContainerProperties, ItemResponse, TransactionalBatchResponse,
+    ChangeFeedItem, ContainerProperties, ItemResponse, TimeToLive, TransactionalBatchResponse,
 };
 use azure_data_cosmos::options::{
     BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, ConnectionPoolOptions,
@@ -233,12 +233,40 @@ fn container_properties(container: Container) -> anyhow::Result<ContainerPropert
     } else {
         json!({"paths": paths, "kind": "Hash", "version": 2})
     };
-    serde_json::from_value(json!({
+    let mut properties: ContainerProperties = serde_json::from_value(json!({
         "id": container.name(),
         "partitionKey": definition,
         "indexingPolicy": indexing_policy(container),
     }))
-    .context("invalid container definition")
+    .context("invalid container definition")?;
+    if container.expires_items() {
+        properties.default_ttl = TimeToLive::NoDefault;
+    }
+    Ok(properties)
+}
+
+/// Turns time-to-live on ("on, no default": only items with a `ttl` expire) in a container
+/// created before deletes existed, so that its tombstones are purged. Changing the default
+/// time-to-live is allowed on an existing container; it touches no item.
+async fn enable_time_to_live(
+    opened: &ContainerClient,
+    mut properties: ContainerProperties,
+    database: &str,
+    container: Container,
+) -> anyhow::Result<()> {
+    if !container.expires_items() || properties.default_ttl != TimeToLive::Forever {
+        return Ok(());
+    }
+    let name = container.name();
+    properties.default_ttl = TimeToLive::NoDefault;
+    opened.replace(properties, None).await.with_context(|| {
+        format!(
+            "cannot turn on time-to-live in container {database}/{name} (needed to purge \
+             deleted items); set defaultTtl -1 with the infrastructure templates or the Azure CLI"
+        )
+    })?;
+    tracing::info!(database, container = name, "turned on time-to-live");
+    Ok(())
 }
 
 /// Opens `container`, creating it (and the database) when missing, and checks that it is
@@ -282,6 +310,7 @@ async fn prepare_container(
              database) and start again"
         );
     }
+    enable_time_to_live(&opened, properties, database, container).await?;
     Ok(opened)
 }
 

@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS items (
     body TEXT NOT NULL,
     lsn INTEGER NOT NULL,
     ts INTEGER NOT NULL,
+    expires_at INTEGER,
     PRIMARY KEY (container, pk, id)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS items_by_lsn ON items (container, lsn);
@@ -52,6 +53,20 @@ CREATE TABLE IF NOT EXISTS log_sequence (
 );
 INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
 ";
+
+/// Stores created before time-to-live existed lack its column; adding it (empty: none of
+/// their items had a `ttl`) brings them up to [`SCHEMA`].
+const ADD_EXPIRY_COLUMN: &str = "ALTER TABLE items ADD COLUMN expires_at INTEGER";
+/// Finds what the purge removes without scanning the live items.
+const EXPIRY_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS items_by_expiry ON items (expires_at) WHERE expires_at IS NOT NULL";
+
+/// The condition that hides expired items from reads, as Cosmos DB hides them before its
+/// background purge: an item whose time-to-live has run out is gone for every read at once.
+const LIVE: &str = "(expires_at IS NULL OR expires_at > unixepoch())";
+
+/// How often the background purge deletes expired items.
+const PURGE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What the query planner is told about the data, instead of measuring it with `ANALYZE`:
 /// many containers' items, partitions of a few dozen items, a few dozen items per user.
@@ -91,6 +106,31 @@ fn set_planner_stats(conn: &Connection) -> StoreResult<()> {
     }
     sql.push_str("COMMIT; ANALYZE sqlite_schema;");
     conn.execute_batch(&sql).map_err(sql_error)
+}
+
+/// Brings a store of an earlier version up to the time-to-live schema (idempotent).
+fn add_expiry(conn: &Connection) -> StoreResult<()> {
+    let has_column: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'expires_at')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    if !has_column {
+        conn.execute_batch(ADD_EXPIRY_COLUMN).map_err(sql_error)?;
+    }
+    conn.execute_batch(EXPIRY_INDEX).map_err(sql_error)
+}
+
+/// When an item with this body, written at `written_at` (Unix seconds), expires: its `ttl`
+/// field, as on Cosmos DB, is a number of seconds after the last write; absent or -1 means
+/// never (the containers' default time-to-live is "on, no default").
+fn expiry_of(item: &Value, written_at: i64) -> Option<i64> {
+    item.get("ttl")
+        .and_then(Value::as_i64)
+        .filter(|ttl| *ttl > 0)
+        .map(|ttl| written_at.saturating_add(ttl))
 }
 
 /// A reader connection and the last feed page it read.
@@ -214,6 +254,7 @@ impl EmbeddedStore {
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(sql_error)?;
         writer.execute_batch(SCHEMA).map_err(sql_error)?;
+        add_expiry(&writer)?;
         set_planner_stats(&writer)?;
         let readers = (0..READERS)
             .map(|_| {
@@ -234,13 +275,55 @@ impl EmbeddedStore {
             .name("embedded-store-writer".into())
             .spawn(move || run_writer(writer, jobs))
             .map_err(|e| StoreError::Internal(format!("cannot start the writer thread: {e}")))?;
-        Ok(Self {
+        let store = Self {
             shared: Arc::new(Shared {
                 writes,
                 readers,
                 changes: Default::default(),
             }),
-        })
+        };
+        store.start_purge()?;
+        Ok(store)
+    }
+
+    /// Deletes the items whose time-to-live has run out; returns how many. Reads stop
+    /// seeing them at once (see [`LIVE`]); this frees their space, and until it runs the
+    /// change log still delivers them, as Cosmos DB's does until its own purge.
+    /// Blocks until done: call it from a thread of its own (or `spawn_blocking`), not from
+    /// async code.
+    pub fn purge_expired(&self) -> StoreResult<usize> {
+        self.submit(|tx| {
+            tx.execute(
+                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= unixepoch()",
+                [],
+            )
+            .map_err(sql_error)
+        })?
+        .blocking_recv()
+        .map_err(|_| StoreError::Internal("the writer thread dropped the purge".into()))?
+    }
+
+    /// A thread that purges expired items every [`PURGE_INTERVAL`] while the store is open
+    /// (it holds no strong reference, so dropping the store ends it).
+    fn start_purge(&self) -> StoreResult<()> {
+        let shared = Arc::downgrade(&self.shared);
+        std::thread::Builder::new()
+            .name("embedded-store-purge".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(PURGE_INTERVAL);
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    match (EmbeddedStore { shared }).purge_expired() {
+                        Ok(0) => {}
+                        Ok(purged) => tracing::debug!(purged, "purged expired items"),
+                        Err(e) => tracing::warn!(error = %e, "purge of expired items failed"),
+                    }
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| StoreError::Internal(format!("cannot start the purge thread: {e}")))
     }
 
     fn notifier(&self, container: Container) -> &Notify {
@@ -258,6 +341,22 @@ impl EmbeddedStore {
         container: Container,
         work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        let answer = self.submit(work)?;
+        let result = answer
+            .await
+            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
+        if result.is_ok() {
+            self.notifier(container).notify_one();
+        }
+        result
+    }
+
+    /// Queues `work` for the writer thread; the answer comes once its group has committed
+    /// (or with the error that rolled it back).
+    fn submit<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<tokio::sync::oneshot::Receiver<StoreResult<T>>> {
         let slot = Arc::new(Mutex::new(None::<StoreResult<T>>));
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job = WriteJob {
@@ -284,13 +383,7 @@ impl EmbeddedStore {
             .writes
             .send(job)
             .map_err(|_| StoreError::Unavailable("the writer thread has stopped".into()))?;
-        let result = answer
-            .await
-            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
-        if result.is_ok() {
-            self.notifier(container).notify_one();
-        }
-        result
+        Ok(answer)
     }
 
     /// Runs `work` on a free reader connection, off the async runtime.
@@ -376,7 +469,7 @@ fn current_lsn(
     id: &str,
 ) -> StoreResult<Option<i64>> {
     tx.query_row(
-        "SELECT lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+        &format!("SELECT lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}"),
         (container.name(), pk, id),
         |row| row.get(0),
     )
@@ -392,10 +485,22 @@ fn write_item(
     item: &Value,
 ) -> StoreResult<ETag> {
     let lsn = next_lsn(tx)?;
+    let now = now_seconds();
     tx.execute(
-        "INSERT INTO items (container, pk, id, body, lsn, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT (container, pk, id) DO UPDATE SET body = excluded.body, lsn = excluded.lsn, ts = excluded.ts",
-        (container.name(), pk, id, item.to_string(), lsn, now_seconds()),
+        "INSERT INTO items (container, pk, id, body, lsn, ts, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (container, pk, id) DO UPDATE SET
+             body = excluded.body, lsn = excluded.lsn, ts = excluded.ts,
+             expires_at = excluded.expires_at",
+        (
+            container.name(),
+            pk,
+            id,
+            item.to_string(),
+            lsn,
+            now,
+            expiry_of(item, now),
+        ),
     )
     .map_err(sql_error)?;
     Ok(etag_for(lsn))
@@ -432,7 +537,9 @@ fn apply(
         BatchOperation::Delete { id } => {
             let deleted = tx
                 .execute(
-                    "DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+                    &format!(
+                        "DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}"
+                    ),
                     (container.name(), &pk_text, &id),
                 )
                 .map_err(sql_error)?;
@@ -487,7 +594,8 @@ fn run_query(
         None => "''".to_owned(),
     };
     let descending = matches!(query.order_by, Some((_, SortOrder::Descending)));
-    let mut sql = format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ?");
+    let mut sql =
+        format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ? AND {LIVE}");
     let mut params: Vec<SqlValue> = vec![SqlValue::Text(container.name().to_owned())];
     if let QueryScope::Partition(pk) = &query.scope {
         sql.push_str(" AND pk = ?");
@@ -498,6 +606,11 @@ fn run_query(
         match (&filter.value, filter.op) {
             (Value::Null, FilterOp::Eq) => sql.push_str(&format!(" AND {expr} IS NULL")),
             (Value::Null, FilterOp::Ne) => sql.push_str(&format!(" AND {expr} IS NOT NULL")),
+            (Value::Array(values), FilterOp::In) => {
+                let marks = vec!["?"; values.len()].join(", ");
+                sql.push_str(&format!(" AND {expr} IN ({marks})"));
+                params.extend(values.iter().map(filter_param));
+            }
             (value, op) => {
                 sql.push_str(&format!(" AND {expr} {} ?", op.sql()));
                 params.push(filter_param(value));
@@ -593,9 +706,10 @@ impl Store for EmbeddedStore {
         let (pk, id) = (pk.to_json_array(), id.to_owned());
         self.read(move |conn| {
             let row = conn
-                .prepare_cached(
-                    "SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
-                )
+                .prepare_cached(&format!(
+                    "SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 \
+                     AND {LIVE}"
+                ))
                 .map_err(sql_error)?
                 .query_row((container.name(), pk, id), |row| {
                     Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))

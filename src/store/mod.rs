@@ -54,6 +54,12 @@ impl Container {
         }
     }
 
+    /// Whether items of this container may carry a `ttl` (tombstones of deleted items):
+    /// time-to-live is on, with no default, in every container of the model.
+    pub fn expires_items(self) -> bool {
+        self != Container::Leases
+    }
+
     /// The partition key of `item` in this container, read from the key paths.
     pub fn partition_key_of(self, item: &Value) -> Result<PartitionKey, StoreError> {
         PartitionKey::from_item(item, self.partition_key_paths())

@@ -19,6 +19,8 @@ pub enum QueryScope {
 pub enum FilterOp {
     Eq,
     Ne,
+    /// The field equals one of the values of a JSON array.
+    In,
 }
 
 impl FilterOp {
@@ -26,6 +28,7 @@ impl FilterOp {
         match self {
             FilterOp::Eq => "=",
             FilterOp::Ne => "!=",
+            FilterOp::In => "IN",
         }
     }
 }
@@ -84,6 +87,11 @@ impl Query {
         self.filter("type", FilterOp::Eq, Value::from(item_type))
     }
 
+    /// Items of any of `item_types`.
+    pub fn of_types(self, item_types: &[&'static str]) -> Self {
+        self.filter("type", FilterOp::In, Value::from(item_types.to_vec()))
+    }
+
     pub fn filter(mut self, field: &'static str, op: FilterOp, value: impl Into<Value>) -> Self {
         debug_assert!(is_identifier(field), "field {field:?} is not an identifier");
         self.filters.push(Filter {
@@ -113,8 +121,19 @@ impl Query {
         for (i, filter) in self.filters.iter().enumerate() {
             let name = format!("@p{i}");
             sql.push_str(if i == 0 { " WHERE " } else { " AND " });
-            sql.push_str(&format!("c.{} {} {name}", filter.field, filter.op.sql()));
-            params.push((name, filter.value.clone()));
+            match (&filter.value, filter.op) {
+                (Value::Array(values), FilterOp::In) => {
+                    // One parameter per value: `c.type IN (@p0_0, @p0_1)`.
+                    let names: Vec<String> =
+                        (0..values.len()).map(|j| format!("{name}_{j}")).collect();
+                    sql.push_str(&format!("c.{} IN ({})", filter.field, names.join(", ")));
+                    params.extend(names.into_iter().zip(values.iter().cloned()));
+                }
+                _ => {
+                    sql.push_str(&format!("c.{} {} {name}", filter.field, filter.op.sql()));
+                    params.push((name, filter.value.clone()));
+                }
+            }
         }
         if let Some((field, order)) = self.order_by {
             sql.push_str(&format!(" ORDER BY c.{field} {}", order.sql()));
@@ -183,6 +202,21 @@ mod tests {
         );
         assert_eq!(params[0], ("@p0".to_owned(), Value::from("x' OR 1=1 --")));
         assert_eq!(params.len(), 2);
+    }
+
+    #[test]
+    fn an_in_filter_has_one_parameter_per_value() {
+        let query =
+            Query::in_partition(PartitionKey::single("p")).of_types(&["comment", "tombstone"]);
+        let (sql, params) = query.to_cosmos_sql();
+        assert_eq!(sql, "SELECT * FROM c WHERE c.type IN (@p0_0, @p0_1)");
+        assert_eq!(
+            params,
+            [
+                ("@p0_0".to_owned(), Value::from("comment")),
+                ("@p0_1".to_owned(), Value::from("tombstone")),
+            ]
+        );
     }
 
     #[test]

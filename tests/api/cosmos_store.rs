@@ -231,3 +231,48 @@ async fn live_account_smoke_test() {
             .expect("clean up");
     }
 }
+
+/// Tombstones carry a `ttl`, which Cosmos DB only honours in containers with time-to-live
+/// on: the store turns it on ("on, no default": -1) in new containers and in existing ones.
+#[tokio::test]
+async fn start_up_turns_time_to_live_on_in_new_and_existing_containers() {
+    let client = emulator_client().await;
+    client
+        .create_database(DATABASE, None)
+        .await
+        .expect("create database");
+    let without_ttl = serde_json::from_value(json!({
+        "id": "posts",
+        "partitionKey": {"paths": ["/postId"], "kind": "Hash", "version": 2},
+    }))
+    .expect("container properties");
+    client
+        .database_client(DATABASE)
+        .create_container(without_ttl, None)
+        .await
+        .expect("create container");
+    CosmosStore::from_client(client.clone(), DATABASE)
+        .await
+        .expect("start-up");
+    for container in [Container::Users, Container::Posts, Container::Feed] {
+        let properties: serde_json::Value = client
+            .database_client(DATABASE)
+            .container_client(container.name(), None)
+            .await
+            .expect("open container")
+            .read(None)
+            .await
+            .expect("read container")
+            .into_model()
+            .map(|p: azure_data_cosmos::models::ContainerProperties| {
+                serde_json::to_value(p).expect("properties as JSON")
+            })
+            .expect("container properties");
+        assert_eq!(
+            properties["defaultTtl"],
+            json!(-1),
+            "{}: {properties}",
+            container.name()
+        );
+    }
+}

@@ -5,6 +5,8 @@ mod helpers;
 
 mod auth;
 mod changefeed;
+mod deletes;
+mod erasure_restart;
 mod errors;
 mod feed;
 mod interactions;

@@ -741,6 +741,34 @@ fn calls(post: &str) -> Vec<Call> {
     ]
 }
 
+/// The deletes, last: `post` is ada's, liked by bob, and `comment` bob's comment on it.
+fn delete_calls(post: &str, comment: &str) -> Vec<Call> {
+    let this_comment = format!("/api/posts/{post}/comments/{comment}");
+    let likes = format!("/api/posts/{post}/likes");
+    let this_post = format!("/api/posts/{post}");
+    vec![
+        // A comment
+        call(Method::DELETE, &this_comment, 401),
+        call(Method::DELETE, &this_comment, 403).by("carol"),
+        call(Method::DELETE, &this_comment, 204).by("bob"),
+        call(Method::DELETE, &this_comment, 404).by("bob"),
+        // Unlike
+        call(Method::DELETE, &likes, 401),
+        call(Method::DELETE, &likes, 204).by("bob"),
+        call(Method::DELETE, &likes, 404).by("bob"),
+        // The post
+        call(Method::DELETE, &this_post, 401),
+        call(Method::DELETE, &this_post, 403).by("bob"),
+        call(Method::DELETE, &this_post, 204).by("ada"),
+        call(Method::DELETE, &this_post, 404).by("ada"),
+        // An account
+        call(Method::DELETE, "/api/users/carol", 401),
+        call(Method::DELETE, "/api/users/carol", 403).by("bob"),
+        call(Method::DELETE, "/api/users/carol", 202).by("carol"),
+        call(Method::DELETE, "/api/users/carol", 404).by("carol"),
+    ]
+}
+
 /// One valid call of each operation that uses the store; on a failing store each gets
 /// `expect`.
 fn store_calls(expect: u16) -> Vec<Call> {
@@ -765,6 +793,10 @@ fn store_calls(expect: u16) -> Vec<Call> {
         call(Method::POST, "/api/posts/p1/likes", expect).by("ada"),
         get("/api/posts/p1/likes", expect),
         get("/api/feed", expect),
+        call(Method::DELETE, "/api/users/ada", expect).by("ada"),
+        call(Method::DELETE, "/api/posts/p1", expect).by("ada"),
+        call(Method::DELETE, "/api/posts/p1/comments/c1", expect).by("ada"),
+        call(Method::DELETE, "/api/posts/p1/likes", expect).by("ada"),
     ]
 }
 
@@ -787,6 +819,12 @@ async fn every_operation_answers_as_the_document_says(app: TestApp) {
     })
     .await;
     for call in calls(&post) {
+        check(&app, &described, call, &mut coverage).await;
+    }
+    let comment = app.comment("bob", &post, "to delete").await;
+    let comment: Value = comment.json().await.expect("comment");
+    let comment = comment["id"].as_str().expect("comment id").to_owned();
+    for call in delete_calls(&post, &comment) {
         check(&app, &described, call, &mut coverage).await;
     }
 

@@ -65,6 +65,7 @@ contract_tests!(
     change_feed_resumes_from_its_checkpoint,
     change_feed_delivers_the_latest_version_once,
     change_feed_pages_are_bounded,
+    an_in_filter_matches_any_of_its_values,
 );
 
 fn comment(post: &str, id: &str, date: &str) -> Value {
@@ -710,4 +711,112 @@ async fn change_feed_pages_are_bounded(store: Arc<dyn Store>) {
         ["p0", "p1", "p2", "p3", "p4", "p5", "p6"],
         "each once"
     );
+}
+
+/// The embedded store's time-to-live, as Cosmos DB's: an item whose `ttl` has run out is
+/// gone for every read at once, the change log still delivers it until the purge, and the
+/// purge removes it. (The Cosmos DB SDK's in-memory emulator does not expire items, so this
+/// runs on the embedded store only; the platform never relies on expiry for correctness.)
+mod time_to_live {
+    use std::time::Duration;
+
+    use cosmos_blog::store::embedded::EmbeddedStore;
+    use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, StoreError};
+    use serde_json::json;
+
+    use crate::helpers::eventually;
+
+    #[tokio::test]
+    async fn expired_items_vanish_from_reads_and_then_from_the_log() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).expect("embedded store");
+        let pk = PartitionKey::single("p");
+        let item = |id: &str, ttl: serde_json::Value| json!({"id": id, "postId": "p", "type": "tombstone", "ttl": ttl});
+        store
+            .create_item(Container::Posts, &pk, item("short", json!(1)))
+            .await
+            .expect("create short-lived");
+        store
+            .create_item(Container::Posts, &pk, item("forever", json!(-1)))
+            .await
+            .expect("create never-expiring");
+        let listed = || async {
+            let page = store
+                .query(
+                    Container::Posts,
+                    &Query::in_partition(pk.clone()),
+                    PageRequest::first(10),
+                )
+                .await
+                .expect("query");
+            page.items.len()
+        };
+        assert_eq!(listed().await, 2);
+
+        eventually(Duration::from_secs(10), || async {
+            let read = store
+                .read_item(Container::Posts, &pk, "short")
+                .await
+                .expect("read");
+            read.is_none().then_some(())
+        })
+        .await;
+        assert_eq!(listed().await, 1, "queries no longer see it either");
+        assert!(matches!(
+            store.delete_item(Container::Posts, &pk, "short").await,
+            Err(StoreError::NotFound)
+        ));
+        let log = store
+            .read_changes(Container::Posts, None, 10)
+            .await
+            .expect("change log");
+        assert_eq!(log.items.len(), 2, "the log still carries the expired item");
+
+        let purged = tokio::task::spawn_blocking(move || store.purge_expired().map(|n| (n, store)))
+            .await
+            .expect("purge task");
+        let (purged, store) = purged.expect("purge");
+        assert_eq!(purged, 1);
+        let log = store
+            .read_changes(Container::Posts, None, 10)
+            .await
+            .expect("change log");
+        assert_eq!(log.items.len(), 1);
+        assert_eq!(log.items[0]["id"], "forever");
+
+        // An id whose item expired can be created again.
+        store
+            .create_item(Container::Posts, &pk, item("short", json!(60)))
+            .await
+            .expect("create again");
+    }
+}
+
+async fn an_in_filter_matches_any_of_its_values(store: Arc<dyn Store>) {
+    let pk = PartitionKey::single("p1");
+    for (id, kind, date) in [
+        ("c1", "comment", "2026-01-01T00:00:02.0000000Z"),
+        ("l1", "like", "2026-01-01T00:00:03.0000000Z"),
+        ("t1", "tombstone", "2026-01-01T00:00:01.0000000Z"),
+        ("c2", "comment", "2026-01-01T00:00:04.0000000Z"),
+    ] {
+        let item = json!({"id": id, "postId": "p1", "type": kind, "creationDate": date});
+        store
+            .create_item(Container::Posts, &pk, item)
+            .await
+            .unwrap();
+    }
+    let query = Query::in_partition(pk)
+        .of_types(&["comment", "tombstone"])
+        .order_by("creationDate", SortOrder::Ascending);
+    let page = store
+        .query(Container::Posts, &query, PageRequest::first(10))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = page
+        .items
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["t1", "c1", "c2"]);
 }

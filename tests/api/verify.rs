@@ -20,6 +20,7 @@ backend_tests_without_pump!(
     a_healthy_store_verifies_and_missing_work_shows,
     each_broken_invariant_is_named,
     the_feed_holds_exactly_the_most_recent_posts,
+    unfinished_deletes_show_and_rebuild_finishes_them,
 );
 
 // ---- store access for tampering ------------------------------------------------------------
@@ -208,6 +209,7 @@ async fn a_healthy_store_verifies_and_missing_work_shows(app: TestApp) {
             likes: 2,
             user_copies: 4,
             feed_items: 4,
+            tombstones: 0,
             other: 0,
         }
     );
@@ -620,4 +622,67 @@ async fn the_binary_shows_progress_on_a_large_store() {
             "verify: FAILED, 1 violations (1 users, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
         ]
     );
+}
+
+/// Deletes whose change-feed work has not run (no pump here): what is left is named, and
+/// `rebuild` finishes the job.
+async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
+    let s = sample(&app).await;
+    let store = &app.store;
+    rebuild(store).await.unwrap();
+    assert_holds(&verify(store).await.unwrap());
+
+    let deleted = app
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/api/posts/{}", s.ada_long),
+            Some("ada"),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let erased = app
+        .send(reqwest::Method::DELETE, "/api/users/bob", Some("bob"), None)
+        .await;
+    assert_eq!(erased.status(), StatusCode::ACCEPTED);
+
+    let before = verify(store).await.unwrap();
+    let left: BTreeSet<(&str, &str)> = before
+        .of_kind(ViolationKind::LeftAfterDelete)
+        .map(|v| (v.partition.as_str(), v.id.as_str()))
+        .collect();
+    assert!(
+        left.contains(&(s.bob_post.as_str(), s.bob_post.as_str())),
+        "the erased user's post: {left:?}"
+    );
+    assert!(
+        left.iter().any(|(partition, _)| *partition == s.ada_long),
+        "the deleted post's comments and likes: {left:?}"
+    );
+    let orphans = found(&before);
+    for expected in [
+        violation(ViolationKind::OrphanUserCopy, "users", "ada", &s.ada_long),
+        violation(ViolationKind::OrphanFeedCopy, "feed", "post", &s.ada_long),
+    ] {
+        assert!(
+            orphans.is_superset(&expected),
+            "{expected:?} in {orphans:?}"
+        );
+    }
+    assert_eq!(
+        before.scanned.tombstones, 2,
+        "a post tombstone and an erasure marker"
+    );
+
+    rebuild(store).await.unwrap();
+    let after = verify(store).await.unwrap();
+    assert_holds(&after);
+    assert_eq!(
+        app.get(&format!("/api/posts/{}", s.bob_post))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    let cys_post = app.get_json(&format!("/api/posts/{}", s.cy_post)).await;
+    assert_eq!(cys_post["likeCount"], 1, "Ada's like stays");
 }

@@ -1,0 +1,372 @@
+//! The change-feed side of deletes. A deleted post is a tombstone in `posts`; an erased
+//! account is an erasure marker in `users` (both `type: "tombstone"`, see
+//! `domain::Tombstone`). The handlers see them in the change feed and remove what depends on
+//! them. Every step is idempotent (it looks for what is left and removes it), so a repeated
+//! batch, or one retried after a crash halfway, finishes the job and writes nothing more.
+//!
+//! Costs, in store requests:
+//! - a deleted post: 2 point deletes (its copies in `users` and `feed`), one query page per
+//!   100 comments or likes and one delete each; when the feed lost the post, a refill (below);
+//! - the feed refill: one cross-partition query of the 100 most recent post copies in `users`
+//!   (on Cosmos DB it fans out to every physical partition of `users`: the one read of the
+//!   platform that does, and only after a post of the feed was deleted) and one upsert per
+//!   post missing from the feed;
+//! - an erased account: one cross-partition query page per 100 items of the user in `posts`;
+//!   per post of theirs, a read and a tombstone write (which then costs what a deleted post
+//!   costs); per other post they commented on or liked, a read and one transactional batch
+//!   per 99 of their items (the deletes and the lowered counts together).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt, stream};
+use serde_json::Value;
+
+use crate::blog::{FEED_SIZE, feed_partition};
+use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, Typed, UserId};
+use crate::store::{
+    BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store,
+    StoreError, StoreResult,
+};
+
+/// Deletes in flight at once while clearing up after one delete.
+const DELETE_CONCURRENCY: usize = 8;
+/// A transactional batch holds at most 100 operations: the post's replace and 99 deletes.
+const CHILDREN_PER_BATCH: usize = 99;
+
+/// What clearing up after deleted posts did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Cleared {
+    pub written: usize,
+    /// Whether a post left the feed, which then needs a refill.
+    pub left_feed: bool,
+}
+
+/// Removes everything derived from the deleted post `post_id` of `author`: its copies in
+/// `users` and `feed`, and its comments and likes.
+pub(super) async fn clear_deleted_post(
+    store: &Arc<dyn Store>,
+    post_id: &PostId,
+    author: &UserId,
+) -> StoreResult<Cleared> {
+    let author_copy = delete_if_present(
+        store,
+        Container::Users,
+        &PartitionKey::single(author.as_str()),
+        post_id.as_str(),
+    )
+    .await?;
+    let feed_copy =
+        delete_if_present(store, Container::Feed, &feed_partition(), post_id.as_str()).await?;
+    let children = delete_children(store, post_id).await?;
+    Ok(Cleared {
+        written: author_copy + feed_copy + children,
+        left_feed: feed_copy > 0,
+    })
+}
+
+async fn delete_if_present(
+    store: &Arc<dyn Store>,
+    container: Container,
+    pk: &PartitionKey,
+    id: &str,
+) -> StoreResult<usize> {
+    match store.delete_item(container, pk, id).await {
+        Ok(()) => Ok(1),
+        Err(StoreError::NotFound) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes the comments and likes of a deleted post, a page at a time until none is left.
+/// No count needs to change: the post is gone.
+async fn delete_children(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult<usize> {
+    let pk = PartitionKey::single(post_id.as_str());
+    let mut deleted = 0;
+    for kind in [Comment::TYPE, Like::TYPE] {
+        let query = Query::in_partition(pk.clone()).of_type(kind);
+        loop {
+            let page = store
+                .query(Container::Posts, &query, PageRequest::first(100))
+                .await?;
+            if page.items.is_empty() {
+                break;
+            }
+            let ids: Vec<String> = page.items.iter().filter_map(item_id).collect();
+            deleted += stream::iter(ids)
+                .map(|id| {
+                    let pk = &pk;
+                    async move { delete_if_present(store, Container::Posts, pk, &id).await }
+                })
+                .buffer_unordered(DELETE_CONCURRENCY)
+                .try_fold(0, |sum, n| async move { Ok(sum + n) })
+                .await?;
+        }
+    }
+    Ok(deleted)
+}
+
+fn item_id(item: &Value) -> Option<String> {
+    item.get("id").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Brings the feed back to [`FEED_SIZE`] posts after deletes took some out: the trim has
+/// removed everything past the bound, so the posts that now belong in the feed are read from
+/// the short copies in `users` (see the module's note on its cost). Upserts only the missing
+/// ones; the caller trims afterwards.
+pub(super) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
+    let newest = Query::in_partition(feed_partition())
+        .of_type(Post::TYPE)
+        .order_by("creationDate", SortOrder::Descending);
+    let in_feed: BTreeSet<String> = store
+        .query(Container::Feed, &newest, PageRequest::first(FEED_SIZE))
+        .await?
+        .items
+        .iter()
+        .filter_map(item_id)
+        .collect();
+    if in_feed.len() >= FEED_SIZE as usize {
+        return Ok(0);
+    }
+    let copies = Query::cross_partition()
+        .of_type(Post::TYPE)
+        .order_by("creationDate", SortOrder::Descending);
+    let candidates = store
+        .query(Container::Users, &copies, PageRequest::first(FEED_SIZE))
+        .await?
+        .items;
+    let missing: Vec<Value> = candidates
+        .into_iter()
+        .filter(|copy| item_id(copy).is_some_and(|id| !in_feed.contains(&id)))
+        .collect();
+    let added = missing.len();
+    stream::iter(missing)
+        .map(|copy| async move {
+            store
+                .upsert_item(Container::Feed, &feed_partition(), copy)
+                .await
+        })
+        .buffer_unordered(DELETE_CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(added)
+}
+
+// ---- account erasure ----------------------------------------------------------------------
+
+/// Erases what the user of `marker` wrote before the erasure: their posts become tombstones
+/// (whose own change-feed events then remove copies, comments and likes), and their comments
+/// and likes on other posts are deleted with those posts' counts lowered in the same batch.
+/// Anything written after `deletedAt` (the user registered again) is kept.
+pub(super) async fn erase_user(store: &Arc<dyn Store>, marker: &Tombstone) -> StoreResult<usize> {
+    let (posts, children) = written_by(store, &marker.user_id, marker.deleted_at).await?;
+    let mut written = 0;
+    for post_id in posts {
+        written += tombstone_post(store, &post_id).await?;
+    }
+    for (post_id, items) in children {
+        written += delete_counted(store, &post_id, items).await?;
+    }
+    Ok(written)
+}
+
+/// A comment or like to delete, and which count it is in.
+#[derive(Debug, Clone)]
+struct Child {
+    id: String,
+    is_like: bool,
+}
+
+type ByPost = BTreeMap<PostId, Vec<Child>>;
+
+/// The user's posts, and their comments and likes grouped by post, written up to `until`.
+async fn written_by(
+    store: &Arc<dyn Store>,
+    user_id: &UserId,
+    until: Timestamp,
+) -> StoreResult<(Vec<PostId>, ByPost)> {
+    let query = Query::cross_partition().filter("userId", FilterOp::Eq, user_id.as_str());
+    let (mut posts, mut children) = (Vec::new(), ByPost::new());
+    let mut continuation = None;
+    loop {
+        let page = store
+            .query(
+                Container::Posts,
+                &query,
+                PageRequest {
+                    max_items: 100,
+                    continuation: continuation.take(),
+                },
+            )
+            .await?;
+        for item in &page.items {
+            let written_at = item
+                .get("creationDate")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse);
+            let (Some(written_at), Some(id), Some(post_id)) = (
+                written_at,
+                item_id(item),
+                item.get("postId")
+                    .and_then(Value::as_str)
+                    .and_then(|p| PostId::parse(p).ok()),
+            ) else {
+                continue; // tombstones have no creationDate
+            };
+            if written_at > until {
+                continue;
+            }
+            match item.get("type").and_then(Value::as_str) {
+                Some(Post::TYPE) => posts.push(post_id),
+                Some(kind @ (Comment::TYPE | Like::TYPE)) => {
+                    children.entry(post_id).or_default().push(Child {
+                        id,
+                        is_like: kind == Like::TYPE,
+                    });
+                }
+                _ => {}
+            }
+        }
+        match page.continuation {
+            Some(next) => continuation = Some(next),
+            None => return Ok((posts, children)),
+        }
+    }
+}
+
+/// Replaces a live post by its tombstone (re-reading on a race with a comment or like).
+async fn tombstone_post(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult<usize> {
+    let pk = PartitionKey::single(post_id.as_str());
+    loop {
+        let Some(current) = store
+            .read_item(Container::Posts, &pk, post_id.as_str())
+            .await?
+        else {
+            return Ok(0);
+        };
+        let Ok(post) = serde_json::from_value::<Post>(current.item) else {
+            return Ok(0); // a tombstone already
+        };
+        let tombstone = serde_json::to_value(Tombstone::of_post(&post))
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        match store
+            .replace_item(Container::Posts, &pk, tombstone, Some(&current.etag))
+            .await
+        {
+            Ok(_) => return Ok(1),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Ok(0),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Deletes `children` of `post_id` and lowers the post's counts by as much, in batches of
+/// [`CHILDREN_PER_BATCH`] with the post's replace (If-Match), so counts and items stay equal
+/// whatever runs at the same time. A child already gone is left out and the batch retried.
+async fn delete_counted(
+    store: &Arc<dyn Store>,
+    post_id: &PostId,
+    children: Vec<Child>,
+) -> StoreResult<usize> {
+    let pk = PartitionKey::single(post_id.as_str());
+    let mut deleted = 0;
+    for chunk in children.chunks(CHILDREN_PER_BATCH) {
+        let mut chunk = chunk.to_vec();
+        while !chunk.is_empty() {
+            let current = store
+                .read_item(Container::Posts, &pk, post_id.as_str())
+                .await?;
+            let post = current
+                .as_ref()
+                .filter(|d| d.item.get("type").and_then(Value::as_str) == Some(Post::TYPE))
+                .map(|d| serde_json::from_value::<Post>(d.item.clone()));
+            let Some(Ok(mut post)) = post else {
+                // The post is deleted: its own clean-up removes every child; no count to keep.
+                return Ok(deleted);
+            };
+            let likes = chunk.iter().filter(|c| c.is_like).count() as u64;
+            let comments = chunk.len() as u64 - likes;
+            post.like_count = post.like_count.saturating_sub(likes);
+            post.comment_count = post.comment_count.saturating_sub(comments);
+            let mut operations = vec![BatchOperation::Replace {
+                item: serde_json::to_value(&post)
+                    .map_err(|e| StoreError::Internal(e.to_string()))?,
+                if_match: current.map(|d| d.etag),
+            }];
+            operations.extend(
+                chunk
+                    .iter()
+                    .map(|c| BatchOperation::Delete { id: c.id.clone() }),
+            );
+            match store.execute_batch(Container::Posts, &pk, operations).await {
+                Ok(_) => {
+                    deleted += chunk.len();
+                    chunk.clear();
+                }
+                Err(StoreError::BatchOperationFailed { index: 0, cause })
+                    if matches!(*cause, StoreError::PreconditionFailed) => {}
+                Err(StoreError::BatchOperationFailed { index, cause })
+                    if index > 0 && matches!(*cause, StoreError::NotFound) =>
+                {
+                    chunk.remove(index - 1);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+/// Deletes the post copies in `users` and `feed` whose source is no longer a live post (for
+/// `rebuild`): one point read of the source per copy.
+pub(super) async fn sweep_orphan_copies(store: &Arc<dyn Store>) -> StoreResult<usize> {
+    let mut deleted = 0;
+    for container in [Container::Users, Container::Feed] {
+        let query = Query::cross_partition().of_type(Post::TYPE);
+        let mut continuation = None;
+        loop {
+            let page = store
+                .query(
+                    container,
+                    &query,
+                    PageRequest {
+                        max_items: 500,
+                        continuation: continuation.take(),
+                    },
+                )
+                .await?;
+            for copy in &page.items {
+                deleted += delete_if_orphan(store, container, copy).await?;
+            }
+            match page.continuation {
+                Some(next) => continuation = Some(next),
+                None => break,
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+async fn delete_if_orphan(
+    store: &Arc<dyn Store>,
+    container: Container,
+    copy: &Value,
+) -> StoreResult<usize> {
+    let Some(id) = item_id(copy) else {
+        return Ok(0);
+    };
+    let source = store
+        .read_item(Container::Posts, &PartitionKey::single(&id), &id)
+        .await?;
+    if source.is_some_and(|s| is::<Post>(&s.item)) {
+        return Ok(0);
+    }
+    let pk = container.partition_key_of(copy)?;
+    delete_if_present(store, container, &pk, &id).await
+}
+
+/// Whether `item` is of kind `T`.
+pub(super) fn is<T: Typed>(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some(T::TYPE)
+}
