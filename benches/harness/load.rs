@@ -36,6 +36,8 @@ pub struct LoadConfig {
     /// Posts per second of the change-feed lag probe.
     pub post_rate: u32,
     pub seed: u64,
+    /// Only the write mix with its lag probe (`--only write-mix`), after the catch-up.
+    pub write_mix_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -423,6 +425,15 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let catch_up = started.elapsed();
+    if config.write_mix_only {
+        let (phase, lag) = write_mix(client, data, config, &log).await?;
+        return Ok(LoadReport {
+            catch_up,
+            sequential: Vec::new(),
+            phases: vec![phase],
+            lags: vec![lag],
+        });
+    }
 
     log("single-client latencies");
     let mut sequential = Vec::new();
@@ -472,6 +483,24 @@ async fn measure(
     log("change-feed lag, posts alone");
     lags.push(lag_probe("posts alone", client, data, config.post_rate, config.phase).await?);
 
+    let (writes, lag) = write_mix(client, data, config, &log).await?;
+    phases.push(writes);
+    lags.push(lag);
+    Ok(LoadReport {
+        catch_up,
+        sequential,
+        phases,
+        lags,
+    })
+}
+
+/// The saturating write mix, with the lag probe writing posts beside it.
+async fn write_mix(
+    client: &Client,
+    data: &Arc<Dataset>,
+    config: &LoadConfig,
+    log: &impl Fn(&str),
+) -> anyhow::Result<(Phase, Lag)> {
     log("write mix with the lag probe");
     let write_mix = [
         (Kind::CreatePost, 20),
@@ -495,12 +524,5 @@ async fn measure(
             config.phase
         ),
     );
-    phases.push(writes?);
-    lags.push(lag?);
-    Ok(LoadReport {
-        catch_up,
-        sequential,
-        phases,
-        lags,
-    })
+    Ok((writes?, lag?))
 }

@@ -30,6 +30,18 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    if let Some(only) = args.only {
+        return match runtime.block_on(suite::run_only(&args, only, command.trim_end())) {
+            Ok(markdown) => {
+                println!("{markdown}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("harness failed: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(suite::run(&args, command.trim_end())) {
         Ok(outcome) => {
             eprintln!(

@@ -134,6 +134,58 @@ fn summary_row(out: &mut String, label: &str, s: &Summary, extra: &str) {
     );
 }
 
+/// The throughput phases and the change-feed lags of a load run.
+pub fn throughput_and_lag(out: &mut String, load: &LoadReport, concurrency: usize) {
+    let _ = writeln!(
+        out,
+        "\n### Throughput ({} concurrent clients; ms)\n",
+        concurrency
+    );
+    let _ = writeln!(
+        out,
+        "| phase / request | requests | errors | p50 | p99 | p99.9 |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for phase in &load.phases {
+        summary_row(
+            out,
+            &format!("**{}**", phase.name),
+            &phase.total,
+            &format!(
+                " in {:.1} s = **{:.0}/s**",
+                phase.elapsed.as_secs_f64(),
+                phase.throughput()
+            ),
+        );
+        for (kind, s) in &phase.by_kind {
+            summary_row(out, &format!("&nbsp;&nbsp;{}", kind.label()), s, "");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n### Change-feed lag (from C2's answer to the post in Q6, feed polled every {} ms; ms)\n",
+        crate::load::LAG_POLL.as_millis()
+    );
+    let _ = writeln!(
+        out,
+        "| while | posts/s | posts | seen in the feed | p50 | p99 | max |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for lag in &load.lags {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            lag.name,
+            lag.rate,
+            lag.posts,
+            lag.seen,
+            fmt_ms(lag.p50),
+            fmt_ms(lag.p99),
+            fmt_ms(lag.max)
+        );
+    }
+}
+
 pub fn markdown(input: &Inputs<'_>) -> String {
     let mut out = String::new();
     let d = input.dataset;
@@ -283,54 +335,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         for (kind, s) in &load.sequential {
             summary_row(&mut out, kind.label(), s, "");
         }
-        let _ = writeln!(
-            out,
-            "\n### Throughput ({} concurrent clients; ms)\n",
-            input.concurrency
-        );
-        let _ = writeln!(
-            out,
-            "| phase / request | requests | errors | p50 | p99 | p99.9 |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
-        for phase in &load.phases {
-            summary_row(
-                &mut out,
-                &format!("**{}**", phase.name),
-                &phase.total,
-                &format!(
-                    " in {:.1} s = **{:.0}/s**",
-                    phase.elapsed.as_secs_f64(),
-                    phase.throughput()
-                ),
-            );
-            for (kind, s) in &phase.by_kind {
-                summary_row(&mut out, &format!("&nbsp;&nbsp;{}", kind.label()), s, "");
-            }
-        }
-        let _ = writeln!(
-            out,
-            "\n### Change-feed lag (from C2's answer to the post in Q6, feed polled every {} ms; ms)\n",
-            crate::load::LAG_POLL.as_millis()
-        );
-        let _ = writeln!(
-            out,
-            "| while | posts/s | posts | seen in the feed | p50 | p99 | max |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-        for lag in &load.lags {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                lag.name,
-                lag.rate,
-                lag.posts,
-                lag.seen,
-                fmt_ms(lag.p50),
-                fmt_ms(lag.p99),
-                fmt_ms(lag.max)
-            );
-        }
+        throughput_and_lag(&mut out, load, input.concurrency);
     }
 
     if let Some(s) = input.startup {

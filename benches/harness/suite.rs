@@ -60,9 +60,20 @@ pub struct Args {
     /// No progress bars (CI, logs).
     #[arg(long)]
     pub quiet: bool,
+    /// Run one phase alone and print its figures to stdout; no report files are written.
+    /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
+    /// (a small one, say `--users 100`, is enough to iterate).
+    #[arg(long, value_enum)]
+    pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
+}
+
+/// A phase that `--only` runs alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    WriteMix,
 }
 
 pub struct Outcome {
@@ -131,6 +142,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             sequential: args.sequential,
             post_rate: args.post_rate.max(1),
             seed: args.seed,
+            write_mix_only: false,
         };
         Some(crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?)
     };
@@ -174,4 +186,51 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         report,
         chart,
     })
+}
+
+/// `--only`: one phase alone, its figures as markdown (printed by the caller).
+pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
+    let quiet = args.quiet;
+    let log = move |what: &str| {
+        if !quiet {
+            eprintln!("harness: {what}");
+        }
+    };
+    let mut out = format!("Command: `{command}`\n");
+    match only {
+        Only::WriteMix => {
+            let temp = tempfile::tempdir()?;
+            let store: Arc<dyn Store> =
+                Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
+            log(&format!(
+                "generating {} users (seed {})",
+                args.users, args.seed
+            ));
+            let dataset = generate(
+                &store,
+                &GenConfig {
+                    users: args.users,
+                    seed: args.seed,
+                    progress: !quiet,
+                },
+            )
+            .await?;
+            let items = dataset.items();
+            let config = LoadConfig {
+                phase: Duration::from_secs_f64(args.load_seconds),
+                concurrency: args.concurrency.max(1),
+                sequential: args.sequential,
+                post_rate: args.post_rate.max(1),
+                seed: args.seed,
+                write_mix_only: true,
+            };
+            let load = crate::load::run(store, dataset, &config, log).await?;
+            out.push_str(&format!(
+                "\nData set: {items} items; the pump caught up in {:.1} s.\n",
+                load.catch_up.as_secs_f64()
+            ));
+            report::throughput_and_lag(&mut out, &load, config.concurrency);
+        }
+    }
+    Ok(out)
 }
