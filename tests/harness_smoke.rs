@@ -101,3 +101,29 @@ fn percentiles_are_nearest_rank() {
     assert_eq!(l.percentile(99.0), Duration::from_millis(99));
     assert_eq!(l.percentile(100.0), Duration::from_millis(100));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_phase_runs_alone() {
+    let args = suite::Args::parse_from([
+        "harness",
+        "--only",
+        "write-mix",
+        "--users",
+        "3",
+        "--load-seconds",
+        "1",
+        "--concurrency",
+        "2",
+        "--post-rate",
+        "20",
+        "--quiet",
+    ]);
+    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
+        .await
+        .unwrap();
+    assert!(markdown.contains("**write mix (20% posts, 40% comments, 40% likes)**"));
+    assert!(
+        markdown.contains("| under the write mix | 20 | 20 |"),
+        "{markdown}"
+    );
+}
