@@ -6,6 +6,7 @@ mod helpers;
 mod changefeed;
 mod errors;
 mod feed;
+mod hot_posts;
 mod interactions;
 mod posts;
 mod restart;
