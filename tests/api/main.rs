@@ -4,6 +4,7 @@
 mod helpers;
 
 mod changefeed;
+mod copy_batches;
 mod errors;
 mod feed;
 mod hot_posts;
