@@ -15,6 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, Query, Store, StoreError, StoreResult,
@@ -26,6 +27,7 @@ use tempfile::TempDir;
 use tokio::sync::watch;
 
 use crate::backend_tests;
+use crate::cosmos_emulator::delayed_emulator_store;
 use crate::helpers::{Backend, TestApp, eventually, spawn_on_store};
 
 backend_tests!(
@@ -135,6 +137,32 @@ async fn a_round_on_an_unknown_post_is_a_404_for_everyone(app: TestApp) {
         .await
         .unwrap();
     assert!(written.items.is_empty(), "nothing written");
+}
+
+/// On an account with a round trip per request, writers that arrive together share
+/// batches: one at a time, a write would cost a read of the writer's user and a batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_distant_account_writers_share_batches() {
+    let metered = MeteredStore::new(delayed_emulator_store(Duration::from_millis(5)).await);
+    let store: Arc<dyn Store> = Arc::new(metered.clone());
+    let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Off).await;
+    let post_id = post_by_ada(&app).await;
+    let fans: Vec<String> = (0..100).map(|n| format!("fan-{n}")).collect();
+    register_all(&app, &fans).await;
+    metered.take();
+    let writes = fans.iter().enumerate().map(|(n, fan)| {
+        let kind = if n % 2 == 0 { "like" } else { "comment" };
+        write(&app, fan, &post_id, kind)
+    });
+    for (_, _, response) in join_all(writes).await {
+        assert_eq!(response.status(), StatusCode::CREATED);
+    }
+    let requests = metered.take().requests;
+    assert!(
+        requests < 2 * 100,
+        "{requests} store requests for 100 writes"
+    );
+    assert_eq!(counts_and_items(&app, &post_id).await, ((50, 50), (50, 50)));
 }
 
 // ---- rounds held open by a gate -------------------------------------------------------------
