@@ -89,6 +89,8 @@ fn summarise(mut latencies: Latencies, errors: usize) -> Summary {
 pub struct Phase {
     pub name: String,
     pub elapsed: Duration,
+    /// CPU time of the whole process (server and clients) during the phase.
+    pub cpu: Option<Duration>,
     pub total: Summary,
     pub by_kind: Vec<(Kind, Summary)>,
 }
@@ -215,6 +217,7 @@ async fn phase(
 ) -> anyhow::Result<Phase> {
     let total_weight: u32 = mix.iter().map(|(_, w)| w).sum();
     let budget = Arc::new(std::sync::atomic::AtomicUsize::new(MAX_REQUESTS_PER_PHASE));
+    let cpu_before = crate::stats::process_cpu();
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = Vec::new();
@@ -268,6 +271,9 @@ async fn phase(
         }
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_before
+        .zip(crate::stats::process_cpu())
+        .map(|(before, after)| after.saturating_sub(before));
     let mut all = Latencies::default();
     let mut all_errors = 0;
     let mut by_kind: Vec<(Kind, Summary)> = merged
@@ -282,6 +288,7 @@ async fn phase(
     Ok(Phase {
         name: name.to_owned(),
         elapsed,
+        cpu,
         total: summarise(all, all_errors),
         by_kind,
     })

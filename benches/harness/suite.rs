@@ -11,6 +11,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
 use crate::generate::{Dataset, GenConfig, generate};
+use crate::hotpost::{HotPostConfig, HotPostRun};
 use crate::load::{LoadConfig, LoadReport};
 use crate::profile::{ProfileConfig, Row, profile};
 use crate::report::{self, Inputs, Machine};
@@ -53,8 +54,16 @@ pub struct Args {
     /// Start-ups of the binary to time.
     #[arg(long, default_value_t = 10)]
     pub startup_runs: usize,
+    /// Writers of the hot-post phase, one run per count and backend.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    pub hot_post_writers: Vec<usize>,
+    /// Delay added to every request of the Cosmos DB emulator in the hot-post phase.
+    #[arg(long, default_value_t = 5)]
+    pub hot_post_delay_ms: u64,
     #[arg(long)]
     pub skip_load: bool,
+    #[arg(long)]
+    pub skip_hot_post: bool,
     #[arg(long)]
     pub skip_startup: bool,
     /// No progress bars (CI, logs).
@@ -62,7 +71,8 @@ pub struct Args {
     pub quiet: bool,
     /// Run one phase alone and print its figures to stdout; no report files are written.
     /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
-    /// (a small one, say `--users 100`, is enough to iterate).
+    /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
+    /// phase on both backends.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -74,12 +84,14 @@ pub struct Args {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Only {
     WriteMix,
+    HotPost,
 }
 
 pub struct Outcome {
     pub dataset: Dataset,
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
+    pub hot_post: Option<Vec<HotPostRun>>,
     pub startup: Option<StartupReport>,
     pub report: PathBuf,
     pub chart: PathBuf,
@@ -147,6 +159,12 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         Some(crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?)
     };
 
+    let hot_post = if args.skip_hot_post {
+        None
+    } else {
+        Some(crate::hotpost::run(&hot_post_config(args), log).await?)
+    };
+
     let startup = if args.skip_startup {
         None
     } else {
@@ -166,6 +184,8 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         dataset: &dataset,
         rows: &rows,
         load: load.as_ref(),
+        hot_post: hot_post.as_deref(),
+        hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
         startup: startup.as_ref(),
         concurrency: args.concurrency,
     });
@@ -182,10 +202,18 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         dataset,
         rows,
         load,
+        hot_post,
         startup,
         report,
         chart,
     })
+}
+
+fn hot_post_config(args: &Args) -> HotPostConfig {
+    HotPostConfig {
+        writers: args.hot_post_writers.clone(),
+        emulator_delay: Duration::from_millis(args.hot_post_delay_ms),
+    }
 }
 
 /// `--only`: one phase alone, its figures as markdown (printed by the caller).
@@ -230,6 +258,23 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 load.catch_up.as_secs_f64()
             ));
             report::throughput_and_lag(&mut out, &load, config.concurrency);
+            for phase in &load.phases {
+                if let Some(cpu) = phase.cpu {
+                    let served = (phase.total.requests - phase.total.errors).max(1);
+                    out.push_str(&format!(
+                        "\nProcess CPU (server and clients) during \"{}\": {:.1} s in {:.1} s, {:.2} ms per request.\n",
+                        phase.name,
+                        cpu.as_secs_f64(),
+                        phase.elapsed.as_secs_f64(),
+                        cpu.as_secs_f64() * 1e3 / served as f64
+                    ));
+                }
+            }
+        }
+        Only::HotPost => {
+            let config = hot_post_config(args);
+            let runs = crate::hotpost::run(&config, log).await?;
+            report::hot_post(&mut out, &runs, config.emulator_delay);
         }
     }
     Ok(out)
