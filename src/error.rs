@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::domain::ValidationError;
 use crate::store::StoreError;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Validation(#[from] ValidationError),

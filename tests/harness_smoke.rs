@@ -3,8 +3,13 @@
 //! It checks the shapes the product promises (SPEC 7), never timings: those are reported.
 
 // The harness's own modules, compiled here exactly as the bench compiles them.
+#[allow(dead_code)]
+#[path = "api/cosmos_emulator.rs"]
+mod cosmos_emulator;
 #[path = "../benches/harness/generate.rs"]
 mod generate;
+#[path = "../benches/harness/hotpost.rs"]
+mod hotpost;
 #[path = "../benches/harness/invariants.rs"]
 mod invariants;
 #[path = "../benches/harness/load.rs"]
@@ -50,6 +55,8 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         "20",
         "--startup-runs",
         "1",
+        "--hot-post-writers",
+        "10",
         "--quiet",
         "--out",
         out.path().to_str().unwrap(),
@@ -89,6 +96,9 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     assert!(reads.into_iter().all(|p| p.total.errors == 0));
     assert!(load.lags.iter().all(|l| l.posts > 0));
     assert!(outcome.startup.as_ref().unwrap().rss_kib > 0);
+    let hot = outcome.hot_post.as_ref().unwrap();
+    assert_eq!(hot.len(), 2, "one run per backend");
+    assert!(hot.iter().all(hotpost::HotPostRun::exact), "{hot:?}");
 
     assert_eq!(
         outcome.checks.len(),
@@ -117,4 +127,52 @@ fn percentiles_are_nearest_rank() {
     assert_eq!(l.percentile(50.0), Duration::from_millis(50));
     assert_eq!(l.percentile(99.0), Duration::from_millis(99));
     assert_eq!(l.percentile(100.0), Duration::from_millis(100));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_phase_runs_alone() {
+    let args = suite::Args::parse_from([
+        "harness",
+        "--only",
+        "write-mix",
+        "--users",
+        "3",
+        "--load-seconds",
+        "1",
+        "--concurrency",
+        "2",
+        "--post-rate",
+        "20",
+        "--quiet",
+    ]);
+    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
+        .await
+        .unwrap();
+    assert!(markdown.contains("**write mix (20% posts, 40% comments, 40% likes)**"));
+    assert!(
+        markdown.contains("| under the write mix | 20 | 20 |"),
+        "{markdown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hot_post_phase_runs_alone_on_both_backends() {
+    let args = suite::Args::parse_from([
+        "harness",
+        "--only",
+        "hot-post",
+        "--hot-post-writers",
+        "8,30",
+        "--quiet",
+    ]);
+    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
+        .await
+        .unwrap();
+    for backend in ["embedded", "Cosmos DB emulator, +5 ms per request"] {
+        for writers in [8, 30] {
+            let row = format!("| {backend} | {writers} | {writers} | 0 | 0 |");
+            assert!(markdown.contains(&row), "{row} in {markdown}");
+        }
+    }
+    assert!(!markdown.contains("**no**"), "{markdown}");
 }

@@ -37,6 +37,8 @@ pub struct LoadConfig {
     /// Posts per second of the change-feed lag probe.
     pub post_rate: u32,
     pub seed: u64,
+    /// Only the write mix with its lag probe (`--only write-mix`), after the catch-up.
+    pub write_mix_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,6 +90,8 @@ fn summarise(mut latencies: Latencies, errors: usize) -> Summary {
 pub struct Phase {
     pub name: String,
     pub elapsed: Duration,
+    /// CPU time of the whole process (server and clients) during the phase.
+    pub cpu: Option<Duration>,
     pub total: Summary,
     pub by_kind: Vec<(Kind, Summary)>,
 }
@@ -214,6 +218,7 @@ async fn phase(
 ) -> anyhow::Result<Phase> {
     let total_weight: u32 = mix.iter().map(|(_, w)| w).sum();
     let budget = Arc::new(std::sync::atomic::AtomicUsize::new(MAX_REQUESTS_PER_PHASE));
+    let cpu_before = crate::stats::process_cpu();
     let started = Instant::now();
     let deadline = started + duration;
     let mut workers = Vec::new();
@@ -267,6 +272,9 @@ async fn phase(
         }
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_before
+        .zip(crate::stats::process_cpu())
+        .map(|(before, after)| after.saturating_sub(before));
     let mut all = Latencies::default();
     let mut all_errors = 0;
     let mut by_kind: Vec<(Kind, Summary)> = merged
@@ -281,6 +289,7 @@ async fn phase(
     Ok(Phase {
         name: name.to_owned(),
         elapsed,
+        cpu,
         total: summarise(all, all_errors),
         by_kind,
     })
@@ -429,6 +438,15 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let catch_up = started.elapsed();
+    if config.write_mix_only {
+        let (phase, lag) = write_mix(client, data, config, &log).await?;
+        return Ok(LoadReport {
+            catch_up,
+            sequential: Vec::new(),
+            phases: vec![phase],
+            lags: vec![lag],
+        });
+    }
 
     log("single-client latencies");
     let mut sequential = Vec::new();
@@ -478,6 +496,24 @@ async fn measure(
     log("change-feed lag, posts alone");
     lags.push(lag_probe("posts alone", client, data, config.post_rate, config.phase).await?);
 
+    let (writes, lag) = write_mix(client, data, config, &log).await?;
+    phases.push(writes);
+    lags.push(lag);
+    Ok(LoadReport {
+        catch_up,
+        sequential,
+        phases,
+        lags,
+    })
+}
+
+/// The saturating write mix, with the lag probe writing posts beside it.
+async fn write_mix(
+    client: &Client,
+    data: &Arc<Dataset>,
+    config: &LoadConfig,
+    log: &impl Fn(&str),
+) -> anyhow::Result<(Phase, Lag)> {
     log("write mix with the lag probe");
     let write_mix = [
         (Kind::CreatePost, 20),
@@ -501,12 +537,5 @@ async fn measure(
             config.phase
         ),
     );
-    phases.push(writes?);
-    lags.push(lag?);
-    Ok(LoadReport {
-        catch_up,
-        sequential,
-        phases,
-        lags,
-    })
+    Ok((writes?, lag?))
 }

@@ -4,7 +4,13 @@
 //! through a `MeteredStore`, load-tests the real application over loopback HTTP, times the
 //! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`.
 
+// The Cosmos DB emulator wiring of the integration tests, for the hot-post phase; the
+// harness uses only part of it.
+#[allow(dead_code)]
+#[path = "../../tests/api/cosmos_emulator.rs"]
+mod cosmos_emulator;
 mod generate;
+mod hotpost;
 mod invariants;
 mod load;
 mod profile;
@@ -31,13 +37,26 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    if let Some(only) = args.only {
+        return match runtime.block_on(suite::run_only(&args, only, command.trim_end())) {
+            Ok(markdown) => {
+                println!("{markdown}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("harness failed: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(suite::run(&args, command.trim_end())) {
         Ok(outcome) => {
             eprintln!(
-                "harness: {} items, {} profile rows, {} load phases, start-up p50 {}",
+                "harness: {} items, {} profile rows, {} load phases, {} hot-post runs, start-up p50 {}",
                 outcome.dataset.items(),
                 outcome.rows.len(),
                 outcome.load.map_or(0, |l| l.phases.len()),
+                outcome.hot_post.map_or(0, |runs| runs.len()),
                 outcome
                     .startup
                     .map_or("not measured".into(), |s| format!("{:?}", s.p50)),

@@ -51,3 +51,13 @@ impl FromIterator<Duration> for Latencies {
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
+
+/// CPU time (user + system) this process has used so far, from `/proc/self/stat`; `None`
+/// where there is no such file. Clock ticks are taken as the usual 100 per second.
+pub fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}

@@ -11,6 +11,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
 use crate::generate::{Dataset, GenConfig, generate};
+use crate::hotpost::{HotPostConfig, HotPostRun};
 use crate::invariants::{self, Check};
 use crate::load::{LoadConfig, LoadReport};
 use crate::profile::{ProfileConfig, Row, profile};
@@ -54,22 +55,44 @@ pub struct Args {
     /// Start-ups of the binary to time.
     #[arg(long, default_value_t = 10)]
     pub startup_runs: usize,
+    /// Writers of the hot-post phase, one run per count and backend.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    pub hot_post_writers: Vec<usize>,
+    /// Delay added to every request of the Cosmos DB emulator in the hot-post phase.
+    #[arg(long, default_value_t = 5)]
+    pub hot_post_delay_ms: u64,
     #[arg(long)]
     pub skip_load: bool,
+    #[arg(long)]
+    pub skip_hot_post: bool,
     #[arg(long)]
     pub skip_startup: bool,
     /// No progress bars (CI, logs).
     #[arg(long)]
     pub quiet: bool,
+    /// Run one phase alone and print its figures to stdout; no report files are written.
+    /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
+    /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
+    /// phase on both backends.
+    #[arg(long, value_enum)]
+    pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
+}
+
+/// A phase that `--only` runs alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    WriteMix,
+    HotPost,
 }
 
 pub struct Outcome {
     pub dataset: Dataset,
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
+    pub hot_post: Option<Vec<HotPostRun>>,
     pub startup: Option<StartupReport>,
     /// `verify` after generation and after the load.
     pub checks: Vec<Check>,
@@ -137,6 +160,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             sequential: args.sequential,
             post_rate: args.post_rate.max(1),
             seed: args.seed,
+            write_mix_only: false,
         };
         let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
         log("verify after the load, once the change feed is drained");
@@ -150,6 +174,12 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             if check.holds() { "holds" } else { "FAILS" }
         ));
     }
+
+    let hot_post = if args.skip_hot_post {
+        None
+    } else {
+        Some(crate::hotpost::run(&hot_post_config(args), log).await?)
+    };
 
     let startup = if args.skip_startup {
         None
@@ -170,6 +200,8 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         dataset: &dataset,
         rows: &rows,
         load: load.as_ref(),
+        hot_post: hot_post.as_deref(),
+        hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
         startup: startup.as_ref(),
         concurrency: args.concurrency,
         checks: &checks,
@@ -187,9 +219,81 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         dataset,
         rows,
         load,
+        hot_post,
         startup,
         checks,
         report,
         chart,
     })
+}
+
+fn hot_post_config(args: &Args) -> HotPostConfig {
+    HotPostConfig {
+        writers: args.hot_post_writers.clone(),
+        emulator_delay: Duration::from_millis(args.hot_post_delay_ms),
+    }
+}
+
+/// `--only`: one phase alone, its figures as markdown (printed by the caller).
+pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
+    let quiet = args.quiet;
+    let log = move |what: &str| {
+        if !quiet {
+            eprintln!("harness: {what}");
+        }
+    };
+    let mut out = format!("Command: `{command}`\n");
+    match only {
+        Only::WriteMix => {
+            let temp = tempfile::tempdir()?;
+            let store: Arc<dyn Store> =
+                Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
+            log(&format!(
+                "generating {} users (seed {})",
+                args.users, args.seed
+            ));
+            let dataset = generate(
+                &store,
+                &GenConfig {
+                    users: args.users,
+                    seed: args.seed,
+                    progress: !quiet,
+                },
+            )
+            .await?;
+            let items = dataset.items();
+            let config = LoadConfig {
+                phase: Duration::from_secs_f64(args.load_seconds),
+                concurrency: args.concurrency.max(1),
+                sequential: args.sequential,
+                post_rate: args.post_rate.max(1),
+                seed: args.seed,
+                write_mix_only: true,
+            };
+            let load = crate::load::run(store, dataset, &config, log).await?;
+            out.push_str(&format!(
+                "\nData set: {items} items; the pump caught up in {:.1} s.\n",
+                load.catch_up.as_secs_f64()
+            ));
+            report::throughput_and_lag(&mut out, &load, config.concurrency);
+            for phase in &load.phases {
+                if let Some(cpu) = phase.cpu {
+                    let served = (phase.total.requests - phase.total.errors).max(1);
+                    out.push_str(&format!(
+                        "\nProcess CPU (server and clients) during \"{}\": {:.1} s in {:.1} s, {:.2} ms per request.\n",
+                        phase.name,
+                        cpu.as_secs_f64(),
+                        phase.elapsed.as_secs_f64(),
+                        cpu.as_secs_f64() * 1e3 / served as f64
+                    ));
+                }
+            }
+        }
+        Only::HotPost => {
+            let config = hot_post_config(args);
+            let runs = crate::hotpost::run(&config, log).await?;
+            report::hot_post(&mut out, &runs, config.emulator_delay);
+        }
+    }
+    Ok(out)
 }

@@ -2,6 +2,7 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
+mod combiner;
 mod deletes;
 mod paging;
 
@@ -13,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use combiner::{Applied, Change, Combiner, CountDelta};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 
 use crate::domain::{
@@ -42,6 +44,8 @@ pub fn feed_partition() -> PartitionKey {
 #[derive(Clone)]
 pub struct Blog {
     store: Arc<dyn Store>,
+    /// Comments and likes of one post, written together (see [`combiner`]).
+    combiner: Combiner,
 }
 
 /// Why one optimistic attempt did not go through.
@@ -109,7 +113,10 @@ fn post_partition(post_id: &PostId) -> PartitionKey {
 
 impl Blog {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            combiner: Combiner::new(Arc::clone(&store)),
+            store,
+        }
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -269,91 +276,69 @@ impl Blog {
 
     // ---- comments and likes ------------------------------------------------------------
 
-    /// C3: the comment and the post's new comment count, in one transaction.
+    /// C3: the comment and the post's new comment count, in one transaction (shared with
+    /// the other comments and likes of the post waiting at the same time).
     pub async fn add_comment(
         &self,
         caller: &UserId,
         post_id: &PostId,
         content: CommentContent,
     ) -> Result<Comment> {
-        let author = self.registered(caller).await?;
-        let comment = Comment::new(post_id.clone(), &author, content);
-        let item = to_item(&comment)?;
-        until_not_stale(|| async {
-            match self
-                .count_with(post_id, |post| post.comment_count += 1, item.clone())
-                .await?
-            {
-                Ok(()) => Ok(comment.clone()),
-                Err(StoreError::Conflict) => {
-                    Err(Error::Conflict("a comment with this id already exists".into()).into())
-                }
-                Err(e) => Err(e.into()),
-            }
-        })
-        .await
+        let (comment, applied) = self
+            .combiner
+            .apply(post_id, async {
+                let author = self.registered(caller).await?;
+                let comment = Comment::new(post_id.clone(), &author, content);
+                let change = Change {
+                    operation: BatchOperation::Create {
+                        item: to_item(&comment)?,
+                    },
+                    delta: CountDelta::ONE_COMMENT,
+                    refused: |cause| match cause {
+                        StoreError::Conflict => Err(Error::Conflict(
+                            "a comment with this id already exists".into(),
+                        )),
+                        other => Err(other.clone().into()),
+                    },
+                };
+                Ok((comment, change))
+            })
+            .await?;
+        match applied {
+            Applied::Written => Ok(comment),
+            Applied::AlreadyDone(_) => Err(Error::Internal(
+                "a new comment was taken for an existing one".into(),
+            )),
+        }
     }
 
     /// C4: like once. A repeated like changes nothing and returns the existing like.
     pub async fn like_post(&self, caller: &UserId, post_id: &PostId) -> Result<(Like, Outcome)> {
-        let liker = self.registered(caller).await?;
-        let like = Like::new(post_id.clone(), &liker);
-        let item = to_item(&like)?;
-        until_not_stale(|| async {
-            match self
-                .count_with(post_id, |post| post.like_count += 1, item.clone())
-                .await?
-            {
-                Ok(()) => Ok((like.clone(), Outcome::Created)),
-                Err(StoreError::Conflict) => {
-                    let existing = self
-                        .read::<Like>(Container::Posts, &post_partition(post_id), like.id.as_str())
-                        .await?;
-                    // Gone again between the batch and this read: start over.
-                    existing
-                        .map(|(like, _)| (like, Outcome::Existing))
-                        .ok_or(Attempt::Stale)
-                }
-                Err(e) => Err(e.into()),
-            }
-        })
-        .await
-    }
-
-    /// One attempt at [`BatchOperation`]s `[replace post If-Match, create child]` in the
-    /// post's partition. The outer `Result` carries retry/abort decisions; the inner one the
-    /// store's verdict on creating the child (`Conflict` when it already exists).
-    async fn count_with(
-        &self,
-        post_id: &PostId,
-        bump: impl FnOnce(&mut Post),
-        child: Value,
-    ) -> Result<Result<(), StoreError>, Attempt> {
-        let (mut post, etag) = self.existing_post(post_id).await?;
-        bump(&mut post);
-        let operations = vec![
-            BatchOperation::Replace {
-                item: to_item(&post)?,
-                if_match: Some(etag),
-            },
-            BatchOperation::Create { item: child },
-        ];
-        match self
-            .store
-            .execute_batch(Container::Posts, &post_partition(post_id), operations)
-            .await
-        {
-            Ok(_) => Ok(Ok(())),
-            Err(StoreError::BatchOperationFailed { index: 0, cause })
-                if matches!(
-                    *cause,
-                    StoreError::PreconditionFailed | StoreError::NotFound
-                ) =>
-            {
-                Err(Attempt::Stale)
-            }
-            Err(StoreError::BatchOperationFailed { index: 1, cause }) => Ok(Err(*cause)),
-            Err(e) => Err(e.into()),
+        let (like, applied) = self
+            .combiner
+            .apply(post_id, async {
+                let liker = self.registered(caller).await?;
+                let like = Like::new(post_id.clone(), &liker);
+                let change = Change {
+                    operation: BatchOperation::Create {
+                        item: to_item(&like)?,
+                    },
+                    delta: CountDelta::ONE_LIKE,
+                    // The like's id comes from the liker: it exists when they liked before.
+                    refused: |cause| match cause {
+                        StoreError::Conflict => Ok(()),
+                        other => Err(other.clone().into()),
+                    },
+                };
+                Ok((like, change))
+            })
+            .await?;
+        match applied {
+            Applied::Written => Ok((like, Outcome::Created)),
+            Applied::AlreadyDone(Some(existing)) => Ok((from_item(existing)?, Outcome::Existing)),
+            Applied::AlreadyDone(None) => Err(Error::Internal(
+                "an existing like was answered without the like".into(),
+            )),
         }
     }
 

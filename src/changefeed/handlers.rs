@@ -18,15 +18,18 @@ use super::deletes::{
 use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User};
 use crate::store::{
-    Container, ETag, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store, StoreError,
-    StoreResult, strip_system_properties,
+    BatchOperation, Container, ETag, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store,
+    StoreError, StoreResult, strip_system_properties,
 };
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
 /// to trip the store's rate limit on one user's burst.
 const FAN_OUT_CONCURRENCY: usize = 8;
-/// Posts of one batch handled at once by `OnPostChanged`, for the same reason.
+/// Posts of one batch read at once by `OnPostChanged`, and its writes in flight at once, for
+/// the same reason.
 const HANDLER_CONCURRENCY: usize = 16;
+/// Operations in one transactional batch at most (the Cosmos DB limit).
+const MAX_BATCH_OPERATIONS: usize = 100;
 
 /// What a handler did with a batch; its lines go to the Functions host's `Logs`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -244,9 +247,10 @@ async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> Sto
 
 // ---- OnPostChanged -------------------------------------------------------------------------
 
-/// SPEC 5.2: gives each changed post, comment and like its author's current username (see
-/// [`correct_usernames`]), then copies each changed post, in short form, into its author's partition of `users`
-/// and into `feed`, then trims `feed` to the [`FEED_SIZE`] most recent posts.
+/// SPEC 5.2: clears up after deleted posts (their tombstones), gives each changed post,
+/// comment and like its author's current username (see [`correct_usernames`]), then copies
+/// each changed post, in short form, into its author's partition of `users` and into `feed`,
+/// and keeps `feed` to the [`FEED_SIZE`] most recent posts.
 pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
     // Deleted posts first, so that the feed window below no longer holds them.
@@ -263,114 +267,181 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
     // First, so that the copies below are made from the corrected posts.
     report.merge(correct_usernames(store, documents).await?);
     let posts = documents_of::<Post>(documents, Post::TYPE, |p| p.id.to_string(), &mut report);
-    if posts.is_empty() && !left_feed {
-        return Ok(report);
-    }
-    // Each post's source read and author copy are independent of the others': run them side
-    // by side, so that their writes share the store's commits instead of queueing.
-    let copied: Vec<_> = stream::iter(posts)
-        .map(|delivered| copy_post_to_author(store, delivered))
-        .buffered(HANDLER_CONCURRENCY)
-        .collect()
-        .await;
-    let mut copies = Vec::with_capacity(copied.len());
-    for (id, copy, author_copy) in copied {
-        match copy {
-            Ok(Copied::Live(copy)) => copies.push(copy),
-            Ok(Copied::Deleted(cleared)) => {
-                report.written += cleared.written;
-                left_feed |= cleared.left_feed;
-            }
-            Err(e) => settle(Err(e), format!("post {id}"), &mut report)?,
-        }
-        if let Some(result) = author_copy {
-            settle(result, format!("user copy of post {id}"), &mut report)?;
-        }
-    }
-    if left_feed {
-        let result = refill_feed(store).await;
-        settle(result, "feed refill".to_owned(), &mut report)?;
-    }
-    // The feed: decide post by post against one window (order matters there), then write
-    // the copies that changed side by side.
-    let mut feed = FeedWindow::load(store).await?;
-    let admitted: Vec<(Post, Option<Value>)> =
-        copies.iter().filter_map(|copy| feed.admit(copy)).collect();
-    let written: Vec<_> = stream::iter(admitted)
-        .map(|(copy, current)| async move {
-            let result =
-                upsert_if_changed(store, Container::Feed, &feed_partition(), &copy, current).await;
-            (copy.id, result)
-        })
-        .buffer_unordered(HANDLER_CONCURRENCY)
-        .collect()
-        .await;
-    let mut added_to_feed = 0;
-    for (id, result) in written {
-        let before = report.written;
-        settle(result, format!("feed copy of post {id}"), &mut report)?;
-        added_to_feed += report.written - before;
-    }
-    // Only a batch that wrote to the feed can have pushed posts past its bound.
-    if added_to_feed > 0 || left_feed {
-        let result = trim_feed(store).await;
-        settle(result, "feed trim".to_owned(), &mut report)?;
+    if !posts.is_empty() || left_feed {
+        copy_posts(store, posts, left_feed, &mut report).await?;
     }
     Ok(report)
 }
 
-/// What became of a changed post: its short copy, or, when the source has been deleted
-/// since, the clean-up of everything derived from it.
-enum Copied {
-    Live(Post),
+/// The copies of a batch's posts: reads first (each post's current version and its author
+/// copy, side by side), then every write at once, one transactional batch per target
+/// partition: the author copies that changed, per author; the feed's changes (copies added or
+/// updated, posts pushed past the bound) in its one partition. A batch of posts is so a
+/// handful of writes instead of one per copy and one per trimmed post, each waiting for the
+/// one before (on the embedded store they also share one commit of its one writer).
+///
+/// `left_feed`: deleted posts of this batch left the feed, which is then refilled first.
+async fn copy_posts(
+    store: &Arc<dyn Store>,
+    posts: Vec<Post>,
+    mut left_feed: bool,
+    report: &mut Report,
+) -> StoreResult<()> {
+    let read: Vec<_> = stream::iter(posts)
+        .map(|delivered| read_post_and_author_copy(store, delivered))
+        .buffered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    let mut copies = Vec::with_capacity(read.len());
+    for (id, result) in read {
+        match result {
+            Ok(Found::Live(copy, existing)) => copies.push((copy, existing)),
+            Ok(Found::Deleted(cleared)) => {
+                report.written += cleared.written;
+                left_feed |= cleared.left_feed;
+            }
+            Err(e) => settle(Err(e), format!("post {id}"), report)?,
+        }
+    }
+    if left_feed {
+        let result = refill_feed(store).await;
+        settle(result, "feed refill".to_owned(), report)?;
+    }
+    // The feed: decide post by post against one window (order matters there).
+    let mut feed = FeedWindow::load(store).await?;
+    for (copy, _) in &copies {
+        feed.admit(copy);
+    }
+    let feed_write = feed.changes()?;
+    let adds_to_feed = feed_write
+        .as_ref()
+        .is_some_and(|write| write.operations.iter().any(|(_, op)| !is_delete(op)));
+    let mut writes = author_copy_writes(&copies)?;
+    writes.extend(feed_write);
+    let done: Vec<_> = stream::iter(writes)
+        .map(|write| write.run(store))
+        .buffer_unordered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    for part in done {
+        report.merge(part?);
+    }
+    // Handlers running side by side (Functions instances) may each have added posts that
+    // push others past the bound; whatever lies past it now goes.
+    if adds_to_feed || left_feed {
+        let result = trim_feed(store).await;
+        settle(result, "feed trim".to_owned(), report)?;
+    }
+    Ok(())
+}
+
+/// What became of a changed post: its short copy and its author's copy of it as stored (if
+/// any), or, when the post has been deleted since, the clean-up of everything derived from it.
+enum Found {
+    Live(Post, Option<Value>),
     Deleted(Cleared),
 }
 
-/// Reads the post's current version and copies it, short, into its author's partition.
-/// Returns the post's id, what became of it (for the feed), and the author copy's outcome.
-async fn copy_post_to_author(
+/// The post's current version, short, and its author's copy of it as stored (if any).
+async fn read_post_and_author_copy(
     store: &Arc<dyn Store>,
     delivered: Post,
-) -> (PostId, StoreResult<Copied>, Option<StoreResult<usize>>) {
+) -> (PostId, StoreResult<Found>) {
     let id = delivered.id.clone();
-    let (post_id, author) = (delivered.post_id.clone(), delivered.user_id.clone());
-    match current_version(store, Container::Posts, delivered).await {
+    let author = delivered.user_id.clone();
+    let read = async {
         // Serialising re-writes creationDate canonically, whatever form it arrived in.
-        Ok(Some(post)) => {
-            let copy = post.short();
-            let author_copy = copy_to_author(store, &copy).await;
-            (id, Ok(Copied::Live(copy)), Some(author_copy))
+        let Some(current) = current_version(store, Container::Posts, delivered).await? else {
+            // A late version of a post deleted since: never copy it back.
+            let cleared = clear_deleted_post(store, &id, &author).await?;
+            return Ok(Found::Deleted(cleared));
+        };
+        let copy = current.short();
+        let pk = PartitionKey::single(copy.user_id.as_str());
+        let existing = store
+            .read_item(Container::Users, &pk, copy.id.as_str())
+            .await?;
+        Ok(Found::Live(copy, existing.map(|d| d.item)))
+    };
+    (id.clone(), read.await)
+}
+
+fn to_value(copy: &Post) -> StoreResult<Value> {
+    serde_json::to_value(copy).map_err(|e| StoreError::Internal(e.to_string()))
+}
+
+fn is_delete(operation: &BatchOperation) -> bool {
+    matches!(operation, BatchOperation::Delete { .. })
+}
+
+/// The author copies that differ from what `users` holds, as one write per author.
+fn author_copy_writes(copies: &[(Post, Option<Value>)]) -> StoreResult<Vec<PartitionWrite>> {
+    let mut by_author: HashMap<&str, PartitionWrite> = HashMap::new();
+    for (copy, existing) in copies {
+        let item = to_value(copy)?;
+        if existing.as_ref() == Some(&item) {
+            continue;
         }
-        // A late version of a post deleted since: never copy it back.
-        Ok(None) => {
-            let cleared = clear_deleted_post(store, &post_id, &author).await;
-            (id, cleared.map(Copied::Deleted), None)
-        }
-        Err(e) => (id, Err(e), None),
+        let author = copy.user_id.as_str();
+        by_author
+            .entry(author)
+            .or_insert_with(|| PartitionWrite {
+                container: Container::Users,
+                pk: PartitionKey::single(author),
+                operations: Vec::new(),
+            })
+            .operations
+            .push((
+                format!("user copy of post {}", copy.id),
+                BatchOperation::Upsert { item },
+            ));
     }
+    Ok(by_author.into_values().collect())
 }
 
-async fn copy_to_author(store: &Arc<dyn Store>, copy: &Post) -> StoreResult<usize> {
-    let pk = PartitionKey::single(copy.user_id.as_str());
-    let existing = store
-        .read_item(Container::Users, &pk, copy.id.as_str())
-        .await?;
-    upsert_if_changed(store, Container::Users, &pk, copy, existing.map(|d| d.item)).await
-}
-
-async fn upsert_if_changed(
-    store: &Arc<dyn Store>,
+/// Writes to one logical partition, run as transactional batches of at most
+/// [`MAX_BATCH_OPERATIONS`]; each operation is labelled for the report.
+struct PartitionWrite {
     container: Container,
-    pk: &PartitionKey,
-    copy: &Post,
-    existing: Option<Value>,
-) -> StoreResult<usize> {
-    let item = serde_json::to_value(copy).map_err(|e| StoreError::Internal(e.to_string()))?;
-    if existing.as_ref() == Some(&item) {
-        return Ok(0);
+    pk: PartitionKey,
+    operations: Vec<(String, BatchOperation)>,
+}
+
+impl PartitionWrite {
+    /// A transient failure fails the whole write (the change-feed batch is delivered again);
+    /// an operation the store refuses for good is reported and its batch runs again without
+    /// it, and a delete of what is already gone (another handler trimmed it) is done.
+    async fn run(self, store: &Arc<dyn Store>) -> StoreResult<Report> {
+        let mut report = Report::default();
+        let mut operations = self.operations.into_iter().peekable();
+        while operations.peek().is_some() {
+            let mut chunk: Vec<_> = operations.by_ref().take(MAX_BATCH_OPERATIONS).collect();
+            while !chunk.is_empty() {
+                let batch = chunk.iter().map(|(_, op)| op.clone()).collect();
+                match store.execute_batch(self.container, &self.pk, batch).await {
+                    Ok(_) => {
+                        report.written += chunk.len();
+                        break;
+                    }
+                    Err(e) if e.is_transient() => return Err(e),
+                    Err(StoreError::BatchOperationFailed { index, cause })
+                        if index < chunk.len() =>
+                    {
+                        let (what, operation) = chunk.remove(index);
+                        if !(is_delete(&operation) && matches!(*cause, StoreError::NotFound)) {
+                            settle(Err(*cause), what, &mut report)?;
+                        }
+                    }
+                    Err(e) => {
+                        for (what, _) in chunk.drain(..) {
+                            settle(Err(e.clone()), what, &mut report)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(report)
     }
-    store.upsert_item(container, pk, item).await?;
-    Ok(1)
 }
 
 /// The feed's current top [`FEED_SIZE`] (read once per batch), kept up to date as the batch
@@ -378,6 +449,10 @@ async fn upsert_if_changed(
 struct FeedWindow {
     /// Newest first.
     items: Vec<Post>,
+    /// The feed's items as read, by id, to write only what changes.
+    stored: HashMap<PostId, Value>,
+    /// Copies admitted by this batch, by id (the last one of each post).
+    admitted: HashMap<PostId, Post>,
 }
 
 impl FeedWindow {
@@ -395,18 +470,23 @@ impl FeedWindow {
                 PageRequest::first(FEED_SIZE),
             )
             .await?;
-        let items = page
-            .items
-            .into_iter()
-            .filter_map(|item| serde_json::from_value::<Post>(item).ok())
-            .collect();
-        Ok(Self { items })
+        let mut items = Vec::with_capacity(page.items.len());
+        let mut stored = HashMap::with_capacity(page.items.len());
+        for item in page.items {
+            if let Ok(post) = serde_json::from_value::<Post>(item.clone()) {
+                stored.insert(post.id.clone(), item);
+                items.push(post);
+            }
+        }
+        Ok(Self {
+            items,
+            stored,
+            admitted: HashMap::new(),
+        })
     }
 
-    /// Whether `copy` goes into the feed: not if it is older than the oldest of a full feed.
-    /// If it does, the window takes it in and the answer carries the feed's current copy of
-    /// it (to compare before writing).
-    fn admit(&mut self, copy: &Post) -> Option<(Post, Option<Value>)> {
+    /// Takes `copy` into the window unless it is older than the oldest of a full feed.
+    fn admit(&mut self, copy: &Post) {
         let existing = self.items.iter().position(|p| p.id == copy.id);
         let full = self.items.len() >= FEED_SIZE as usize;
         if existing.is_none()
@@ -416,43 +496,79 @@ impl FeedWindow {
                 .last()
                 .is_some_and(|oldest| copy.creation_date < oldest.creation_date)
         {
-            return None;
+            return;
         }
-        let current = existing
-            .map(|at| self.items.remove(at))
-            .and_then(|post| serde_json::to_value(post).ok());
+        if let Some(at) = existing {
+            self.items.remove(at);
+        }
         let at = self
             .items
             .partition_point(|p| p.creation_date > copy.creation_date);
         self.items.insert(at, copy.clone());
         self.items.truncate(FEED_SIZE as usize);
-        Some((copy.clone(), current))
+        self.admitted.insert(copy.id.clone(), copy.clone());
+    }
+
+    /// What the feed needs to look like the window: the admitted copies still in it that
+    /// differ from the stored ones, and deletes of the stored posts pushed out of it.
+    fn changes(&self) -> StoreResult<Option<PartitionWrite>> {
+        let mut operations = Vec::new();
+        for post in &self.items {
+            let Some(copy) = self.admitted.get(&post.id) else {
+                continue;
+            };
+            let item = to_value(copy)?;
+            if self.stored.get(&post.id) != Some(&item) {
+                operations.push((
+                    format!("feed copy of post {}", post.id),
+                    BatchOperation::Upsert { item },
+                ));
+            }
+        }
+        for id in self.stored.keys() {
+            if !self.items.iter().any(|p| &p.id == id) {
+                operations.push((
+                    format!("feed trim of post {id}"),
+                    BatchOperation::Delete { id: id.to_string() },
+                ));
+            }
+        }
+        Ok((!operations.is_empty()).then(|| PartitionWrite {
+            container: Container::Feed,
+            pk: feed_partition(),
+            operations,
+        }))
     }
 }
 
-/// Deletes what lies beyond the feed's bound. Safe with concurrent handlers: anything past
-/// position [`FEED_SIZE`] in one snapshot stays past it (posts only get added), and a post
-/// already deleted by another instance is simply not found.
+/// Deletes what lies beyond the feed's bound, in one batch. Safe with concurrent handlers:
+/// anything past position [`FEED_SIZE`] in one snapshot stays past it (posts only get
+/// added), and a post already deleted by another instance is simply not found.
 async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
     let beyond = FeedWindow::query().skip(FEED_SIZE);
     let page = store
         .query(Container::Feed, &beyond, PageRequest::first(1_000))
         .await?;
-    let mut deleted = 0;
-    for item in page.items {
-        let Some(id) = item.get("id").and_then(Value::as_str) else {
-            continue;
-        };
-        match store
-            .delete_item(Container::Feed, &feed_partition(), id)
-            .await
-        {
-            Ok(()) => deleted += 1,
-            Err(StoreError::NotFound) => {}
-            Err(e) => return Err(e),
-        }
+    let operations: Vec<_> = page
+        .items
+        .iter()
+        .filter_map(|item| item.get("id").and_then(Value::as_str))
+        .map(|id| {
+            (
+                format!("feed trim of post {id}"),
+                BatchOperation::Delete { id: id.to_owned() },
+            )
+        })
+        .collect();
+    if operations.is_empty() {
+        return Ok(0);
     }
-    Ok(deleted)
+    let write = PartitionWrite {
+        container: Container::Feed,
+        pk: feed_partition(),
+        operations,
+    };
+    Ok(write.run(store).await?.written)
 }
 
 // ---- OnPostChanged: usernames of new items (the rename race) -------------------------------

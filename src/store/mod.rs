@@ -101,7 +101,7 @@ pub struct ChangeBatch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint(pub String);
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("not found")]
     NotFound,

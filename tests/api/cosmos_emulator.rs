@@ -1,9 +1,11 @@
 //! The Cosmos DB store on the SDK's in-memory emulator: a whole Cosmos DB account inside the
 //! test process, reached through the real SDK pipeline (requests, headers, retries, paging).
 //! All emulator wiring lives here, so the `__internal_in_memory_emulator` feature stays a
-//! dev-dependency concern and never reaches the shipped binary.
+//! dev-dependency concern and never reaches the shipped binary. The benchmark harness
+//! (`benches/harness`) includes this file too, for its hot-post phase.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use azure_data_cosmos::options::{
     OperationOptions, OperationOptionsBuilder, Region, ThrottlingRetryOptionsBuilder,
@@ -11,6 +13,9 @@ use azure_data_cosmos::options::{
 use azure_data_cosmos::{
     AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder,
     RoutingStrategy,
+};
+use azure_data_cosmos_driver::fault_injection::{
+    FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
 };
 use azure_data_cosmos_driver::in_memory_emulator::{
     ConsistencyLevel, ContainerConfig, InMemoryEmulatorHttpClient, VirtualAccountConfig,
@@ -37,7 +42,7 @@ fn account_config() -> VirtualAccountConfig {
 }
 
 async fn client_of(
-    emulator: &Arc<InMemoryEmulatorHttpClient>,
+    mut runtime: CosmosRuntimeBuilder,
     operation_options: Option<OperationOptions>,
 ) -> CosmosClient {
     let account = AccountReference::with_authentication_key(
@@ -46,7 +51,6 @@ async fn client_of(
             .expect("valid emulator endpoint"),
         azure_core::credentials::Secret::new(ACCOUNT_KEY),
     );
-    let mut runtime = CosmosRuntimeBuilder::from(emulator.runtime_builder());
     if let Some(options) = operation_options {
         runtime = runtime.with_default_operation_options(options);
     }
@@ -60,16 +64,29 @@ async fn client_of(
 
 /// A client of a fresh, empty in-memory account.
 pub async fn emulator_client() -> CosmosClient {
-    client_of(
-        &Arc::new(InMemoryEmulatorHttpClient::new(account_config())),
-        None,
-    )
-    .await
+    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account_config()));
+    client_of(emulator.runtime_builder().into(), None).await
 }
 
 /// A [`CosmosStore`] on a fresh in-memory account (its own database and containers).
 pub async fn emulator_store() -> Arc<dyn Store> {
-    let client = emulator_client().await;
+    store_of(emulator_client().await).await
+}
+
+/// A [`CosmosStore`] on a fresh in-memory account where every request takes `delay` longer,
+/// like the round trip to a real account (the SDK's fault injection, with a delay only).
+pub async fn delayed_emulator_store(delay: Duration) -> Arc<dyn Store> {
+    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account_config()));
+    let round_trip = FaultInjectionRuleBuilder::new(
+        "round-trip",
+        FaultInjectionResultBuilder::new().with_delay(delay).build(),
+    )
+    .build();
+    let runtime = emulator.runtime_builder_with_fault_rules(vec![Arc::new(round_trip)]);
+    store_of(client_of(runtime.into(), None).await).await
+}
+
+async fn store_of(client: CosmosClient) -> Arc<dyn Store> {
     let store = CosmosStore::from_client(client, DATABASE)
         .await
         .expect("the Cosmos DB store prepares the emulator's database");
@@ -103,7 +120,7 @@ pub async fn throttled_emulator_store(ru_per_second: u64) -> Arc<dyn Store> {
                 .build(),
         )
         .build();
-    let client = client_of(&emulator, Some(no_throttle_retries)).await;
+    let client = client_of(emulator.runtime_builder().into(), Some(no_throttle_retries)).await;
     let store = CosmosStore::from_client(client, DATABASE)
         .await
         .expect("the Cosmos DB store opens the provisioned containers");

@@ -5,10 +5,12 @@ mod helpers;
 
 mod auth;
 mod changefeed;
+mod copy_batches;
 mod deletes;
 mod erasure_restart;
 mod errors;
 mod feed;
+mod hot_posts;
 mod interactions;
 mod openapi;
 mod posts;

@@ -1,0 +1,76 @@
+//! `OnPostChanged` writes a batch's copies as one transactional batch per target partition
+//! (the author copies per author, the feed's additions and trims together), so a burst of
+//! posts costs a handful of writes instead of one per copy and one per trimmed post.
+
+use std::sync::Arc;
+
+use cosmos_blog::changefeed::on_post_changed;
+use cosmos_blog::store::metered::MeteredStore;
+use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
+use serde_json::{Value, json};
+
+use crate::backend_tests;
+use crate::helpers::{TestApp, ids};
+
+backend_tests!(a_batch_of_posts_is_one_write_per_partition);
+
+fn post_document(n: usize, author: &str) -> Value {
+    let id = format!("p{n:03}");
+    json!({
+        "id": id, "type": "post", "postId": id, "userId": author, "userUsername": author,
+        "title": "t", "content": "c", "commentCount": 0, "likeCount": 0,
+        "creationDate": format!("2026-11-22T09:{:02}:{:02}.0000000Z", n / 60, n % 60),
+    })
+}
+
+async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
+    let query = Query::in_partition(PartitionKey::single("post"))
+        .of_type("post")
+        .order_by("creationDate", SortOrder::Descending);
+    let page = store
+        .query(Container::Feed, &query, PageRequest::first(100))
+        .await
+        .unwrap();
+    ids(&page.items)
+}
+
+fn newest(range: std::ops::Range<usize>) -> Vec<String> {
+    range.rev().map(|n| format!("p{n:03}")).collect()
+}
+
+async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
+    let metered = MeteredStore::new(Arc::clone(&app.store));
+    let store: Arc<dyn Store> = Arc::new(metered.clone());
+
+    // 150 posts by three authors; none is stored yet, nor any copy.
+    let authors = ["ada", "bob", "cy"];
+    let batch: Vec<Value> = (0..150).map(|n| post_document(n, authors[n % 3])).collect();
+    let report = on_post_changed(&store, &batch).await.unwrap();
+    assert_eq!(report.processed, 150);
+    assert_eq!(
+        report.written,
+        150 + 100,
+        "every author copy; the 100 newest in the feed"
+    );
+    let metrics = metered.take();
+    // Per author one point read (the username check of the rename race); per post two point
+    // reads (its current version, its author's copy); one read of the feed; three author
+    // batches and one feed batch; one query past the feed's bound.
+    assert_eq!(metrics.requests, 3 + 150 * 2 + 1 + 3 + 1 + 1);
+    assert_eq!(metrics.items_written, 250);
+    assert_eq!(feed_ids(&app.store).await, newest(50..150));
+
+    // 30 newer posts by one author: their copies and the trim of the 30 they push out of
+    // the feed go in one feed batch.
+    let batch: Vec<Value> = (150..180).map(|n| post_document(n, "ada")).collect();
+    let report = on_post_changed(&store, &batch).await.unwrap();
+    assert_eq!(report.written, 30 + 30 + 30);
+    let metrics = metered.take();
+    assert_eq!(metrics.requests, 1 + 30 * 2 + 1 + 1 + 1 + 1);
+    assert_eq!(feed_ids(&app.store).await, newest(80..180));
+
+    // Delivered again: nothing to write, and no write request.
+    let report = on_post_changed(&store, &batch).await.unwrap();
+    assert_eq!(report.written, 0);
+    assert_eq!(metered.take().requests, 1 + 30 * 2 + 1);
+}
