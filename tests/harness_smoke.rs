@@ -6,6 +6,8 @@
 #[allow(dead_code)]
 #[path = "api/cosmos_emulator.rs"]
 mod cosmos_emulator;
+#[path = "../benches/harness/deletes.rs"]
+mod deletes;
 #[path = "../benches/harness/generate.rs"]
 mod generate;
 #[path = "../benches/harness/hotpost.rs"]
@@ -117,6 +119,26 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     let markdown = std::fs::read_to_string(&outcome.report).unwrap();
     assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
     assert!(markdown.contains("| HTTP load (change feed drained) | ✅ holds |"));
+    // A delete is one read and one write (a comment: the post and the comment read side by
+    // side); the change-feed work comes after it.
+    let requests: Vec<(&str, f64)> = outcome.deletes.iter().map(|c| (c.op, c.requests)).collect();
+    assert_eq!(
+        requests,
+        [
+            ("unlike", 2.0),
+            ("delete a comment", 3.0),
+            ("delete a post", 2.0),
+            ("delete an account", 2.0)
+        ]
+    );
+    assert!(
+        outcome
+            .deletes
+            .iter()
+            .skip(2)
+            .all(|c| c.change_feed_requests > 0.0)
+    );
+    assert!(markdown.contains("## Deletes (store requests)"));
     let chart = std::fs::read_to_string(&outcome.chart).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
 }

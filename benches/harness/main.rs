@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 #[path = "../../tests/api/cosmos_emulator.rs"]
 mod cosmos_emulator;
+mod deletes;
 mod generate;
 mod hotpost;
 mod invariants;
@@ -52,9 +53,10 @@ fn main() -> ExitCode {
     match runtime.block_on(suite::run(&args, command.trim_end())) {
         Ok(outcome) => {
             eprintln!(
-                "harness: {} items, {} profile rows, {} load phases, {} hot-post runs, start-up p50 {}",
+                "harness: {} items, {} profile rows, {} delete costs, {} load phases, {} hot-post runs, start-up p50 {}",
                 outcome.dataset.items(),
                 outcome.rows.len(),
+                outcome.deletes.len(),
                 outcome.load.map_or(0, |l| l.phases.len()),
                 outcome.hot_post.map_or(0, |runs| runs.len()),
                 outcome

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::deletes::DeleteCost;
 use crate::generate::Dataset;
 use crate::hotpost::HotPostRun;
 use crate::load::{LoadReport, Summary};
@@ -58,6 +59,7 @@ pub struct Inputs<'a> {
     pub load: Option<&'a LoadReport>,
     pub hot_post: Option<&'a [HotPostRun]>,
     pub hot_post_delay: Duration,
+    pub deletes: &'a [DeleteCost],
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
     pub checks: &'a [crate::invariants::Check],
@@ -415,6 +417,8 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     if let Some(runs) = input.hot_post {
         hot_post(&mut out, runs, input.hot_post_delay);
     }
+
+    crate::deletes::markdown(&mut out, input.deletes);
 
     if let Some(s) = input.startup {
         let _ = writeln!(out, "\n## Start-up and memory\n");

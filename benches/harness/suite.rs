@@ -10,7 +10,11 @@ use clap::Parser;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
+use crate::deletes::DeleteCost;
 use crate::generate::{Dataset, GenConfig, generate};
+
+/// Runs of each delete in the cost profile: the counts are the same every run.
+const DELETE_SAMPLES: usize = 5;
 use crate::hotpost::{HotPostConfig, HotPostRun};
 use crate::invariants::{self, Check};
 use crate::load::{LoadConfig, LoadReport};
@@ -93,6 +97,7 @@ pub struct Outcome {
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
     pub hot_post: Option<Vec<HotPostRun>>,
+    pub deletes: Vec<DeleteCost>,
     pub startup: Option<StartupReport>,
     /// `verify` after generation and after the load.
     pub checks: Vec<Check>,
@@ -149,6 +154,8 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         },
     )
     .await?;
+    log("the cost of deletes");
+    let deletes = crate::deletes::profile(&store, DELETE_SAMPLES).await?;
 
     let load = if args.skip_load {
         None
@@ -202,6 +209,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         load: load.as_ref(),
         hot_post: hot_post.as_deref(),
         hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
+        deletes: &deletes,
         startup: startup.as_ref(),
         concurrency: args.concurrency,
         checks: &checks,
@@ -220,6 +228,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         rows,
         load,
         hot_post,
+        deletes,
         startup,
         checks,
         report,
