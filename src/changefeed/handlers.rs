@@ -329,8 +329,10 @@ async fn copy_posts(
     // Handlers running side by side (Functions instances) may each have added posts that
     // push others past the bound; whatever lies past it now goes.
     if adds_to_feed || left_feed {
-        let result = trim_feed(store).await;
-        settle(result, "feed trim".to_owned(), report)?;
+        match trim_feed(store).await {
+            Ok(part) => report.merge(part),
+            Err(e) => settle(Err(e), "feed trim".to_owned(), report)?,
+        }
     }
     Ok(())
 }
@@ -544,7 +546,7 @@ impl FeedWindow {
 /// Deletes what lies beyond the feed's bound, in one batch. Safe with concurrent handlers:
 /// anything past position [`FEED_SIZE`] in one snapshot stays past it (posts only get
 /// added), and a post already deleted by another instance is simply not found.
-async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
+async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
     let beyond = FeedWindow::query().skip(FEED_SIZE);
     let page = store
         .query(Container::Feed, &beyond, PageRequest::first(1_000))
@@ -560,15 +562,12 @@ async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
             )
         })
         .collect();
-    if operations.is_empty() {
-        return Ok(0);
-    }
     let write = PartitionWrite {
         container: Container::Feed,
         pk: feed_partition(),
         operations,
     };
-    Ok(write.run(store).await?.written)
+    write.run(store).await
 }
 
 // ---- OnPostChanged: usernames of new items (the rename race) -------------------------------
@@ -759,6 +758,6 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
     // time-to-live before a handler saw it), then the feed made whole again.
     report.written += sweep_orphan_copies(store).await?;
     report.written += refill_feed(store).await?;
-    report.written += trim_feed(store).await?;
+    report.merge(trim_feed(store).await?);
     Ok(report)
 }
