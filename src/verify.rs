@@ -29,8 +29,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Deleted, Like, LikeId, Post, Timestamp, Tombstone, User};
-use crate::store::{Container, PageRequest, Query, Store, StoreResult};
+use crate::domain::{Comment, Deleted, Like, LikeId, Post, Timestamp, Tombstone, User, is_a};
+use crate::store::{Container, Pages, Query, Store, StoreResult};
 
 /// Items asked for per page of the scan (Cosmos DB's cap on a page).
 const PAGE_SIZE: u32 = 1_000;
@@ -333,28 +333,15 @@ impl Scan<'_> {
         query: Query,
         mut each: impl FnMut(&mut Self, Value),
     ) -> StoreResult<()> {
-        let mut continuation = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    container,
-                    &query,
-                    PageRequest {
-                        max_items: PAGE_SIZE,
-                        continuation: continuation.take(),
-                    },
-                )
-                .await?;
-            for item in page.items {
+        let store = self.store;
+        let mut pages = Pages::new(&**store, container, &query, PAGE_SIZE);
+        while let Some(items) = pages.next().await? {
+            for item in items {
                 each(self, item);
             }
             self.note_progress(container);
-            match page.continuation {
-                Some(next) => continuation = Some(next),
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     fn note_progress(&mut self, container: Container) {
@@ -780,7 +767,7 @@ impl Scan<'_> {
         // No ORDER BY: Cosmos DB leaves out items that lack the sort field; order in memory.
         let query = Query::in_partition(feed_partition());
         self.pages(Container::Feed, query, |scan, item| {
-            if item.get("type").and_then(Value::as_str) != Some(Post::TYPE) {
+            if !is_a::<Post>(&item) {
                 scan.report.scanned.other += 1;
                 scan.unreadable(Container::Feed, &item, "type", "not a post copy".into());
                 return;

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::{from_item, post_partition, to_item};
-use crate::domain::{Post, PostId};
+use crate::domain::{Post, PostId, is_a};
 use crate::error::{Error, Result};
 use crate::store::{BatchOperation, Container, ETag, Store, StoreError};
 
@@ -338,9 +338,7 @@ impl Worker {
             .await?;
         let current = match read {
             // A tombstone where the post was: deleted, so as good as absent.
-            Some(document)
-                if document.item.get("type").and_then(Value::as_str) == Some(Post::TYPE) =>
-            {
+            Some(document) if is_a::<Post>(&document.item) => {
                 Some((from_item::<Post>(document.item)?, document.etag))
             }
             _ => None,

@@ -19,7 +19,7 @@ pub use paging::{PageSize, decode_continuation, encode_continuation};
 
 use crate::domain::{
     Comment, CommentContent, Like, Post, PostContent, PostId, Title, Tombstone, Typed, User,
-    UserId, Username,
+    UserId, Username, is_a,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -97,10 +97,6 @@ fn to_item(value: &impl Serialize) -> Result<Value> {
 
 fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(Error::from)
-}
-
-fn is_tombstone(item: &Value) -> bool {
-    item.get("type").and_then(Value::as_str) == Some(Tombstone::TYPE)
 }
 
 fn user_partition(user_id: &UserId) -> PartitionKey {
@@ -383,7 +379,7 @@ impl Blog {
         let page: Page<Value> = self
             .page(Container::Posts, &query, &list, size, continuation)
             .await?;
-        if page.items.iter().any(is_tombstone) {
+        if page.items.iter().any(is_a::<Tombstone>) {
             return Err(Error::not_found("post", post_id.as_str()));
         }
         if page.items.is_empty() && continuation.is_none() {
@@ -422,11 +418,7 @@ impl Blog {
         id: &str,
     ) -> Result<Option<(T, ETag)>> {
         match self.store.read_item(container, pk, id).await? {
-            Some(Document { item, etag })
-                if item.get("type").and_then(Value::as_str) == Some(T::TYPE) =>
-            {
-                Ok(Some((from_item(item)?, etag)))
-            }
+            Some(Document { item, etag }) if is_a::<T>(&item) => Ok(Some((from_item(item)?, etag))),
             _ => Ok(None),
         }
     }

@@ -23,9 +23,9 @@ use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, Typed, UserId};
+use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::store::{
-    BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store,
+    BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder, Store,
     StoreError, StoreResult,
 };
 
@@ -187,19 +187,9 @@ async fn written_by(
 ) -> StoreResult<(Vec<PostId>, ByPost)> {
     let query = Query::cross_partition().filter("userId", FilterOp::Eq, user_id.as_str());
     let (mut posts, mut children) = (Vec::new(), ByPost::new());
-    let mut continuation = None;
-    loop {
-        let page = store
-            .query(
-                Container::Posts,
-                &query,
-                PageRequest {
-                    max_items: 100,
-                    continuation: continuation.take(),
-                },
-            )
-            .await?;
-        for item in &page.items {
+    let mut pages = Pages::new(&**store, Container::Posts, &query, 100);
+    while let Some(items) = pages.next().await? {
+        for item in &items {
             let written_at = item
                 .get("creationDate")
                 .and_then(Value::as_str)
@@ -211,7 +201,7 @@ async fn written_by(
                     .and_then(Value::as_str)
                     .and_then(|p| PostId::parse(p).ok()),
             ) else {
-                continue; // tombstones have no creationDate
+                continue;
             };
             if written_at > until {
                 continue;
@@ -224,14 +214,12 @@ async fn written_by(
                         is_like: kind == Like::TYPE,
                     });
                 }
+                // Tombstones: already deleted.
                 _ => {}
             }
         }
-        match page.continuation {
-            Some(next) => continuation = Some(next),
-            None => return Ok((posts, children)),
-        }
     }
+    Ok((posts, children))
 }
 
 /// Replaces a live post by its tombstone (re-reading on a race with a comment or like).
@@ -279,7 +267,7 @@ async fn delete_counted(
                 .await?;
             let post = current
                 .as_ref()
-                .filter(|d| d.item.get("type").and_then(Value::as_str) == Some(Post::TYPE))
+                .filter(|d| is_a::<Post>(&d.item))
                 .map(|d| serde_json::from_value::<Post>(d.item.clone()));
             let Some(Ok(mut post)) = post else {
                 // The post is deleted: its own clean-up removes every child; no count to keep.
@@ -324,24 +312,10 @@ pub(super) async fn sweep_orphan_copies(store: &Arc<dyn Store>) -> StoreResult<u
     let mut deleted = 0;
     for container in [Container::Users, Container::Feed] {
         let query = Query::cross_partition().of_type(Post::TYPE);
-        let mut continuation = None;
-        loop {
-            let page = store
-                .query(
-                    container,
-                    &query,
-                    PageRequest {
-                        max_items: 500,
-                        continuation: continuation.take(),
-                    },
-                )
-                .await?;
-            for copy in &page.items {
+        let mut pages = Pages::new(&**store, container, &query, 500);
+        while let Some(copies) = pages.next().await? {
+            for copy in &copies {
                 deleted += delete_if_orphan(store, container, copy).await?;
-            }
-            match page.continuation {
-                Some(next) => continuation = Some(next),
-                None => break,
             }
         }
     }
@@ -359,14 +333,9 @@ async fn delete_if_orphan(
     let source = store
         .read_item(Container::Posts, &PartitionKey::single(&id), &id)
         .await?;
-    if source.is_some_and(|s| is::<Post>(&s.item)) {
+    if source.is_some_and(|s| is_a::<Post>(&s.item)) {
         return Ok(0);
     }
     let pk = container.partition_key_of(copy)?;
     delete_if_present(store, container, &pk, &id).await
-}
-
-/// Whether `item` is of kind `T`.
-pub(super) fn is<T: Typed>(item: &Value) -> bool {
-    item.get("type").and_then(Value::as_str) == Some(T::TYPE)
 }

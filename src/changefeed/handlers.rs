@@ -12,14 +12,12 @@ use futures::{StreamExt, TryStreamExt, stream};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::deletes::{
-    Cleared, clear_deleted_post, erase_user, is, refill_feed, sweep_orphan_copies,
-};
+use super::deletes::{Cleared, clear_deleted_post, erase_user, refill_feed, sweep_orphan_copies};
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User};
+use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User, is_a};
 use crate::store::{
-    BatchOperation, Container, ETag, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store,
-    StoreError, StoreResult, strip_system_properties,
+    BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder,
+    Store, StoreError, StoreResult, strip_system_properties,
 };
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
@@ -123,7 +121,7 @@ async fn current_version<T: serde::de::DeserializeOwned + serde::Serialize + Typ
     };
     Ok(match store.read_item(container, &pk, id).await? {
         None => Some(delivered),
-        Some(current) if is::<Tombstone>(&current.item) => None,
+        Some(current) if is_a::<Tombstone>(&current.item) => None,
         Some(current) => Some(serde_json::from_value(current.item).unwrap_or(delivered)),
     })
 }
@@ -190,28 +188,15 @@ async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<u
         .filter("userId", FilterOp::Eq, user.user_id.as_str())
         .filter("userUsername", FilterOp::Ne, user.username.as_str());
     let mut written = 0;
-    let mut continuation = None;
-    loop {
-        let page = store
-            .query(
-                Container::Posts,
-                &query,
-                PageRequest {
-                    max_items: 100,
-                    continuation: continuation.take(),
-                },
-            )
-            .await?;
-        written += stream::iter(page.items)
+    let mut pages = Pages::new(&**store, Container::Posts, &query, 100);
+    while let Some(items) = pages.next().await? {
+        written += stream::iter(items)
             .map(|item| rename_item(store, item, &user.username))
             .buffer_unordered(FAN_OUT_CONCURRENCY)
             .try_fold(0, |sum, n| async move { Ok(sum + n) })
             .await?;
-        match page.continuation {
-            Some(next) => continuation = Some(next),
-            None => return Ok(written),
-        }
     }
+    Ok(written)
 }
 
 /// Sets `userUsername` on one item of `posts`, re-reading on a race with a like or comment
@@ -226,8 +211,9 @@ async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> Sto
             return Ok(0);
         };
         // A tombstone (the post was deleted since) has no author fields to correct.
-        let authored =
-            is::<Post>(&current.item) || is::<Comment>(&current.item) || is::<Like>(&current.item);
+        let authored = is_a::<Post>(&current.item)
+            || is_a::<Comment>(&current.item)
+            || is_a::<Like>(&current.item);
         if !authored || current.item.get("userUsername").and_then(Value::as_str) == Some(username) {
             return Ok(0);
         }
@@ -731,27 +717,13 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
         (Container::Posts, Tombstone::TYPE),
     ] {
         let query = Query::cross_partition().of_type(item_type);
-        let mut continuation = None;
-        loop {
-            let page = store
-                .query(
-                    container,
-                    &query,
-                    PageRequest {
-                        max_items: 500,
-                        continuation: continuation.take(),
-                    },
-                )
-                .await?;
+        let mut pages = Pages::new(&**store, container, &query, 500);
+        while let Some(items) = pages.next().await? {
             let part = match container {
-                Container::Users => on_user_changed(store, &page.items).await?,
-                _ => on_post_changed(store, &page.items).await?,
+                Container::Users => on_user_changed(store, &items).await?,
+                _ => on_post_changed(store, &items).await?,
             };
             report.merge(part);
-            match page.continuation {
-                Some(next) => continuation = Some(next),
-                None => break,
-            }
         }
     }
     // Copies whose source is gone without a tombstone left to say so (purged after its

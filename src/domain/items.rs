@@ -63,6 +63,11 @@ pub trait Typed {
     const TYPE: &'static str;
 }
 
+/// Whether a stored item is a `T`, by its `type` tag.
+pub fn is_a<T: Typed>(item: &serde_json::Value) -> bool {
+    item.get("type").and_then(serde_json::Value::as_str) == Some(T::TYPE)
+}
+
 kind_tag!(UserKind, "user");
 kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");

@@ -10,7 +10,7 @@ mod tombstone;
 
 pub use dates::Timestamp;
 pub use ids::{CommentId, LikeId, PostId, UserId};
-pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User};
+pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a};
 pub use text::{CommentContent, PostContent, Title, Username};
 pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};
 

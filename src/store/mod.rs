@@ -218,6 +218,54 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// Every item matching a query, one page at a time, following the continuation tokens:
+/// `while let Some(items) = pages.next().await? { ... }`. For the scans that read a whole
+/// result (the username fan-out, erasures, `rebuild`, `verify`).
+pub struct Pages<'a> {
+    store: &'a dyn Store,
+    container: Container,
+    query: &'a Query,
+    max_items: u32,
+    continuation: Option<String>,
+    done: bool,
+}
+
+impl<'a> Pages<'a> {
+    pub fn new(
+        store: &'a dyn Store,
+        container: Container,
+        query: &'a Query,
+        max_items: u32,
+    ) -> Self {
+        Self {
+            store,
+            container,
+            query,
+            max_items,
+            continuation: None,
+            done: false,
+        }
+    }
+
+    /// The next page's items, or `None` after the last page.
+    pub async fn next(&mut self) -> StoreResult<Option<Vec<Value>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let request = PageRequest {
+            max_items: self.max_items,
+            continuation: self.continuation.take(),
+        };
+        let page = self
+            .store
+            .query(self.container, self.query, request)
+            .await?;
+        self.continuation = page.continuation;
+        self.done = self.continuation.is_none();
+        Ok(Some(page.items))
+    }
+}
+
 /// Removes Cosmos DB system properties (`_rid`, `_self`, `_etag`, `_attachments`, `_ts`,
 /// `_lsn`, ...) from an item: responses and copies carry only the item's own fields.
 pub fn strip_system_properties(item: &mut Value) {
