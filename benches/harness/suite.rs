@@ -105,13 +105,35 @@ pub struct Outcome {
     pub chart: PathBuf,
 }
 
-pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
-    let quiet = args.quiet;
-    let log = move |what: &str| {
+/// Progress lines on stderr, unless `--quiet`.
+fn logger(quiet: bool) -> impl Fn(&str) + Copy {
+    move |what: &str| {
         if !quiet {
             eprintln!("harness: {what}");
         }
-    };
+    }
+}
+
+/// The seeded data set of `--users` users, generated into `store`.
+async fn generate_data(store: &Arc<dyn Store>, args: &Args) -> anyhow::Result<Dataset> {
+    logger(args.quiet)(&format!(
+        "generating {} users (seed {})",
+        args.users, args.seed
+    ));
+    generate(
+        store,
+        &GenConfig {
+            users: args.users,
+            seed: args.seed,
+            progress: !args.quiet,
+        },
+    )
+    .await
+}
+
+pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
+    let quiet = args.quiet;
+    let log = logger(quiet);
     let temp = tempfile::tempdir()?;
     let dir = args
         .data_dir
@@ -119,19 +141,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         .unwrap_or_else(|| temp.path().to_owned());
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.join("blog.sqlite3"))?);
 
-    log(&format!(
-        "generating {} users (seed {})",
-        args.users, args.seed
-    ));
-    let dataset = generate(
-        &store,
-        &GenConfig {
-            users: args.users,
-            seed: args.seed,
-            progress: !quiet,
-        },
-    )
-    .await?;
+    let dataset = generate_data(&store, args).await?;
     log(&format!(
         "{} items in {:.1} s, copies rebuilt in {:.1} s",
         dataset.items(),
@@ -246,30 +256,14 @@ fn hot_post_config(args: &Args) -> HotPostConfig {
 /// `--only`: one phase alone, its figures as markdown (printed by the caller).
 pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
     let quiet = args.quiet;
-    let log = move |what: &str| {
-        if !quiet {
-            eprintln!("harness: {what}");
-        }
-    };
+    let log = logger(quiet);
     let mut out = format!("Command: `{command}`\n");
     match only {
         Only::WriteMix => {
             let temp = tempfile::tempdir()?;
             let store: Arc<dyn Store> =
                 Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
-            log(&format!(
-                "generating {} users (seed {})",
-                args.users, args.seed
-            ));
-            let dataset = generate(
-                &store,
-                &GenConfig {
-                    users: args.users,
-                    seed: args.seed,
-                    progress: !quiet,
-                },
-            )
-            .await?;
+            let dataset = generate_data(&store, args).await?;
             let items = dataset.items();
             let config = LoadConfig {
                 phase: Duration::from_secs_f64(args.load_seconds),
