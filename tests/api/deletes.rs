@@ -361,6 +361,7 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
             .status(),
         StatusCode::NOT_FOUND
     );
+    app.assert_verifies().await;
 }
 
 /// The items of one partition of `posts` (a post, its tombstone, comments, likes).
