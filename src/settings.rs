@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
+use crate::store::Tenancy;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
@@ -58,6 +59,12 @@ pub struct StoreSettings {
     /// Cosmos DB database name.
     #[arg(long, env = "COSMOS_DATABASE", default_value = "blog")]
     pub database: String,
+
+    /// Data layout: `single` (one blog, the V3 model) or `multi` (many blogs on hierarchical
+    /// partition keys, served under `/api/tenants/{tenantId}/`). Chosen once per store: the
+    /// containers' keys depend on it.
+    #[arg(long, env = "BLOG_TENANCY", value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+    pub tenancy: Tenancy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -12,7 +12,6 @@ use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
-use crate::blog::Blog;
 use crate::changefeed::Pump;
 use crate::functions;
 use crate::settings::{Settings, StoreSettings, under_functions_host};
@@ -37,7 +36,7 @@ pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Stor
         return Ok(Arc::new(store));
     }
     let path = settings.embedded_path();
-    let store = EmbeddedStore::open(&path)
+    let store = EmbeddedStore::open_with(&path, settings.tenancy)
         .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
     tracing::info!(path = %path.display(), "using the embedded store");
     Ok(Arc::new(store))
@@ -59,7 +58,7 @@ impl Application {
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
         let state = AppState::new(
-            Blog::new(Arc::clone(&store)),
+            Arc::clone(&store),
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );

@@ -29,8 +29,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Deleted, Like, LikeId, Post, Timestamp, Tombstone, User, is_a};
-use crate::store::{Container, Pages, Query, Store, StoreResult};
+use crate::domain::{
+    Comment, Deleted, Like, LikeId, Post, TenantId, Timestamp, Tombstone, User, is_a,
+};
+use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
 /// Items asked for per page of the scan (Cosmos DB's cap on a page).
 const PAGE_SIZE: u32 = 1_000;
@@ -148,6 +150,17 @@ pub struct Scanned {
 }
 
 impl Scanned {
+    fn add(&mut self, other: &Scanned) {
+        self.users += other.users;
+        self.posts += other.posts;
+        self.comments += other.comments;
+        self.likes += other.likes;
+        self.user_copies += other.user_copies;
+        self.feed_items += other.feed_items;
+        self.tombstones += other.tombstones;
+        self.other += other.other;
+    }
+
     pub fn total(&self) -> usize {
         self.users
             + self.posts
@@ -235,6 +248,21 @@ impl VerifyReport {
         self.violations.iter().filter(move |v| v.kind == kind)
     }
 
+    /// Adds a tenant's report, its violations named by their key in the `multi` store.
+    fn merge(&mut self, part: VerifyReport, tenant: &TenantId) {
+        self.scanned.add(&part.scanned);
+        self.total_violations += part.total_violations;
+        for (kind, n) in part.by_kind {
+            *self.by_kind.entry(kind).or_default() += n;
+        }
+        let room = MAX_RECORDED.saturating_sub(self.violations.len());
+        self.violations
+            .extend(part.violations.into_iter().take(room).map(|mut violation| {
+                violation.partition = format!("[{:?}, {:?}]", tenant.as_str(), violation.partition);
+                violation
+            }));
+    }
+
     fn record(&mut self, violation: Violation) {
         self.total_violations += 1;
         *self.by_kind.entry(violation.kind).or_default() += 1;
@@ -258,8 +286,25 @@ pub async fn verify(store: &Arc<dyn Store>) -> StoreResult<VerifyReport> {
     verify_with_progress(store, &mut |_| {}).await
 }
 
-/// [`verify`], calling `progress` every [`PROGRESS_EVERY`] items scanned.
+/// [`verify`], calling `progress` every [`PROGRESS_EVERY`] items scanned. A `multi` store is
+/// checked tenant by tenant: each tenant is a V3 model of its own.
 pub async fn verify_with_progress(
+    store: &Arc<dyn Store>,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> StoreResult<VerifyReport> {
+    if store.tenancy() == Tenancy::Single {
+        return verify_model(store, progress).await;
+    }
+    let mut report = VerifyReport::default();
+    for tenant in tenant::tenants(&**store).await? {
+        let part = verify_model(&tenant::scoped(store, &tenant), progress).await?;
+        report.merge(part, &tenant);
+    }
+    Ok(report)
+}
+
+/// Checks one V3 model: the whole of a `single` store, or one tenant's view.
+async fn verify_model(
     store: &Arc<dyn Store>,
     progress: &mut (dyn FnMut(&Progress) + Send),
 ) -> StoreResult<VerifyReport> {

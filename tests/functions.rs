@@ -15,7 +15,6 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
 use cosmos_blog::api::{self, AppState};
 use cosmos_blog::auth::Authenticator;
-use cosmos_blog::blog::Blog;
 use cosmos_blog::changefeed::Source;
 use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -66,7 +65,7 @@ impl Harness {
     fn app(&self) -> Router {
         // Under the host without App Service Authentication, as in these tests' settings.
         let state = AppState::new(
-            Blog::new(self.dyn_store()),
+            self.dyn_store(),
             Duration::ZERO,
             Authenticator::EasyAuthDisabled,
         );
@@ -555,7 +554,7 @@ async fn every_route_and_method_of_the_router_is_a_function_and_vice_versa() {
             (StatusCode::METHOD_NOT_ALLOWED, [("x-probe", "fallback")])
         })
         .with_state(AppState::new(
-            Blog::new(h.dyn_store()),
+            h.dyn_store(),
             Duration::ZERO,
             Authenticator::EasyAuthDisabled,
         ));

@@ -123,6 +123,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
             cosmos_connection: None,
             cosmos_endpoint: None,
             database: "blog".into(),
+            tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed: ChangeFeedMode::Off,

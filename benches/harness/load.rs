@@ -389,6 +389,7 @@ pub async fn run(
             cosmos_connection: None,
             cosmos_endpoint: None,
             database: "blog".into(),
+            tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed: ChangeFeedMode::Pump,

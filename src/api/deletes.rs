@@ -1,7 +1,6 @@
 //! The delete routes: posts, comments, likes and whole accounts (soft delete plus
 //! time-to-live; see `blog::deletes`).
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -9,7 +8,7 @@ use utoipa_axum::routes;
 use super::AppState;
 use super::extract::{Caller, PathPair, PathParam};
 use super::openapi::{Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
-use crate::blog::Blog;
+use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, UserId};
 use crate::error::Result;
 
@@ -44,7 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     )
 )]
 async fn delete_user(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(user_id): PathParam,
 ) -> Result<StatusCode> {
@@ -74,7 +73,7 @@ async fn delete_user(
     )
 )]
 async fn delete_post(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
 ) -> Result<StatusCode> {
@@ -107,7 +106,7 @@ async fn delete_post(
     )
 )]
 async fn delete_comment(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathPair(post_id, comment_id): PathPair,
 ) -> Result<StatusCode> {
@@ -137,7 +136,7 @@ async fn delete_comment(
     )
 )]
 async fn unlike(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
 ) -> Result<StatusCode> {

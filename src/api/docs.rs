@@ -2,6 +2,7 @@
 //! `GET /api/docs` with its two assets. The assets are vendored under `assets/swagger-ui/`
 //! and compiled in, so the page works offline and loads nothing from elsewhere.
 
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
@@ -37,10 +38,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 200, description = "An OpenAPI 3.1 document.", body = Object, content_type = "application/json"),
     )
 )]
-async fn openapi_json() -> impl IntoResponse {
+async fn openapi_json(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        openapi::JSON.as_str(),
+        openapi::served_json(state.blogs.tenancy()),
     )
 }
 

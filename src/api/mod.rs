@@ -10,6 +10,7 @@ pub mod feed_cache;
 pub mod openapi;
 mod posts;
 pub mod problem;
+pub mod tenants;
 mod users;
 
 use axum::Router;
@@ -30,12 +31,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Authenticator;
-use crate::blog::Blog;
-use crate::domain::{Comment, Like, Post};
-use crate::store::{Page, charge};
+use crate::domain::{Comment, Like, Post, User};
+use crate::store::{Page, Store, Tenancy, charge};
 use crate::telemetry;
-use feed_cache::FeedCache;
 use problem::Problem;
+use tenants::Blogs;
 
 /// Request bodies above this are refused with 413 (SPEC 4).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -45,18 +45,17 @@ pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 
 #[derive(Clone)]
 pub struct AppState {
-    pub blog: Blog,
-    pub feed: Arc<FeedCache>,
+    pub blogs: Arc<Blogs>,
     pub auth: Arc<Authenticator>,
 }
 
 impl AppState {
-    /// `feed_cache_ttl`: how long a feed read may be served from memory (zero: never);
-    /// `auth`: who the caller of a command is.
-    pub fn new(blog: Blog, feed_cache_ttl: Duration, auth: Authenticator) -> Self {
+    /// `store`: the whole store, whose layout decides the routes (one blog, or one per
+    /// tenant); `feed_cache_ttl`: how long a feed read may be served from memory (zero:
+    /// never); `auth`: who the caller of a command is.
+    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration, auth: Authenticator) -> Self {
         Self {
-            blog,
-            feed: Arc::new(FeedCache::new(feed_cache_ttl)),
+            blogs: Arc::new(Blogs::new(store, feed_cache_ttl)),
             auth: Arc::new(auth),
         }
     }
@@ -65,12 +64,6 @@ impl AppState {
 impl FromRef<AppState> for Arc<Authenticator> {
     fn from_ref(state: &AppState) -> Arc<Authenticator> {
         Arc::clone(&state.auth)
-    }
-}
-
-impl FromRef<AppState> for Blog {
-    fn from_ref(state: &AppState) -> Blog {
-        state.blog.clone()
     }
 }
 
@@ -123,7 +116,7 @@ macro_rules! page_schemas {
     )*};
 }
 
-page_schemas!(PostPage => Post, CommentPage => Comment, LikePage => Like);
+page_schemas!(PostPage => Post, CommentPage => Comment, LikePage => Like, UserPage => User);
 
 impl<T> From<Page<T>> for PageBody<T> {
     fn from(page: Page<T>) -> Self {
@@ -136,25 +129,55 @@ impl<T> From<Page<T>> for PageBody<T> {
 
 /// Every route the application serves with its description: the `/api` routes (one Functions
 /// HTTP function each) and the readiness probe. To add a route, give its handler a
-/// `#[utoipa::path]` and add `.routes(routes!(handler))` to its module's `router()`.
-fn described_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(openapi::base())
+/// `#[utoipa::path]` and add `.routes(routes!(handler))` to its module's `router()`. In the
+/// `multi` layout the `/api` routes are served under [`tenants::TENANT_PREFIX`], and the
+/// list of a tenant's users (Q7) is one of them.
+fn described_routes(tenancy: Tenancy) -> OpenApiRouter<AppState> {
+    let routes = OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(ready))
         .merge(users::router())
         .merge(posts::router())
         .merge(deletes::router())
-        .merge(docs::router())
+        .merge(docs::router());
+    match tenancy {
+        Tenancy::Single => routes,
+        Tenancy::Multi => routes.merge(users::tenant_router()),
+    }
 }
 
-/// The routes alone, without layers: what the Functions metadata and the OpenAPI document
-/// must match.
+/// The routes of the `single` layout alone, without layers: what the Functions metadata and
+/// the OpenAPI document must match.
 pub fn routes() -> Router<AppState> {
-    described_routes().split_for_parts().0
+    routes_for(Tenancy::Single)
+}
+
+/// The plain routes of `tenancy` (`/api/...`), without layers.
+pub fn routes_for(tenancy: Tenancy) -> Router<AppState> {
+    described_routes(tenancy).split_for_parts().0
+}
+
+/// The routes `tenancy` serves: the plain ones, or in `multi` the readiness probe and the
+/// plain `/api` routes under the tenant prefix, nothing else.
+fn served_routes(state: &AppState) -> Router<AppState> {
+    match state.blogs.tenancy() {
+        Tenancy::Single => routes_for(Tenancy::Single),
+        Tenancy::Multi => {
+            // The forwarded request is a new one: the body limit is set again for it.
+            let api = routes_for(Tenancy::Multi)
+                .fallback(unknown_route)
+                .method_not_allowed_fallback(method_not_allowed)
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+                .with_state(state.clone());
+            Router::new()
+                .route("/", axum::routing::get(ready))
+                .merge(tenants::tenant_router(api))
+        }
+    }
 }
 
 /// The complete HTTP application.
 pub fn app(state: AppState, extra: Router<AppState>) -> Router {
-    routes()
+    served_routes(&state)
         .merge(extra)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)

@@ -15,8 +15,14 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, Modify, OpenApi, ToResponse};
 
+use utoipa::PartialSchema;
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
+use crate::domain::TenantId;
+use crate::store::Tenancy;
 
 /// Security scheme of the principal header (App Service Authentication, `BLOG_AUTH=header`
 /// or `easyauth`). Operations name it in `security(...)`; keep the two spellings equal.
@@ -63,21 +69,67 @@ pub(super) fn base() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
-/// The complete document.
+/// The complete document of the `single` layout (the committed `openapi.json`).
 pub fn document() -> utoipa::openapi::OpenApi {
-    super::described_routes().into_openapi()
+    document_for(Tenancy::Single)
+}
+
+/// The complete document of `tenancy`: in `multi`, every `/api` path is under
+/// `/api/tenants/{tenantId}` and takes the tenant as its first parameter.
+pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
+    let mut document = super::described_routes(tenancy).into_openapi();
+    if tenancy == Tenancy::Multi {
+        let paths = std::mem::take(&mut document.paths.paths);
+        for (path, mut item) in paths {
+            let path = match path.strip_prefix("/api") {
+                Some(rest) => {
+                    let mut parameters = vec![RefOr::T(tenant_parameter())];
+                    parameters.extend(item.parameters.take().unwrap_or_default());
+                    item.parameters = Some(parameters);
+                    format!("{}{rest}", super::tenants::TENANT_PREFIX)
+                }
+                None => path,
+            };
+            document.paths.paths.insert(path, item);
+        }
+    }
+    document
+}
+
+fn tenant_parameter() -> Parameter {
+    ParameterBuilder::new()
+        .name("tenantId")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .description(Some("The blog (tenant) addressed."))
+        .schema(Some(TenantId::schema()))
+        .build()
 }
 
 /// The document as `openapi.json` holds it: pretty JSON with a final newline.
 pub fn json() -> String {
+    json_for(Tenancy::Single)
+}
+
+/// [`document_for`] as pretty JSON with a final newline.
+pub fn json_for(tenancy: Tenancy) -> String {
     // Serialising the document's plain data cannot fail: string keys, no I/O.
-    let mut text = document().to_pretty_json().unwrap_or_default();
+    let mut text = document_for(tenancy).to_pretty_json().unwrap_or_default();
     text.push('\n');
     text
 }
 
-/// [`json`], computed once for `GET /api/openapi.json`.
-pub(super) static JSON: LazyLock<String> = LazyLock::new(json);
+/// [`json_for`] each layout, computed once for `GET .../openapi.json`.
+static SINGLE_JSON: LazyLock<String> = LazyLock::new(|| json_for(Tenancy::Single));
+static MULTI_JSON: LazyLock<String> = LazyLock::new(|| json_for(Tenancy::Multi));
+
+/// The document `tenancy` serves.
+pub(super) fn served_json(tenancy: Tenancy) -> &'static str {
+    match tenancy {
+        Tenancy::Single => SINGLE_JSON.as_str(),
+        Tenancy::Multi => MULTI_JSON.as_str(),
+    }
+}
 
 struct SecuritySchemes;
 

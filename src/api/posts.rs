@@ -1,7 +1,6 @@
 //! C2, Q2, C3, Q4, C4, Q5, Q6.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -15,8 +14,9 @@ use super::feed_cache::page_body;
 use super::openapi::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
+use super::tenants::{CurrentBlog, CurrentScope};
 use super::{AppState, CommentPage, LikePage, PageBody, PostPage};
-use crate::blog::{Blog, Outcome};
+use crate::blog::Outcome;
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
 use crate::error::Result;
 
@@ -79,7 +79,7 @@ struct CommentBody {
     )
 )]
 async fn create_post(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
@@ -110,7 +110,7 @@ async fn create_post(
     )
 )]
 async fn edit_post(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
     JsonBody(body): JsonBody<PostBody>,
@@ -138,7 +138,10 @@ async fn edit_post(
         StoreFailures,
     )
 )]
-async fn get_post(State(blog): State<Blog>, PathParam(post_id): PathParam) -> Result<Json<Post>> {
+async fn get_post(
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(post_id): PathParam,
+) -> Result<Json<Post>> {
     let post_id = PostId::parse(&post_id)?;
     Ok(Json(blog.get_post(&post_id).await?))
 }
@@ -164,7 +167,7 @@ async fn get_post(State(blog): State<Blog>, PathParam(post_id): PathParam) -> Re
     )
 )]
 async fn add_comment(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
     JsonBody(body): JsonBody<CommentBody>,
@@ -192,7 +195,7 @@ async fn add_comment(
     )
 )]
 async fn list_comments(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     list: List,
 ) -> Result<Json<PageBody<Comment>>> {
@@ -224,7 +227,7 @@ async fn list_comments(
     )
 )]
 async fn like_post(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
 ) -> Result<(StatusCode, Json<Like>)> {
@@ -254,7 +257,7 @@ async fn like_post(
     )
 )]
 async fn list_likes(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     list: List,
 ) -> Result<Json<PageBody<Like>>> {
@@ -283,8 +286,8 @@ async fn list_likes(
         StoreFailures,
     )
 )]
-async fn feed(State(state): State<AppState>, FeedLimit(size): FeedLimit) -> Result<Response> {
-    let items = state.feed.items(&state.blog).await?;
+async fn feed(CurrentScope(scope): CurrentScope, FeedLimit(size): FeedLimit) -> Result<Response> {
+    let items = scope.feed.items(&scope.blog).await?;
     let body = page_body(&items, size);
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

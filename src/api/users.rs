@@ -1,7 +1,6 @@
 //! C1, Q1, Q3.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -12,8 +11,9 @@ use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
 use super::openapi::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
-use super::{AppState, PageBody, PostPage};
-use crate::blog::{Blog, Outcome};
+use super::tenants::CurrentBlog;
+use super::{AppState, PageBody, PostPage, UserPage};
+use crate::blog::Outcome;
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::Result;
 
@@ -24,6 +24,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(put_user))
         .routes(routes!(get_user))
         .routes(routes!(user_posts))
+}
+
+/// The routes only the `multi` layout has (under `/api/tenants/{tenantId}`).
+pub fn tenant_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default().routes(routes!(list_users))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -55,7 +60,7 @@ struct UserBody {
     )
 )]
 async fn put_user(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(user_id): PathParam,
     JsonBody(body): JsonBody<UserBody>,
@@ -84,7 +89,10 @@ async fn put_user(
         StoreFailures,
     )
 )]
-async fn get_user(State(blog): State<Blog>, PathParam(user_id): PathParam) -> Result<Json<User>> {
+async fn get_user(
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(user_id): PathParam,
+) -> Result<Json<User>> {
     let user_id = UserId::parse(&user_id)?;
     Ok(Json(blog.get_user(&user_id).await?))
 }
@@ -106,13 +114,36 @@ async fn get_user(State(blog): State<Blog>, PathParam(user_id): PathParam) -> Re
     )
 )]
 async fn user_posts(
-    State(blog): State<Blog>,
+    CurrentBlog(blog): CurrentBlog,
     PathParam(user_id): PathParam,
     list: List,
 ) -> Result<Json<PageBody<Post>>> {
     let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
+        .await?;
+    Ok(Json(page.into()))
+}
+
+/// List the tenant's users (Q7)
+///
+/// Only in a multi-tenant deployment. The users of the tenant, by id, a page at a time: one
+/// query on the tenant's key prefix, which Cosmos DB sends only to the partitions holding it.
+#[utoipa::path(
+    get,
+    path = "/api/users",
+    operation_id = "ListUsers",
+    tag = "users",
+    params(ListParams),
+    responses(
+        (status = 200, description = "A page of the tenant's users.", body = UserPage),
+        (status = 400, response = BadRequest),
+        StoreFailures,
+    )
+)]
+async fn list_users(CurrentBlog(blog): CurrentBlog, list: List) -> Result<Json<PageBody<User>>> {
+    let page = blog
+        .list_users(list.size, list.continuation.as_deref())
         .await?;
     Ok(Json(page.into()))
 }

@@ -171,6 +171,19 @@ impl Blog {
             .ok_or_else(|| Error::not_found("user", user_id.as_str()))
     }
 
+    /// Q7 (`multi` layout): the tenant's users, by id, a page at a time. Through a tenant's
+    /// view of the store this is a query on the first level of the hierarchical key: Cosmos
+    /// DB routes it to the physical partitions holding the tenant, not to all of them.
+    pub async fn list_users(
+        &self,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<User>> {
+        let query = Query::cross_partition().of_type(User::TYPE);
+        self.page(Container::Users, &query, "users", size, continuation)
+            .await
+    }
+
     /// The caller's user item: where the username of everything they write comes from.
     async fn registered(&self, caller: &UserId) -> Result<User> {
         self.get_user(caller).await.map_err(|e| match e {

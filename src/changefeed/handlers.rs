@@ -17,7 +17,7 @@ use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User, is_a};
 use crate::store::{
     BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder,
-    Store, StoreError, StoreResult, strip_system_properties,
+    Store, StoreError, StoreResult, Tenancy, strip_system_properties, tenant,
 };
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
@@ -41,7 +41,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn merge(&mut self, other: Report) {
+    pub(crate) fn merge(&mut self, other: Report) {
         self.processed += other.processed;
         self.written += other.written;
         self.skipped.extend(other.skipped);
@@ -708,7 +708,20 @@ async fn correct_username(
 
 /// Re-derives every copy from the sources (SPEC 5.3): usernames from `users` into `posts`,
 /// then post copies into `users` and `feed`. Idempotent; safe while the platform runs.
+/// A `multi` store is rebuilt tenant by tenant.
 pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
+    if store.tenancy() == Tenancy::Single {
+        return rebuild_model(store).await;
+    }
+    let mut report = Report::default();
+    for tenant in tenant::tenants(&**store).await? {
+        report.merge(rebuild_model(&tenant::scoped(store, &tenant)).await?);
+    }
+    Ok(report)
+}
+
+/// [`rebuild`] of one V3 model: a `single` store, or one tenant's view of a `multi` one.
+async fn rebuild_model(store: &Arc<dyn Store>) -> StoreResult<Report> {
     let mut report = Report::default();
     for (container, item_type) in [
         (Container::Users, User::TYPE),

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult};
+use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, tenant};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
@@ -45,7 +45,34 @@ impl Source {
         }
     }
 
+    /// Runs the handler on a batch of `store`'s change feed. The feed of a `multi` store
+    /// mixes tenants: each tenant's documents are handled in its own view, so every copy
+    /// stays within its tenant.
     pub async fn handle(self, store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
+        if store.tenancy() == Tenancy::Single {
+            return self.handle_model(store, documents).await;
+        }
+        let (groups, strays) = tenant::by_tenant(documents);
+        let mut report = Report::default();
+        if strays > 0 {
+            report
+                .skipped
+                .push(format!("{strays} documents without a valid tenantId"));
+        }
+        for (tenant, documents) in groups {
+            let part = self
+                .handle_model(&tenant::scoped(store, &tenant), &documents)
+                .await?;
+            report.merge(part);
+        }
+        Ok(report)
+    }
+
+    async fn handle_model(
+        self,
+        store: &Arc<dyn Store>,
+        documents: &[Value],
+    ) -> StoreResult<Report> {
         match self {
             Source::Users => on_user_changed(store, documents).await,
             Source::Posts => on_post_changed(store, documents).await,

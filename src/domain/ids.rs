@@ -107,6 +107,13 @@ macro_rules! id_type {
 }
 
 id_type!(
+    TenantId,
+    "tenantId",
+    "A blog's id in a multi-tenant deployment (`BLOG_TENANCY=multi`): the first path segment \
+     after `/api/tenants/`. A tenant exists once it has a user.",
+    example = "contoso"
+);
+id_type!(
     UserId,
     "userId",
     "A user's id: chosen by the client in `PUT /api/users/{userId}` and equal to the \

@@ -9,7 +9,7 @@ mod text;
 mod tombstone;
 
 pub use dates::Timestamp;
-pub use ids::{CommentId, LikeId, PostId, UserId};
+pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a};
 pub use text::{CommentContent, PostContent, Title, Username};
 pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};

@@ -107,7 +107,7 @@ pub async fn invoke(source: Source, State(state): State<AppState>, body: Bytes) 
             .into_response();
         }
     };
-    match source.handle(state.blog.store(), &documents).await {
+    match source.handle(state.blogs.store(), &documents).await {
         Ok(report) => {
             let logs = report.log_lines(function);
             for line in &logs {

@@ -34,8 +34,8 @@ use serde_json::{Value, json};
 
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, charge,
-    checked_item, strip_system_properties,
+    PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
+    charge, checked_item, strip_system_properties,
 };
 use crate::settings::StoreSettings;
 
@@ -53,6 +53,7 @@ const CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
 pub struct CosmosStore {
     /// In the order of [`Container::ALL`].
     containers: [ContainerClient; 4],
+    tenancy: Tenancy,
 }
 
 impl CosmosStore {
@@ -81,21 +82,34 @@ impl CosmosStore {
                 "no Cosmos DB setting: give CosmosDBConnection or CosmosDBConnection__accountEndpoint"
             );
         };
-        Self::from_client(client, &settings.database).await
+        Self::from_client_with(client, &settings.database, settings.tenancy).await
     }
 
     /// Uses `client` (any account, the SDK's in-memory emulator included), creating the
     /// database and the containers when missing and checking their partition keys.
     pub async fn from_client(client: CosmosClient, database: &str) -> anyhow::Result<Self> {
+        Self::from_client_with(client, database, Tenancy::Single).await
+    }
+
+    /// [`Self::from_client`] in the `tenancy` layout: containers of the other layout are
+    /// refused.
+    pub async fn from_client_with(
+        client: CosmosClient,
+        database: &str,
+        tenancy: Tenancy,
+    ) -> anyhow::Result<Self> {
         let mut containers = Vec::with_capacity(Container::ALL.len());
         for container in Container::ALL {
-            containers.push(prepare_container(&client, database, container).await?);
+            containers.push(prepare_container(&client, database, container, tenancy).await?);
         }
         let containers: [ContainerClient; 4] = containers
             .try_into()
             .map_err(|_| anyhow::anyhow!("expected one client per container"))?;
-        tracing::info!(database, "using Azure Cosmos DB");
-        Ok(Self { containers })
+        tracing::info!(database, %tenancy, "using Azure Cosmos DB");
+        Ok(Self {
+            containers,
+            tenancy,
+        })
     }
 
     fn client(&self, container: Container) -> &ContainerClient {
@@ -226,8 +240,11 @@ fn indexing_policy(container: Container) -> Value {
     }
 }
 
-fn container_properties(container: Container) -> anyhow::Result<ContainerProperties> {
-    let paths = container.partition_key_paths();
+fn container_properties(
+    container: Container,
+    tenancy: Tenancy,
+) -> anyhow::Result<ContainerProperties> {
+    let paths = container.key_paths(tenancy);
     let definition = if paths.len() > 1 {
         json!({"paths": paths, "kind": "MultiHash", "version": 2})
     } else {
@@ -275,13 +292,14 @@ async fn prepare_container(
     client: &CosmosClient,
     database: &str,
     container: Container,
+    tenancy: Tenancy,
 ) -> anyhow::Result<ContainerClient> {
     let name = container.name();
     let db = client.database_client(database);
     let opened = match db.container_client(name, None).await {
         Ok(opened) => opened,
         Err(e) if e.status().status_code() == StatusCode::NotFound => {
-            create_container(client, database, container).await?;
+            create_container(client, database, container, tenancy).await?;
             db.container_client(name, None).await.with_context(|| {
                 format!("cannot open container {database}/{name} after creating it")
             })?
@@ -302,12 +320,21 @@ async fn prepare_container(
         .iter()
         .map(|p| p.as_ref())
         .collect();
-    let expected = container.partition_key_paths();
+    let expected = container.key_paths(tenancy);
     if actual != expected {
+        let other = match tenancy {
+            Tenancy::Single => Tenancy::Multi,
+            Tenancy::Multi => Tenancy::Single,
+        };
+        let layout = if actual == container.key_paths(other) {
+            format!(" (the {other} layout)")
+        } else {
+            String::new()
+        };
         anyhow::bail!(
-            "container {database}/{name} is partitioned by {actual:?} but the blog needs {expected:?}; \
-             a container's partition key cannot be changed: delete the container (or use another \
-             database) and start again"
+            "container {database}/{name} is partitioned by {actual:?}{layout} but BLOG_TENANCY={tenancy} \
+             needs {expected:?}; a container's partition key cannot be changed: set BLOG_TENANCY to \
+             the layout the database was created with, or use another database (COSMOS_DATABASE)"
         );
     }
     enable_time_to_live(&opened, properties, database, container).await?;
@@ -318,6 +345,7 @@ async fn create_container(
     client: &CosmosClient,
     database: &str,
     container: Container,
+    tenancy: Tenancy,
 ) -> anyhow::Result<()> {
     let hint = "with Microsoft Entra ID, data-plane roles cannot create databases or containers: \
                 create them with the infrastructure templates (infra/) or the Azure CLI";
@@ -337,7 +365,7 @@ async fn create_container(
     let name = container.name();
     match client
         .database_client(database)
-        .create_container(container_properties(container)?, None)
+        .create_container(container_properties(container, tenancy)?, None)
         .await
     {
         Ok(_) => {
@@ -480,6 +508,8 @@ fn scope_of(query: &Query) -> StoreResult<FeedScope> {
     Ok(match &query.scope {
         QueryScope::Partition(pk) => FeedScope::partition(sdk_partition_key(pk)?),
         QueryScope::CrossPartition => FeedScope::full_container(),
+        // The SDK bounds a partial hierarchical key to its effective-partition-key range.
+        QueryScope::Prefix(prefix) => FeedScope::partition(sdk_partition_key(prefix)?),
     })
 }
 
@@ -527,6 +557,10 @@ impl Store for CosmosStore {
         "cosmos"
     }
 
+    fn tenancy(&self) -> Tenancy {
+        self.tenancy
+    }
+
     async fn read_item(
         &self,
         container: Container,
@@ -554,7 +588,7 @@ impl Store for CosmosStore {
         pk: &PartitionKey,
         mut item: Value,
     ) -> StoreResult<ETag> {
-        let id = checked_item(container, pk, &mut item)?;
+        let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
         let request = self.client(container).create_item(key, &id, &item, None);
         let response = item_request("create_item", request).await?;
@@ -567,7 +601,7 @@ impl Store for CosmosStore {
         pk: &PartitionKey,
         mut item: Value,
     ) -> StoreResult<ETag> {
-        let id = checked_item(container, pk, &mut item)?;
+        let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
         let request = self.client(container).upsert_item(key, &id, &item, None);
         let response = item_request("upsert_item", request).await?;
@@ -581,7 +615,7 @@ impl Store for CosmosStore {
         mut item: Value,
         if_match_etag: Option<&ETag>,
     ) -> StoreResult<ETag> {
-        let id = checked_item(container, pk, &mut item)?;
+        let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
         let options = write_options(if_match_etag.map(if_match));
         let request = self
@@ -633,18 +667,18 @@ impl Store for CosmosStore {
             let sdk_error = |e: CosmosError| fail(StoreError::BadRequest(e.to_string()));
             batch = match operation {
                 BatchOperation::Create { mut item } => {
-                    checked_item(container, pk, &mut item).map_err(fail)?;
+                    checked_item(self.tenancy, container, pk, &mut item).map_err(fail)?;
                     batch.create_item(item).map_err(sdk_error)?
                 }
                 BatchOperation::Upsert { mut item } => {
-                    checked_item(container, pk, &mut item).map_err(fail)?;
+                    checked_item(self.tenancy, container, pk, &mut item).map_err(fail)?;
                     batch.upsert_item(item, None).map_err(sdk_error)?
                 }
                 BatchOperation::Replace {
                     mut item,
                     if_match: etag,
                 } => {
-                    let id = checked_item(container, pk, &mut item).map_err(fail)?;
+                    let id = checked_item(self.tenancy, container, pk, &mut item).map_err(fail)?;
                     let options = etag.map(|etag| {
                         BatchReplaceOptions::default().with_precondition(if_match(&etag))
                     });
@@ -910,15 +944,20 @@ mod tests {
 
     #[test]
     fn container_definitions_carry_the_model_partition_keys() {
-        for container in Container::ALL {
-            let properties = container_properties(container).unwrap();
-            let paths: Vec<&str> = properties
-                .partition_key
-                .paths()
-                .iter()
-                .map(|p| p.as_ref())
-                .collect();
-            assert_eq!(paths, container.partition_key_paths());
+        for tenancy in [Tenancy::Single, Tenancy::Multi] {
+            for container in Container::ALL {
+                let properties = container_properties(container, tenancy).unwrap();
+                let paths: Vec<&str> = properties
+                    .partition_key
+                    .paths()
+                    .iter()
+                    .map(|p| p.as_ref())
+                    .collect();
+                assert_eq!(paths, container.key_paths(tenancy));
+                let definition = serde_json::to_value(&properties.partition_key).unwrap();
+                let kind = if paths.len() > 1 { "MultiHash" } else { "Hash" };
+                assert_eq!(definition["kind"], kind, "{container:?} in {tenancy}");
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, FilterOp, Page,
     PageRequest, PartitionKey, Query, QueryScope, SortOrder, Store, StoreError, StoreResult,
-    checked_item,
+    Tenancy, checked_item,
 };
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
@@ -53,6 +53,42 @@ CREATE TABLE IF NOT EXISTS log_sequence (
 );
 INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
 ";
+
+/// The layout a database was created with (its partition keys), once recorded.
+const LAYOUT_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS layout (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    tenancy TEXT NOT NULL
+)";
+
+/// Records the layout of a new database, or checks that an existing one was created with
+/// `tenancy`: the keys of its items depend on it. Databases from before layouts were
+/// recorded hold items, and all in the `single` layout.
+fn check_layout(conn: &Connection, tenancy: Tenancy, path: &Path) -> StoreResult<()> {
+    conn.execute_batch(LAYOUT_TABLE).map_err(sql_error)?;
+    let has_items: bool = conn
+        .query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |row| row.get(0))
+        .map_err(sql_error)?;
+    let new_layout = if has_items { Tenancy::Single } else { tenancy };
+    // A no-op once recorded, also when another process recorded it meanwhile.
+    conn.execute(
+        "INSERT OR IGNORE INTO layout (singleton, tenancy) VALUES (1, ?1)",
+        [new_layout.name()],
+    )
+    .map_err(sql_error)?;
+    let recorded: String = conn
+        .query_row("SELECT tenancy FROM layout", [], |row| row.get(0))
+        .map_err(sql_error)?;
+    if recorded != tenancy.name() {
+        return Err(StoreError::BadRequest(format!(
+            "the embedded store at {} holds the {recorded} layout but BLOG_TENANCY is {tenancy}; \
+             the layouts key their items differently: set BLOG_TENANCY={recorded}, or use \
+             another BLOG_DATA_DIR for a {tenancy} deployment",
+            path.display()
+        )));
+    }
+    Ok(())
+}
 
 /// Stores created before time-to-live existed lack its column; adding it (empty: none of
 /// their items had a `ttl`) brings them up to [`SCHEMA`].
@@ -188,6 +224,7 @@ struct Shared {
     writes: std::sync::mpsc::Sender<WriteJob>,
     readers: Vec<Mutex<Reader>>,
     changes: [Notify; 4],
+    tenancy: Tenancy,
 }
 
 /// Writes committed together at most: a group pays one fsync instead of one per write.
@@ -247,8 +284,14 @@ fn run_cached(tx: &Transaction<'_>, sql: &str) -> rusqlite::Result<usize> {
 }
 
 impl EmbeddedStore {
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed) the database at `path`, in the `single` layout.
     pub fn open(path: &Path) -> StoreResult<Self> {
+        Self::open_with(path, Tenancy::Single)
+    }
+
+    /// Opens (creating if needed) the database at `path` in the `tenancy` layout; refuses a
+    /// database that holds the other layout.
+    pub fn open_with(path: &Path, tenancy: Tenancy) -> StoreResult<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
@@ -261,6 +304,7 @@ impl EmbeddedStore {
             .map_err(sql_error)?;
         writer.execute_batch(SCHEMA).map_err(sql_error)?;
         add_expiry(&writer)?;
+        check_layout(&writer, tenancy, path)?;
         set_planner_stats(&writer)?;
         let readers = (0..READERS)
             .map(|_| {
@@ -286,6 +330,7 @@ impl EmbeddedStore {
                 writes,
                 readers,
                 changes: Default::default(),
+                tenancy,
             }),
         };
         store.start_purge()?;
@@ -518,6 +563,7 @@ fn write_item(
 /// Applies one operation inside the caller's transaction.
 fn apply(
     tx: &Transaction<'_>,
+    tenancy: Tenancy,
     container: Container,
     pk: &PartitionKey,
     operation: BatchOperation,
@@ -525,18 +571,18 @@ fn apply(
     let pk_text = pk.to_json_array();
     match operation {
         BatchOperation::Create { mut item } => {
-            let id = checked_item(container, pk, &mut item)?;
+            let id = checked_item(tenancy, container, pk, &mut item)?;
             if current_lsn(tx, container, &pk_text, &id)?.is_some() {
                 return Err(StoreError::Conflict);
             }
             write_item(tx, container, &pk_text, &id, &item).map(Some)
         }
         BatchOperation::Upsert { mut item } => {
-            let id = checked_item(container, pk, &mut item)?;
+            let id = checked_item(tenancy, container, pk, &mut item)?;
             write_item(tx, container, &pk_text, &id, &item).map(Some)
         }
         BatchOperation::Replace { mut item, if_match } => {
-            let id = checked_item(container, pk, &mut item)?;
+            let id = checked_item(tenancy, container, pk, &mut item)?;
             let lsn = current_lsn(tx, container, &pk_text, &id)?.ok_or(StoreError::NotFound)?;
             if if_match.is_some_and(|expected| expected != etag_for(lsn)) {
                 return Err(StoreError::PreconditionFailed);
@@ -604,9 +650,18 @@ fn run_query(
     let mut sql =
         format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ? AND {LIVE}");
     let mut params: Vec<SqlValue> = vec![SqlValue::Text(container.name().to_owned())];
-    if let QueryScope::Partition(pk) = &query.scope {
-        sql.push_str(" AND pk = ?");
-        params.push(SqlValue::Text(pk.to_json_array()));
+    match &query.scope {
+        QueryScope::Partition(pk) => {
+            sql.push_str(" AND pk = ?");
+            params.push(SqlValue::Text(pk.to_json_array()));
+        }
+        // The keys under a prefix are one range of the primary key's text form.
+        QueryScope::Prefix(prefix) => {
+            let (low, high) = prefix.prefix_range();
+            sql.push_str(" AND pk >= ? AND pk < ?");
+            params.extend([SqlValue::Text(low), SqlValue::Text(high)]);
+        }
+        QueryScope::CrossPartition => {}
     }
     for filter in &query.filters {
         let expr = field_expr(filter.field);
@@ -704,6 +759,10 @@ impl Store for EmbeddedStore {
         "embedded"
     }
 
+    fn tenancy(&self) -> Tenancy {
+        self.shared.tenancy
+    }
+
     async fn read_item(
         &self,
         container: Container,
@@ -741,8 +800,9 @@ impl Store for EmbeddedStore {
         item: Value,
     ) -> StoreResult<ETag> {
         let pk = pk.clone();
+        let tenancy = self.shared.tenancy;
         self.write(container, move |tx| {
-            apply(tx, container, &pk, BatchOperation::Create { item })
+            apply(tx, tenancy, container, &pk, BatchOperation::Create { item })
         })
         .await
         .and_then(written)
@@ -755,8 +815,9 @@ impl Store for EmbeddedStore {
         item: Value,
     ) -> StoreResult<ETag> {
         let pk = pk.clone();
+        let tenancy = self.shared.tenancy;
         self.write(container, move |tx| {
-            apply(tx, container, &pk, BatchOperation::Upsert { item })
+            apply(tx, tenancy, container, &pk, BatchOperation::Upsert { item })
         })
         .await
         .and_then(written)
@@ -770,9 +831,11 @@ impl Store for EmbeddedStore {
         if_match: Option<&ETag>,
     ) -> StoreResult<ETag> {
         let (pk, if_match) = (pk.clone(), if_match.cloned());
+        let tenancy = self.shared.tenancy;
         self.write(container, move |tx| {
             apply(
                 tx,
+                tenancy,
                 container,
                 &pk,
                 BatchOperation::Replace { item, if_match },
@@ -789,8 +852,9 @@ impl Store for EmbeddedStore {
         id: &str,
     ) -> StoreResult<()> {
         let (pk, id) = (pk.clone(), id.to_owned());
+        let tenancy = self.shared.tenancy;
         self.write(container, move |tx| {
-            apply(tx, container, &pk, BatchOperation::Delete { id })
+            apply(tx, tenancy, container, &pk, BatchOperation::Delete { id })
         })
         .await
         .map(|_| ())
@@ -804,12 +868,13 @@ impl Store for EmbeddedStore {
     ) -> StoreResult<Vec<Option<ETag>>> {
         let pk = pk.clone();
         // An error returned from the closure drops the transaction, which rolls it back.
+        let tenancy = self.shared.tenancy;
         self.write(container, move |tx| {
             operations
                 .into_iter()
                 .enumerate()
                 .map(|(index, operation)| {
-                    apply(tx, container, &pk, operation).map_err(|cause| {
+                    apply(tx, tenancy, container, &pk, operation).map_err(|cause| {
                         StoreError::BatchOperationFailed {
                             index,
                             cause: Box::new(cause),

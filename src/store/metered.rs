@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, Store, StoreResult, charge,
+    PartitionKey, Query, QueryScope, Store, StoreResult, Tenancy, charge,
 };
 
 /// What the store was asked for since the last [`MeteredStore::take`].
@@ -31,6 +31,9 @@ pub struct Metrics {
     /// Cross-partition queries: Cosmos DB fans these out to every physical partition, so
     /// `partitions` is a lower bound of what they touched.
     pub fan_out_queries: u64,
+    /// Queries on a hierarchical key's prefix (a tenant): Cosmos DB routes them only to the
+    /// physical partitions holding the prefix; `partitions` counts the logical ones returned.
+    pub prefix_queries: u64,
     /// Items returned by reads, queries and change-log reads.
     pub items_read: u64,
     /// Size of those items as compact JSON.
@@ -52,9 +55,14 @@ impl Counters {
         self.partitions.insert((container, pk.to_json_array()));
     }
 
-    fn touch_items<'a>(&mut self, container: Container, items: impl Iterator<Item = &'a Value>) {
+    fn touch_items<'a>(
+        &mut self,
+        container: Container,
+        tenancy: Tenancy,
+        items: impl Iterator<Item = &'a Value>,
+    ) {
         for item in items {
-            if let Ok(pk) = container.partition_key_of(item) {
+            if let Ok(pk) = container.partition_key_in(tenancy, item) {
                 self.touch(container, &pk);
             }
         }
@@ -158,6 +166,10 @@ impl Store for MeteredStore {
         self.inner.backend()
     }
 
+    fn tenancy(&self) -> Tenancy {
+        self.inner.tenancy()
+    }
+
     async fn read_item(
         &self,
         container: Container,
@@ -254,13 +266,20 @@ impl Store for MeteredStore {
         query: &Query,
         page: PageRequest,
     ) -> StoreResult<Page<Value>> {
+        let tenancy = self.inner.tenancy();
         self.call(self.inner.query(container, query, page), |c, result| {
             match &query.scope {
                 QueryScope::Partition(pk) => c.touch(container, pk),
                 QueryScope::CrossPartition => {
                     c.metrics.fan_out_queries += 1;
                     if let Ok(page) = result {
-                        c.touch_items(container, page.items.iter());
+                        c.touch_items(container, tenancy, page.items.iter());
+                    }
+                }
+                QueryScope::Prefix(_) => {
+                    c.metrics.prefix_queries += 1;
+                    if let Ok(page) = result {
+                        c.touch_items(container, tenancy, page.items.iter());
                     }
                 }
             }
@@ -277,11 +296,12 @@ impl Store for MeteredStore {
         since: Option<&Checkpoint>,
         max_items: usize,
     ) -> StoreResult<ChangeBatch> {
+        let tenancy = self.inner.tenancy();
         self.call(
             self.inner.read_changes(container, since, max_items),
             |c, result| {
                 if let Ok(batch) = result {
-                    c.touch_items(container, batch.items.iter());
+                    c.touch_items(container, tenancy, batch.items.iter());
                     c.returned(batch.items.iter());
                 }
             },

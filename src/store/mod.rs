@@ -9,6 +9,7 @@ pub mod embedded;
 pub mod metered;
 mod partition_key;
 mod query;
+pub mod tenant;
 
 use std::time::Duration;
 
@@ -17,6 +18,35 @@ use serde_json::Value;
 
 pub use partition_key::{PartitionKey, PartitionKeyError, PartitionKeyValue};
 pub use query::{Filter, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder};
+
+/// The data layout of a deployment, chosen once: the containers' partition keys depend on it
+/// and cannot change after they exist.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Tenancy {
+    /// One blog: the V3 model's keys (`/userId`, `/postId`, `/type`).
+    #[default]
+    Single,
+    /// Many blogs on one account: hierarchical keys whose first level is `/tenantId`.
+    Multi,
+}
+
+impl Tenancy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tenancy::Single => "single",
+            Tenancy::Multi => "multi",
+        }
+    }
+}
+
+impl std::fmt::Display for Tenancy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The field that names an item's tenant in the `multi` layout (its first key level).
+pub const TENANT_FIELD: &str = "tenantId";
 
 /// The containers of the V3 model plus the lease container of the change-feed processors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,13 +74,27 @@ impl Container {
         }
     }
 
-    /// Partition key paths, as Cosmos DB declares them (up to three for hierarchical keys).
+    /// Partition key paths of the V3 model, the `single` layout: what the domain code sees,
+    /// whatever the layout (a tenant's view of a `multi` store is a `single` one).
     pub fn partition_key_paths(self) -> &'static [&'static str] {
         match self {
             Container::Users => &["/userId"],
             Container::Posts => &["/postId"],
             Container::Feed => &["/type"],
             Container::Leases => &["/id"],
+        }
+    }
+
+    /// Partition key paths in `tenancy`, as Cosmos DB declares them (up to three for
+    /// hierarchical keys).
+    pub fn key_paths(self, tenancy: Tenancy) -> &'static [&'static str] {
+        match (tenancy, self) {
+            (Tenancy::Single, _) | (Tenancy::Multi, Container::Leases) => {
+                self.partition_key_paths()
+            }
+            (Tenancy::Multi, Container::Users) => &["/tenantId", "/userId"],
+            (Tenancy::Multi, Container::Posts) => &["/tenantId", "/postId"],
+            (Tenancy::Multi, Container::Feed) => &["/tenantId", "/type"],
         }
     }
 
@@ -62,7 +106,12 @@ impl Container {
 
     /// The partition key of `item` in this container, read from the key paths.
     pub fn partition_key_of(self, item: &Value) -> Result<PartitionKey, StoreError> {
-        PartitionKey::from_item(item, self.partition_key_paths())
+        self.partition_key_in(Tenancy::Single, item)
+    }
+
+    /// The partition key of `item` in this container of a `tenancy` store.
+    pub fn partition_key_in(self, tenancy: Tenancy, item: &Value) -> StoreResult<PartitionKey> {
+        PartitionKey::from_item(item, self.key_paths(tenancy))
             .map_err(|e| StoreError::BadRequest(format!("{}: {e}", self.name())))
     }
 }
@@ -142,6 +191,12 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs ("embedded", "cosmos").
     fn backend(&self) -> &'static str;
+
+    /// The layout of the containers. A tenant's view of a `multi` store
+    /// ([`tenant::TenantStore`]) is `single`: the domain code never sees tenants.
+    fn tenancy(&self) -> Tenancy {
+        Tenancy::Single
+    }
 
     async fn read_item(
         &self,
@@ -278,6 +333,7 @@ pub fn strip_system_properties(item: &mut Value) {
 /// it first so that both refuse the same items with the same error): a JSON object with a
 /// non-empty string id, in the partition addressed. Strips system properties; returns the id.
 pub(crate) fn checked_item(
+    tenancy: Tenancy,
     container: Container,
     pk: &PartitionKey,
     item: &mut Value,
@@ -291,7 +347,7 @@ pub(crate) fn checked_item(
             ));
         }
     };
-    pk.check_item(item, container.partition_key_paths())
+    pk.check_item(item, container.key_paths(tenancy))
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     Ok(id)
 }

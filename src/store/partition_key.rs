@@ -80,6 +80,20 @@ impl PartitionKey {
         }
     }
 
+    /// This key with `more` components after it (a tenant's key under its tenant id).
+    pub fn extended(&self, more: &PartitionKey) -> Result<Self, PartitionKeyError> {
+        Self::hierarchical(self.0.iter().chain(&more.0).cloned().collect())
+    }
+
+    /// The bounds `[low, high)` of the canonical text forms ([`Self::to_json_array`]) of
+    /// every longer key that starts with this one: `["t"` followed by `,` and the rest.
+    /// `-` is the character after `,`, so the range holds exactly those keys.
+    pub fn prefix_range(&self) -> (String, String) {
+        let text = self.to_json_array();
+        let open = &text[..text.len() - 1];
+        (format!("{open},"), format!("{open}-"))
+    }
+
     /// A canonical text form (a JSON array), usable as a storage key.
     pub fn to_json_array(&self) -> String {
         Value::Array(self.0.iter().map(PartitionKeyValue::to_json).collect()).to_string()
@@ -113,6 +127,28 @@ mod tests {
         assert!(PartitionKey::hierarchical(vec![PartitionKeyValue::Null; 4]).is_err());
         let item = json!({"k": [1]});
         assert!(PartitionKey::from_item(&item, &["/k"]).is_err());
+    }
+
+    #[test]
+    fn a_prefix_range_holds_exactly_the_keys_under_the_prefix() {
+        let prefix = PartitionKey::single("t1");
+        let (low, high) = prefix.prefix_range();
+        let under = |key: &PartitionKey| {
+            let text = key.to_json_array();
+            text >= low && text < high
+        };
+        let child = |tenant: &str, id: &str| {
+            PartitionKey::single(tenant)
+                .extended(&PartitionKey::single(id))
+                .unwrap()
+        };
+        assert!(under(&child("t1", "u")));
+        assert!(under(&child("t1", "")));
+        assert!(under(&child("t1", "\u{10FFFF}")));
+        assert!(!under(&child("t10", "u")));
+        assert!(!under(&child("t", "u")));
+        assert!(!under(&child("t1\"", "u")));
+        assert!(!under(&PartitionKey::single("t1")));
     }
 
     #[test]

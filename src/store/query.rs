@@ -13,6 +13,10 @@ pub enum QueryScope {
     Partition(PartitionKey),
     /// Every partition: only for the username fan-out and `rebuild`.
     CrossPartition,
+    /// Every logical partition whose hierarchical key starts with these components (fewer
+    /// than the container's key levels): Cosmos DB routes it only to the physical partitions
+    /// holding that prefix.
+    Prefix(PartitionKey),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +76,16 @@ impl Query {
 
     pub fn cross_partition() -> Self {
         Self::new(QueryScope::CrossPartition)
+    }
+
+    pub fn in_prefix(prefix: PartitionKey) -> Self {
+        Self::new(QueryScope::Prefix(prefix))
+    }
+
+    /// The same query in another scope.
+    pub fn scoped(mut self, scope: QueryScope) -> Self {
+        self.scope = scope;
+        self
     }
 
     fn new(scope: QueryScope) -> Self {

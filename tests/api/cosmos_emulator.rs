@@ -22,7 +22,7 @@ use azure_data_cosmos_driver::in_memory_emulator::{
     VirtualRegion,
 };
 use cosmos_blog::store::cosmos::CosmosStore;
-use cosmos_blog::store::{Container, Store};
+use cosmos_blog::store::{Container, Store, Tenancy};
 
 /// The emulator answers for this made-up gateway; nothing goes on the network.
 const GATEWAY_URL: &str = "https://eastus.emulator.local";
@@ -71,6 +71,14 @@ pub async fn emulator_client() -> CosmosClient {
 /// A [`CosmosStore`] on a fresh in-memory account (its own database and containers).
 pub async fn emulator_store() -> Arc<dyn Store> {
     store_of(emulator_client().await).await
+}
+
+/// A [`CosmosStore`] of the `tenancy` layout on a fresh in-memory account.
+pub async fn emulator_store_in(tenancy: Tenancy) -> Arc<dyn Store> {
+    let store = CosmosStore::from_client_with(emulator_client().await, DATABASE, tenancy)
+        .await
+        .expect("the Cosmos DB store prepares the emulator's database");
+    Arc::new(store)
 }
 
 /// A [`CosmosStore`] on a fresh in-memory account where every request takes `delay` longer,

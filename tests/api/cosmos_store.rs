@@ -128,6 +128,7 @@ async fn live_account_smoke_test() {
         cosmos_connection: Some(format!("AccountEndpoint={endpoint};AccountKey={key};")),
         cosmos_endpoint: None,
         database: std::env::var("COSMOS_TEST_DATABASE").unwrap_or_else(|_| "blog-test".into()),
+        tenancy: Default::default(),
     };
     let store = CosmosStore::connect(&settings)
         .await

@@ -41,6 +41,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             cosmos_connection: None,
             cosmos_endpoint: None,
             database: "blog".into(),
+            tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         change_feed,

@@ -26,3 +26,4 @@ mod cosmos_api;
 mod cosmos_emulator;
 mod cosmos_store;
 mod store_contract;
+mod tenancy_store;
