@@ -21,6 +21,10 @@ param location string = resourceGroup().location
 @description('Cosmos DB database name (the app setting COSMOS_DATABASE).')
 param databaseName string = 'blog'
 
+@description('Data layout: single (one blog) or multi (many blogs on hierarchical partition keys). Fixed once the containers exist; stage the function app with the same --tenancy.')
+@allowed([ 'single', 'multi' ])
+param tenancy string = 'single'
+
 @description('Application (client) ID of the Microsoft Entra ID app registration that callers get tokens for.')
 param entraClientId string
 
@@ -59,11 +63,13 @@ var indexingPolicy = {
   ]
 }
 
+// The partition keys of each layout (BLOG_TENANCY); they cannot change once a container exists.
+var multiTenant = tenancy == 'multi'
 var containers = [
-  { name: 'users', partitionKey: '/userId' }
-  { name: 'posts', partitionKey: '/postId' }
-  { name: 'feed', partitionKey: '/type' }
-  { name: 'leases', partitionKey: '/id' }
+  { name: 'users', paths: multiTenant ? [ '/tenantId', '/userId' ] : [ '/userId' ] }
+  { name: 'posts', paths: multiTenant ? [ '/tenantId', '/postId' ] : [ '/postId' ] }
+  { name: 'feed', paths: multiTenant ? [ '/tenantId', '/type' ] : [ '/type' ] }
+  { name: 'leases', paths: [ '/id' ] }
 ]
 
 resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-05-15' = [for c in containers: {
@@ -74,7 +80,8 @@ resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
     // deleted posts and accounts carry a `ttl`, and the service purges them after it.
     resource: union({
       id: c.name
-      partitionKey: { paths: [ c.partitionKey ], kind: 'Hash' }
+      // Hierarchical keys are MultiHash, version 2.
+      partitionKey: length(c.paths) > 1 ? { paths: c.paths, kind: 'MultiHash', version: 2 } : { paths: c.paths, kind: 'Hash' }
       indexingPolicy: c.name == 'leases' ? { indexingMode: 'consistent' } : indexingPolicy
     }, c.name == 'leases' ? {} : { defaultTtl: -1 })
   }
@@ -123,6 +130,7 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'RUST_LOG', value: 'info' }
         // Trust the principal header only while App Service Authentication is on (it is, below).
         { name: 'BLOG_AUTH', value: 'easyauth' }
+        { name: 'BLOG_TENANCY', value: tenancy }
       ]
     }
   }

@@ -16,7 +16,7 @@ pub enum Error {
     Forbidden(&'static str),
     #[error("no {kind} with id {id:?}")]
     NotFound { kind: &'static str, id: String },
-    #[error("user {0:?} does not exist yet; create it with PUT /api/users/{0} first")]
+    #[error("user {0:?} does not exist yet; create it first with PUT on its users/{0} route")]
     UnregisteredCaller(String),
     #[error("the continuation token is not valid for this list")]
     InvalidContinuation,
