@@ -91,6 +91,7 @@ impl Application {
         tracing::info!(
             port,
             backend = self.store.backend(),
+            tenancy = %self.store.tenancy(),
             pump = self.pump.is_some(),
             "serving"
         );
