@@ -127,8 +127,9 @@ async fn user_posts(
 
 /// List the tenant's users (Q7)
 ///
-/// Only in a multi-tenant deployment. The users of the tenant, by id, a page at a time: one
-/// query on the tenant's key prefix, which Cosmos DB sends only to the partitions holding it.
+/// Only in a multi-tenant deployment. The users of the tenant, a page at a time, in the
+/// store's order: one query on the tenant's key prefix, which Cosmos DB sends only to the
+/// partitions holding it.
 #[utoipa::path(
     get,
     path = "/api/users",

@@ -171,9 +171,10 @@ impl Blog {
             .ok_or_else(|| Error::not_found("user", user_id.as_str()))
     }
 
-    /// Q7 (`multi` layout): the tenant's users, by id, a page at a time. Through a tenant's
-    /// view of the store this is a query on the first level of the hierarchical key: Cosmos
-    /// DB routes it to the physical partitions holding the tenant, not to all of them.
+    /// Q7 (`multi` layout): the tenant's users, a page at a time, in the store's order
+    /// (Cosmos DB's is the hash of the keys). Through a tenant's view of the store this is a
+    /// query on the first level of the hierarchical key: Cosmos DB routes it to the physical
+    /// partitions holding the tenant, not to all of them.
     pub async fn list_users(
         &self,
         size: PageSize,
