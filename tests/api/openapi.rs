@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cosmos_blog::api::openapi;
-use cosmos_blog::functions::metadata::HTTP_FUNCTIONS;
+use cosmos_blog::functions::metadata;
 use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult,
+    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
 };
 use jsonschema::{Draft, Registry};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
@@ -329,8 +329,7 @@ async fn the_document_describes_every_route_and_method_and_nothing_else() {
         })
         .filter(|((method, template), _)| !(method == "GET" && template == "/"))
         .collect();
-    let functions: BTreeMap<(String, String), String> = HTTP_FUNCTIONS
-        .iter()
+    let functions: BTreeMap<(String, String), String> = metadata::http_functions(Tenancy::Single)
         .map(|f| ((f.method.to_uppercase(), f.axum_path()), f.name.to_owned()))
         .collect();
     assert_eq!(
