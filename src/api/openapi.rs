@@ -13,7 +13,7 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
-use utoipa::{IntoResponses, Modify, OpenApi, ToResponse};
+use utoipa::{IntoResponses, Modify, OpenApi, ToResponse, ToSchema};
 
 use utoipa::PartialSchema;
 use utoipa::openapi::Required;
@@ -80,6 +80,12 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     let mut document = super::described_routes(tenancy).into_openapi();
     if tenancy == Tenancy::Multi {
+        // A named schema, like the other ids, so that generated clients get a type for it.
+        document
+            .components
+            .get_or_insert_with(Default::default)
+            .schemas
+            .insert(TenantId::name().into_owned(), TenantId::schema());
         let paths = std::mem::take(&mut document.paths.paths);
         for (path, mut item) in paths {
             let path = match path.strip_prefix("/api") {
@@ -128,7 +134,7 @@ fn tenant_parameter() -> Parameter {
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some("The blog (tenant) addressed."))
-        .schema(Some(TenantId::schema()))
+        .schema(Some(Ref::from_schema_name(TenantId::name())))
         .build()
 }
 
