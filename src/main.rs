@@ -6,6 +6,7 @@ use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
+use cosmos_blog::store::Tenancy;
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::{changefeed, telemetry};
 
@@ -50,6 +51,11 @@ enum Command {
         /// Folder of the script root; replaced if it holds a previous staging.
         #[arg(long, default_value = stage::DEFAULT_OUT)]
         out: PathBuf,
+        /// Data layout of the deployment: its routes (`multi`: under
+        /// /api/tenants/{tenantId}), and host.json starts the binary with `--tenancy` set to
+        /// it, which wins over BLOG_TENANCY.
+        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+        tenancy: Tenancy,
         /// The Linux x64 release binary [default: the x86_64-unknown-linux-gnu release build if
         /// present, else target/release/cosmos-blog].
         #[arg(long)]
@@ -58,11 +64,15 @@ enum Command {
         #[arg(long)]
         zip: bool,
     },
-    /// Write the OpenAPI 3.1 description of the HTTP API (what `GET /api/openapi.json` serves).
+    /// Write the OpenAPI 3.1 description of the HTTP API (what `GET .../openapi.json` serves).
     Openapi {
-        /// File to write; `-` for standard output.
-        #[arg(long, default_value = "openapi.json")]
-        out: PathBuf,
+        /// File to write; `-` for standard output [default: openapi.json, or
+        /// openapi.multi.json with `--tenancy multi`].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Data layout to describe (`multi`: every route under /api/tenants/{tenantId}).
+        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+        tenancy: Tenancy,
     },
 }
 
@@ -70,9 +80,13 @@ enum Command {
 enum FunctionsCommand {
     /// (Re)write host.json and functions/*/function.json from the function table.
     Generate {
-        /// Repository root to write into.
-        #[arg(long, default_value = ".")]
-        root: PathBuf,
+        /// Folder to write into [default: `.`, the repository, which keeps the single-tenant
+        /// files; required with `--tenancy multi`].
+        #[arg(long, required_if_eq("tenancy", "multi"))]
+        root: Option<PathBuf>,
+        /// Data layout whose routes to write (`multi`: under /api/tenants/{tenantId}).
+        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+        tenancy: Tenancy,
     },
 }
 
@@ -85,10 +99,19 @@ async fn main() -> ExitCode {
         Command::Rebuild { store } => rebuild(&store).await,
         Command::Verify { store } => return verify_store(&store).await,
         Command::Functions {
-            command: FunctionsCommand::Generate { root },
-        } => generate(&root),
-        Command::Stage { out, binary, zip } => stage_script_root(&out, binary, zip),
-        Command::Openapi { out } => write_openapi(&out),
+            command: FunctionsCommand::Generate { root, tenancy },
+        } => generate(root.as_deref().unwrap_or(Path::new(".")), tenancy),
+        Command::Stage {
+            out,
+            binary,
+            zip,
+            tenancy,
+        } => stage_script_root(&out, binary, zip, tenancy),
+        Command::Openapi { out, tenancy } => write_openapi(
+            out.as_deref()
+                .unwrap_or(Path::new(openapi::committed_file(tenancy))),
+            tenancy,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -168,15 +191,15 @@ async fn run_verify(
     Ok(report)
 }
 
-fn generate(root: &Path) -> anyhow::Result<()> {
-    for path in metadata::write_repository(root)? {
+fn generate(root: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
+    for path in metadata::write_repository(root, tenancy)? {
         println!("wrote {}", path.display());
     }
     Ok(())
 }
 
-fn write_openapi(out: &Path) -> anyhow::Result<()> {
-    let document = openapi::json();
+fn write_openapi(out: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
+    let document = openapi::json_for(tenancy);
     if out == Path::new("-") {
         print!("{document}");
         return Ok(());
@@ -187,7 +210,12 @@ fn write_openapi(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn stage_script_root(out: &Path, binary: Option<PathBuf>, zip: bool) -> anyhow::Result<()> {
+fn stage_script_root(
+    out: &Path,
+    binary: Option<PathBuf>,
+    zip: bool,
+    tenancy: Tenancy,
+) -> anyhow::Result<()> {
     let binary = binary.unwrap_or_else(|| stage::default_binary(Path::new(".")));
     if !stage::is_linux_x64_elf(&binary).unwrap_or(false) {
         tracing::warn!(
@@ -195,8 +223,8 @@ fn stage_script_root(out: &Path, binary: Option<PathBuf>, zip: bool) -> anyhow::
             "not a Linux x86-64 executable; Azure Functions on Linux will not start it"
         );
     }
-    stage::stage(out, &binary)?;
-    println!("staged {}", out.display());
+    stage::stage(out, &binary, tenancy)?;
+    println!("staged {} ({tenancy} layout)", out.display());
     if zip {
         let archive = stage::zip_path(out);
         stage::zip_script_root(out, &archive)?;

@@ -1,6 +1,7 @@
 //! Azure Functions packaging and invocation (SPEC 5.4, 6), shown without the Functions host:
 //! the host's trigger payloads are replayed byte for byte from `tests/fixtures/functions/`,
-//! the metadata is checked against the router, and the staged script root is inspected.
+//! and its forwarded HTTP requests as it sends them; the metadata of both data layouts is
+//! checked against the router, and the staged script root is inspected.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,13 +21,15 @@ use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult,
+    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
 };
 use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
+const HOST_VERSION: &str = "4.1040.300.1";
+const LAYOUTS: [Tenancy; 2] = [Tenancy::Single, Tenancy::Multi];
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -48,8 +51,14 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
+        Self::with(Tenancy::Single)
+    }
+
+    /// A store of the `tenancy` layout.
+    fn with(tenancy: Tenancy) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let embedded = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).expect("store");
+        let embedded =
+            EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), tenancy).expect("store");
         let store = Arc::new(FlakyStore {
             inner: Arc::new(embedded),
             down: AtomicBool::new(false),
@@ -61,14 +70,15 @@ impl Harness {
         self.store.clone()
     }
 
-    /// The application as `startup` builds it.
+    /// The application as `startup` builds it, under the host without App Service
+    /// Authentication (commands get 401).
     fn app(&self) -> Router {
-        // Under the host without App Service Authentication, as in these tests' settings.
-        let state = AppState::new(
-            self.dyn_store(),
-            Duration::ZERO,
-            Authenticator::EasyAuthDisabled,
-        );
+        self.app_with(Authenticator::EasyAuthDisabled)
+    }
+
+    /// The application as `startup` builds it, authenticating callers with `auth`.
+    fn app_with(&self, auth: Authenticator) -> Router {
+        let state = AppState::new(self.dyn_store(), Duration::ZERO, auth);
         api::app(state, functions::router())
     }
 
@@ -91,12 +101,9 @@ impl Harness {
 
     async fn get(&self, uri: &str) -> Value {
         let request = Request::get(uri).body(Body::empty()).expect("request");
-        let response = self.app().oneshot(request).await.expect("infallible");
-        assert_eq!(response.status(), StatusCode::OK, "GET {uri}");
-        let bytes = to_bytes(response.into_body(), usize::MAX)
-            .await
-            .expect("body");
-        serde_json::from_slice(&bytes).expect("json")
+        let (status, body) = send(self.app(), request).await;
+        assert_eq!(status, StatusCode::OK, "GET {uri}: {body}");
+        body
     }
 
     async fn changes(&self, container: Container) -> Vec<Value> {
@@ -108,12 +115,28 @@ impl Harness {
     }
 }
 
+/// The status and JSON body (`null` if none) of `app`'s answer to `request`.
+async fn send(app: Router, request: Request<Body>) -> (StatusCode, Value) {
+    let response = app.oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let bytes = to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
 /// A request as the Functions host sends a trigger invocation to the custom handler.
 fn host_request(function: &str, body: Vec<u8>) -> Request<Body> {
     Request::post(format!("/{function}"))
         .header(header::CONTENT_TYPE, "application/json; charset=utf-8")
-        .header(header::USER_AGENT, "Azure-Functions-Host/4.1040.300.1")
-        .header("x-azure-functions-hostversion", "4.1040.300.1")
+        .header(
+            header::USER_AGENT,
+            format!("Azure-Functions-Host/{HOST_VERSION}"),
+        )
+        .header("x-azure-functions-hostversion", HOST_VERSION)
         .header(telemetry::INVOCATION_ID_HEADER, INVOCATION_ID)
         .header(
             "traceparent",
@@ -121,6 +144,58 @@ fn host_request(function: &str, body: Vec<u8>) -> Request<Body> {
         )
         .body(Body::from(body))
         .expect("request")
+}
+
+/// A client's request as the Functions host forwards it to the custom handler when
+/// `enableForwardingHttpRequest` is on: method, path (with the `api` route prefix), query,
+/// headers and body as the client sent them through App Service, App Service
+/// Authentication's principal headers when the caller signed in, and the host's own three
+/// headers (its version, the invocation id, and its name appended to the user agent).
+fn forwarded_request(
+    method: Method,
+    path_and_query: &str,
+    caller: Option<&str>,
+    body: Option<Value>,
+) -> Request<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path_and_query)
+        .header(header::HOST, "cosmos-blog.azurewebsites.net")
+        .header(header::ACCEPT, "*/*")
+        .header(
+            header::USER_AGENT,
+            format!("curl/8.5.0 Azure-Functions-Host/{HOST_VERSION}"),
+        )
+        .header("max-forwards", "10")
+        .header("x-forwarded-for", "203.0.113.7:51234")
+        .header("x-forwarded-proto", "https")
+        .header("x-original-url", path_and_query)
+        .header(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        )
+        .header("x-azure-functions-hostversion", HOST_VERSION)
+        .header(telemetry::INVOCATION_ID_HEADER, INVOCATION_ID);
+    if let Some(caller) = caller {
+        request = request
+            .header("x-ms-client-principal-id", caller)
+            .header(
+                "x-ms-client-principal-name",
+                format!("{caller}@contoso.com"),
+            )
+            .header("x-ms-client-principal-idp", "aad");
+    }
+    let body = match body {
+        Some(json) => {
+            let bytes = json.to_string().into_bytes();
+            request = request
+                .header(header::CONTENT_TYPE, "application/json; charset=utf-8")
+                .header(header::CONTENT_LENGTH, bytes.len());
+            Body::from(bytes)
+        }
+        None => Body::empty(),
+    };
+    request.body(body).expect("request")
 }
 
 fn logs(body: &Value) -> Vec<String> {
@@ -167,6 +242,9 @@ impl FlakyStore {
 impl Store for FlakyStore {
     fn backend(&self) -> &'static str {
         "flaky"
+    }
+    fn tenancy(&self) -> Tenancy {
+        self.inner.tenancy()
     }
     async fn read_item(
         &self,
@@ -440,14 +518,224 @@ async fn a_transient_store_failure_fails_the_invocation_so_the_host_retries() {
     assert_eq!(ids(&h.get("/api/feed").await), ["p-c", "p-d", "p-b", "p-a"]);
 }
 
-// ---- logs ---------------------------------------------------------------------------------
+// ---- the multi-tenant layout ---------------------------------------------------------------
+
+/// `(tenantId, id, title, creationDate)` of every item of `container` in a `multi` store.
+async fn copies(h: &Harness, container: Container) -> BTreeSet<(String, String, String, String)> {
+    let field = |item: &Value, name: &str| item[name].as_str().unwrap_or_default().to_owned();
+    h.changes(container)
+        .await
+        .iter()
+        .filter(|item| item["type"] == "post")
+        .map(|item| {
+            (
+                field(item, "tenantId"),
+                field(item, "id"),
+                field(item, "title"),
+                field(item, "creationDate"),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn on_post_changed_copies_each_post_within_its_tenant() {
+    let h = Harness::with(Tenancy::Multi);
+    let (status, content_type, body) = h
+        .invoke("OnPostChanged", fixture("on_post_changed_two_tenants.json"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(content_type, "application/json");
+    assert_eq!(
+        logs(&body)[0],
+        "OnPostChanged: 4 processed, 8 written, 0 skipped"
+    );
+
+    // Both tenants have a post `p-a` by a user `u-ada`: each keeps its own.
+    let contoso = h.get("/api/tenants/contoso/feed").await;
+    assert_eq!(ids(&contoso), ["p-b", "p-a"]);
+    assert_eq!(contoso["items"][1]["title"], "Contoso first light");
+    let fabrikam = h.get("/api/tenants/fabrikam/feed").await;
+    assert_eq!(ids(&fabrikam), ["p-a", "p-c"]);
+    assert_eq!(fabrikam["items"][0]["title"], "Fabrikam first light");
+    assert_eq!(
+        ids(&h.get("/api/tenants/contoso/users/u-ada/posts").await),
+        ["p-b", "p-a"]
+    );
+    assert_eq!(
+        ids(&h.get("/api/tenants/fabrikam/users/u-ada/posts").await),
+        ["p-a"]
+    );
+    assert_eq!(
+        ids(&h.get("/api/tenants/fabrikam/users/u-bob/posts").await),
+        ["p-c"]
+    );
+
+    // In the store: each copy carries its own tenant, and dates come out canonical.
+    let expected: BTreeSet<(String, String, String, String)> = [
+        (
+            "contoso",
+            "p-a",
+            "Contoso first light",
+            "2026-11-22T09:15:02.1200000Z",
+        ),
+        (
+            "contoso",
+            "p-b",
+            "Contoso second",
+            "2026-11-22T09:15:03.0000000Z",
+        ),
+        (
+            "fabrikam",
+            "p-a",
+            "Fabrikam first light",
+            "2026-11-22T09:15:02.5000000Z",
+        ),
+        (
+            "fabrikam",
+            "p-c",
+            "Fabrikam by bob",
+            "2026-11-22T09:15:02.1234567Z",
+        ),
+    ]
+    .iter()
+    .map(|(t, id, title, date)| {
+        (
+            t.to_string(),
+            id.to_string(),
+            title.to_string(),
+            date.to_string(),
+        )
+    })
+    .collect();
+    assert_eq!(copies(&h, Container::Feed).await, expected);
+    assert_eq!(copies(&h, Container::Users).await, expected);
+
+    // Redelivered: nothing written in either tenant.
+    let (_, _, again) = h
+        .invoke("OnPostChanged", fixture("on_post_changed_two_tenants.json"))
+        .await;
+    assert_eq!(
+        logs(&again)[0],
+        "OnPostChanged: 4 processed, 0 written, 0 skipped"
+    );
+}
+
+#[tokio::test]
+async fn on_user_changed_renames_the_same_user_id_within_each_tenant() {
+    let h = Harness::with(Tenancy::Multi);
+    let app = h.app_with(Authenticator::TrustedHeader);
+    let mut posts = Vec::new();
+    for tenant in ["contoso", "fabrikam"] {
+        let user = json!({"username": "ada"});
+        let put = forwarded_request(
+            Method::PUT,
+            &format!("/api/tenants/{tenant}/users/u-ada"),
+            Some("u-ada"),
+            Some(user),
+        );
+        assert_eq!(send(app.clone(), put).await.0, StatusCode::CREATED);
+        let post = json!({"title": format!("{tenant} post"), "content": "Hello"});
+        let create = forwarded_request(
+            Method::POST,
+            &format!("/api/tenants/{tenant}/posts"),
+            Some("u-ada"),
+            Some(post),
+        );
+        let (status, post) = send(app.clone(), create).await;
+        assert_eq!(status, StatusCode::CREATED, "{post}");
+        posts.push((tenant, post["id"].as_str().expect("post id").to_owned()));
+    }
+
+    // u-ada of contoso and u-ada of fabrikam each take their own new name; one batch of the
+    // users' change feed carries both renames.
+    for (tenant, username) in [("contoso", "ada.lovelace"), ("fabrikam", "ada.byron")] {
+        let rename = forwarded_request(
+            Method::PUT,
+            &format!("/api/tenants/{tenant}/users/u-ada"),
+            Some("u-ada"),
+            Some(json!({ "username": username })),
+        );
+        assert_eq!(send(app.clone(), rename).await.0, StatusCode::OK);
+    }
+    let (status, _, body) = h
+        .invoke("OnUserChanged", fixture("on_user_changed_two_tenants.json"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        logs(&body)[0],
+        "OnUserChanged: 2 processed, 2 written, 0 skipped"
+    );
+    for ((tenant, post), username) in posts.iter().zip(["ada.lovelace", "ada.byron"]) {
+        let post = h.get(&format!("/api/tenants/{tenant}/posts/{post}")).await;
+        assert_eq!(post["userUsername"], username, "{tenant}");
+    }
+    let (_, _, again) = h
+        .invoke("OnUserChanged", fixture("on_user_changed_two_tenants.json"))
+        .await;
+    assert_eq!(
+        logs(&again)[0],
+        "OnUserChanged: 2 processed, 0 written, 0 skipped"
+    );
+}
+
+#[tokio::test]
+async fn forwarded_requests_reach_their_tenant_and_no_other() {
+    let h = Harness::with(Tenancy::Multi);
+    // Under the host with App Service Authentication on: the principal header is trusted.
+    let app = h.app_with(Authenticator::TrustedHeader);
+    let put = |tenant: &str, username: &str| {
+        forwarded_request(
+            Method::PUT,
+            &format!("/api/tenants/{tenant}/users/u-ada"),
+            Some("u-ada"),
+            Some(json!({ "username": username })),
+        )
+    };
+    let get = |path: &str| forwarded_request(Method::GET, path, None, None);
+
+    // The same user id in two tenants: two users.
+    let (status, user) = send(app.clone(), put("contoso", "ada")).await;
+    assert_eq!(status, StatusCode::CREATED, "{user}");
+    assert_eq!(
+        user,
+        json!({"id": "u-ada", "type": "user", "userId": "u-ada", "username": "ada"})
+    );
+    let (status, _) = send(app.clone(), put("fabrikam", "ada.byron")).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, contoso) = send(app.clone(), get("/api/tenants/contoso/users/u-ada")).await;
+    assert_eq!(contoso["username"], "ada");
+    let (_, fabrikam) = send(app.clone(), get("/api/tenants/fabrikam/users/u-ada")).await;
+    assert_eq!(fabrikam["username"], "ada.byron");
+
+    // Q7 with its query string, as forwarded.
+    let (status, page) = send(app.clone(), get("/api/tenants/contoso/users?limit=1")).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(ids(&page), ["u-ada"]);
+
+    // Another tenant does not see it; the plain route does not exist; a bad tenant id is a
+    // bad request.
+    let (status, problem) = send(app.clone(), get("/api/tenants/northwind/users/u-ada")).await;
+    assert_eq!(
+        (status, &problem["code"]),
+        (StatusCode::NOT_FOUND, &json!("user-not-found"))
+    );
+    let (status, problem) = send(app.clone(), get("/api/users/u-ada")).await;
+    assert_eq!(
+        (status, &problem["code"]),
+        (StatusCode::NOT_FOUND, &json!("route-not-found"))
+    );
+    let (status, problem) = send(app.clone(), get("/api/tenants/a%23b/users/u-ada")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+}
 
 // ---- metadata -----------------------------------------------------------------------------
 
 #[test]
 fn committed_metadata_equals_the_generated_files() {
+    // The repository keeps the default deployment's: the single-tenant layout.
     let root = manifest_dir();
-    for file in metadata::repository_files() {
+    for file in metadata::repository_files(Tenancy::Single) {
         let committed = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
         assert_eq!(
             committed,
@@ -461,7 +749,7 @@ fn committed_metadata_equals_the_generated_files() {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    let names: BTreeSet<String> = metadata::function_names()
+    let names: BTreeSet<String> = metadata::function_names(Tenancy::Single)
         .into_iter()
         .map(str::to_owned)
         .collect();
@@ -469,6 +757,26 @@ fn committed_metadata_equals_the_generated_files() {
         folders, names,
         "functions/ holds folders the table does not"
     );
+}
+
+/// The generated `host.json` of `tenancy`.
+fn generated_host_json(tenancy: Tenancy) -> Value {
+    let files = metadata::script_root_files(tenancy);
+    let host = files
+        .iter()
+        .find(|f| f.path == Path::new("host.json"))
+        .expect("host.json");
+    serde_json::from_str(&host.content).expect("json")
+}
+
+/// The arguments a `host.json` makes the host start the binary with.
+fn handler_arguments(host: &Value) -> Vec<String> {
+    host["customHandler"]["description"]["arguments"]
+        .as_array()
+        .expect("arguments")
+        .iter()
+        .map(|a| a.as_str().expect("string argument").to_owned())
+        .collect()
 }
 
 #[test]
@@ -485,6 +793,15 @@ fn host_json_forwards_http_to_the_api_paths() {
     );
     assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
     assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
+    // The package decides the layout its routes are for.
+    assert_eq!(handler_arguments(&host), ["--tenancy", "single"]);
+    let multi = generated_host_json(Tenancy::Multi);
+    assert_eq!(handler_arguments(&multi), ["--tenancy", "multi"]);
+    let without_arguments = |mut host: Value| {
+        host["customHandler"]["description"]["arguments"] = Value::Null;
+        host
+    };
+    assert_eq!(without_arguments(multi), without_arguments(host));
 }
 
 #[test]
@@ -513,26 +830,54 @@ fn trigger_metadata_matches_the_v4_extension() {
         assert!(retry["maxRetryCount"].as_u64().is_some_and(|n| n > 0));
         assert!(retry["minimumInterval"].is_string() && retry["maximumInterval"].is_string());
     }
+    // The triggers are the same in both layouts: their handlers split a batch by tenant.
+    let triggers = |tenancy| -> Vec<metadata::GeneratedFile> {
+        metadata::script_root_files(tenancy)
+            .into_iter()
+            .filter(|f| {
+                Source::ALL
+                    .iter()
+                    .any(|s| f.path.starts_with(s.function_name()))
+            })
+            .collect()
+    };
+    assert_eq!(triggers(Tenancy::Single).len(), 2);
+    assert_eq!(triggers(Tenancy::Multi), triggers(Tenancy::Single));
 }
 
-#[test]
-fn api_routes_are_declared_in_the_table_and_only_they() {
-    // Every `/api/...` literal of the API's source is a route of the table: a route added
-    // to the router without metadata would be unreachable under the Functions host.
-    let declared: BTreeSet<String> = metadata::HTTP_FUNCTIONS
-        .iter()
-        .map(|f| f.axum_path())
+/// The paths `router` matches. axum has no public list of a router's routes, but its `Debug`
+/// output names each path of the router (`paths: {RouteId(1): "/api/feed", ...}`) before
+/// those of its fallback router; the probes below find which methods each one answers. If a
+/// new axum prints them differently, the readiness probe `/` goes missing and this fails.
+fn router_paths(router: &Router<AppState>) -> BTreeSet<String> {
+    let debug = format!("{router:?}");
+    let own = debug.split("fallback_router").next().unwrap_or_default();
+    let paths: BTreeSet<String> = own
+        .split_once("paths: {")
+        .map(|(_, rest)| rest)
+        .unwrap_or_default()
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
         .collect();
-    let mut in_source = BTreeSet::new();
-    for entry in std::fs::read_dir(manifest_dir().join("src/api")).expect("src/api") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
-        for piece in text.split("\"/api/").skip(1) {
-            if let Some(end) = piece.find('"') {
-                in_source.insert(format!("/api/{}", &piece[..end]));
-            }
-        }
-    }
-    assert_eq!(in_source, declared);
+    assert!(
+        paths.contains("/"),
+        "cannot read the routes of the router from axum's Debug output: {debug}"
+    );
+    paths
+}
+
+/// `template` with each `{param}` filled with a probe value.
+fn fill(template: &str) -> String {
+    template
+        .split('/')
+        .map(|segment| match segment.strip_prefix('{') {
+            Some(param) => format!("probe-{}", param.trim_end_matches('}')),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 const PROBE_METHODS: [Method; 5] = [
@@ -543,70 +888,198 @@ const PROBE_METHODS: [Method; 5] = [
     Method::DELETE,
 ];
 
+fn probe(method: &Method, path: &str) -> Request<Body> {
+    Request::builder()
+        .method(method.clone())
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from("{}"))
+        .expect("request")
+}
+
+/// `(METHOD, /api/... template)` of each HTTP function of `tenancy`, as `path` gives it.
+fn declared(
+    tenancy: Tenancy,
+    path: impl Fn(&metadata::HttpFunction) -> String,
+) -> BTreeSet<(String, String)> {
+    metadata::http_functions(tenancy)
+        .map(|f| (f.method.to_uppercase(), path(f)))
+        .collect()
+}
+
 #[tokio::test]
-async fn every_route_and_method_of_the_router_is_a_function_and_vice_versa() {
-    let h = Harness::new();
-    // `api::routes()` alone, with fallbacks that mark their answers, so a handler's own
-    // 404 (unknown user) is told apart from "no such route".
-    let router = api::routes()
-        .fallback(|| async { (StatusCode::NOT_FOUND, [("x-probe", "fallback")]) })
-        .method_not_allowed_fallback(|| async {
-            (StatusCode::METHOD_NOT_ALLOWED, [("x-probe", "fallback")])
-        })
-        .with_state(AppState::new(
-            h.dyn_store(),
-            Duration::ZERO,
-            Authenticator::EasyAuthDisabled,
-        ));
-    let routes: BTreeSet<&str> = metadata::HTTP_FUNCTIONS.iter().map(|f| f.route).collect();
-    for route in routes {
-        let path = format!("/api/{route}")
-            .replace("{userId}", "probe-user")
-            .replace("{postId}", "probe-post");
-        for method in PROBE_METHODS {
-            let declared = metadata::HTTP_FUNCTIONS
-                .iter()
-                .any(|f| f.route == route && f.method.eq_ignore_ascii_case(method.as_str()));
-            let request = Request::builder()
-                .method(method.clone())
-                .uri(&path)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from("{}"))
-                .expect("request");
-            let response = router.clone().oneshot(request).await.expect("infallible");
-            let fell_back = response.headers().contains_key("x-probe");
-            assert_eq!(
-                !fell_back, declared,
-                "{method} {path}: router answers = {}, table declares = {declared}",
-                !fell_back
-            );
+async fn every_route_of_the_router_is_in_the_table_and_only_they() {
+    // A route added to the router without metadata would be unreachable under the host; a
+    // function without a route would answer 404.
+    for tenancy in LAYOUTS {
+        let h = Harness::with(tenancy);
+        let routes = api::routes_for(tenancy);
+        let paths = router_paths(&routes);
+        // The plain routes alone, with fallbacks that mark their answers, so that a
+        // handler's own 404 (unknown user) is told apart from "no such route".
+        let router = routes
+            .fallback(|| async { (StatusCode::NOT_FOUND, [("x-probe", "fallback")]) })
+            .method_not_allowed_fallback(|| async {
+                (StatusCode::METHOD_NOT_ALLOWED, [("x-probe", "fallback")])
+            })
+            .with_state(AppState::new(
+                h.dyn_store(),
+                Duration::ZERO,
+                Authenticator::EasyAuthDisabled,
+            ));
+        let mut served = BTreeSet::new();
+        for path in paths.iter().filter(|p| *p != "/") {
+            for method in PROBE_METHODS {
+                let response = router
+                    .clone()
+                    .oneshot(probe(&method, &fill(path)))
+                    .await
+                    .expect("infallible");
+                if !response.headers().contains_key("x-probe") {
+                    served.insert((method.to_string(), path.clone()));
+                }
+            }
+        }
+        assert_eq!(
+            served,
+            declared(tenancy, metadata::HttpFunction::axum_path),
+            "{tenancy}: the router's routes and the function table differ"
+        );
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Routing {
+    /// A handler answered (whatever it said).
+    Handled,
+    NoSuchRoute,
+    MethodNotAllowed,
+}
+
+async fn routing_of(app: &Router, method: &Method, path: &str) -> Routing {
+    let (status, problem) = send(app.clone(), probe(method, path)).await;
+    match (status, problem["code"].as_str()) {
+        (StatusCode::NOT_FOUND, Some("route-not-found")) => Routing::NoSuchRoute,
+        (StatusCode::METHOD_NOT_ALLOWED, Some("method-not-allowed")) => Routing::MethodNotAllowed,
+        _ => Routing::Handled,
+    }
+}
+
+#[tokio::test]
+async fn the_app_serves_each_layouts_functions_at_their_host_routes_and_nothing_else() {
+    // Every route of either layout, probed on the application of each: the host forwards a
+    // function's route unchanged, so the application must serve exactly its layout's.
+    let templates: BTreeSet<String> = metadata::HTTP_FUNCTIONS
+        .iter()
+        .flat_map(|f| LAYOUTS.map(|layout| f.path_in(layout)))
+        .collect();
+    for tenancy in LAYOUTS {
+        let h = Harness::with(tenancy);
+        let app = h.app();
+        let declared = declared(tenancy, |f| f.path_in(tenancy));
+        for template in &templates {
+            let path = fill(template);
+            for method in PROBE_METHODS {
+                let key = (method.to_string(), template.clone());
+                let expected = if declared.contains(&key) {
+                    Routing::Handled
+                } else if declared.iter().any(|(_, t)| t == template) {
+                    Routing::MethodNotAllowed
+                } else {
+                    Routing::NoSuchRoute
+                };
+                assert_eq!(
+                    routing_of(&app, &method, &path).await,
+                    expected,
+                    "{tenancy}: {method} {path}"
+                );
+            }
         }
     }
 }
 
 #[test]
 fn http_functions_bind_exactly_one_trigger_and_one_output() {
-    for function in metadata::HTTP_FUNCTIONS {
-        let path = manifest_dir()
-            .join("functions")
-            .join(function.name)
-            .join("function.json");
-        let json: Value =
-            serde_json::from_slice(&std::fs::read(path).expect("function.json")).expect("json");
-        let bindings = json["bindings"].as_array().expect("bindings");
-        assert_eq!(bindings.len(), 2, "{}", function.name);
-        let trigger = &bindings[0];
-        assert_eq!(trigger["type"], "httpTrigger");
-        assert_eq!(trigger["direction"], "in");
-        assert!(trigger["authLevel"].is_string());
-        assert_eq!(trigger["methods"], json!([function.method]));
-        assert_eq!(trigger["route"], function.route);
-        assert!(!function.route.starts_with("api/"));
+    for tenancy in LAYOUTS {
+        let files = metadata::script_root_files(tenancy);
+        for function in metadata::http_functions(tenancy) {
+            let path = Path::new(function.name).join("function.json");
+            let file = files
+                .iter()
+                .find(|f| f.path == path)
+                .expect("function.json");
+            let json: Value = serde_json::from_str(&file.content).expect("json");
+            let bindings = json["bindings"].as_array().expect("bindings");
+            assert_eq!(bindings.len(), 2, "{}", function.name);
+            let trigger = &bindings[0];
+            assert_eq!(trigger["type"], "httpTrigger");
+            assert_eq!(trigger["direction"], "in");
+            assert!(trigger["authLevel"].is_string());
+            assert_eq!(trigger["methods"], json!([function.method]));
+            let route = trigger["route"].as_str().expect("route");
+            match tenancy {
+                Tenancy::Single => assert_eq!(route, function.route),
+                Tenancy::Multi => {
+                    assert_eq!(route, format!("tenants/{{tenantId}}/{}", function.route))
+                }
+            }
+            assert!(!route.starts_with("api/"));
+            assert_eq!(
+                bindings[1],
+                json!({"type": "http", "direction": "out", "name": "res"})
+            );
+        }
+    }
+    // Q7 is a function of the multi layout only.
+    let names = |tenancy| metadata::function_names(tenancy);
+    assert!(!names(Tenancy::Single).contains(&"ListUsers"));
+    assert!(names(Tenancy::Multi).contains(&"ListUsers"));
+}
+
+/// Runs the binary with `args` in `cwd`; its exit status.
+fn run_binary(cwd: &Path, args: &[&str]) -> std::process::ExitStatus {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run cosmos-blog")
+}
+
+#[test]
+fn functions_generate_writes_the_multi_layout_only_where_it_is_told() {
+    let work = tempfile::tempdir().expect("tempdir");
+    // Without --root it would replace the repository's single-tenant files: refused.
+    let refused = run_binary(
+        work.path(),
+        &["functions", "generate", "--tenancy", "multi"],
+    );
+    assert!(!refused.success());
+    assert_eq!(std::fs::read_dir(work.path()).expect("dir").count(), 0);
+
+    let root = work.path().join("multi");
+    let root_arg = root.to_str().expect("utf-8 path");
+    let written = run_binary(
+        work.path(),
+        &[
+            "functions",
+            "generate",
+            "--tenancy",
+            "multi",
+            "--root",
+            root_arg,
+        ],
+    );
+    assert!(written.success());
+    let files = metadata::repository_files(Tenancy::Multi);
+    for file in &files {
         assert_eq!(
-            bindings[1],
-            json!({"type": "http", "direction": "out", "name": "res"})
+            std::fs::read_to_string(root.join(&file.path)).expect("written"),
+            file.content
         );
     }
+    assert_eq!(stage::files_under(&root).expect("list").len(), files.len());
 }
 
 // ---- staging ------------------------------------------------------------------------------
@@ -617,8 +1090,8 @@ fn dummy_binary(dir: &Path) -> PathBuf {
     path
 }
 
-fn expected_layout() -> Vec<PathBuf> {
-    let mut expected: Vec<PathBuf> = metadata::function_names()
+fn expected_layout(tenancy: Tenancy) -> Vec<PathBuf> {
+    let mut expected: Vec<PathBuf> = metadata::function_names(tenancy)
         .iter()
         .map(|name| Path::new(name).join("function.json"))
         .chain([PathBuf::from("host.json"), PathBuf::from("cosmos-blog")])
@@ -632,10 +1105,13 @@ fn stage_lays_out_a_flat_script_root_and_nothing_else() {
     let work = tempfile::tempdir().expect("tempdir");
     let binary = dummy_binary(work.path());
     let out = work.path().join("staging/app");
-    stage::stage(&out, &binary).expect("stage");
+    stage::stage(&out, &binary, Tenancy::Single).expect("stage");
 
-    assert_eq!(stage::files_under(&out).expect("list"), expected_layout());
-    for file in metadata::script_root_files() {
+    assert_eq!(
+        stage::files_under(&out).expect("list"),
+        expected_layout(Tenancy::Single)
+    );
+    for file in metadata::script_root_files(Tenancy::Single) {
         assert_eq!(
             std::fs::read_to_string(out.join(&file.path)).expect("staged file"),
             file.content
@@ -656,8 +1132,52 @@ fn stage_lays_out_a_flat_script_root_and_nothing_else() {
     }
     // Staging again replaces the previous staging.
     std::fs::write(out.join("leftover.txt"), "old").expect("leftover");
-    stage::stage(&out, &binary).expect("restage");
-    assert_eq!(stage::files_under(&out).expect("list"), expected_layout());
+    stage::stage(&out, &binary, Tenancy::Single).expect("restage");
+    assert_eq!(
+        stage::files_under(&out).expect("list"),
+        expected_layout(Tenancy::Single)
+    );
+}
+
+#[test]
+fn stage_multi_writes_the_tenant_routes_and_starts_the_binary_in_multi() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let binary = dummy_binary(work.path());
+    let out = work.path().join("app");
+    stage::stage(&out, &binary, Tenancy::Multi).expect("stage");
+
+    assert_eq!(
+        stage::files_under(&out).expect("list"),
+        expected_layout(Tenancy::Multi)
+    );
+    for file in metadata::script_root_files(Tenancy::Multi) {
+        assert_eq!(
+            std::fs::read_to_string(out.join(&file.path)).expect("staged file"),
+            file.content
+        );
+    }
+    let read = |path: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(out.join(path)).expect("staged")).expect("json")
+    };
+    assert_eq!(
+        read("GetUser/function.json")["bindings"][0]["route"],
+        "tenants/{tenantId}/users/{userId}"
+    );
+    assert_eq!(
+        read("ListUsers/function.json")["bindings"][0]["route"],
+        "tenants/{tenantId}/users"
+    );
+    assert_eq!(
+        handler_arguments(&read("host.json")),
+        ["--tenancy", "multi"]
+    );
+
+    // Staged again as single: Q7's folder goes with the rest of the previous staging.
+    stage::stage(&out, &binary, Tenancy::Single).expect("restage");
+    assert_eq!(
+        stage::files_under(&out).expect("list"),
+        expected_layout(Tenancy::Single)
+    );
 }
 
 #[test]
@@ -667,9 +1187,10 @@ fn stage_refuses_to_wipe_a_folder_that_is_not_a_staging() {
     let out = work.path().join("precious");
     std::fs::create_dir_all(&out).expect("dir");
     std::fs::write(out.join("notes.txt"), "keep me").expect("file");
-    assert!(stage::stage(&out, &binary).is_err());
+    assert!(stage::stage(&out, &binary, Tenancy::Single).is_err());
     assert!(out.join("notes.txt").is_file());
-    assert!(stage::stage(&work.path().join("x"), &work.path().join("missing")).is_err());
+    let missing = work.path().join("missing");
+    assert!(stage::stage(&work.path().join("x"), &missing, Tenancy::Single).is_err());
 }
 
 #[test]
@@ -677,7 +1198,7 @@ fn the_zip_holds_the_script_root_with_an_executable_binary() {
     let work = tempfile::tempdir().expect("tempdir");
     let binary = dummy_binary(work.path());
     let out = work.path().join("app");
-    stage::stage(&out, &binary).expect("stage");
+    stage::stage(&out, &binary, Tenancy::Single).expect("stage");
     let archive_path = stage::zip_path(&out);
     stage::zip_script_root(&out, &archive_path).expect("zip");
     assert_eq!(archive_path, work.path().join("app.zip"));
@@ -689,7 +1210,7 @@ fn the_zip_holds_the_script_root_with_an_executable_binary() {
         .map(|name| name.expect("entry name").into_owned())
         .collect();
     names.sort();
-    let expected: Vec<String> = expected_layout()
+    let expected: Vec<String> = expected_layout(Tenancy::Single)
         .iter()
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .collect();
@@ -701,7 +1222,10 @@ fn the_zip_holds_the_script_root_with_an_executable_binary() {
     let mut host = String::new();
     std::io::Read::read_to_string(&mut archive.by_name("host.json").expect("host"), &mut host)
         .expect("read host.json");
-    assert_eq!(host, metadata::script_root_files()[0].content);
+    assert_eq!(
+        host,
+        metadata::script_root_files(Tenancy::Single)[0].content
+    );
 }
 
 // ---- the binary under the host's settings -------------------------------------------------
@@ -726,8 +1250,21 @@ impl Drop for Running {
 /// Starts the binary on the embedded store in `data`, on `port`: through the host's
 /// `FUNCTIONS_CUSTOMHANDLER_PORT` when `under_host`, else through `--port` (standalone).
 async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -> Running {
+    start_binary_with(data, port, under_host, stderr, &[], &[]).await
+}
+
+/// [`start_binary`] with `args` (as `host.json` gives them) and extra `env`.
+async fn start_binary_with(
+    data: &Path,
+    port: u16,
+    under_host: bool,
+    stderr: Stdio,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Running {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
     command
+        .args(args)
         .env("BLOG_DATA_DIR", data)
         .env("RUST_LOG", "info")
         .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
@@ -737,7 +1274,9 @@ async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -
         .env_remove("BLOG_BIND_ADDRESS")
         .env_remove("BLOG_CHANGE_FEED")
         .env_remove("BLOG_AUTH")
+        .env_remove("BLOG_TENANCY")
         .env_remove("WEBSITE_AUTH_ENABLED")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(stderr);
     if under_host {
@@ -761,11 +1300,15 @@ async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -
 }
 
 async fn post_invocation(port: u16) -> reqwest::Response {
+    post_fixture(port, "on_post_changed.json").await
+}
+
+async fn post_fixture(port: u16, name: &str) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("http://127.0.0.1:{port}/OnPostChanged"))
         .header("content-type", "application/json; charset=utf-8")
         .header(telemetry::INVOCATION_ID_HEADER, INVOCATION_ID)
-        .body(fixture("on_post_changed.json"))
+        .body(fixture(name))
         .send()
         .await
         .expect("invoke")
@@ -789,6 +1332,40 @@ async fn the_binary_listens_on_functions_customhandler_port() {
     );
     let body: Value = response.json().await.expect("json");
     assert_eq!(body["Outputs"], json!({}));
+}
+
+#[tokio::test]
+async fn the_binary_started_as_the_multi_host_json_says_serves_the_tenant_routes() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let args = handler_arguments(&generated_host_json(Tenancy::Multi));
+    // An app setting that says otherwise does not win over the package's own layout.
+    let env = [("BLOG_TENANCY", "single"), ("WEBSITE_AUTH_ENABLED", "true")];
+    let _running = start_binary_with(data.path(), port, true, Stdio::null(), &args, &env).await;
+    let client = reqwest::Client::new();
+    let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
+
+    let response = post_fixture(port, "on_post_changed_two_tenants.json").await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+    let feed: Value = client
+        .get(url("/api/tenants/fabrikam/feed"))
+        .send()
+        .await
+        .expect("feed")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(ids(&feed), ["p-a", "p-c"]);
+    let put = client
+        .put(url("/api/tenants/contoso/users/u-ada"))
+        .header("x-ms-client-principal-id", "u-ada")
+        .json(&json!({"username": "ada"}))
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(put.status(), reqwest::StatusCode::CREATED);
+    let plain = client.get(url("/api/feed")).send().await.expect("plain");
+    assert_eq!(plain.status(), reqwest::StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -13,11 +13,11 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
-use utoipa::{IntoResponses, Modify, OpenApi, ToResponse};
+use utoipa::{IntoResponses, Modify, OpenApi, ToResponse, ToSchema};
 
 use utoipa::PartialSchema;
 use utoipa::openapi::Required;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, PathItem};
 
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
@@ -75,17 +75,22 @@ pub fn document() -> utoipa::openapi::OpenApi {
 }
 
 /// The complete document of `tenancy`: in `multi`, every `/api` path is under
-/// `/api/tenants/{tenantId}` and takes the tenant as its first parameter.
+/// `/api/tenants/{tenantId}` and takes the tenant as a path-level parameter (declared once
+/// for all the path's operations, as OpenAPI allows).
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     let mut document = super::described_routes(tenancy).into_openapi();
     if tenancy == Tenancy::Multi {
+        // A named schema, like the other ids, so that generated clients get a type for it.
+        document
+            .components
+            .get_or_insert_with(Default::default)
+            .schemas
+            .insert(TenantId::name().into_owned(), TenantId::schema());
         let paths = std::mem::take(&mut document.paths.paths);
         for (path, mut item) in paths {
             let path = match path.strip_prefix("/api") {
                 Some(rest) => {
-                    let mut parameters = vec![RefOr::T(tenant_parameter())];
-                    parameters.extend(item.parameters.take().unwrap_or_default());
-                    item.parameters = Some(parameters);
+                    under_tenant(&mut item);
                     format!("{}{rest}", super::tenants::TENANT_PREFIX)
                 }
                 None => path,
@@ -96,14 +101,50 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     document
 }
 
+/// Adds the tenant parameter to a path moved under the tenant prefix, and to each of its
+/// operations the 400 that an invalid tenant id gets (whatever the operation answers
+/// otherwise).
+fn under_tenant(item: &mut PathItem) {
+    let mut parameters = vec![RefOr::T(tenant_parameter())];
+    parameters.extend(item.parameters.take().unwrap_or_default());
+    item.parameters = Some(parameters);
+    let operations = [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ];
+    for operation in operations.into_iter().flatten() {
+        let bad_request = <BadRequest as ToResponse>::response().0;
+        operation
+            .responses
+            .responses
+            .entry("400".to_owned())
+            .or_insert_with(|| Ref::from_response_name(bad_request).into());
+    }
+}
+
 fn tenant_parameter() -> Parameter {
     ParameterBuilder::new()
         .name("tenantId")
         .parameter_in(ParameterIn::Path)
         .required(Required::True)
         .description(Some("The blog (tenant) addressed."))
-        .schema(Some(TenantId::schema()))
+        .schema(Some(Ref::from_schema_name(TenantId::name())))
         .build()
+}
+
+/// The repository file that holds the document of `tenancy` (`cosmos-blog openapi
+/// --tenancy <layout>` rewrites it; a test keeps it equal to [`json_for`]).
+pub fn committed_file(tenancy: Tenancy) -> &'static str {
+    match tenancy {
+        Tenancy::Single => "openapi.json",
+        Tenancy::Multi => "openapi.multi.json",
+    }
 }
 
 /// The document as `openapi.json` holds it: pretty JSON with a final newline.

@@ -1,7 +1,9 @@
 //! The Azure Functions metadata of the app (SPEC 6): `host.json` and one `function.json` per
-//! function, all generated from the tables below. `cosmos-blog functions generate` writes
-//! them into the repository; a test checks the committed files equal the generated ones and
-//! that the HTTP table and `api::routes()` answer the same routes and methods.
+//! function, all generated from the tables below, for either data layout. `cosmos-blog
+//! functions generate` writes the `single` layout's into the repository (the default
+//! deployment); `stage --tenancy multi` writes the `multi` layout's into a script root. Tests
+//! check the committed files equal the generated ones and that the HTTP table and
+//! `api::routes_for(tenancy)` answer the same routes and methods in both layouts.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -9,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::changefeed::Source;
+use crate::store::Tenancy;
 
 /// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
 pub const EXECUTABLE: &str = "cosmos-blog";
@@ -23,15 +26,26 @@ pub const CONNECTION_SETTING: &str = "CosmosDBConnection";
 /// The folder, beside `host.json`, that holds the function folders in the repository.
 pub const FUNCTIONS_DIR: &str = "functions";
 
+/// Where the `multi` layout serves every HTTP function, below [`ROUTE_PREFIX`]: the host
+/// matches `api/tenants/{tenantId}/users/{userId}` and forwards it unchanged to the router's
+/// tenant routes (`api::tenants::TENANT_PREFIX`, which a test keeps equal to this).
+pub const TENANT_ROUTE_PREFIX: &str = "tenants/{tenantId}";
+
+/// The flag that pins the binary's layout; `host.json` passes it (see [`handler_arguments`]).
+pub const TENANCY_FLAG: &str = "--tenancy";
+
 /// One HTTP-triggered function: one operation of SPEC 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpFunction {
     pub name: &'static str,
     /// Lower-case HTTP method, as `function.json` spells it.
     pub method: &'static str,
-    /// Route template without the `api/` prefix, with axum's `{param}` placeholders (the
-    /// Functions host uses the same syntax).
+    /// Route template of the `single` layout, without the `api/` prefix, with axum's
+    /// `{param}` placeholders (the Functions host uses the same syntax). The `multi` layout
+    /// serves it under [`TENANT_ROUTE_PREFIX`] (see [`HttpFunction::route_in`]).
     pub route: &'static str,
+    /// `Some(layout)`: only that layout has the function (Q7 lists a tenant's users).
+    pub only_in: Option<Tenancy>,
 }
 
 const fn http(name: &'static str, method: &'static str, route: &'static str) -> HttpFunction {
@@ -39,11 +53,13 @@ const fn http(name: &'static str, method: &'static str, route: &'static str) -> 
         name,
         method,
         route,
+        only_in: None,
     }
 }
 
-/// Every operation of SPEC 4, one function each, so each shows up on its own in the portal
-/// and in Application Insights. The names are the operation ids of the OpenAPI document.
+/// Every operation of SPEC 4 and of the issues since, one function each, so each shows up on
+/// its own in the portal and in Application Insights. The names are the operation ids of the
+/// OpenAPI document.
 pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("PutUser", "put", "users/{userId}"),
     http("GetUser", "get", "users/{userId}"),
@@ -68,13 +84,55 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("GetApiDocs", "get", "docs"),
     http("GetApiDocsStyles", "get", "docs/swagger-ui.css"),
     http("GetApiDocsScript", "get", "docs/swagger-ui-bundle.js"),
+    http("ListUsers", "get", "users").only_in(Tenancy::Multi),
 ];
 
 impl HttpFunction {
-    /// The path axum routes, e.g. `/api/users/{userId}`.
+    const fn only_in(self, tenancy: Tenancy) -> Self {
+        Self {
+            only_in: Some(tenancy),
+            ..self
+        }
+    }
+
+    /// Whether the `tenancy` layout has this function.
+    pub fn is_in(&self, tenancy: Tenancy) -> bool {
+        self.only_in.is_none_or(|only| only == tenancy)
+    }
+
+    /// The route template of `function.json` in `tenancy`, e.g. `users/{userId}` or
+    /// `tenants/{tenantId}/users/{userId}`.
+    pub fn route_in(&self, tenancy: Tenancy) -> String {
+        match tenancy {
+            Tenancy::Single => self.route.to_owned(),
+            Tenancy::Multi => format!("{TENANT_ROUTE_PREFIX}/{}", self.route),
+        }
+    }
+
+    /// The path clients call in `tenancy`, which the host forwards unchanged: e.g.
+    /// `/api/tenants/{tenantId}/users/{userId}`.
+    pub fn path_in(&self, tenancy: Tenancy) -> String {
+        format!("/{ROUTE_PREFIX}/{}", self.route_in(tenancy))
+    }
+
+    /// The path of the plain route in `api::routes_for(tenancy)`, e.g. `/api/users/{userId}`:
+    /// what clients call in `single`, and what a tenant route is handed to in `multi`.
     pub fn axum_path(&self) -> String {
         format!("/{ROUTE_PREFIX}/{}", self.route)
     }
+}
+
+/// The HTTP functions of the `tenancy` layout.
+pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
+    HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
+}
+
+/// The arguments the host starts the binary with: the layout whose routes the metadata
+/// declares. The routes are fixed when the script root is made, so the package, not an app
+/// setting, decides the layout; the flag wins over `BLOG_TENANCY`, and a binary pointed at
+/// containers of the other layout refuses to start instead of serving routes nobody calls.
+pub fn handler_arguments(tenancy: Tenancy) -> [&'static str; 2] {
+    [TENANCY_FLAG, tenancy.name()]
 }
 
 /// The retry policy of the change-feed triggers: finite (the trigger would otherwise retry
@@ -120,7 +178,7 @@ struct CustomHandler {
 struct HandlerDescription {
     default_executable_path: &'static str,
     working_directory: &'static str,
-    arguments: [&'static str; 0],
+    arguments: [&'static str; 2],
 }
 
 #[derive(Debug, Serialize)]
@@ -134,7 +192,7 @@ struct HttpExtension {
     route_prefix: &'static str,
 }
 
-fn host() -> Host {
+fn host(tenancy: Tenancy) -> Host {
     Host {
         version: "2.0",
         extension_bundle: ExtensionBundle {
@@ -146,7 +204,7 @@ fn host() -> Host {
             description: HandlerDescription {
                 default_executable_path: EXECUTABLE,
                 working_directory: "",
-                arguments: [],
+                arguments: handler_arguments(tenancy),
             },
             enable_forwarding_http_request: true,
         },
@@ -196,7 +254,7 @@ struct HttpTriggerBinding {
     /// sets `x-ms-client-principal-id`; function keys would add nothing but a shared secret.
     auth_level: &'static str,
     methods: [&'static str; 1],
-    route: &'static str,
+    route: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -224,7 +282,7 @@ struct CosmosTriggerBinding {
     max_items_per_invocation: u32,
 }
 
-fn http_function_json(function: &HttpFunction) -> FunctionJson {
+fn http_function_json(function: &HttpFunction, tenancy: Tenancy) -> FunctionJson {
     FunctionJson {
         bindings: vec![
             Binding::HttpTrigger(HttpTriggerBinding {
@@ -233,7 +291,7 @@ fn http_function_json(function: &HttpFunction) -> FunctionJson {
                 name: "req",
                 auth_level: "anonymous",
                 methods: [function.method],
-                route: function.route,
+                route: function.route_in(tenancy),
             }),
             Binding::HttpOut(HttpOutBinding {
                 kind: "http",
@@ -282,21 +340,21 @@ fn pretty<T: Serialize>(value: &T) -> String {
     text
 }
 
-/// The names of every function: the HTTP table, then the change-feed triggers.
-pub fn function_names() -> Vec<&'static str> {
-    HTTP_FUNCTIONS
-        .iter()
+/// The names of every function of `tenancy`: the HTTP table, then the change-feed triggers.
+pub fn function_names(tenancy: Tenancy) -> Vec<&'static str> {
+    http_functions(tenancy)
         .map(|f| f.name)
         .chain(Source::ALL.iter().map(|s| s.function_name()))
         .collect()
 }
 
-/// `host.json` and one `<Name>/function.json` per function, with paths relative to a
-/// script root where function folders sit beside `host.json` (the layout the host reads).
-pub fn script_root_files() -> Vec<GeneratedFile> {
-    let functions = HTTP_FUNCTIONS
-        .iter()
-        .map(|f| (f.name, pretty(&http_function_json(f))))
+/// `host.json` and one `<Name>/function.json` per function of `tenancy`, with paths relative
+/// to a script root where function folders sit beside `host.json` (the layout the host
+/// reads). The change-feed triggers are the same in both layouts: their handlers split a
+/// batch by tenant.
+pub fn script_root_files(tenancy: Tenancy) -> Vec<GeneratedFile> {
+    let functions = http_functions(tenancy)
+        .map(|f| (f.name, pretty(&http_function_json(f, tenancy))))
         .chain(
             Source::ALL
                 .iter()
@@ -308,16 +366,16 @@ pub fn script_root_files() -> Vec<GeneratedFile> {
         });
     std::iter::once(GeneratedFile {
         path: PathBuf::from("host.json"),
-        content: pretty(&host()),
+        content: pretty(&host(tenancy)),
     })
     .chain(functions)
     .collect()
 }
 
 /// The same files laid out as the repository keeps them: function folders under
-/// [`FUNCTIONS_DIR`].
-pub fn repository_files() -> Vec<GeneratedFile> {
-    script_root_files()
+/// [`FUNCTIONS_DIR`]. The repository holds the `single` layout's.
+pub fn repository_files(tenancy: Tenancy) -> Vec<GeneratedFile> {
+    script_root_files(tenancy)
         .into_iter()
         .map(|file| {
             if file.path == Path::new("host.json") {
@@ -334,12 +392,12 @@ pub fn repository_files() -> Vec<GeneratedFile> {
 
 /// Writes [`repository_files`] under `root`, replacing `functions/` whole so that a renamed
 /// or removed function leaves no stale folder behind.
-pub fn write_repository(root: &Path) -> io::Result<Vec<PathBuf>> {
+pub fn write_repository(root: &Path, tenancy: Tenancy) -> io::Result<Vec<PathBuf>> {
     let functions = root.join(FUNCTIONS_DIR);
     if functions.exists() {
         std::fs::remove_dir_all(&functions)?;
     }
-    write_files(root, &repository_files())
+    write_files(root, &repository_files(tenancy))
 }
 
 /// Writes `files` under `root`, creating folders as needed; returns the paths written.
@@ -362,7 +420,12 @@ mod tests {
 
     #[test]
     fn function_names_are_valid_and_unique() {
-        let names = function_names();
+        for tenancy in [Tenancy::Single, Tenancy::Multi] {
+            names_are_valid_and_unique(function_names(tenancy));
+        }
+    }
+
+    fn names_are_valid_and_unique(names: Vec<&str>) {
         for name in &names {
             let mut chars = name.chars();
             assert!(
@@ -382,11 +445,36 @@ mod tests {
 
     #[test]
     fn no_two_http_functions_share_a_route_and_method() {
-        for (i, a) in HTTP_FUNCTIONS.iter().enumerate() {
-            for b in &HTTP_FUNCTIONS[i + 1..] {
-                assert!(a.route != b.route || a.method != b.method, "{a:?} / {b:?}");
+        for tenancy in [Tenancy::Single, Tenancy::Multi] {
+            let functions: Vec<&HttpFunction> = http_functions(tenancy).collect();
+            for (i, a) in functions.iter().enumerate() {
+                for b in &functions[i + 1..] {
+                    assert!(
+                        a.route_in(tenancy) != b.route_in(tenancy) || a.method != b.method,
+                        "{a:?} / {b:?}"
+                    );
+                }
             }
         }
+    }
+
+    #[test]
+    fn every_route_is_under_the_tenant_prefix_in_multi_and_q7_only_there() {
+        let get_user = HTTP_FUNCTIONS.iter().find(|f| f.name == "GetUser").unwrap();
+        assert_eq!(get_user.route_in(Tenancy::Single), "users/{userId}");
+        assert_eq!(
+            get_user.path_in(Tenancy::Multi),
+            "/api/tenants/{tenantId}/users/{userId}"
+        );
+        assert_eq!(
+            format!("/{ROUTE_PREFIX}/{TENANT_ROUTE_PREFIX}"),
+            crate::api::tenants::TENANT_PREFIX
+        );
+        let in_layout =
+            |tenancy| -> Vec<&str> { http_functions(tenancy).map(|f| f.name).collect() };
+        assert!(!in_layout(Tenancy::Single).contains(&"ListUsers"));
+        assert!(in_layout(Tenancy::Multi).contains(&"ListUsers"));
+        assert_eq!(in_layout(Tenancy::Multi).len(), HTTP_FUNCTIONS.len());
     }
 
     #[test]

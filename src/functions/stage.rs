@@ -1,7 +1,8 @@
 //! `cosmos-blog stage`: assembles a deployable script root. The Functions host only finds
-//! function folders directly beside `host.json`, so the repository's `functions/*` folders
-//! are flattened next to it, with the Linux x64 binary, and nothing else. Optionally zips it
-//! for `az functionapp deployment source config-zip`.
+//! function folders directly beside `host.json`, so the function folders of the chosen data
+//! layout (the repository's `functions/*` for `single`) are written next to it, with the
+//! Linux x64 binary, and nothing else. Optionally zips it for
+//! `az functionapp deployment source config-zip`.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -12,6 +13,7 @@ use zip::CompressionMethod;
 use zip::write::{SimpleFileOptions, ZipWriter};
 
 use super::metadata::{self, EXECUTABLE};
+use crate::store::Tenancy;
 
 /// Where `stage` puts the script root unless told (git-ignored).
 pub const DEFAULT_OUT: &str = ".staging/app";
@@ -29,10 +31,11 @@ pub fn default_binary(project_root: &Path) -> PathBuf {
     }
 }
 
-/// Writes the script root to `out`: `host.json`, one folder per function, and `binary`
-/// copied as [`EXECUTABLE`] with the execute bit set. A previous staging at `out` is
-/// replaced; any other non-empty folder is refused rather than wiped.
-pub fn stage(out: &Path, binary: &Path) -> anyhow::Result<()> {
+/// Writes the script root of the `tenancy` layout to `out`: `host.json` (which starts the
+/// binary in that layout), one folder per function, and `binary` copied as [`EXECUTABLE`]
+/// with the execute bit set. A previous staging at `out` is replaced; any other non-empty
+/// folder is refused rather than wiped.
+pub fn stage(out: &Path, binary: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
     if !binary.is_file() {
         bail!(
             "no binary at {} (build it with `cargo build --release`, or pass --binary)",
@@ -40,7 +43,7 @@ pub fn stage(out: &Path, binary: &Path) -> anyhow::Result<()> {
         );
     }
     prepare_out(out)?;
-    metadata::write_files(out, &metadata::script_root_files())
+    metadata::write_files(out, &metadata::script_root_files(tenancy))
         .with_context(|| format!("cannot write the function metadata into {}", out.display()))?;
     let target = out.join(EXECUTABLE);
     std::fs::copy(binary, &target)

@@ -1,7 +1,8 @@
-//! The OpenAPI description (issue 12): the committed `openapi.json` is the generated one; the
-//! document is valid OpenAPI 3.1; it describes every route and method the application serves
-//! and nothing else; and for every operation, real responses of the running application
-//! validate against the document's schema for their status.
+//! The OpenAPI description (issue 12) of each data layout (issue 11): the committed
+//! `openapi.json` and `openapi.multi.json` are the generated ones; each document is valid
+//! OpenAPI 3.1; it describes every route and method the application of its layout serves and
+//! nothing else; and for every operation, real responses of the running application validate
+//! against the document's schema for their status.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -10,11 +11,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cosmos_blog::api::openapi;
-use cosmos_blog::functions::metadata::HTTP_FUNCTIONS;
+use cosmos_blog::functions::metadata;
 use cosmos_blog::settings::ChangeFeedMode;
+use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult,
+    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
 };
 use jsonschema::{Draft, Registry};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
@@ -23,9 +25,33 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::backend_tests;
-use crate::helpers::{Backend, TestApp, eventually, spawn_app_on, spawn_on_store};
+use crate::helpers::{TestApp, eventually, spawn_on_store};
 
 backend_tests!(every_operation_answers_as_the_document_says);
+
+/// The same, on an application of the `multi` layout, in one tenant.
+mod multi {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded_every_operation_answers_as_the_document_says() {
+        let app = spawn_embedded_in(Tenancy::Multi, ChangeFeedMode::Pump).await;
+        answers_as_documented(app, Tenancy::Multi).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cosmos_every_operation_answers_as_the_document_says() {
+        let store = crate::cosmos_emulator::emulator_store_in(Tenancy::Multi).await;
+        let data_dir = TempDir::new().expect("temp dir");
+        let app = spawn_on_store(store, data_dir, ChangeFeedMode::Pump).await;
+        answers_as_documented(app, Tenancy::Multi).await;
+    }
+}
+
+const LAYOUTS: [Tenancy; 2] = [Tenancy::Single, Tenancy::Multi];
+
+/// The tenant the `multi` application is exercised in.
+const TENANT: &str = "t-one";
 
 /// Where the document lives for the JSON Schema validator, so that `$ref`s resolve in it.
 const DOCUMENT_URI: &str = "https://cosmos-blog.invalid/openapi.json";
@@ -38,8 +64,8 @@ fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn document() -> Value {
-    serde_json::from_str(&openapi::json()).expect("the document is JSON")
+fn document(tenancy: Tenancy) -> Value {
+    serde_json::from_str(&openapi::json_for(tenancy)).expect("the document is JSON")
 }
 
 /// `{method, path template} -> operation`, with methods in upper case.
@@ -75,12 +101,31 @@ fn fragment(pointer: &str) -> String {
 // ---- the committed file -------------------------------------------------------------------
 
 #[test]
-fn the_committed_openapi_json_is_the_generated_document() {
-    let committed = std::fs::read_to_string(repository().join("openapi.json")).unwrap_or_default();
-    assert!(
-        committed == openapi::json(),
-        "openapi.json is stale: run `cargo run -- openapi`"
-    );
+fn the_committed_documents_are_the_generated_ones() {
+    for tenancy in LAYOUTS {
+        let file = openapi::committed_file(tenancy);
+        let committed = std::fs::read_to_string(repository().join(file)).unwrap_or_default();
+        assert!(
+            committed == openapi::json_for(tenancy),
+            "{file} is stale: run `cargo run -- openapi --tenancy {tenancy}`"
+        );
+    }
+    assert_eq!(openapi::json(), openapi::json_for(Tenancy::Single));
+}
+
+#[test]
+fn the_openapi_command_writes_each_layouts_document() {
+    for tenancy in LAYOUTS {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+            .args(["openapi", "--tenancy", tenancy.name(), "--out", "-"])
+            .output()
+            .expect("run cosmos-blog openapi");
+        assert!(output.status.success());
+        assert!(
+            output.stdout == openapi::json_for(tenancy).into_bytes(),
+            "{tenancy}"
+        );
+    }
 }
 
 // ---- a valid OpenAPI 3.1 document ---------------------------------------------------------
@@ -141,8 +186,9 @@ fn unresolved_refs(doc: &Value) -> Vec<String> {
     problems
 }
 
-/// Each `{name}` of a path template is a required path parameter of each of its operations,
-/// and each path parameter is in the template.
+/// Each `{name}` of a path template is a required path parameter of each of its operations
+/// (declared by the operation, or once for the whole path), and each path parameter is in
+/// the template.
 fn path_parameter_mismatches(doc: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for ((method, template), operation) in operations(doc) {
@@ -150,9 +196,11 @@ fn path_parameter_mismatches(doc: &Value) -> Vec<String> {
             .split('/')
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .collect();
+        let path_level = doc["paths"][&template]["parameters"].as_array();
         let declared: BTreeSet<&str> = operation["parameters"]
             .as_array()
             .into_iter()
+            .chain(path_level)
             .flatten()
             .filter(|p| p["in"] == "path")
             .inspect(|p| {
@@ -228,17 +276,97 @@ fn schemas_that_are_not_json_schema(doc: &Value) -> Vec<String> {
 }
 
 #[test]
-fn the_document_is_valid_openapi_3_1() {
-    let doc = document();
-    assert_eq!(doc["openapi"], "3.1.0");
-    let problems = openapi_problems(&doc);
-    assert!(problems.is_empty(), "{problems:#?}");
+fn the_documents_are_valid_openapi_3_1() {
+    for tenancy in LAYOUTS {
+        let doc = document(tenancy);
+        assert_eq!(doc["openapi"], "3.1.0");
+        let problems = openapi_problems(&doc);
+        assert!(problems.is_empty(), "{tenancy}: {problems:#?}");
+    }
+}
+
+#[test]
+fn the_multi_document_puts_every_operation_under_its_tenant_and_q7_only_there() {
+    let single = document(Tenancy::Single);
+    let multi = document(Tenancy::Multi);
+    let tenant_parameter = json!({
+        "name": "tenantId",
+        "in": "path",
+        "description": "The blog (tenant) addressed.",
+        "required": true,
+        "schema": {"$ref": "#/components/schemas/TenantId"},
+    });
+    assert_eq!(
+        multi["components"]["schemas"]["TenantId"]["pattern"],
+        single["components"]["schemas"]["UserId"]["pattern"],
+        "a tenant id follows the id rules"
+    );
+    for (template, item) in multi["paths"].as_object().expect("paths") {
+        if template == "/" {
+            continue;
+        }
+        assert!(
+            template.starts_with("/api/tenants/{tenantId}/"),
+            "{template} is not under its tenant"
+        );
+        // Declared once for the path, like the user and post ids' rules, and nowhere else.
+        assert_eq!(item["parameters"], json!([tenant_parameter]), "{template}");
+        for (_, operation) in operations(&multi)
+            .iter()
+            .filter(|((_, t), _)| t == template)
+        {
+            let named_tenant = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["name"] == "tenantId");
+            assert!(!named_tenant, "{template} declares tenantId twice");
+            // An invalid tenant id is a bad request, whatever the operation.
+            assert!(operation["responses"].get("400").is_some(), "{template}");
+        }
+    }
+    let operation_ids = |doc: &Value| -> BTreeSet<String> {
+        operations(doc)
+            .values()
+            .filter_map(|op| op["operationId"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let mut only_multi: Vec<String> = operation_ids(&multi)
+        .difference(&operation_ids(&single))
+        .cloned()
+        .collect();
+    only_multi.sort();
+    assert_eq!(only_multi, ["ListUsers"]);
+    assert!(operation_ids(&single).is_subset(&operation_ids(&multi)));
+    assert_eq!(
+        multi["paths"]["/api/tenants/{tenantId}/users"]["get"]["operationId"],
+        "ListUsers"
+    );
+    assert!(single["paths"].get("/api/users").is_none());
 }
 
 /// The validation above can fail: each of these breakages is caught.
 #[test]
 fn broken_documents_are_refused() {
     type Breakage = fn(&mut Value);
+    let multi_breakages: [(&str, Breakage); 2] = [
+        ("the tenant parameter missing", |d| {
+            d["paths"]["/api/tenants/{tenantId}/feed"]["parameters"] = json!([])
+        }),
+        ("the tenant parameter not required", |d| {
+            d["paths"]["/api/tenants/{tenantId}/posts/{postId}"]["parameters"][0]["required"] =
+                json!(false)
+        }),
+    ];
+    let multi = document(Tenancy::Multi);
+    for (what, breakage) in multi_breakages {
+        let mut broken = multi.clone();
+        breakage(&mut broken);
+        assert!(
+            !openapi_problems(&broken).is_empty(),
+            "a multi document with {what} passed validation"
+        );
+    }
     let breakages: [(&str, Breakage); 8] = [
         ("no info", |d| d["info"] = Value::Null),
         ("OpenAPI 3.0", |d| d["openapi"] = json!("3.0.3")),
@@ -266,7 +394,7 @@ fn broken_documents_are_refused() {
             d["components"]["schemas"]["Post"]["required"] = json!("id")
         }),
     ];
-    let doc = document();
+    let doc = document(Tenancy::Single);
     for (what, breakage) in breakages {
         let mut broken = doc.clone();
         breakage(&mut broken);
@@ -304,69 +432,114 @@ async fn routing_of(response: reqwest::Response) -> Routing {
     }
 }
 
+/// The application of `tenancy` on a fresh embedded store, without change-feed processing.
+async fn spawn_embedded_in(tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store = EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
+        .expect("embedded store");
+    spawn_on_store(Arc::new(store), data_dir, change_feed).await
+}
+
+/// How `tenancy` addresses an `/api` path: as it is, or under [`TENANT`]'s prefix. Paths
+/// already under a tenant, and those outside `/api`, are left as they are.
+fn in_layout(tenancy: Tenancy, path: &str) -> String {
+    match (tenancy, path.strip_prefix("/api/")) {
+        (Tenancy::Multi, Some(rest)) if !rest.starts_with("tenants/") => {
+            format!("/api/tenants/{TENANT}/{rest}")
+        }
+        _ => path.to_owned(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_document_describes_every_route_and_method_and_nothing_else() {
-    let app = spawn_app_on(Backend::Embedded).await;
-    let served = app.get("/api/openapi.json").await;
-    assert_eq!(served.status(), StatusCode::OK);
-    assert_eq!(served.headers()[CONTENT_TYPE], "application/json");
-    let served = served.text().await.expect("body");
-    assert!(
-        served == openapi::json(),
-        "the served document is not the generated one"
-    );
-    let doc: Value = serde_json::from_str(&served).expect("JSON");
-    let documented = operations(&doc);
-
-    // The readiness probe is the one route that is not a Functions HTTP function.
-    let operation_ids: BTreeMap<(String, String), String> = documented
+async fn each_document_describes_every_route_and_method_of_its_layout_and_nothing_else() {
+    // Every path of either document is probed on the application of each layout.
+    let all_templates: BTreeSet<String> = LAYOUTS
         .iter()
-        .map(|(key, op)| {
-            (
-                key.clone(),
-                op["operationId"].as_str().unwrap_or("").to_owned(),
-            )
+        .flat_map(|tenancy| {
+            let doc = document(*tenancy);
+            operations(&doc)
+                .into_keys()
+                .map(|(_, t)| t)
+                .collect::<Vec<_>>()
         })
-        .filter(|((method, template), _)| !(method == "GET" && template == "/"))
         .collect();
-    let functions: BTreeMap<(String, String), String> = HTTP_FUNCTIONS
-        .iter()
-        .map(|f| ((f.method.to_uppercase(), f.axum_path()), f.name.to_owned()))
-        .collect();
-    assert_eq!(
-        operation_ids, functions,
-        "the document's operations (operationId = function name) and HTTP_FUNCTIONS differ"
-    );
-    assert!(documented.contains_key(&("GET".to_owned(), "/".to_owned())));
+    for tenancy in LAYOUTS {
+        let app = spawn_embedded_in(tenancy, ChangeFeedMode::Off).await;
+        let served = app.get(&in_layout(tenancy, "/api/openapi.json")).await;
+        assert_eq!(served.status(), StatusCode::OK);
+        assert_eq!(served.headers()[CONTENT_TYPE], "application/json");
+        let served = served.text().await.expect("body");
+        assert!(
+            served == openapi::json_for(tenancy),
+            "{tenancy}: the served document is not the generated one"
+        );
+        let doc: Value = serde_json::from_str(&served).expect("JSON");
+        let documented = operations(&doc);
 
-    // The router handles exactly the documented methods on every documented path.
-    let templates: BTreeSet<&String> = documented.keys().map(|(_, t)| t).collect();
-    for template in templates {
-        let path: String = template
-            .split('/')
-            .map(|s| if s.starts_with('{') { "probe" } else { s })
-            .collect::<Vec<_>>()
-            .join("/");
-        for method in PROBED_METHODS {
-            let response = app
-                .client
-                .request(
-                    Method::from_bytes(method.as_bytes()).expect("method"),
-                    app.url(&path),
+        // The operations are the layout's HTTP functions (operationId = function name), which
+        // tests/functions.rs shows are exactly the router's routes; the readiness probe is
+        // the one route that is not a function.
+        let operation_ids: BTreeMap<(String, String), String> = documented
+            .iter()
+            .map(|(key, op)| {
+                (
+                    key.clone(),
+                    op["operationId"].as_str().unwrap_or("").to_owned(),
                 )
-                .header(CONTENT_TYPE, "application/json")
-                .body("{}")
-                .send()
-                .await
-                .expect("request sent");
-            let routing = routing_of(response).await;
-            let key = (method.to_owned(), template.clone());
-            let expected = if documented.contains_key(&key) {
-                Routing::Handled
-            } else {
-                Routing::MethodNotAllowed
-            };
-            assert_eq!(routing, expected, "{method} {path} (document: {template})");
+            })
+            .filter(|((method, template), _)| !(method == "GET" && template == "/"))
+            .collect();
+        let functions: BTreeMap<(String, String), String> = metadata::http_functions(tenancy)
+            .map(|f| {
+                (
+                    (f.method.to_uppercase(), f.path_in(tenancy)),
+                    f.name.to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            operation_ids, functions,
+            "{tenancy}: the document's operations and the HTTP functions differ"
+        );
+        assert!(documented.contains_key(&("GET".to_owned(), "/".to_owned())));
+
+        // The application handles exactly the documented methods on every documented path
+        // (with `{tenantId}` filled like every other parameter), and no path of the other
+        // layout: in multi, the plain `/api/...` routes are not found.
+        for template in &all_templates {
+            let path: String = template
+                .split('/')
+                .map(|s| if s.starts_with('{') { "probe" } else { s })
+                .collect::<Vec<_>>()
+                .join("/");
+            let documented_here = documented.keys().any(|(_, t)| t == template);
+            for method in PROBED_METHODS {
+                let response = app
+                    .client
+                    .request(
+                        Method::from_bytes(method.as_bytes()).expect("method"),
+                        app.url(&path),
+                    )
+                    .header(CONTENT_TYPE, "application/json")
+                    .body("{}")
+                    .send()
+                    .await
+                    .expect("request sent");
+                let routing = routing_of(response).await;
+                let key = (method.to_owned(), template.clone());
+                let expected = if documented.contains_key(&key) {
+                    Routing::Handled
+                } else if documented_here {
+                    Routing::MethodNotAllowed
+                } else {
+                    Routing::NoSuchRoute
+                };
+                assert_eq!(
+                    routing, expected,
+                    "{tenancy}: {method} {path} (template {template})"
+                );
+            }
         }
     }
 }
@@ -598,9 +771,17 @@ impl Call {
     }
 }
 
-/// Sends `call`, checks its status, and checks the response against the document.
-async fn check(app: &TestApp, described: &Described, call: Call, coverage: &mut Coverage) {
-    let mut request = app.client.request(call.method.clone(), app.url(&call.path));
+/// Sends `call` (addressed as `tenancy` does), checks its status, and checks the response
+/// against the document.
+async fn check(
+    app: &TestApp,
+    tenancy: Tenancy,
+    described: &Described,
+    call: Call,
+    coverage: &mut Coverage,
+) {
+    let path = in_layout(tenancy, &call.path);
+    let mut request = app.client.request(call.method.clone(), app.url(&path));
     if let Some(caller) = call.caller {
         request = request.header("x-ms-client-principal-id", caller);
     }
@@ -613,14 +794,14 @@ async fn check(app: &TestApp, described: &Described, call: Call, coverage: &mut 
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let body = response.bytes().await.expect("body");
-    let what = format!("{} {} -> {status}", call.method, call.path);
+    let what = format!("{} {path} -> {status}", call.method);
     assert_eq!(
         status,
         call.expect,
         "{what}: {}",
         String::from_utf8_lossy(&body)
     );
-    let template = described.template_for(&call.path);
+    let template = described.template_for(&path);
     let mismatches = described.mismatches(call.method.as_str(), &template, status, &headers, &body);
     assert!(
         mismatches.is_empty(),
@@ -769,11 +950,47 @@ fn delete_calls(post: &str, comment: &str) -> Vec<Call> {
     ]
 }
 
+/// Q7, the list of a tenant's users (ada, bob and carol by then), in the `multi` layout.
+fn tenant_user_calls() -> Vec<Call> {
+    vec![
+        get("/api/users?limit=1", 200),
+        get("/api/users", 200),
+        get("/api/users?limit=0", 400),
+        get("/api/users?continuation=nonsense", 400),
+    ]
+}
+
+/// Each documented operation of a `multi` document called with an invalid tenant id: 400,
+/// whatever the operation.
+fn invalid_tenant_calls(doc: &Value) -> Vec<Call> {
+    operations(doc)
+        .into_keys()
+        .filter(|(_, template)| template.starts_with("/api/tenants/{tenantId}/"))
+        .map(|(method, template)| {
+            let path = template
+                .replace("{tenantId}", "a%23b")
+                .split('/')
+                .map(|s| if s.starts_with('{') { "x" } else { s })
+                .collect::<Vec<_>>()
+                .join("/");
+            call(
+                Method::from_bytes(method.as_bytes()).expect("method"),
+                path,
+                400,
+            )
+        })
+        .collect()
+}
+
 /// One valid call of each operation that uses the store; on a failing store each gets
 /// `expect`.
-fn store_calls(expect: u16) -> Vec<Call> {
+fn store_calls(expect: u16, tenancy: Tenancy) -> Vec<Call> {
     let post_body = json!({ "title": "t", "content": "c" });
-    vec![
+    let only_multi = match tenancy {
+        Tenancy::Single => vec![],
+        Tenancy::Multi => vec![get("/api/users", expect)],
+    };
+    let mut calls = vec![
         call(Method::PUT, "/api/users/ada", expect)
             .by("ada")
             .json(json!({"username": "Ada"})),
@@ -797,47 +1014,107 @@ fn store_calls(expect: u16) -> Vec<Call> {
         call(Method::DELETE, "/api/posts/p1", expect).by("ada"),
         call(Method::DELETE, "/api/posts/p1/comments/c1", expect).by("ada"),
         call(Method::DELETE, "/api/posts/p1/likes", expect).by("ada"),
-    ]
+    ];
+    calls.extend(only_multi);
+    calls
 }
 
 async fn every_operation_answers_as_the_document_says(app: TestApp) {
-    let served: Value = app.get_json("/api/openapi.json").await;
+    answers_as_documented(app, Tenancy::Single).await;
+}
+
+/// A JSON command as `caller` on the `/api` path `path`, addressed as `tenancy` does; its
+/// body, after checking the status.
+async fn command(
+    app: &TestApp,
+    tenancy: Tenancy,
+    (method, path): (Method, &str),
+    caller: &str,
+    body: Value,
+    expect: StatusCode,
+) -> Value {
+    let path = in_layout(tenancy, path);
+    let response = app.send(method, &path, Some(caller), Some(body)).await;
+    assert_eq!(response.status(), expect, "{path}");
+    response.json().await.expect("JSON body")
+}
+
+async fn answers_as_documented(app: TestApp, tenancy: Tenancy) {
+    let served: Value = app.get_json(&in_layout(tenancy, "/api/openapi.json")).await;
     let described = Described::new(served);
     let mut coverage = Coverage::default();
 
-    app.register("ada", "Ada").await;
-    app.register("bob", "Bob").await;
-    app.new_post("ada", "First", "Hello").await;
-    let post = app.new_post("ada", "Second", &"long ".repeat(100)).await;
+    for (user, name) in [("ada", "Ada"), ("bob", "Bob")] {
+        let path = format!("/api/users/{user}");
+        let body = json!({ "username": name });
+        command(
+            &app,
+            tenancy,
+            (Method::PUT, &path),
+            user,
+            body,
+            StatusCode::CREATED,
+        )
+        .await;
+    }
+    let new_post = |title: &str, content: String| {
+        let body = json!({ "title": title, "content": content });
+        command(
+            &app,
+            tenancy,
+            (Method::POST, "/api/posts"),
+            "ada",
+            body,
+            StatusCode::CREATED,
+        )
+    };
+    new_post("First", "Hello".to_owned()).await;
+    let post = new_post("Second", "long ".repeat(100)).await;
     let post = post["id"].as_str().expect("post id").to_owned();
     // Lists show copies made by the change feed: wait for both posts in each.
     eventually(Duration::from_secs(20), || async {
-        let mine = app.get_json("/api/users/ada/posts").await;
-        let feed = app.get_json("/api/feed").await;
+        let mine = app
+            .get_json(&in_layout(tenancy, "/api/users/ada/posts"))
+            .await;
+        let feed = app.get_json(&in_layout(tenancy, "/api/feed")).await;
         let both = |page: &Value| page["items"].as_array().is_some_and(|i| i.len() == 2);
         (both(&mine) && both(&feed)).then_some(())
     })
     .await;
-    for call in calls(&post) {
-        check(&app, &described, call, &mut coverage).await;
+    let mut all_calls = calls(&post);
+    if tenancy == Tenancy::Multi {
+        all_calls.extend(tenant_user_calls());
+        all_calls.extend(invalid_tenant_calls(&described.doc));
     }
-    let comment = app.comment("bob", &post, "to delete").await;
-    let comment: Value = comment.json().await.expect("comment");
+    for call in all_calls {
+        check(&app, tenancy, &described, call, &mut coverage).await;
+    }
+    let comments = format!("/api/posts/{post}/comments");
+    let body = json!({ "content": "to delete" });
+    let comment = command(
+        &app,
+        tenancy,
+        (Method::POST, &comments),
+        "bob",
+        body,
+        StatusCode::CREATED,
+    )
+    .await;
     let comment = comment["id"].as_str().expect("comment id").to_owned();
     for call in delete_calls(&post, &comment) {
-        check(&app, &described, call, &mut coverage).await;
+        check(&app, tenancy, &described, call, &mut coverage).await;
     }
 
     // What a store that is down, or throttling, makes each operation answer.
     for (failure, status) in [(Failure::Unavailable, 503), (Failure::Throttled, 429)] {
         let failing = spawn_on_store(
-            Arc::new(FailingStore(failure)),
+            Arc::new(FailingStore { failure, tenancy }),
             TempDir::new().expect("temp dir"),
             ChangeFeedMode::Off,
         )
         .await;
-        for call in store_calls(status) {
-            check(&failing, &described, call, &mut coverage).await;
+        for call in store_calls(status, tenancy) {
+            check(&failing, tenancy, &described, call, &mut coverage).await;
         }
     }
     coverage.assert_complete(&described.doc);
@@ -851,11 +1128,15 @@ enum Failure {
     Throttled,
 }
 
-struct FailingStore(Failure);
+/// Fails every call; its layout is `tenancy`.
+struct FailingStore {
+    failure: Failure,
+    tenancy: Tenancy,
+}
 
 impl FailingStore {
     fn error<T>(&self) -> StoreResult<T> {
-        Err(match self.0 {
+        Err(match self.failure {
             Failure::Unavailable => StoreError::Unavailable("test: the store is down".into()),
             Failure::Throttled => StoreError::Throttled {
                 retry_after: Some(Duration::from_secs(2)),
@@ -868,6 +1149,9 @@ impl FailingStore {
 impl Store for FailingStore {
     fn backend(&self) -> &'static str {
         "failing"
+    }
+    fn tenancy(&self) -> Tenancy {
+        self.tenancy
     }
     async fn read_item(
         &self,
