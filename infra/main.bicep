@@ -21,7 +21,7 @@ param location string = resourceGroup().location
 @description('Cosmos DB database name (the app setting COSMOS_DATABASE).')
 param databaseName string = 'blog'
 
-@description('Data layout: single (one blog) or multi (many blogs on hierarchical partition keys). Fixed once the containers exist; stage the function app with the same --tenancy.')
+@description('Data layout: single (one blog) or multi (many blogs on hierarchical partition keys). Fixed once the containers exist. The package decides the routes: stage it with the same --tenancy (its host.json passes the flag to the binary).')
 @allowed([ 'single', 'multi' ])
 param tenancy string = 'single'
 
@@ -130,7 +130,6 @@ resource app 'Microsoft.Web/sites@2023-12-01' = {
         { name: 'RUST_LOG', value: 'info' }
         // Trust the principal header only while App Service Authentication is on (it is, below).
         { name: 'BLOG_AUTH', value: 'easyauth' }
-        { name: 'BLOG_TENANCY', value: tenancy }
       ]
     }
   }
