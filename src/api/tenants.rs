@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{FromRequestParts, Path, Request};
+use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +16,7 @@ use axum::routing::any;
 use tower::ServiceExt;
 
 use super::AppState;
+use super::extract::PathPair;
 use super::feed_cache::FeedCache;
 use super::problem::Problem;
 use crate::blog::Blog;
@@ -151,11 +152,11 @@ fn unknown_route() -> Problem {
 pub fn tenant_router(api: Router) -> Router<AppState> {
     Router::new().route(
         &format!("{TENANT_PREFIX}/{{*rest}}"),
-        any(
-            move |Path((tenant, _)): Path<(String, String)>, request: Request| {
-                forward(api.clone(), tenant, request)
-            },
-        ),
+        // `PathPair`, not `Path`: a path that does not decode (invalid UTF-8, in the tenant or
+        // the rest) is an `invalid-path` problem, as on the plain routes.
+        any(move |PathPair(tenant, _): PathPair, request: Request| {
+            forward(api.clone(), tenant, request)
+        }),
     )
 }
 

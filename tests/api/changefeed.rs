@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::changefeed::{on_post_changed, on_user_changed, rebuild};
-use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store};
+use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, Tenancy};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::backend_tests;
-use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_without_pump};
+use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_without_pump_in};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     a_username_change_reaches_every_item_and_copy,
     handlers_are_idempotent,
     host_reformatted_dates_are_normalised_in_copies,
@@ -180,16 +180,27 @@ async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebuild_rederives_every_copy_from_the_sources_embedded() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded).await;
+    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Single).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rebuild_rederives_every_copy_from_the_sources_cosmos() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos).await;
+    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Single).await;
 }
 
-async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
-    let app = spawn_app_without_pump(backend).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_rederives_every_copy_from_the_sources_multi_embedded() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Multi).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rebuild_rederives_every_copy_from_the_sources_multi_cosmos() {
+    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Multi).await;
+}
+
+/// `rebuild` of the whole store: in `multi` it re-derives each tenant's copies.
+async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend, tenancy: Tenancy) {
+    let app = spawn_app_without_pump_in(backend, tenancy).await;
     app.register("ada", "Ada").await;
     let mut created = Vec::new();
     for n in 0..3 {
@@ -203,7 +214,7 @@ async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
     // ...and a rename does not reach the posts.
     app.put_user("ada", "Ada L.").await;
 
-    let report = rebuild(&app.store).await.unwrap();
+    let report = rebuild(&app.whole_store).await.unwrap();
     assert!(report.written >= 3 * 2, "{report:?}");
     created.reverse();
     // The feed read above may be served from memory for a few more milliseconds.
@@ -217,7 +228,7 @@ async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend) {
     assert_eq!(feed["items"][0]["content"], "z".repeat(200));
     let mine = app.all_pages("/api/users/ada/posts", 100).await;
     assert_eq!(ids(&mine), created);
-    let again = rebuild(&app.store).await.unwrap();
+    let again = rebuild(&app.whole_store).await.unwrap();
     assert_eq!(again.written, 0, "a second rebuild finds nothing to do");
     app.assert_verifies().await;
 }

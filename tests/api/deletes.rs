@@ -9,10 +9,10 @@ use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
-use crate::backend_tests;
 use crate::helpers::{TestApp, eventually, ids};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     only_the_author_deletes_a_post_and_it_is_gone_at_once,
     a_comment_is_deleted_by_its_author_or_the_posts_author,
     an_unlike_lowers_the_count_and_liking_again_works,

@@ -7,10 +7,10 @@ use cosmos_blog::store::{Container, PageRequest, Query};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::backend_tests;
 use crate::helpers::{TestApp, eventually};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     refusals_are_problem_documents_and_write_nothing,
     bodies_over_one_mebibyte_are_413,
     ids_that_cosmos_cannot_address_are_400,
@@ -34,12 +34,12 @@ async fn assert_problem(response: Response, status: StatusCode, code: &str) -> V
     problem
 }
 
-/// Every item in every container, to show a refused request wrote nothing.
+/// Every item in every container (of every tenant), to show a refused request wrote nothing.
 async fn everything(app: &TestApp) -> Vec<Value> {
     let mut all = Vec::new();
     for container in [Container::Users, Container::Posts, Container::Feed] {
         let page = app
-            .store
+            .whole_store
             .query(
                 container,
                 &Query::cross_partition(),

@@ -6,10 +6,10 @@ use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::backend_tests;
 use crate::helpers::{TestApp, eventually, ids};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     the_feed_keeps_the_100_most_recent_posts_newest_first,
     the_feed_shows_short_posts_and_follows_edits,
     the_feed_limit_is_bounded,

@@ -1,14 +1,17 @@
 //! Spawns the real application (real HTTP server, real store, real change-feed pump) on a
-//! random port, and offers the few calls every test needs.
+//! random port, and offers the few calls every test needs. An application in the `multi`
+//! layout is addressed as one tenant (see [`TestApp::url`]), so the same test bodies run in
+//! both layouts.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cosmos_blog::domain::TenantId;
 use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
-use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::store::{Store, Tenancy, tenant};
 use cosmos_blog::verify::{VerifyReport, verify};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -22,11 +25,26 @@ pub enum Backend {
     Cosmos,
 }
 
+/// The tenant the operation tests address in the `multi` layout. It needs percent-encoding
+/// in a URL, so every operation test also shows that the tenant segment is decoded.
+pub const OPERATION_TENANT: &str = "blog ü";
+
 pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
+    /// The store as the addressed blog sees it: the whole store, or in `multi` the tenant's
+    /// view (keys, items and queries as in `single`).
     pub store: Arc<dyn Store>,
-    /// Dropping the app drops this, which stops the server and its pump.
+    /// The whole store, every tenant of it: what `verify` checks.
+    pub whole_store: Arc<dyn Store>,
+    /// The tenant addressed in `multi`; `None` in `single` (or when no tenant is chosen).
+    pub tenant: Option<TenantId>,
+    /// Shared by the views of one server on different tenants (see [`TestApp::in_tenant`]).
+    _server: Arc<ServerGuard>,
+}
+
+/// Dropping the last [`TestApp`] of a server drops this, which stops the server and its pump.
+struct ServerGuard {
     _stop: oneshot::Sender<()>,
     /// Keeps the embedded store's folder alive for the test's duration.
     _data_dir: Option<TempDir>,
@@ -50,33 +68,48 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
 }
 
 pub async fn spawn_app_on(backend: Backend) -> TestApp {
-    spawn_with(backend, ChangeFeedMode::Pump).await
+    spawn_with(backend, Tenancy::Single, ChangeFeedMode::Pump).await
+}
+
+/// The application in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
+pub async fn spawn_app_in(backend: Backend, tenancy: Tenancy) -> TestApp {
+    spawn_with(backend, tenancy, ChangeFeedMode::Pump).await
 }
 
 /// The application with no change-feed processing: copies only appear through `rebuild`.
 pub async fn spawn_app_without_pump(backend: Backend) -> TestApp {
-    spawn_with(backend, ChangeFeedMode::Off).await
+    spawn_with(backend, Tenancy::Single, ChangeFeedMode::Off).await
 }
 
-async fn spawn_with(backend: Backend, change_feed: ChangeFeedMode) -> TestApp {
+/// [`spawn_app_without_pump`] in the `tenancy` layout.
+pub async fn spawn_app_without_pump_in(backend: Backend, tenancy: Tenancy) -> TestApp {
+    spawn_with(backend, tenancy, ChangeFeedMode::Off).await
+}
+
+async fn spawn_with(backend: Backend, tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, &data_dir).await;
-    spawn_on_store(store, data_dir, change_feed).await
+    let store = open_backend(backend, tenancy, &data_dir).await;
+    let app = spawn_on_store(store, data_dir, change_feed).await;
+    match tenancy {
+        Tenancy::Single => app,
+        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
+    }
 }
 
-async fn open_backend(backend: Backend, data_dir: &TempDir) -> Arc<dyn Store> {
+async fn open_backend(backend: Backend, tenancy: Tenancy, data_dir: &TempDir) -> Arc<dyn Store> {
     match backend {
         Backend::Embedded => Arc::new(
-            EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("embedded store"),
+            EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
+                .expect("embedded store"),
         ),
-        Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
+        Backend::Cosmos => crate::cosmos_emulator::emulator_store_in(tenancy).await,
     }
 }
 
 /// The application with settings the test adjusts (an authentication mode, say).
 pub async fn spawn_app_with(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, &data_dir).await;
+    let store = open_backend(backend, Tenancy::Single, &data_dir).await;
     let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
     adjust(&mut settings);
     serve(settings, store, data_dir).await
@@ -88,7 +121,8 @@ pub async fn spawn_on_store(
     data_dir: TempDir,
     change_feed: ChangeFeedMode,
 ) -> TestApp {
-    let settings = settings(data_dir.path().to_path_buf(), change_feed);
+    let mut settings = settings(data_dir.path().to_path_buf(), change_feed);
+    settings.store.tenancy = store.tenancy();
     serve(settings, store, data_dir).await
 }
 
@@ -108,14 +142,53 @@ async fn serve(settings: Settings, store: Arc<dyn Store>, data_dir: TempDir) -> 
     TestApp {
         address,
         client: reqwest::Client::new(),
+        whole_store: Arc::clone(&store),
         store,
-        _stop: stop,
-        _data_dir: Some(data_dir),
+        tenant: None,
+        _server: Arc::new(ServerGuard {
+            _stop: stop,
+            _data_dir: Some(data_dir),
+        }),
     }
 }
 
 impl TestApp {
+    /// The same server addressed as `tenant` (a `multi` application): its URLs, its store.
+    pub fn in_tenant(&self, tenant: &str) -> TestApp {
+        assert_eq!(
+            self.whole_store.tenancy(),
+            Tenancy::Multi,
+            "only a multi-tenant application has tenants"
+        );
+        let tenant = TenantId::parse(tenant).expect("a valid tenant id");
+        TestApp {
+            address: self.address.clone(),
+            client: self.client.clone(),
+            store: tenant::scoped(&self.whole_store, &tenant),
+            whole_store: Arc::clone(&self.whole_store),
+            tenant: Some(tenant),
+            _server: Arc::clone(&self._server),
+        }
+    }
+
+    /// The URL of an `/api/...` route of the addressed blog: in `multi` the same route under
+    /// `/api/tenants/{tenant}` (the tenant percent-encoded). Other paths are left alone.
     pub fn url(&self, path: &str) -> String {
+        match (&self.tenant, path.strip_prefix("/api/")) {
+            (Some(tenant), Some(rest)) => {
+                let mut url = reqwest::Url::parse(&self.address).expect("the app's address");
+                url.path_segments_mut()
+                    .expect("an http URL has a path")
+                    .pop_if_empty()
+                    .extend(["api", "tenants", tenant.as_str()]);
+                format!("{url}/{rest}")
+            }
+            _ => self.raw_url(path),
+        }
+    }
+
+    /// The URL of `path` exactly as written, whatever the layout.
+    pub fn raw_url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }
 
@@ -277,9 +350,10 @@ pub async fn assert_store_verifies(store: &Arc<dyn Store>, within: Duration) -> 
 }
 
 impl TestApp {
-    /// Waits until every invariant of the model holds on the app's store (see `verify`).
+    /// Waits until every invariant of the model holds on the app's whole store, every tenant
+    /// of it (see `verify`).
     pub async fn assert_verifies(&self) -> VerifyReport {
-        assert_store_verifies(&self.store, Duration::from_secs(60)).await
+        assert_store_verifies(&self.whole_store, Duration::from_secs(60)).await
     }
 }
 
@@ -334,6 +408,43 @@ macro_rules! backend_tests_without_pump {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Cosmos).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) on every backend in both
+/// layouts: `embedded` and `cosmos` (`single`), `multi_embedded` and `multi_cosmos` (`multi`,
+/// the app addressing [`OPERATION_TENANT`]). For the operations of the API, which every
+/// layout serves alike; slow load tests stay on `backend_tests!`.
+#[macro_export]
+macro_rules! operation_tests {
+    ($($name:ident),* $(,)?) => {
+        $crate::backend_tests!($($name),*);
+        mod multi_embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_in(
+                        $crate::helpers::Backend::Embedded,
+                        cosmos_blog::store::Tenancy::Multi,
+                    )
+                    .await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod multi_cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::helpers::spawn_app_in(
+                        $crate::helpers::Backend::Cosmos,
+                        cosmos_blog::store::Tenancy::Multi,
+                    )
+                    .await;
                     super::$name(app).await;
                 }
             )*

@@ -6,10 +6,10 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::backend_tests;
 use crate::helpers::{TestApp, ids};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     comments_count_and_list_oldest_first_with_paging,
     a_repeated_like_changes_nothing,
     fifty_concurrent_likes_count_fifty,

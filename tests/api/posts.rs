@@ -5,10 +5,10 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::backend_tests;
 use crate::helpers::{TestApp, eventually, ids};
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     a_post_has_the_specified_shape_and_a_canonical_date,
     only_the_author_can_edit_and_counts_survive_an_edit,
     a_post_needs_a_registered_author,

@@ -23,17 +23,26 @@ pub fn free_port() -> u16 {
 }
 
 pub fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+    binary_command(data_dir, port)
+        .spawn()
+        .expect("binary starts")
+}
+
+/// The binary serving the embedded store in `data_dir` on `port`, in the `single` layout
+/// unless the caller sets `BLOG_TENANCY`.
+pub fn binary_command(data_dir: &std::path::Path, port: u16) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
+    command
         .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
         .env("BLOG_DATA_DIR", data_dir)
         .env("BLOG_CHANGE_FEED", "pump")
+        .env_remove("BLOG_TENANCY")
         .env_remove("CosmosDBConnection")
         .env_remove("CosmosDBConnection__accountEndpoint")
         .env_remove("FUNCTIONS_WORKER_RUNTIME")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("binary starts")
+        .stderr(Stdio::null());
+    command
 }
 
 pub async fn wait_until_ready(client: &reqwest::Client, base: &str) {
@@ -190,14 +199,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
 
 /// Runs `cosmos-blog verify` on the embedded store in `data_dir`; panics unless it exits 0.
 pub fn assert_binary_verifies(data_dir: &std::path::Path) {
-    let output = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .arg("verify")
-        .env("BLOG_DATA_DIR", data_dir)
-        .env("RUST_LOG", "warn")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint")
-        .output()
-        .expect("verify runs");
+    let output = verify_command(data_dir).output().expect("verify runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),
@@ -206,4 +208,18 @@ pub fn assert_binary_verifies(data_dir: &std::path::Path) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.starts_with("verify: OK"), "{stdout}");
+}
+
+/// `cosmos-blog verify` on the embedded store in `data_dir`, in the `single` layout unless
+/// the caller adds `--tenancy`.
+pub fn verify_command(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
+    command
+        .arg("verify")
+        .env("BLOG_DATA_DIR", data_dir)
+        .env("RUST_LOG", "warn")
+        .env_remove("BLOG_TENANCY")
+        .env_remove("CosmosDBConnection")
+        .env_remove("CosmosDBConnection__accountEndpoint");
+    command
 }

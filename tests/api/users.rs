@@ -3,10 +3,10 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::backend_tests;
 use crate::helpers::TestApp;
+use crate::operation_tests;
 
-backend_tests!(
+operation_tests!(
     creating_a_user_returns_201_and_the_user_item,
     renaming_a_user_returns_200_and_unchanged_put_writes_nothing,
     a_user_can_only_write_itself,
