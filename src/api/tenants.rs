@@ -198,6 +198,29 @@ fn plain_uri(uri: &Uri) -> Option<Uri> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    #[test]
+    fn a_tenant_keeps_one_blog_and_idle_tenants_are_dropped_beyond_the_bound() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store =
+            EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), Tenancy::Multi).unwrap();
+        let blogs = Blogs::new(Arc::new(store), Duration::ZERO);
+        let tenant = |n: usize| TenantId::parse(&format!("t{n}")).unwrap();
+        assert!(blogs.scope(None).is_none(), "multi needs a tenant");
+        let busy = blogs.of_tenant(&tenant(0));
+        assert!(Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))));
+        let idle = Arc::downgrade(&blogs.of_tenant(&tenant(1)));
+        for n in 2..=MAX_KEPT_TENANTS {
+            blogs.of_tenant(&tenant(n));
+        }
+        assert!(
+            Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))),
+            "in use: kept"
+        );
+        assert!(idle.upgrade().is_none(), "idle: dropped");
+        assert!(blogs.tenants.lock().unwrap().len() <= MAX_KEPT_TENANTS);
+    }
 
     #[test]
     fn a_tenant_uri_becomes_the_plain_uri_with_its_encoding_kept() {
