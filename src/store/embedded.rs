@@ -169,15 +169,20 @@ fn expiry_of(item: &Value, written_at: i64) -> Option<i64> {
         .map(|ttl| written_at.saturating_add(ttl))
 }
 
-/// A reader connection and the last feed page it read.
+/// A reader connection and the last feed pages it read.
 struct Reader {
     conn: Connection,
-    feed: Option<CachedPage>,
+    /// Most recent first, at most [`CACHED_FEED_PAGES`].
+    feed: Vec<CachedPage>,
 }
+
+/// Feed pages a reader keeps: one per feed in the `single` layout, and in `multi` the feeds
+/// of the tenants read most recently (each tenant has its own).
+const CACHED_FEED_PAGES: usize = 16;
 
 /// The feed is the most read and the most expensive query (a hundred items, sorted and
 /// parsed), and it changes only when the change-feed handler writes it. So each reader keeps
-/// its last feed page, valid while the connection's `PRAGMA data_version` is unchanged:
+/// its last feed pages, each valid while the connection's `PRAGMA data_version` is unchanged:
 /// that number changes on every commit of any other connection — this process's writer or
 /// another process (`rebuild` while the server runs) — so a page is never served stale.
 struct CachedPage {
@@ -195,20 +200,30 @@ impl Reader {
             .conn
             .query_row("PRAGMA data_version", [], |row| row.get(0))
             .map_err(sql_error)?;
-        if let Some(cached) = &self.feed
-            && cached.data_version == data_version
-            && &cached.query == query
-            && &cached.page == page
+        // Pages of an older version can never be served again.
+        self.feed
+            .retain(|cached| cached.data_version == data_version);
+        if let Some(position) = self
+            .feed
+            .iter()
+            .position(|cached| &cached.query == query && &cached.page == page)
         {
-            return Ok(cached.result.clone());
+            let cached = self.feed.remove(position);
+            let result = cached.result.clone();
+            self.feed.insert(0, cached);
+            return Ok(result);
         }
         let result = run_query(&self.conn, Container::Feed, query, page)?;
-        self.feed = Some(CachedPage {
-            data_version,
-            query: query.clone(),
-            page: page.clone(),
-            result: result.clone(),
-        });
+        self.feed.truncate(CACHED_FEED_PAGES - 1);
+        self.feed.insert(
+            0,
+            CachedPage {
+                data_version,
+                query: query.clone(),
+                page: page.clone(),
+                result: result.clone(),
+            },
+        );
         Ok(result)
     }
 }
@@ -316,7 +331,7 @@ impl EmbeddedStore {
                 configure(&reader)?;
                 Ok(Mutex::new(Reader {
                     conn: reader,
-                    feed: None,
+                    feed: Vec::new(),
                 }))
             })
             .collect::<StoreResult<Vec<_>>>()?;
@@ -1081,6 +1096,56 @@ mod tests {
             .unwrap();
         for _ in 0..READERS * 2 {
             assert_eq!(feed_ids(&store).await, ["a"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_cached_feeds_of_several_tenants_stay_apart_and_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            EmbeddedStore::open_with(&dir.path().join("db.sqlite3"), Tenancy::Multi).unwrap();
+        let feed_of = |tenant: &str| {
+            PartitionKey::single(tenant)
+                .extended(&PartitionKey::single("post"))
+                .unwrap()
+        };
+        let put_in = |tenant: &'static str, id: &'static str| {
+            let store = store.clone();
+            async move {
+                let item = json!({"id": id, "type": "post", "tenantId": tenant,
+                                  "creationDate": "2026-01-01T00:00:00.0000000Z"});
+                store
+                    .upsert_item(Container::Feed, &feed_of(tenant), item)
+                    .await
+                    .unwrap();
+            }
+        };
+        let ids_in = |tenant: &'static str| {
+            let store = store.clone();
+            async move {
+                let query = Query::in_partition(feed_of(tenant))
+                    .of_type("post")
+                    .order_by("creationDate", SortOrder::Descending);
+                let page = store
+                    .query(Container::Feed, &query, PageRequest::first(100))
+                    .await
+                    .unwrap();
+                page.items
+                    .iter()
+                    .map(|i| i["id"].as_str().unwrap().to_owned())
+                    .collect::<Vec<_>>()
+            }
+        };
+        put_in("t1", "a").await;
+        put_in("t2", "b").await;
+        for _ in 0..READERS * 2 {
+            assert_eq!(ids_in("t1").await, ["a"]);
+            assert_eq!(ids_in("t2").await, ["b"]);
+        }
+        put_in("t2", "c").await;
+        for _ in 0..READERS * 2 {
+            assert_eq!(ids_in("t1").await, ["a"]);
+            assert_eq!(ids_in("t2").await, ["c", "b"]);
         }
     }
 }
