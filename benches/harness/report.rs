@@ -60,6 +60,7 @@ pub struct Inputs<'a> {
     pub hot_post: Option<&'a [HotPostRun]>,
     pub hot_post_delay: Duration,
     pub deletes: &'a [DeleteCost],
+    pub layouts: Option<&'a crate::layouts::LayoutsReport>,
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
     pub checks: &'a [crate::invariants::Check],
@@ -419,6 +420,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     }
 
     crate::deletes::markdown(&mut out, input.deletes);
+
+    if let Some(layouts) = input.layouts {
+        crate::layouts::markdown(&mut out, layouts);
+    }
 
     if let Some(s) = input.startup {
         let _ = writeln!(out, "\n## Start-up and memory\n");
