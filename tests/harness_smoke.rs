@@ -16,6 +16,8 @@ mod hotpost;
 mod invariants;
 #[path = "../benches/harness/layouts.rs"]
 mod layouts;
+#[path = "../benches/harness/layouts_report.rs"]
+mod layouts_report;
 #[path = "../benches/harness/load.rs"]
 mod load;
 #[path = "../benches/harness/profile.rs"]

@@ -15,6 +15,7 @@ mod generate;
 mod hotpost;
 mod invariants;
 mod layouts;
+mod layouts_report;
 mod load;
 mod profile;
 mod report;

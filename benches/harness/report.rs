@@ -33,6 +33,24 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// "Machine: 2 cores (`nproc`), <CPU>; build: release".
+    pub fn described(&self) -> String {
+        format!(
+            "Machine: {} cores (`nproc`), {}; build: {}",
+            self.cores,
+            self.cpu,
+            Self::build()
+        )
+    }
+
+    pub fn build() -> &'static str {
+        if cfg!(debug_assertions) {
+            "debug (numbers not representative)"
+        } else {
+            "release"
+        }
+    }
+
     pub fn this() -> Self {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
@@ -274,11 +292,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         input.machine.cores,
         input.machine.cpu,
         input.backend,
-        if cfg!(debug_assertions) {
-            "debug (numbers not representative)"
-        } else {
-            "release"
-        }
+        Machine::build()
     );
     let _ = writeln!(
         out,
@@ -422,7 +436,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     crate::deletes::markdown(&mut out, input.deletes);
 
     if let Some(layouts) = input.layouts {
-        crate::layouts::markdown(&mut out, layouts);
+        crate::layouts_report::markdown(&mut out, layouts);
     }
 
     if let Some(s) = input.startup {

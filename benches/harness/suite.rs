@@ -309,7 +309,10 @@ fn hot_post_config(args: &Args) -> HotPostConfig {
 pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
     let quiet = args.quiet;
     let log = logger(quiet);
-    let mut out = format!("Command: `{command}`\n");
+    let mut out = format!(
+        "Command: `{command}`\n\n{}\n",
+        report::Machine::this().described()
+    );
     match only {
         Only::WriteMix => {
             let temp = tempfile::tempdir()?;
@@ -355,7 +358,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 .ok_or_else(|| anyhow::anyhow!("--only layouts needs --tenants N"))?;
             let temp = tempfile::tempdir()?;
             let layouts = compare_layouts(args, tenants, temp.path()).await?;
-            crate::layouts::markdown(&mut out, &layouts);
+            crate::layouts_report::markdown(&mut out, &layouts);
             anyhow::ensure!(
                 layouts.holds(),
                 "verify failed in the layout comparison:\n{out}"
