@@ -292,7 +292,7 @@ pub fn markdown(out: &mut String, report: &LayoutsReport) {
         );
         let _ = writeln!(
             out,
-            "The Cosmos DB SDK on its in-memory emulator, whose containers are created with {} physical partitions each (a large account's; this data set would fit in one). \"Query requests sent\" and \"physical partitions\" are what the SDK sent to the emulator, seen by an observer of its requests. The emulator's RU model is crude — 1 RU per query page and physical partition, reads 1 RU per KB, writes 5.8 RU per KB plus 0.3 per property — so compare the layouts with it, not the case study.\n",
+            "The Cosmos DB SDK on its in-memory emulator, whose containers are created with {} physical partitions each (a large account's; this data set would fit in one). \"Query requests sent\" and \"physical partitions\" are what the SDK sent to the emulator, seen by an observer of its requests. The emulator's RU model is crude — 1 RU per query request (one per physical partition and page), reads 1 RU per KB, writes 5.8 RU per KB plus 0.3 per property — so compare the layouts with it, not the case study.\n",
             config.physical_partitions
         );
         emulator_table(out, &emulator.rows);
