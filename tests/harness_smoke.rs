@@ -14,18 +14,26 @@ mod generate;
 mod hotpost;
 #[path = "../benches/harness/invariants.rs"]
 mod invariants;
+#[path = "../benches/harness/layouts.rs"]
+mod layouts;
+#[path = "../benches/harness/layouts_report.rs"]
+mod layouts_report;
 #[path = "../benches/harness/load.rs"]
 mod load;
 #[path = "../benches/harness/profile.rs"]
 mod profile;
 #[path = "../benches/harness/report.rs"]
 mod report;
+#[path = "../benches/harness/routing.rs"]
+mod routing;
 #[path = "../benches/harness/startup.rs"]
 mod startup;
 #[path = "../benches/harness/stats.rs"]
 mod stats;
 #[path = "../benches/harness/suite.rs"]
 mod suite;
+#[path = "../benches/harness/tenants.rs"]
+mod tenants;
 #[path = "../benches/harness/versions.rs"]
 mod versions;
 
@@ -33,6 +41,8 @@ use clap::Parser;
 
 use std::time::Duration;
 
+use cosmos_blog::store::Tenancy;
+use layouts::{LayoutOp, LayoutRow};
 use profile::Row;
 use versions::{Op, Version};
 
@@ -59,6 +69,12 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         "1",
         "--hot-post-writers",
         "10",
+        "--tenants",
+        "3",
+        "--emulator-users",
+        "5",
+        "--physical-partitions",
+        "4",
         "--quiet",
         "--out",
         out.path().to_str().unwrap(),
@@ -141,6 +157,127 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     assert!(markdown.contains("## Deletes (store requests)"));
     let chart = std::fs::read_to_string(&outcome.chart).unwrap();
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+
+    the_layouts_compare_on_the_same_data(outcome.layouts.as_ref().unwrap(), &markdown, 4);
+}
+
+/// `--tenants`: both layouts hold the same data, every read stays one request to one
+/// logical partition, and the searches that cross partitions in `single` are prefix queries
+/// on the tenant in `multi`, which the SDK sends to fewer physical partitions.
+fn the_layouts_compare_on_the_same_data(
+    layouts: &layouts::LayoutsReport,
+    markdown: &str,
+    physical: u32,
+) {
+    let emulator = layouts.emulator.as_ref().expect("an emulator run");
+    for run in [&layouts.embedded, emulator] {
+        for (when, check) in &run.checks {
+            assert!(
+                check.report.holds(),
+                "{} {when}:\n{}",
+                run.backend,
+                check.report.violation_lines(50).join("\n")
+            );
+        }
+        assert_eq!(
+            run.checks.len(),
+            4,
+            "each layout after loading and after the profile"
+        );
+        assert_eq!(run.data.tenants.len(), 3);
+        let row = |op, layout| {
+            LayoutRow::get(&run.rows, op, layout)
+                .unwrap_or_else(|| panic!("{op:?} in {layout} on {}", run.backend))
+        };
+        for layout in [Tenancy::Single, Tenancy::Multi] {
+            for op in [
+                LayoutOp::Q1,
+                LayoutOp::Q2,
+                LayoutOp::Q3,
+                LayoutOp::Q4,
+                LayoutOp::Q5,
+                LayoutOp::Q6,
+            ] {
+                let r = row(op, layout);
+                assert!(r.samples >= 3);
+                assert_eq!(
+                    (
+                        r.requests,
+                        r.partitions,
+                        r.fan_out_queries,
+                        r.prefix_queries
+                    ),
+                    (1.0, 1.0, 0.0, 0.0),
+                    "{op:?} in {layout} on {}: one request to one logical partition",
+                    run.backend
+                );
+            }
+        }
+        for op in [LayoutOp::Q7, LayoutOp::UsernameFanOut] {
+            let (single, multi) = (row(op, Tenancy::Single), row(op, Tenancy::Multi));
+            assert!(
+                single.fan_out_queries >= 1.0 && single.prefix_queries == 0.0,
+                "{single:?}"
+            );
+            assert!(
+                multi.prefix_queries >= 1.0 && multi.fan_out_queries == 0.0,
+                "{multi:?}"
+            );
+            assert!(
+                multi.in_scope.unwrap() < single.in_scope.unwrap(),
+                "a tenant's partitions are fewer than all of them: {single:?} {multi:?}"
+            );
+        }
+        let fan_out = row(LayoutOp::UsernameFanOut, Tenancy::Single);
+        assert!(
+            fan_out.items_written > 0.0,
+            "the rename reached the user's items"
+        );
+        let walks: Vec<_> = run
+            .walks
+            .iter()
+            .filter(|w| w.layout == Tenancy::Multi)
+            .collect();
+        assert_eq!(walks.len(), 2, "the largest and the smallest tenant");
+        assert!(walks.iter().all(|w| w.prefix && !w.fan_out));
+    }
+    let routed = |op, layout| {
+        LayoutRow::get(&emulator.rows, op, layout)
+            .unwrap()
+            .routed
+            .unwrap()
+    };
+    assert_eq!(
+        routed(LayoutOp::UsernameFanOut, Tenancy::Single).1,
+        f64::from(physical),
+        "across all partitions: every physical partition"
+    );
+    assert_eq!(
+        routed(LayoutOp::UsernameFanOut, Tenancy::Multi).1,
+        1.0,
+        "a tenant's prefix: the physical partition holding it"
+    );
+    assert_eq!(routed(LayoutOp::Q3, Tenancy::Multi), (1.0, 1.0));
+
+    assert!(markdown.contains("## Layouts compared: `single` and `multi` on the same data"));
+    assert!(markdown.contains("| OnUserChanged: the username fan-out | single |"));
+    assert!(markdown.contains("| OnUserChanged: the username fan-out | multi |"));
+    assert!(markdown.contains("prefix `[tenantId]` ×"));
+    assert!(markdown.contains(&format!("of {physical} physical partitions**")));
+    assert!(!markdown.contains("❌"), "{markdown}");
+}
+
+#[test]
+fn the_tenants_are_a_few_large_and_many_small() {
+    let skewed = tenants::shares(1_000, 50).unwrap();
+    assert_eq!(skewed.iter().sum::<usize>(), 1_000);
+    assert!(skewed.windows(2).all(|w| w[0] >= w[1]));
+    assert!(skewed[0] > 200 && skewed[49] < 10 && skewed[49] >= 1);
+    assert_eq!(tenants::shares(3, 3).unwrap(), [1, 1, 1]);
+    assert!(
+        tenants::shares(2, 3).is_err(),
+        "a tenant exists once it has a user"
+    );
 }
 
 #[test]

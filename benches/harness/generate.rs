@@ -25,7 +25,7 @@ use serde_json::Value;
 const MAX_BATCH: usize = 100;
 /// Batches in flight: the embedded store has one writer, but preparing the next batch while
 /// one commits keeps it busy.
-const IN_FLIGHT: usize = 4;
+pub const IN_FLIGHT: usize = 4;
 /// Posts are spread over this many days before the reference instant.
 const HISTORY_DAYS: i64 = 365;
 /// 2026-01-01T00:00:00Z: dates are fixed, not "now", so a seed gives the same data.
@@ -39,7 +39,7 @@ pub struct GenConfig {
 }
 
 /// A generated post, with what the profiler needs to pick targets.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PostRef {
     pub post_id: PostId,
     pub comments: usize,
@@ -138,8 +138,9 @@ fn distinct(rng: &mut fastrand::Rng, n: usize, k: usize) -> Vec<usize> {
     }
 }
 
-/// One post's partition, ready to write: the post, then its comments and likes.
-fn post_partition(
+/// One post's partition, ready to write: the post, then its comments and likes, whose
+/// authors are drawn from `users`.
+pub fn post_partition(
     rng: &mut fastrand::Rng,
     users: &[User],
     author: usize,
@@ -182,7 +183,8 @@ fn post_partition(
     Ok((post_ref, items))
 }
 
-async fn write_partition(
+/// Writes one partition's items as transactional batches of at most [`MAX_BATCH`].
+pub async fn write_partition(
     store: &Arc<dyn Store>,
     container: Container,
     pk: PartitionKey,
@@ -203,7 +205,7 @@ async fn write_partition(
     Ok(())
 }
 
-fn progress_bar(show: bool, len: usize, what: &str) -> ProgressBar {
+pub fn progress_bar(show: bool, len: usize, what: &str) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }

@@ -2,7 +2,8 @@
 //!
 //! Generates the case study's data set, profiles the ten operations under the three models
 //! through a `MeteredStore`, load-tests the real application over loopback HTTP, times the
-//! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`.
+//! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`. With `--tenants N`
+//! it also compares the `single` and `multi` layouts on a multi-tenant data set.
 
 // The Cosmos DB emulator wiring of the integration tests, for the hot-post phase; the
 // harness uses only part of it.
@@ -13,12 +14,16 @@ mod deletes;
 mod generate;
 mod hotpost;
 mod invariants;
+mod layouts;
+mod layouts_report;
 mod load;
 mod profile;
 mod report;
+mod routing;
 mod startup;
 mod stats;
 mod suite;
+mod tenants;
 mod versions;
 
 use std::process::ExitCode;
@@ -66,7 +71,8 @@ fn main() -> ExitCode {
             println!("{}", outcome.report.display());
             println!("{}", outcome.chart.display());
             // The report is written either way; a broken invariant still fails the run.
-            if outcome.checks.iter().all(|check| check.holds()) {
+            let layouts_hold = outcome.layouts.as_ref().is_none_or(|l| l.holds());
+            if outcome.checks.iter().all(|check| check.holds()) && layouts_hold {
                 ExitCode::SUCCESS
             } else {
                 eprintln!("harness: verify failed (see the report's Invariants section)");

@@ -33,6 +33,24 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// "Machine: 2 cores (`nproc`), <CPU>; build: release".
+    pub fn described(&self) -> String {
+        format!(
+            "Machine: {} cores (`nproc`), {}; build: {}",
+            self.cores,
+            self.cpu,
+            Self::build()
+        )
+    }
+
+    pub fn build() -> &'static str {
+        if cfg!(debug_assertions) {
+            "debug (numbers not representative)"
+        } else {
+            "release"
+        }
+    }
+
     pub fn this() -> Self {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
@@ -60,6 +78,7 @@ pub struct Inputs<'a> {
     pub hot_post: Option<&'a [HotPostRun]>,
     pub hot_post_delay: Duration,
     pub deletes: &'a [DeleteCost],
+    pub layouts: Option<&'a crate::layouts::LayoutsReport>,
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
     pub checks: &'a [crate::invariants::Check],
@@ -273,11 +292,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         input.machine.cores,
         input.machine.cpu,
         input.backend,
-        if cfg!(debug_assertions) {
-            "debug (numbers not representative)"
-        } else {
-            "release"
-        }
+        Machine::build()
     );
     let _ = writeln!(
         out,
@@ -419,6 +434,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     }
 
     crate::deletes::markdown(&mut out, input.deletes);
+
+    if let Some(layouts) = input.layouts {
+        crate::layouts_report::markdown(&mut out, layouts);
+    }
 
     if let Some(s) = input.startup {
         let _ = writeln!(out, "\n## Start-up and memory\n");

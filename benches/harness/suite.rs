@@ -17,6 +17,7 @@ use crate::generate::{Dataset, GenConfig, generate};
 const DELETE_SAMPLES: usize = 5;
 use crate::hotpost::{HotPostConfig, HotPostRun};
 use crate::invariants::{self, Check};
+use crate::layouts::{LayoutsConfig, LayoutsReport};
 use crate::load::{LoadConfig, LoadReport};
 use crate::profile::{ProfileConfig, Row, profile};
 use crate::report::{self, Inputs, Machine};
@@ -65,6 +66,16 @@ pub struct Args {
     /// Delay added to every request of the Cosmos DB emulator in the hot-post phase.
     #[arg(long, default_value_t = 5)]
     pub hot_post_delay_ms: u64,
+    /// Also compare the `single` and `multi` layouts on a multi-tenant data set: `--users`
+    /// users over this many tenants, a few large and many small (Zipf).
+    #[arg(long)]
+    pub tenants: Option<usize>,
+    /// Users of the layout comparison's smaller data set on the Cosmos DB emulator (0: none).
+    #[arg(long, default_value_t = 100)]
+    pub emulator_users: usize,
+    /// Physical partitions of each emulator container in the layout comparison.
+    #[arg(long, default_value_t = 8)]
+    pub physical_partitions: u32,
     #[arg(long)]
     pub skip_load: bool,
     #[arg(long)]
@@ -77,7 +88,7 @@ pub struct Args {
     /// Run one phase alone and print its figures to stdout; no report files are written.
     /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
     /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
-    /// phase on both backends.
+    /// phase on both backends. `layouts`: the layout comparison of `--tenants`.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -90,6 +101,7 @@ pub struct Args {
 pub enum Only {
     WriteMix,
     HotPost,
+    Layouts,
 }
 
 pub struct Outcome {
@@ -98,6 +110,7 @@ pub struct Outcome {
     pub load: Option<LoadReport>,
     pub hot_post: Option<Vec<HotPostRun>>,
     pub deletes: Vec<DeleteCost>,
+    pub layouts: Option<LayoutsReport>,
     pub startup: Option<StartupReport>,
     /// `verify` after generation and after the load.
     pub checks: Vec<Check>,
@@ -129,6 +142,38 @@ async fn generate_data(store: &Arc<dyn Store>, args: &Args) -> anyhow::Result<Da
         },
     )
     .await
+}
+
+fn layouts_config(args: &Args, tenants: usize) -> LayoutsConfig {
+    LayoutsConfig {
+        users: args.users,
+        tenants,
+        seed: args.seed,
+        samples: args.samples,
+        budget: Duration::from_secs_f64(args.op_seconds),
+        progress: !args.quiet,
+        emulator_users: args.emulator_users,
+        physical_partitions: args.physical_partitions,
+    }
+}
+
+/// The layout comparison of `--tenants`, its stores in `dir`.
+async fn compare_layouts(
+    args: &Args,
+    tenants: usize,
+    dir: &std::path::Path,
+) -> anyhow::Result<LayoutsReport> {
+    let log = logger(args.quiet);
+    log(&format!(
+        "comparing the layouts: {} users over {tenants} tenants",
+        args.users
+    ));
+    let report = crate::layouts::run(&layouts_config(args, tenants), dir, log).await?;
+    log(&format!(
+        "verify in both layouts: {}",
+        if report.holds() { "holds" } else { "FAILS" }
+    ));
+    Ok(report)
 }
 
 pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
@@ -198,6 +243,11 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         Some(crate::hotpost::run(&hot_post_config(args), log).await?)
     };
 
+    let layouts = match args.tenants {
+        Some(tenants) => Some(compare_layouts(args, tenants, &dir).await?),
+        None => None,
+    };
+
     let startup = if args.skip_startup {
         None
     } else {
@@ -220,6 +270,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         hot_post: hot_post.as_deref(),
         hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
         deletes: &deletes,
+        layouts: layouts.as_ref(),
         startup: startup.as_ref(),
         concurrency: args.concurrency,
         checks: &checks,
@@ -239,6 +290,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         load,
         hot_post,
         deletes,
+        layouts,
         startup,
         checks,
         report,
@@ -257,7 +309,10 @@ fn hot_post_config(args: &Args) -> HotPostConfig {
 pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
     let quiet = args.quiet;
     let log = logger(quiet);
-    let mut out = format!("Command: `{command}`\n");
+    let mut out = format!(
+        "Command: `{command}`\n\n{}\n",
+        report::Machine::this().described()
+    );
     match only {
         Only::WriteMix => {
             let temp = tempfile::tempdir()?;
@@ -296,6 +351,18 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
             let config = hot_post_config(args);
             let runs = crate::hotpost::run(&config, log).await?;
             report::hot_post(&mut out, &runs, config.emulator_delay);
+        }
+        Only::Layouts => {
+            let tenants = args
+                .tenants
+                .ok_or_else(|| anyhow::anyhow!("--only layouts needs --tenants N"))?;
+            let temp = tempfile::tempdir()?;
+            let layouts = compare_layouts(args, tenants, temp.path()).await?;
+            crate::layouts_report::markdown(&mut out, &layouts);
+            anyhow::ensure!(
+                layouts.holds(),
+                "verify failed in the layout comparison:\n{out}"
+            );
         }
     }
     Ok(out)

@@ -34,14 +34,14 @@ fn gateway() -> azure_core::http::Url {
     azure_core::http::Url::parse(GATEWAY_URL).expect("valid emulator URL")
 }
 
-fn account_config() -> VirtualAccountConfig {
+pub fn account_config() -> VirtualAccountConfig {
     VirtualAccountConfig::new(vec![VirtualRegion::new("East US", gateway())])
         .expect("valid emulator account")
         // Session consistency: a client reads its own writes, as the blog expects.
         .with_consistency(ConsistencyLevel::Session)
 }
 
-async fn client_of(
+pub async fn client_of(
     mut runtime: CosmosRuntimeBuilder,
     operation_options: Option<OperationOptions>,
 ) -> CosmosClient {

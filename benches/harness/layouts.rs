@@ -1,0 +1,840 @@
+//! `--tenants N`: the two data layouts compared on the same multi-tenant data (issue 11).
+//!
+//! The skewed data set of [`crate::tenants`] is loaded into a `single` store and a `multi`
+//! store, and the operations a tenant's user makes — the ten of SPEC 2, Q7, and a rename with
+//! the username fan-out that follows it — run in both, through a [`MeteredStore`], on the
+//! same targets. In `multi` they run in the tenant's view ([`TenantStore`]), as the API runs
+//! them. Reported per operation and layout: requests, logical partitions, the scope of its
+//! queries (one partition, across all partitions, or a prefix), the logical partitions that
+//! scope covers, items read and written, latency; and on the Cosmos DB emulator, whose
+//! containers have physical partitions, where the SDK sent the queries and the RU charged.
+//! The report's section is written by [`crate::layouts_report`].
+//!
+//! [`TenantStore`]: cosmos_blog::store::tenant::TenantStore
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cosmos_blog::blog::{Blog, PageSize};
+use cosmos_blog::changefeed::{Source, rebuild};
+use cosmos_blog::domain::{CommentContent, PostContent, PostId, TenantId, Title, UserId, Username};
+use cosmos_blog::store::embedded::EmbeddedStore;
+use cosmos_blog::store::metered::{MeteredStore, Metrics};
+use cosmos_blog::store::{Container, PartitionKey, PartitionKeyValue, Store, Tenancy, tenant};
+use indicatif::ProgressBar;
+
+use crate::invariants::{self, Check};
+use crate::routing::{QueryRouting, Routed, partitioned_store};
+use crate::stats::Latencies;
+use crate::tenants::{TenantsConfig, TenantsData, load};
+
+const MIN_SAMPLES: usize = 3;
+const WARM_UP: usize = 3;
+pub const LAYOUTS: [Tenancy; 2] = [Tenancy::Single, Tenancy::Multi];
+
+/// A store under test and, on the emulator, the observer of its requests.
+type Observed = (Arc<dyn Store>, Option<Arc<QueryRouting>>);
+
+#[derive(Debug, Clone)]
+pub struct LayoutsConfig {
+    pub users: usize,
+    pub tenants: usize,
+    pub seed: u64,
+    /// Measured runs per operation and layout (at most).
+    pub samples: usize,
+    /// Time allowed per operation and layout; at least `MIN_SAMPLES` runs are made anyway.
+    pub budget: Duration,
+    pub progress: bool,
+    /// Users of the smaller data set loaded into the Cosmos DB emulator (0: no emulator run).
+    pub emulator_users: usize,
+    /// Physical partitions of each emulator container.
+    pub physical_partitions: u32,
+}
+
+/// What a tenant's user does, in the report's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LayoutOp {
+    C1,
+    Q1,
+    C2,
+    Q2,
+    Q3,
+    C3,
+    Q4,
+    C4,
+    Q5,
+    Q6,
+    Q7,
+    /// C1 on an existing user with a new username: the API's part of a rename.
+    Rename,
+    /// `OnUserChanged` after the rename: every post, comment and like of the user renamed.
+    UsernameFanOut,
+}
+
+impl LayoutOp {
+    pub fn label(self) -> &'static str {
+        match self {
+            LayoutOp::C1 => "C1 create a user",
+            LayoutOp::Q1 => "Q1 a user",
+            LayoutOp::C2 => "C2 create a post",
+            LayoutOp::Q2 => "Q2 a post",
+            LayoutOp::Q3 => "Q3 a user's posts",
+            LayoutOp::C3 => "C3 comment",
+            LayoutOp::Q4 => "Q4 a post's comments",
+            LayoutOp::C4 => "C4 like",
+            LayoutOp::Q5 => "Q5 a post's likes",
+            LayoutOp::Q6 => "Q6 the feed",
+            LayoutOp::Q7 => "Q7 the tenant's users (first page)",
+            LayoutOp::Rename => "C1 rename a user",
+            LayoutOp::UsernameFanOut => "OnUserChanged: the username fan-out",
+        }
+    }
+
+    /// The container that this operation's cross-partition or prefix queries search.
+    fn searched(self) -> Option<Container> {
+        match self {
+            LayoutOp::Q7 => Some(Container::Users),
+            LayoutOp::UsernameFanOut => Some(Container::Posts),
+            _ => None,
+        }
+    }
+
+    /// The order of the runs: queries on the data as loaded, then the commands, C2 before
+    /// C3/C4 (which work on C2's posts). A rename runs the fan-out after it.
+    const RUN_ORDER: [LayoutOp; 12] = [
+        LayoutOp::Q1,
+        LayoutOp::Q2,
+        LayoutOp::Q3,
+        LayoutOp::Q4,
+        LayoutOp::Q5,
+        LayoutOp::Q6,
+        LayoutOp::Q7,
+        LayoutOp::C1,
+        LayoutOp::C2,
+        LayoutOp::C3,
+        LayoutOp::C4,
+        LayoutOp::Rename,
+    ];
+}
+
+/// Mean cost of one run of an operation in one layout.
+#[derive(Debug, Clone)]
+pub struct LayoutRow {
+    pub op: LayoutOp,
+    pub layout: Tenancy,
+    pub samples: usize,
+    pub requests: f64,
+    /// Distinct logical partitions addressed, plus those of the items that cross-partition
+    /// and prefix queries returned.
+    pub partitions: f64,
+    pub fan_out_queries: f64,
+    pub prefix_queries: f64,
+    /// Logical partitions of the searched container under the scope of those queries: all
+    /// of them (across all partitions) or the tenant's (prefix); `None` without such queries.
+    pub in_scope: Option<f64>,
+    pub items_read: f64,
+    pub items_written: f64,
+    pub answer_items: f64,
+    /// Mean RU per run, when the backend reports RU.
+    pub request_units: Option<f64>,
+    /// On the emulator: the query requests the SDK sent, and the distinct physical
+    /// partitions they went to.
+    pub routed: Option<(f64, f64)>,
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+impl LayoutRow {
+    pub fn get(rows: &[LayoutRow], op: LayoutOp, layout: Tenancy) -> Option<&LayoutRow> {
+        rows.iter().find(|r| r.op == op && r.layout == layout)
+    }
+}
+
+/// Q7 page by page through one tenant's users (`single`: the whole blog's, its nearest
+/// equivalent: `single` has no tenants).
+#[derive(Debug, Clone)]
+pub struct UsersWalk {
+    pub layout: Tenancy,
+    pub tenant: Option<TenantId>,
+    pub listed: usize,
+    pub pages: usize,
+    pub requests_per_page: f64,
+    pub partitions_per_page: f64,
+    pub fan_out: bool,
+    pub prefix: bool,
+    /// On the emulator: the query requests of the whole walk, and the distinct physical
+    /// partitions they went to.
+    pub routed: Option<Routed>,
+}
+
+/// One backend's comparison: the same data in both layouts.
+pub struct BackendRun {
+    pub backend: String,
+    /// The data set (identical in both layouts; checked).
+    pub data: TenantsData,
+    /// Load and rebuild times of each layout.
+    pub loads: Vec<(Tenancy, Duration, Duration)>,
+    pub rows: Vec<LayoutRow>,
+    pub walks: Vec<UsersWalk>,
+    /// `verify` in each layout, after loading and after the profile (copies rebuilt).
+    pub checks: Vec<(String, Check)>,
+}
+
+impl BackendRun {
+    pub fn holds(&self) -> bool {
+        self.checks.iter().all(|(_, check)| check.report.holds())
+    }
+}
+
+pub struct LayoutsReport {
+    pub config: LayoutsConfig,
+    pub embedded: BackendRun,
+    pub emulator: Option<BackendRun>,
+}
+
+impl LayoutsReport {
+    pub fn holds(&self) -> bool {
+        self.embedded.holds() && self.emulator.as_ref().is_none_or(BackendRun::holds)
+    }
+}
+
+/// One layout's store under test: the operations go through `metered`, the set-up and the
+/// checks straight to `store`.
+struct Subject {
+    layout: Tenancy,
+    store: Arc<dyn Store>,
+    metered: MeteredStore,
+    blogs: HashMap<TenantId, Blog>,
+    routing: Option<Arc<QueryRouting>>,
+}
+
+/// What one run cost.
+struct Measured {
+    metrics: Metrics,
+    routed: Option<Routed>,
+}
+
+impl Subject {
+    fn new(
+        layout: Tenancy,
+        store: Arc<dyn Store>,
+        data: &TenantsData,
+        routing: Option<Arc<QueryRouting>>,
+    ) -> Self {
+        let metered = MeteredStore::new(Arc::clone(&store));
+        let through: Arc<dyn Store> = Arc::new(metered.clone());
+        let whole = Blog::new(Arc::clone(&through));
+        let blogs = data
+            .tenants
+            .iter()
+            .map(|t| {
+                let blog = match layout {
+                    Tenancy::Single => whole.clone(),
+                    Tenancy::Multi => Blog::new(tenant::scoped(&through, &t.id)),
+                };
+                (t.id.clone(), blog)
+            })
+            .collect();
+        Self {
+            layout,
+            store,
+            metered,
+            blogs,
+            routing,
+        }
+    }
+
+    fn blog(&self, tenant: &TenantId) -> anyhow::Result<&Blog> {
+        self.blogs
+            .get(tenant)
+            .ok_or_else(|| anyhow::anyhow!("no tenant {tenant}"))
+    }
+
+    fn take(&self) -> Measured {
+        Measured {
+            metrics: self.metered.take(),
+            routed: self.routing.as_ref().map(|r| r.take()),
+        }
+    }
+
+    /// The user item as the change feed delivers it: from the store itself, so in `multi`
+    /// with its `tenantId`.
+    async fn user_document(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+    ) -> anyhow::Result<serde_json::Value> {
+        let pk = match self.layout {
+            Tenancy::Single => PartitionKey::single(user.as_str()),
+            Tenancy::Multi => PartitionKey::hierarchical(vec![
+                PartitionKeyValue::String(tenant.as_str().to_owned()),
+                PartitionKeyValue::String(user.as_str().to_owned()),
+            ])?,
+        };
+        self.store
+            .read_item(Container::Users, &pk, user.as_str())
+            .await?
+            .map(|d| d.item)
+            .ok_or_else(|| anyhow::anyhow!("user {user} of {tenant} is missing"))
+    }
+}
+
+/// What run `i` of an operation works on; the same in both layouts.
+struct Target {
+    tenant: usize,
+    user: UserId,
+    post: PostId,
+    /// A user id that does not exist yet (C1), or the new username's suffix (rename).
+    fresh: String,
+}
+
+/// Draws targets uniformly over the users and posts of all tenants, so that the large
+/// tenants are drawn more often, as their users make more requests.
+struct Targets<'a> {
+    data: &'a TenantsData,
+    users: Vec<(usize, usize)>,
+    posts: Vec<(usize, usize)>,
+    with_comments: Vec<(usize, usize)>,
+    with_likes: Vec<(usize, usize)>,
+}
+
+impl<'a> Targets<'a> {
+    fn new(data: &'a TenantsData) -> Self {
+        let users = data
+            .tenants
+            .iter()
+            .enumerate()
+            .flat_map(|(t, tenant)| (0..tenant.users.len()).map(move |u| (t, u)))
+            .collect();
+        let posts: Vec<(usize, usize)> = data
+            .tenants
+            .iter()
+            .enumerate()
+            .flat_map(|(t, tenant)| (0..tenant.posts.len()).map(move |p| (t, p)))
+            .collect();
+        let having = |f: fn(&crate::generate::PostRef) -> bool| -> Vec<(usize, usize)> {
+            let found: Vec<_> = posts
+                .iter()
+                .copied()
+                .filter(|&(t, p)| f(&data.tenants[t].posts[p]))
+                .collect();
+            if found.is_empty() {
+                posts.clone()
+            } else {
+                found
+            }
+        };
+        Self {
+            data,
+            with_comments: having(|p| p.comments > 0),
+            with_likes: having(|p| p.likes > 0),
+            users,
+            posts,
+        }
+    }
+
+    fn target(
+        &self,
+        rng: &mut fastrand::Rng,
+        op: LayoutOp,
+        i: usize,
+        created: &[(usize, PostId)],
+    ) -> Target {
+        let tenants = &self.data.tenants;
+        let (ut, u) = self.users[rng.usize(..self.users.len())];
+        let pool = match op {
+            LayoutOp::Q4 => &self.with_comments,
+            LayoutOp::Q5 => &self.with_likes,
+            _ => &self.posts,
+        };
+        let (pt, p) = pool[rng.usize(..pool.len())];
+        let fresh = format!("bench-{i:06}");
+        match op {
+            // On the posts this layout's C2 made, by a user of the post's tenant; for C4,
+            // distinct (liker, post) pairs as long as there are some.
+            LayoutOp::C3 | LayoutOp::C4 if !created.is_empty() => {
+                let (t, post) = &created[i % created.len()];
+                let members = &tenants[*t].users;
+                let liker = if op == LayoutOp::C4 {
+                    (i / created.len()) % members.len()
+                } else {
+                    rng.usize(..members.len())
+                };
+                Target {
+                    tenant: *t,
+                    user: members[liker].clone(),
+                    post: post.clone(),
+                    fresh,
+                }
+            }
+            LayoutOp::Q2 | LayoutOp::Q4 | LayoutOp::Q5 | LayoutOp::C3 | LayoutOp::C4 => {
+                let members = &tenants[pt].users;
+                Target {
+                    tenant: pt,
+                    user: members[rng.usize(..members.len())].clone(),
+                    post: tenants[pt].posts[p].post_id.clone(),
+                    fresh,
+                }
+            }
+            _ => Target {
+                tenant: ut,
+                user: tenants[ut].users[u].clone(),
+                post: tenants[pt].posts[p].post_id.clone(),
+                fresh,
+            },
+        }
+    }
+}
+
+/// One measured step of a run.
+struct Step {
+    op: LayoutOp,
+    measured: Measured,
+    answer: usize,
+    latency: Duration,
+}
+
+/// Runs `op` once on `target`; a rename is two steps, the command and the fan-out.
+async fn run_once(
+    subject: &Subject,
+    data: &TenantsData,
+    op: LayoutOp,
+    target: &Target,
+    created: &mut Vec<(usize, PostId)>,
+) -> anyhow::Result<Vec<Step>> {
+    let tenant = &data.tenants[target.tenant].id;
+    let blog = subject.blog(tenant)?;
+    subject.take();
+    let begun = Instant::now();
+    let answer = match op {
+        LayoutOp::C1 => {
+            let user = UserId::parse(&target.fresh)?;
+            let name = Username::parse(&format!("new {}", target.fresh))?;
+            blog.put_user(&user, user.clone(), name).await?;
+            1
+        }
+        LayoutOp::Q1 => blog.get_user(&target.user).await.map(|_| 1)?,
+        LayoutOp::C2 => {
+            let title = Title::parse("benchmark post")?;
+            let content = PostContent::parse(&"benchmark content ".repeat(40))?;
+            let post = blog.create_post(&target.user, title, content).await?;
+            created.push((target.tenant, post.post_id));
+            1
+        }
+        LayoutOp::Q2 => blog.get_post(&target.post).await.map(|_| 1)?,
+        LayoutOp::Q3 => blog
+            .user_posts(&target.user, PageSize::DEFAULT, None)
+            .await?
+            .items
+            .len(),
+        LayoutOp::C3 => {
+            let content = CommentContent::parse("a benchmark comment")?;
+            blog.add_comment(&target.user, &target.post, content)
+                .await
+                .map(|_| 1)?
+        }
+        LayoutOp::Q4 => blog
+            .comments(&target.post, PageSize::DEFAULT, None)
+            .await?
+            .items
+            .len(),
+        LayoutOp::C4 => blog
+            .like_post(&target.user, &target.post)
+            .await
+            .map(|_| 1)?,
+        LayoutOp::Q5 => blog
+            .likes(&target.post, PageSize::DEFAULT, None)
+            .await?
+            .items
+            .len(),
+        LayoutOp::Q6 => blog.feed(PageSize::MAX).await?.len(),
+        LayoutOp::Q7 => blog.list_users(PageSize::DEFAULT, None).await?.items.len(),
+        LayoutOp::Rename => {
+            let name = Username::parse(&format!("renamed {}", target.fresh))?;
+            blog.put_user(&target.user, target.user.clone(), name)
+                .await?;
+            1
+        }
+        LayoutOp::UsernameFanOut => anyhow::bail!("the fan-out runs after a rename"),
+    };
+    let mut steps = vec![Step {
+        op,
+        measured: subject.take(),
+        answer,
+        latency: begun.elapsed(),
+    }];
+    if op == LayoutOp::Rename {
+        // What the change feed then delivers, handled as the pump or the trigger would.
+        let document = subject.user_document(tenant, &target.user).await?;
+        let through: Arc<dyn Store> = Arc::new(subject.metered.clone());
+        subject.take();
+        let begun = Instant::now();
+        let report = Source::Users.handle(&through, &[document]).await?;
+        anyhow::ensure!(
+            report.skipped.is_empty(),
+            "OnUserChanged skipped {:?}",
+            report.skipped
+        );
+        steps.push(Step {
+            op: LayoutOp::UsernameFanOut,
+            measured: subject.take(),
+            answer: 0,
+            latency: begun.elapsed(),
+        });
+    }
+    Ok(steps)
+}
+
+#[derive(Default)]
+struct Sum {
+    runs: usize,
+    metrics: Metrics,
+    in_scope: Option<u64>,
+    routed: Option<Routed>,
+    answer_items: usize,
+    latencies: Latencies,
+}
+
+impl Sum {
+    fn add(&mut self, step: Step, in_scope: Option<u64>) {
+        let m = &step.measured.metrics;
+        self.runs += 1;
+        self.metrics.requests += m.requests;
+        self.metrics.partitions += m.partitions;
+        self.metrics.fan_out_queries += m.fan_out_queries;
+        self.metrics.prefix_queries += m.prefix_queries;
+        self.metrics.items_read += m.items_read;
+        self.metrics.items_written += m.items_written;
+        if let Some(ru) = m.request_units {
+            *self.metrics.request_units.get_or_insert(0.0) += ru;
+        }
+        if m.fan_out_queries + m.prefix_queries > 0
+            && let Some(n) = in_scope
+        {
+            *self.in_scope.get_or_insert(0) += n;
+        }
+        if let Some(r) = step.measured.routed {
+            let sum = self.routed.get_or_insert_with(Routed::default);
+            sum.query_requests += r.query_requests;
+            sum.physical_partitions += r.physical_partitions;
+        }
+        self.answer_items += step.answer;
+        self.latencies.push(step.latency);
+    }
+
+    fn row(mut self, op: LayoutOp, layout: Tenancy) -> LayoutRow {
+        let n = self.runs.max(1) as f64;
+        let mean = |total: u64| total as f64 / n;
+        LayoutRow {
+            op,
+            layout,
+            samples: self.runs,
+            requests: mean(self.metrics.requests),
+            partitions: mean(self.metrics.partitions),
+            fan_out_queries: mean(self.metrics.fan_out_queries),
+            prefix_queries: mean(self.metrics.prefix_queries),
+            in_scope: self.in_scope.map(mean),
+            items_read: mean(self.metrics.items_read),
+            items_written: mean(self.metrics.items_written),
+            answer_items: self.answer_items as f64 / n,
+            request_units: self.metrics.request_units.map(|ru| ru / n),
+            routed: self
+                .routed
+                .map(|r| (mean(r.query_requests), mean(r.physical_partitions))),
+            p50: self.latencies.percentile(50.0),
+            p99: self.latencies.percentile(99.0),
+        }
+    }
+}
+
+/// Logical partitions of `container` that a query of `layout` for `tenant` searches: the
+/// whole container across all partitions, the tenant's part by prefix. One per user in
+/// `users`, one per post in `posts`; what the profile made itself is counted in.
+struct Scope {
+    users: Vec<u64>,
+    posts: Vec<u64>,
+}
+
+impl Scope {
+    fn new(data: &TenantsData) -> Self {
+        Self {
+            users: data.tenants.iter().map(|t| t.users.len() as u64).collect(),
+            posts: data.tenants.iter().map(|t| t.posts.len() as u64).collect(),
+        }
+    }
+
+    fn of(&self, layout: Tenancy, container: Container, tenant: usize) -> u64 {
+        let counts = match container {
+            Container::Users => &self.users,
+            _ => &self.posts,
+        };
+        match layout {
+            Tenancy::Single => counts.iter().sum(),
+            Tenancy::Multi => counts[tenant],
+        }
+    }
+}
+
+/// Profiles every operation in both layouts in lock step: run `i` of an operation works on
+/// the same target in each layout, one layout right after the other, so that both have the
+/// same runs (the time budget is the layouts' together).
+async fn profile(
+    subjects: &[Subject],
+    data: &TenantsData,
+    config: &LayoutsConfig,
+) -> anyhow::Result<Vec<LayoutRow>> {
+    let targets = Targets::new(data);
+    let bar = if config.progress {
+        ProgressBar::new(LayoutOp::RUN_ORDER.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut scopes: Vec<Scope> = subjects.iter().map(|_| Scope::new(data)).collect();
+    let mut created: Vec<Vec<(usize, PostId)>> = vec![Vec::new(); subjects.len()];
+    let budget = config.budget * subjects.len() as u32;
+    // Warm-up runs are for the latencies; on the emulator only the counts are reported.
+    let warm_up = if subjects.iter().any(|s| s.routing.is_some()) {
+        0
+    } else {
+        WARM_UP
+    };
+    let mut rows = Vec::new();
+    for op in LayoutOp::RUN_ORDER {
+        bar.set_message(op.label());
+        // One generator per layout, seeded alike: they draw the same targets.
+        let mut rngs: Vec<fastrand::Rng> = subjects
+            .iter()
+            .map(|_| fastrand::Rng::with_seed(config.seed ^ (op as u64 * 7919)))
+            .collect();
+        let mut sums: Vec<HashMap<LayoutOp, Sum>> =
+            subjects.iter().map(|_| HashMap::new()).collect();
+        let started = Instant::now();
+        let mut i = 0;
+        while i < warm_up + config.samples
+            && (i < warm_up + MIN_SAMPLES || started.elapsed() < budget)
+        {
+            // Each layout goes first every other run, so that neither pays for the other's
+            // writes still settling (write-ahead log, page cache) more often.
+            for s in (0..subjects.len()).map(|k| (k + i) % subjects.len()) {
+                let subject = &subjects[s];
+                let target = targets.target(&mut rngs[s], op, i, &created[s]);
+                let made = created[s].len();
+                let steps = run_once(subject, data, op, &target, &mut created[s])
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{} in {}: {e:#}", op.label(), subject.layout))?;
+                match op {
+                    LayoutOp::C1 => scopes[s].users[target.tenant] += 1,
+                    LayoutOp::C2 => {
+                        scopes[s].posts[target.tenant] += (created[s].len() - made) as u64
+                    }
+                    _ => {}
+                }
+                if i >= warm_up {
+                    for step in steps {
+                        let in_scope = step
+                            .op
+                            .searched()
+                            .map(|c| scopes[s].of(subject.layout, c, target.tenant));
+                        sums[s].entry(step.op).or_default().add(step, in_scope);
+                    }
+                }
+            }
+            i += 1;
+        }
+        for (subject, sums) in subjects.iter().zip(sums) {
+            rows.extend(
+                sums.into_iter()
+                    .map(|(op, sum)| sum.row(op, subject.layout)),
+            );
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    rows.sort_by_key(|r| (r.op, r.layout == Tenancy::Multi));
+    Ok(rows)
+}
+
+/// Q7 through every page: in `multi` for the largest and the smallest tenant, in `single`
+/// for the whole blog. Each walk must list exactly the users it should: a tenant's own.
+async fn walks(subjects: &[Subject], data: &TenantsData) -> anyhow::Result<Vec<UsersWalk>> {
+    let mut walks = Vec::new();
+    for subject in subjects {
+        let tenants: Vec<usize> = match subject.layout {
+            Tenancy::Single => vec![0],
+            Tenancy::Multi => {
+                let mut ends = vec![0, data.tenants.len() - 1];
+                ends.dedup();
+                ends
+            }
+        };
+        for t in tenants {
+            let tenant = &data.tenants[t];
+            let blog = subject.blog(&tenant.id)?;
+            let (expected, named) = match subject.layout {
+                Tenancy::Single => (data.users(), None),
+                Tenancy::Multi => (tenant.users.len(), Some(tenant.id.clone())),
+            };
+            let mut sum = Sum::default();
+            let mut continuation: Option<String> = None;
+            let mut listed = 0;
+            // The metrics page by page; the routing over the whole walk.
+            subject.take();
+            loop {
+                let page = blog
+                    .list_users(PageSize::DEFAULT, continuation.as_deref())
+                    .await?;
+                listed += page.items.len();
+                let step = Step {
+                    op: LayoutOp::Q7,
+                    measured: Measured {
+                        metrics: subject.metered.take(),
+                        routed: None,
+                    },
+                    answer: page.items.len(),
+                    latency: Duration::ZERO,
+                };
+                sum.add(step, None);
+                continuation = page.continuation;
+                if continuation.is_none() {
+                    break;
+                }
+            }
+            anyhow::ensure!(
+                listed == expected,
+                "Q7 in {} listed {listed} users, not {expected}",
+                subject.layout
+            );
+            let row = sum.row(LayoutOp::Q7, subject.layout);
+            walks.push(UsersWalk {
+                layout: subject.layout,
+                tenant: named,
+                listed,
+                pages: row.samples,
+                requests_per_page: row.requests,
+                partitions_per_page: row.partitions,
+                fan_out: row.fan_out_queries > 0.0,
+                prefix: row.prefix_queries > 0.0,
+                routed: subject.routing.as_ref().map(|r| r.take()),
+            });
+        }
+    }
+    Ok(walks)
+}
+
+/// `verify` on `store`, as the report lists it.
+async fn checked(
+    store: &Arc<dyn Store>,
+    layout: Tenancy,
+    after: &str,
+    progress: bool,
+) -> anyhow::Result<(String, Check)> {
+    let check = invariants::after_generation(store, progress).await?;
+    Ok((format!("{layout}, {after}"), check))
+}
+
+/// Loads the data set into the two stores, profiles both, checks both.
+async fn compare(
+    backend: String,
+    stores: Vec<Observed>,
+    tenants: &TenantsConfig,
+    config: &LayoutsConfig,
+    log: impl Fn(&str) + Copy,
+) -> anyhow::Result<BackendRun> {
+    let mut loaded: Option<TenantsData> = None;
+    let mut loads = Vec::new();
+    let mut checks = Vec::new();
+    let mut subjects = Vec::new();
+    for (store, routing) in stores {
+        let layout = store.tenancy();
+        log(&format!(
+            "{backend}: loading {} users over {} tenants into the {layout} layout",
+            tenants.users, tenants.tenants
+        ));
+        let data = load(&store, tenants).await?;
+        loads.push((layout, data.load_time, data.rebuild_time));
+        checks.push(checked(&store, layout, "after loading", config.progress).await?);
+        if let Some(first) = &loaded {
+            anyhow::ensure!(
+                first.same_data(&data),
+                "the layouts were loaded differently"
+            );
+        }
+        subjects.push(Subject::new(layout, store, &data, routing));
+        loaded.get_or_insert(data);
+    }
+    let data = loaded.ok_or_else(|| anyhow::anyhow!("no layout to compare"))?;
+    log(&format!("{backend}: Q7 page by page"));
+    let walks = walks(&subjects, &data).await?;
+    log(&format!(
+        "{backend}: profiling the operations in both layouts"
+    ));
+    let rows = profile(&subjects, &data, config).await?;
+    for subject in &subjects {
+        // The profile's posts, comments, likes and renames reach the copies as the change
+        // feed would bring them; then everything must hold again.
+        rebuild(&subject.store).await?;
+        checks.push(
+            checked(
+                &subject.store,
+                subject.layout,
+                "after the profile (copies rebuilt)",
+                config.progress,
+            )
+            .await?,
+        );
+    }
+    Ok(BackendRun {
+        backend,
+        data,
+        loads,
+        rows,
+        walks,
+        checks,
+    })
+}
+
+/// The comparison on the embedded store in `dir` and, unless `emulator_users` is 0, on the
+/// Cosmos DB emulator with a smaller data set.
+pub async fn run(
+    config: &LayoutsConfig,
+    dir: &std::path::Path,
+    log: impl Fn(&str) + Copy,
+) -> anyhow::Result<LayoutsReport> {
+    let tenants = TenantsConfig {
+        users: config.users,
+        tenants: config.tenants,
+        seed: config.seed,
+        progress: config.progress,
+    };
+    let mut stores: Vec<Observed> = Vec::new();
+    for layout in LAYOUTS {
+        let path = dir.join(format!("layouts-{layout}.sqlite3"));
+        stores.push((Arc::new(EmbeddedStore::open_with(&path, layout)?), None));
+    }
+    let embedded = compare("embedded".into(), stores, &tenants, config, log).await?;
+
+    let emulator = if config.emulator_users == 0 {
+        None
+    } else {
+        let users = config.emulator_users.clamp(config.tenants, config.users);
+        let mut stores: Vec<Observed> = Vec::new();
+        for layout in LAYOUTS {
+            let routing = Arc::new(QueryRouting::default());
+            let store =
+                partitioned_store(layout, config.physical_partitions, Arc::clone(&routing)).await?;
+            stores.push((store, Some(routing)));
+        }
+        let backend = format!(
+            "Cosmos DB emulator, {} physical partitions per container",
+            config.physical_partitions
+        );
+        let small = TenantsConfig { users, ..tenants };
+        Some(compare(backend, stores, &small, config, log).await?)
+    };
+    Ok(LayoutsReport {
+        config: config.clone(),
+        embedded,
+        emulator,
+    })
+}
