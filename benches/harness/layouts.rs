@@ -810,6 +810,12 @@ pub async fn run(
     let mut stores: Vec<Observed> = Vec::new();
     for layout in LAYOUTS {
         let path = dir.join(format!("layouts-{layout}.sqlite3"));
+        // The walks and the checks count what the run itself loaded and made.
+        anyhow::ensure!(
+            !path.exists(),
+            "{} exists: the layout comparison needs fresh stores (another --data-dir, or remove it)",
+            path.display()
+        );
         stores.push((Arc::new(EmbeddedStore::open_with(&path, layout)?), None));
     }
     let embedded = compare("embedded".into(), stores, &tenants, config, log).await?;
