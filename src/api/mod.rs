@@ -205,6 +205,11 @@ async fn ready() -> &'static str {
 }
 
 async fn unknown_route() -> Problem {
+    route_not_found()
+}
+
+/// The answer to a path no route serves (also a tenant path that cannot be handed on).
+fn route_not_found() -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
 }
 

@@ -9,16 +9,16 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Request};
+use axum::http::Uri;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tower::ServiceExt;
 
-use super::AppState;
 use super::extract::PathPair;
 use super::feed_cache::FeedCache;
 use super::problem::Problem;
+use super::{AppState, route_not_found};
 use crate::blog::Blog;
 use crate::domain::TenantId;
 use crate::error::Error;
@@ -123,7 +123,7 @@ impl FromRequestParts<AppState> for CurrentScope {
             .blogs
             .scope(parts.extensions.get::<TenantId>())
             .map(CurrentScope)
-            .ok_or_else(unknown_route)
+            .ok_or_else(route_not_found)
     }
 }
 
@@ -140,10 +140,6 @@ impl FromRequestParts<AppState> for CurrentBlog {
         let CurrentScope(scope) = CurrentScope::from_request_parts(parts, state).await?;
         Ok(CurrentBlog(scope.blog.clone()))
     }
-}
-
-fn unknown_route() -> Problem {
-    Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
 }
 
 /// The `multi` deployment's routes: `/api/tenants/{tenantId}/<rest>` is served by the
@@ -166,7 +162,7 @@ async fn forward(api: Router, tenant: String, request: Request) -> Response {
         Err(invalid) => return Error::Validation(invalid).into_response(),
     };
     let Some(uri) = plain_uri(request.uri()) else {
-        return unknown_route().into_response();
+        return route_not_found().into_response();
     };
     // A new request, not the routed one: its extensions hold this route's path parameters,
     // which the plain route's extractors would see before their own.

@@ -94,7 +94,7 @@ fn ids(items: &[Value]) -> Vec<String> {
 }
 
 /// Every page of `query`, checking that none exceeds `size`.
-async fn all_pages(
+pub(crate) async fn all_pages(
     store: &Arc<dyn Store>,
     container: Container,
     query: &Query,
@@ -602,7 +602,7 @@ async fn malformed_continuations_are_refused(store: Arc<dyn Store>) {
 }
 
 /// Reads the change feed from `since` until it has nothing more.
-async fn drain_changes(
+pub(crate) async fn drain_changes(
     store: &Arc<dyn Store>,
     container: Container,
     mut since: Option<Checkpoint>,

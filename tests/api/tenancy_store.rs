@@ -19,6 +19,7 @@ use cosmos_blog::verify::{ViolationKind, verify};
 use serde_json::{Value, json};
 
 use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store_in};
+use crate::store_contract::{all_pages, drain_changes};
 
 /// Declares each test twice: on a `multi` embedded store and on a `multi` Cosmos DB store
 /// (the SDK's in-memory emulator, MultiHash containers).
@@ -85,29 +86,18 @@ async fn put_users(store: &Arc<dyn Store>) {
     }
 }
 
+/// `(tenantId, id)` of every item `query` finds in `users`, in pages of `page_size`.
 async fn all_in(store: &Arc<dyn Store>, query: &Query, page_size: u32) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    let mut continuation = None;
-    loop {
-        let request = PageRequest {
-            max_items: page_size,
-            continuation,
-        };
-        let page = store
-            .query(Container::Users, query, request)
-            .await
-            .expect("query");
-        found.extend(page.items.iter().map(|item| {
+    all_pages(store, Container::Users, query, page_size)
+        .await
+        .iter()
+        .map(|item| {
             (
                 item["tenantId"].as_str().unwrap_or_default().to_owned(),
                 item["id"].as_str().unwrap_or_default().to_owned(),
             )
-        }));
-        match page.continuation {
-            Some(token) => continuation = Some(token),
-            None => return found,
-        }
-    }
+        })
+        .collect()
 }
 
 async fn prefix_queries_return_exactly_the_tenants_partitions(store: Arc<dyn Store>) {
@@ -298,19 +288,7 @@ async fn the_change_feed_rebuild_and_verify_work_tenant_by_tenant(store: Arc<dyn
     let post_b = user_with_post(&store, "b", "Ada B").await;
     // One batch of the whole container's change feed, mixing the tenants, as the pump and
     // the Functions trigger receive it.
-    let mut documents = Vec::new();
-    let mut checkpoint = None;
-    loop {
-        let changes = store
-            .read_changes(Container::Posts, checkpoint.as_ref(), 100)
-            .await
-            .expect("change feed");
-        if changes.items.is_empty() {
-            break;
-        }
-        documents.extend(changes.items);
-        checkpoint = Some(changes.checkpoint);
-    }
+    let (documents, _) = drain_changes(&store, Container::Posts, None, 100).await;
     assert_eq!(documents.len(), 2);
     Source::Posts
         .handle(&store, &documents)
