@@ -87,13 +87,23 @@ pub async fn spawn_app_without_pump_in(backend: Backend, tenancy: Tenancy) -> Te
 }
 
 async fn spawn_with(backend: Backend, tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, tenancy, &data_dir).await;
-    let app = spawn_on_store(store, data_dir, change_feed).await;
+    let app = spawn_unaddressed(backend, tenancy, change_feed).await;
     match tenancy {
         Tenancy::Single => app,
         Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
     }
+}
+
+/// The application of `tenancy` on a fresh store, its paths used as written (no tenant
+/// chosen): for tests that address the routes of either layout themselves.
+pub async fn spawn_unaddressed(
+    backend: Backend,
+    tenancy: Tenancy,
+    change_feed: ChangeFeedMode,
+) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store = open_backend(backend, tenancy, &data_dir).await;
+    spawn_on_store(store, data_dir, change_feed).await
 }
 
 async fn open_backend(backend: Backend, tenancy: Tenancy, data_dir: &TempDir) -> Arc<dyn Store> {

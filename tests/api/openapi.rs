@@ -13,7 +13,6 @@ use async_trait::async_trait;
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::metadata;
 use cosmos_blog::settings::ChangeFeedMode;
-use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
@@ -25,7 +24,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::backend_tests;
-use crate::helpers::{TestApp, eventually, spawn_on_store};
+use crate::helpers::{Backend, TestApp, eventually, spawn_on_store, spawn_unaddressed};
 
 backend_tests!(every_operation_answers_as_the_document_says);
 
@@ -35,15 +34,13 @@ mod multi {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn embedded_every_operation_answers_as_the_document_says() {
-        let app = spawn_embedded_in(Tenancy::Multi, ChangeFeedMode::Pump).await;
+        let app = spawn_unaddressed(Backend::Embedded, Tenancy::Multi, ChangeFeedMode::Pump).await;
         answers_as_documented(app, Tenancy::Multi).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cosmos_every_operation_answers_as_the_document_says() {
-        let store = crate::cosmos_emulator::emulator_store_in(Tenancy::Multi).await;
-        let data_dir = TempDir::new().expect("temp dir");
-        let app = spawn_on_store(store, data_dir, ChangeFeedMode::Pump).await;
+        let app = spawn_unaddressed(Backend::Cosmos, Tenancy::Multi, ChangeFeedMode::Pump).await;
         answers_as_documented(app, Tenancy::Multi).await;
     }
 }
@@ -432,14 +429,6 @@ async fn routing_of(response: reqwest::Response) -> Routing {
     }
 }
 
-/// The application of `tenancy` on a fresh embedded store, without change-feed processing.
-async fn spawn_embedded_in(tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let store = EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
-        .expect("embedded store");
-    spawn_on_store(Arc::new(store), data_dir, change_feed).await
-}
-
 /// How `tenancy` addresses an `/api` path: as it is, or under [`TENANT`]'s prefix. Paths
 /// already under a tenant, and those outside `/api`, are left as they are.
 fn in_layout(tenancy: Tenancy, path: &str) -> String {
@@ -465,7 +454,7 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
         })
         .collect();
     for tenancy in LAYOUTS {
-        let app = spawn_embedded_in(tenancy, ChangeFeedMode::Off).await;
+        let app = spawn_unaddressed(Backend::Embedded, tenancy, ChangeFeedMode::Off).await;
         let served = app.get(&in_layout(tenancy, "/api/openapi.json")).await;
         assert_eq!(served.status(), StatusCode::OK);
         assert_eq!(served.headers()[CONTENT_TYPE], "application/json");
