@@ -8,6 +8,7 @@ pub mod changefeed;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod platform;
 pub mod settings;
 pub mod startup;
 pub mod store;

@@ -33,8 +33,8 @@ pub struct Settings {
     pub feed_cache_ms: u64,
 
     /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
-    /// Functions triggers do it), `auto` (pump, unless running under the Functions host on
-    /// Cosmos DB).
+    /// Functions triggers do it), `auto` (pump, unless running under the Functions host or on
+    /// App Service, with Cosmos DB).
     #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto)]
     pub change_feed: ChangeFeedMode,
 
@@ -90,16 +90,53 @@ impl Settings {
         match self.change_feed {
             ChangeFeedMode::Pump => true,
             ChangeFeedMode::Off => false,
-            // Under the Functions host on Cosmos DB the triggers do the work; the embedded
-            // store has no triggers, so the pump runs there even under `func start`.
-            ChangeFeedMode::Auto => !(under_functions_host() && self.store.uses_cosmos()),
+            // Hosted on Cosmos DB the triggers do the work; the embedded store has no
+            // triggers, so the pump runs there even under `func start`.
+            ChangeFeedMode::Auto => !(self.auth.platform.hosted() && self.store.uses_cosmos()),
         }
     }
 }
 
-/// Whether the Functions host started this process: it passes its app settings, which
-/// always include `FUNCTIONS_WORKER_RUNTIME` (`custom`), to the custom handler. The port
-/// variable alone is no sign of it: standalone users may set it to choose a port.
-pub fn under_functions_host() -> bool {
-    std::env::var_os("FUNCTIONS_WORKER_RUNTIME").is_some()
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::platform::Platform;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        settings: Settings,
+    }
+
+    fn settings(args: &[&str], platform: Platform) -> Settings {
+        let mut settings =
+            Command::try_parse_from(std::iter::once("cosmos-blog").chain(args.iter().copied()))
+                .expect("valid flags")
+                .settings;
+        settings.auth.platform = platform;
+        settings
+    }
+
+    #[test]
+    fn auto_leaves_the_change_feed_to_the_triggers_when_hosted_on_cosmos_db() {
+        let cosmos = ["--cosmos-endpoint", "https://blog.documents.azure.com:443/"];
+        let flex_without_worker_runtime = Platform {
+            functions_host: true,
+            app_service: true,
+            website_auth_enabled: None,
+        };
+        let app_service_only = Platform {
+            app_service: true,
+            ..Platform::default()
+        };
+        assert!(!settings(&cosmos, flex_without_worker_runtime.clone()).runs_pump());
+        assert!(!settings(&cosmos, app_service_only).runs_pump());
+        assert!(settings(&cosmos, Platform::default()).runs_pump());
+        // The embedded store has no triggers: the pump runs even under `func start`.
+        assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
+        let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
+        assert!(settings(&forced, flex_without_worker_runtime).runs_pump());
+    }
 }

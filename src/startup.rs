@@ -14,7 +14,8 @@ use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::Pump;
 use crate::functions;
-use crate::settings::{Settings, StoreSettings, under_functions_host};
+use crate::platform::Platform;
+use crate::settings::{Settings, StoreSettings};
 use crate::store::Store;
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
@@ -24,6 +25,7 @@ pub struct Application {
     router: Router,
     pump: Option<Pump>,
     store: Arc<dyn Store>,
+    platform: Platform,
 }
 
 /// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
@@ -62,7 +64,7 @@ impl Application {
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );
-        let router = api::app(state, trigger_routes());
+        let router = api::app(state, trigger_routes(settings));
         let pump = settings
             .runs_pump()
             .then(|| Pump::start(Arc::clone(&store)));
@@ -71,6 +73,7 @@ impl Application {
             router,
             pump,
             store,
+            platform: settings.auth.platform.clone(),
         })
     }
 
@@ -93,6 +96,8 @@ impl Application {
             backend = self.store.backend(),
             tenancy = %self.store.tenancy(),
             pump = self.pump.is_some(),
+            functions_host = self.platform.functions_host,
+            app_service = self.platform.app_service,
             "serving"
         );
         axum::serve(self.listener, self.router)
@@ -109,8 +114,8 @@ impl Application {
 /// The change-feed trigger invocations are only mounted under the Functions host: there the
 /// handler's port is reachable by the host alone, while a standalone server would let anyone
 /// who can reach it POST forged documents into the copies.
-fn trigger_routes() -> Router<AppState> {
-    if under_functions_host() {
+fn trigger_routes(settings: &Settings) -> Router<AppState> {
+    if settings.auth.platform.functions_host {
         functions::router()
     } else {
         Router::new()

@@ -2,7 +2,8 @@
 //!
 //! - `header`: trust `x-ms-client-principal-id` as sent. Local development only: the default of
 //!   a standalone server on loopback, refused on any other address unless chosen explicitly.
-//! - `easyauth`: the default under the Functions host. The header is trusted only when the
+//! - `easyauth`: the default under the Functions host or on App Service, whatever the plan
+//!   ([`Platform`]). The header is trusted only when the
 //!   platform says App Service Authentication is on (`WEBSITE_AUTH_ENABLED=true`): only then
 //!   does it strip copies sent by clients. Otherwise every command is refused.
 //! - `jwt`: `Authorization: Bearer <token>`, validated against a JWKS ([`jwt`]).
@@ -21,6 +22,7 @@ use clap::{Args, ValueEnum};
 use crate::api::problem::Problem;
 use crate::domain::UserId;
 use crate::error::Error;
+pub use crate::platform::Platform;
 use jwt::{JwtConfig, JwtVerifier};
 
 /// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
@@ -41,7 +43,8 @@ pub enum AuthMode {
 #[derive(Debug, Clone, Default, Args)]
 pub struct AuthSettings {
     /// How commands identify their caller: `header`, `easyauth` or `jwt`. Default: `easyauth`
-    /// under the Functions host, else `header` (which only starts on a loopback address).
+    /// under the Functions host or on App Service (any plan), else `header` (which only starts
+    /// on a loopback address).
     #[arg(long = "auth", env = "BLOG_AUTH", value_enum, ignore_case = true)]
     pub mode: Option<AuthMode>,
 
@@ -66,34 +69,6 @@ pub struct AuthSettings {
     pub platform: Platform,
 }
 
-/// The environment the hosting platform sets. Tests inject it instead of changing the
-/// process environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Platform {
-    /// `FUNCTIONS_WORKER_RUNTIME` is set: the Functions host started this process.
-    pub functions_host: bool,
-    /// The value of `WEBSITE_AUTH_ENABLED`, which App Service sets to `True` when App Service
-    /// Authentication is on.
-    pub website_auth_enabled: Option<String>,
-}
-
-impl Platform {
-    pub fn from_env() -> Self {
-        Self {
-            functions_host: crate::settings::under_functions_host(),
-            website_auth_enabled: std::env::var("WEBSITE_AUTH_ENABLED").ok(),
-        }
-    }
-
-    /// App Service Authentication is on: the platform strips client copies of the principal
-    /// headers and sets them itself.
-    pub fn easy_auth_enabled(&self) -> bool {
-        self.website_auth_enabled
-            .as_deref()
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    }
-}
-
 /// The settings resolved against the platform and the bind address, before any key is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolved {
@@ -110,7 +85,8 @@ pub enum Resolved {
 impl AuthSettings {
     /// The mode in force, or why the server must not start with these settings.
     pub fn resolve(&self, bind: IpAddr) -> anyhow::Result<Resolved> {
-        let mode = self.mode.unwrap_or(if self.platform.functions_host {
+        // Fail closed: `header` is a default only where no hosting platform is in sight.
+        let mode = self.mode.unwrap_or(if self.platform.hosted() {
             AuthMode::EasyAuth
         } else {
             AuthMode::Header
@@ -285,10 +261,7 @@ mod tests {
     }
 
     fn under_host(website_auth_enabled: Option<&str>) -> Platform {
-        Platform {
-            functions_host: true,
-            website_auth_enabled: website_auth_enabled.map(str::to_owned),
-        }
+        Platform::functions_host(website_auth_enabled)
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use cosmos_blog::platform::Platform;
 use cosmos_blog::store::{Container, PageRequest, Query, Store};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
@@ -117,9 +118,7 @@ pub struct Binary {
 }
 
 /// Variables of the parent environment that would change what these tests see.
-const CLEARED: [&str; 12] = [
-    "FUNCTIONS_WORKER_RUNTIME",
-    "WEBSITE_AUTH_ENABLED",
+const CLEARED: [&str; 10] = [
     "BLOG_AUTH",
     "BLOG_JWT_JWKS",
     "BLOG_JWT_ISSUER",
@@ -138,7 +137,7 @@ impl Binary {
         let port = free_port();
         let stderr = data.path().join("stderr.log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
-        for name in CLEARED {
+        for name in CLEARED.into_iter().chain(Platform::variables()) {
             command.env_remove(name);
         }
         command

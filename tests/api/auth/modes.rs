@@ -24,10 +24,7 @@ on_every_backend!(
 /// The application as the Functions host starts it, with `WEBSITE_AUTH_ENABLED` as given.
 /// No change-feed processing, so that the stored items change only through commands.
 async fn under_functions_host(backend: Backend, website_auth_enabled: Option<&str>) -> TestApp {
-    let platform = Platform {
-        functions_host: true,
-        website_auth_enabled: website_auth_enabled.map(str::to_owned),
-    };
+    let platform = Platform::functions_host(website_auth_enabled);
     spawn_app_with(backend, |settings| {
         settings.change_feed = ChangeFeedMode::Off;
         settings.auth.platform = platform;
@@ -233,6 +230,104 @@ async fn the_binary_under_the_functions_host_trusts_the_header_only_with_easy_au
     on.stop();
     assert!(lines_with(&on.log(), "ERROR").is_empty(), "{}", on.log());
     assert!(stored_user(on.data_dir(), "eve").await.is_some());
+}
+
+/// The variables the Functions host gives every custom handler process it starts, on every
+/// plan and under `func start` (the host's `HttpWorkerProcess`).
+const HOST_WORKER: [(&str, &str); 4] = [
+    (
+        "FUNCTIONS_CUSTOMHANDLER_WORKER_ID",
+        "6a1c0c3e-1a8e-4b1f-9a52-3f1d2b7c9e10",
+    ),
+    (
+        "FUNCTIONS_HTTPWORKER_ID",
+        "6a1c0c3e-1a8e-4b1f-9a52-3f1d2b7c9e10",
+    ),
+    ("FUNCTIONS_HTTPWORKER_PORT", "40001"),
+    ("FUNCTIONS_APP_ROOT_PATH", "/home/site/wwwroot"),
+];
+
+/// What App Service sets in every app, whatever the plan.
+const APP_SERVICE: [(&str, &str); 4] = [
+    ("WEBSITE_SITE_NAME", "blog-app"),
+    ("WEBSITE_HOSTNAME", "blog-app.azurewebsites.net"),
+    ("WEBSITE_INSTANCE_ID", "0e5a1b7f"),
+    ("WEBSITE_OWNER_NAME", "sub+rg-westeuropewebspace"),
+];
+
+/// Each plan's environment as the binary sees it, Easy Auth off.
+fn plan_environments() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    let on_app_service = |extra: &[(&'static str, &'static str)]| {
+        let mut vars = HOST_WORKER.to_vec();
+        vars.extend(APP_SERVICE);
+        vars.extend_from_slice(extra);
+        vars
+    };
+    vec![
+        (
+            "Consumption",
+            on_app_service(&[
+                ("WEBSITE_SKU", "Dynamic"),
+                ("CONTAINER_NAME", "E1A2B3C4"),
+                ("FUNCTIONS_WORKER_RUNTIME", "custom"),
+            ]),
+        ),
+        // Flex apps must not set FUNCTIONS_WORKER_RUNTIME (functionAppConfig.runtime).
+        (
+            "Flex Consumption",
+            on_app_service(&[("WEBSITE_SKU", "FlexConsumption")]),
+        ),
+        (
+            "Premium",
+            on_app_service(&[
+                ("WEBSITE_SKU", "ElasticPremium"),
+                ("FUNCTIONS_WORKER_RUNTIME", "custom"),
+            ]),
+        ),
+        (
+            "Dedicated",
+            on_app_service(&[
+                ("WEBSITE_SKU", "PremiumV3"),
+                ("FUNCTIONS_WORKER_RUNTIME", "custom"),
+            ]),
+        ),
+        // func start: the host's worker variables; FUNCTIONS_WORKER_RUNTIME is optional there.
+        ("func start", HOST_WORKER.to_vec()),
+        // The reproduction: App Service variables and nothing else.
+        (
+            "App Service, no host variables",
+            APP_SERVICE
+                .into_iter()
+                .chain([("WEBSITE_SKU", "FlexConsumption")])
+                .collect(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_refuses_a_forged_principal_on_every_plan() {
+    for (plan, env) in plan_environments() {
+        let mut server = Binary::start(&env).ready().await;
+        let forged = put_user(&server, "eve").await;
+        assert_unauthorized(forged, "easyauth-disabled", plan).await;
+        server.stop();
+        assert_eq!(stored_user(server.data_dir(), "eve").await, None, "{plan}");
+        assert!(
+            server.log().contains("auth mode easyauth"),
+            "{plan}: {}",
+            server.log()
+        );
+    }
+    // Only an explicit choice trusts the header there.
+    let (plan, mut env) = plan_environments().swap_remove(1);
+    env.push(("BLOG_AUTH", "header"));
+    let mut explicit = Binary::start(&env).ready().await;
+    assert_eq!(
+        put_user(&explicit, "eve").await.status(),
+        StatusCode::CREATED,
+        "{plan}"
+    );
+    explicit.stop();
 }
 
 #[tokio::test]
