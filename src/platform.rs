@@ -25,14 +25,14 @@ pub const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
 ];
 
 /// Variables Azure App Service sets in every app's environment, on every plan that runs
-/// Functions apps (`CONTAINER_NAME` on Linux Consumption).
-pub const APP_SERVICE_MARKERS: [&str; 6] = [
+/// Functions apps. (Not `CONTAINER_NAME`, which Linux Consumption sets too: container
+/// runtimes everywhere set it, a developer's machine included.)
+pub const APP_SERVICE_MARKERS: [&str; 5] = [
     "WEBSITE_SITE_NAME",
     "WEBSITE_INSTANCE_ID",
     "WEBSITE_HOSTNAME",
     "WEBSITE_SKU",
     "WEBSITE_OWNER_NAME",
-    "CONTAINER_NAME",
 ];
 
 /// App Service sets it to `True` when App Service Authentication ("Easy Auth") is on.
@@ -136,7 +136,10 @@ mod tests {
 
     #[test]
     fn a_laptop_is_not_hosted_even_with_the_port_variable() {
-        let platform = plan(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "7072")]);
+        let platform = plan(&[
+            ("FUNCTIONS_CUSTOMHANDLER_PORT", "7072"),
+            ("CONTAINER_NAME", "dev-container"),
+        ]);
         assert_eq!(platform, Platform::default());
         assert!(!platform.hosted());
     }
