@@ -1,177 +1,191 @@
-// Azure resources for cosmos-blog: a Cosmos DB account with the V3 containers, and a Linux
-// function app (custom handler) that reaches it with its managed identity.
+// cosmos-blog on Azure: the azd template's entry point (`azd up`, or `az deployment sub create`).
 //
-//   az group create -n <rg> -l <region>
-//   az deployment group create -g <rg> -f infra/main.bicep -p appName=<unique-name> \
-//     entraClientId=<application (client) id of the API's app registration>
-//   cargo run --release -- stage --zip
-//   az functionapp deployment source config-zip -g <rg> -n <unique-name> --src .staging/app.zip
+// One resource group holds a serverless Cosmos DB account with every container, a function app
+// on the Flex Consumption plan (FC1) that runs the binary as a custom handler, its storage
+// account, Log Analytics with Application Insights, and a user-assigned identity. No keys
+// anywhere: the app reaches storage, Cosmos DB and Application Insights with that identity,
+// the storage account and Cosmos DB refuse keys, and App Service Authentication (Easy Auth,
+// Microsoft Entra ID) validates callers' tokens. The API's app registration is created here
+// too (Microsoft Graph Bicep extension) unless `apiClientId` names an existing one.
 //
-// The containers are created here because the app's data-plane role cannot create them.
-// App Service Authentication (Easy Auth) is turned on with Microsoft Entra ID: it validates
-// callers' tokens and strips client copies of x-ms-client-principal-id, the header the app
-// trusts in its `easyauth` mode. Anonymous requests pass through, so queries stay public and
-// commands without a signed-in caller get 401 from the app.
+// The code is not deployed by this template: azd's `postdeploy` hook (infra/hooks/) stages the
+// package of the same layout (`cosmos-blog stage --zip --tenancy`) and uploads it.
 
-@description('Base name for every resource; must be globally unique for the function app and accounts.')
-param appName string
+targetScope = 'subscription'
 
-param location string = resourceGroup().location
+@minLength(1)
+@maxLength(64)
+@description('Name of the azd environment; resource names derive a unique token from it.')
+param environmentName string
+
+// Regions that offer the Flex Consumption plan (`az functionapp list-flexconsumption-locations`).
+@minLength(1)
+@description('Region of every resource.')
+@allowed([
+  'australiaeast'
+  'brazilsouth'
+  'canadacentral'
+  'centralus'
+  'eastasia'
+  'eastus'
+  'eastus2'
+  'francecentral'
+  'germanywestcentral'
+  'italynorth'
+  'japaneast'
+  'koreacentral'
+  'northcentralus'
+  'northeurope'
+  'norwayeast'
+  'southafricanorth'
+  'southcentralus'
+  'southeastasia'
+  'southindia'
+  'spaincentral'
+  'swedencentral'
+  'uaenorth'
+  'uksouth'
+  'westeurope'
+  'westus'
+  'westus2'
+  'westus3'
+])
+@metadata({ azd: { type: 'location' } })
+param location string
+
+@description('Object id of the deploying user (azd sets AZURE_PRINCIPAL_ID): it gets the Cosmos DB data role too, so that `cosmos-blog verify` and `rebuild` run from a laptop. Empty: nobody but the app.')
+param principalId string = ''
+
+@description('Data layout: single (one blog) or multi (many blogs on hierarchical partition keys). Fixed once the containers exist; the package must be staged with the same --tenancy (the azd hook does).')
+@allowed([ 'single', 'multi' ])
+param tenancy string = 'single'
 
 @description('Cosmos DB database name (the app setting COSMOS_DATABASE).')
 param databaseName string = 'blog'
 
-@description('Data layout: single (one blog) or multi (many blogs on hierarchical partition keys). Fixed once the containers exist. The package decides the routes: stage it with the same --tenancy (its host.json passes the flag to the binary).')
-@allowed([ 'single', 'multi' ])
-param tenancy string = 'single'
+@description('Application (client) id of an existing Microsoft Entra ID app registration for the API. Empty: the template creates one (needs the right to register applications in the tenant).')
+param apiClientId string = ''
 
-@description('Application (client) ID of the Microsoft Entra ID app registration that callers get tokens for.')
-param entraClientId string
+@description('Flex Consumption: the most instances the app scales out to.')
+@minValue(40)
+@maxValue(1000)
+param maximumInstanceCount int = 100
 
-@description('OpenID Connect issuer of those tokens; by default this tenant\'s v2.0 issuer.')
-param entraIssuer string = '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
+@description('Flex Consumption: memory of each instance (MB); the billed GB-seconds scale with it.')
+@allowed([ 512, 2048, 4096 ])
+param instanceMemoryMB int = 2048
 
-var storageName = toLower(take(replace('${appName}st', '-', ''), 24))
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = { 'azd-env-name': environmentName }
 
-resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-05-15' = {
-  name: '${appName}-cosmos'
+resource rg 'Microsoft.Resources/resourceGroups@2024-11-01' = {
+  name: 'rg-${environmentName}'
   location: location
-  kind: 'GlobalDocumentDB'
-  properties: {
-    databaseAccountOfferType: 'Standard'
-    consistencyPolicy: { defaultConsistencyLevel: 'Session' }
-    locations: [ { locationName: location, failoverPriority: 0 } ]
-    capabilities: [ { name: 'EnableServerless' } ]
-    disableLocalAuth: true
+  tags: tags
+}
+
+module identity 'app/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: 'id-api-${resourceToken}'
+    location: location
+    tags: tags
   }
 }
 
-resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2024-05-15' = {
-  parent: cosmos
-  name: databaseName
-  properties: { resource: { id: databaseName } }
-}
-
-// Titles and contents are never filtered on: leave them out of the index (cheaper writes).
-var indexingPolicy = {
-  indexingMode: 'consistent'
-  includedPaths: [ { path: '/*' } ]
-  excludedPaths: [ { path: '/title/?' }, { path: '/content/?' }, { path: '/"_etag"/?' } ]
-  compositeIndexes: [
-    [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'descending' } ]
-    [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'ascending' } ]
-  ]
-}
-
-// The partition keys of each layout (BLOG_TENANCY); they cannot change once a container exists.
-var multiTenant = tenancy == 'multi'
-var containers = [
-  { name: 'users', paths: multiTenant ? [ '/tenantId', '/userId' ] : [ '/userId' ] }
-  { name: 'posts', paths: multiTenant ? [ '/tenantId', '/postId' ] : [ '/postId' ] }
-  { name: 'feed', paths: multiTenant ? [ '/tenantId', '/type' ] : [ '/type' ] }
-  { name: 'leases', paths: [ '/id' ] }
-]
-
-resource sqlContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-05-15' = [for c in containers: {
-  parent: database
-  name: c.name
-  properties: {
-    // Time-to-live on, without a default (-1), in the blog's containers: only tombstones of
-    // deleted posts and accounts carry a `ttl`, and the service purges them after it.
-    resource: union({
-      id: c.name
-      // Hierarchical keys are MultiHash, version 2.
-      partitionKey: length(c.paths) > 1 ? { paths: c.paths, kind: 'MultiHash', version: 2 } : { paths: c.paths, kind: 'Hash' }
-      indexingPolicy: c.name == 'leases' ? { indexingMode: 'consistent' } : indexingPolicy
-    }, c.name == 'leases' ? {} : { defaultTtl: -1 })
-  }
-}]
-
-resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
-  name: storageName
-  location: location
-  kind: 'StorageV2'
-  sku: { name: 'Standard_LRS' }
-  properties: { minimumTlsVersion: 'TLS1_2', allowBlobPublicAccess: false }
-}
-
-resource insights 'Microsoft.Insights/components@2020-02-02' = {
-  name: '${appName}-insights'
-  location: location
-  kind: 'web'
-  properties: { Application_Type: 'web' }
-}
-
-resource plan 'Microsoft.Web/serverfarms@2023-12-01' = {
-  name: '${appName}-plan'
-  location: location
-  kind: 'functionapp'
-  sku: { name: 'Y1', tier: 'Dynamic' }
-  properties: { reserved: true } // Linux
-}
-
-resource app 'Microsoft.Web/sites@2023-12-01' = {
-  name: appName
-  location: location
-  kind: 'functionapp,linux'
-  identity: { type: 'SystemAssigned' }
-  properties: {
-    serverFarmId: plan.id
-    httpsOnly: true
-    siteConfig: {
-      linuxFxVersion: ''
-      appSettings: [
-        { name: 'FUNCTIONS_EXTENSION_VERSION', value: '~4' }
-        { name: 'FUNCTIONS_WORKER_RUNTIME', value: 'custom' }
-        { name: 'AzureWebJobsStorage', value: 'DefaultEndpointsProtocol=https;AccountName=${storage.name};EndpointSuffix=${environment().suffixes.storage};AccountKey=${storage.listKeys().keys[0].value}' }
-        { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
-        { name: 'CosmosDBConnection__accountEndpoint', value: cosmos.properties.documentEndpoint }
-        { name: 'COSMOS_DATABASE', value: databaseName }
-        { name: 'RUST_LOG', value: 'info' }
-        // Trust the principal header only while App Service Authentication is on (it is, below).
-        { name: 'BLOG_AUTH', value: 'easyauth' }
-      ]
-    }
+module monitoring 'app/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: 'log-${resourceToken}'
+    applicationInsightsName: 'appi-${resourceToken}'
+    location: location
+    tags: tags
   }
 }
 
-// App Service Authentication with Microsoft Entra ID. No client secret: the app is an API that
-// validates bearer tokens; it runs no browser sign-in flow.
-resource authSettings 'Microsoft.Web/sites/config@2023-12-01' = {
-  parent: app
-  name: 'authsettingsV2'
-  properties: {
-    platform: { enabled: true }
-    globalValidation: {
-      requireAuthentication: false
-      unauthenticatedClientAction: 'AllowAnonymous'
-    }
-    httpSettings: { requireHttps: true }
-    identityProviders: {
-      azureActiveDirectory: {
-        enabled: true
-        registration: {
-          clientId: entraClientId
-          openIdIssuer: entraIssuer
-        }
-        // The client id is always an allowed audience; v1 tokens carry the Application ID URI.
-        validation: { allowedAudiences: [ 'api://${entraClientId}' ] }
-      }
-    }
-    login: { tokenStore: { enabled: false } }
+module storage 'app/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: 'st${resourceToken}'
+    location: location
+    tags: tags
   }
 }
 
-// "Cosmos DB Built-in Data Contributor": read and write items, and the change feed's leases.
-resource dataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2024-05-15' = {
-  parent: cosmos
-  name: guid(cosmos.id, app.id, 'data-contributor')
-  properties: {
-    roleDefinitionId: '${cosmos.id}/sqlRoleDefinitions/00000000-0000-0000-0000-000000000002'
-    principalId: app.identity.principalId
-    scope: cosmos.id
+module cosmos 'app/cosmos.bicep' = {
+  name: 'cosmos'
+  scope: rg
+  params: {
+    name: 'cosmos-${resourceToken}'
+    location: location
+    tags: tags
+    databaseName: databaseName
+    tenancy: tenancy
   }
 }
 
-output functionAppName string = app.name
-output cosmosEndpoint string = cosmos.properties.documentEndpoint
+module rbac 'app/rbac.bicep' = {
+  name: 'rbac'
+  scope: rg
+  params: {
+    appPrincipalId: identity.outputs.principalId
+    userPrincipalId: principalId
+    storageAccountName: storage.outputs.name
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    cosmosAccountName: cosmos.outputs.name
+  }
+}
+
+// The only file that uses the Microsoft Graph extension (checkov's parser cannot read it).
+module entraApi 'app/entra-api.bicep' = if (empty(apiClientId)) {
+  name: 'entra-api'
+  scope: rg
+  params: {
+    uniqueName: 'cosmos-blog-api-${resourceToken}'
+    displayName: 'cosmos-blog API (${environmentName})'
+  }
+}
+
+var resolvedClientId = empty(apiClientId) ? entraApi!.outputs.clientId : apiClientId
+var resolvedIdentifierUri = empty(apiClientId) ? entraApi!.outputs.identifierUri : 'api://${apiClientId}'
+
+module api 'app/function.bicep' = {
+  name: 'api'
+  scope: rg
+  // The roles exist before the host first starts and reaches storage with them.
+  dependsOn: [ rbac ]
+  params: {
+    name: 'func-blog-${resourceToken}'
+    planName: 'plan-${resourceToken}'
+    location: location
+    tags: tags
+    identityId: identity.outputs.id
+    identityClientId: identity.outputs.clientId
+    storageAccountName: storage.outputs.name
+    deploymentContainerName: storage.outputs.deploymentContainerName
+    applicationInsightsName: monitoring.outputs.applicationInsightsName
+    cosmosEndpoint: cosmos.outputs.endpoint
+    databaseName: databaseName
+    maximumInstanceCount: maximumInstanceCount
+    instanceMemoryMB: instanceMemoryMB
+    apiClientId: resolvedClientId
+    apiAudiences: [ resolvedIdentifierUri, resolvedClientId ]
+  }
+}
+
+// azd saves these in the environment (`azd env get-values`); the deploy hook reads them.
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_FUNCTION_APP_NAME string = api.outputs.name
+output API_BASE_URL string = 'https://${api.outputs.defaultHostName}/api'
+output API_CLIENT_ID string = resolvedClientId
+output API_IDENTIFIER_URI string = resolvedIdentifierUri
+// The layout the containers were created for: the hook refuses to stage another one.
+output BLOG_PROVISIONED_TENANCY string = tenancy
+// Named as the binary's settings, so that `cosmos-blog verify` runs with the environment's values.
+output CosmosDBConnection__accountEndpoint string = cosmos.outputs.endpoint
+output COSMOS_DATABASE string = databaseName
