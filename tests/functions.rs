@@ -1193,12 +1193,25 @@ fn stage_refuses_to_wipe_a_folder_that_is_not_a_staging() {
     assert!(stage::stage(&work.path().join("x"), &missing, Tenancy::Single).is_err());
 }
 
-#[test]
-fn the_zip_holds_the_script_root_with_an_executable_binary() {
+/// Opens the staged zip of `tenancy` and checks what Azure Functions on Linux needs of it:
+/// host.json at the root, every function folder flattened beside it, the binary as a regular
+/// file whose Unix mode (recorded as made on Unix) has the owner's execute bit, and host.json
+/// naming that entry as the handler to start.
+fn check_the_zip_of(tenancy: Tenancy) {
     let work = tempfile::tempdir().expect("tempdir");
     let binary = dummy_binary(work.path());
     let out = work.path().join("app");
-    stage::stage(&out, &binary, Tenancy::Single).expect("stage");
+    stage::stage(&out, &binary, tenancy).expect("stage");
+    // Whatever mode the build machine left on the file, the zip records its own.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            out.join("cosmos-blog"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+    }
     let archive_path = stage::zip_path(&out);
     stage::zip_script_root(&out, &archive_path).expect("zip");
     assert_eq!(archive_path, work.path().join("app.zip"));
@@ -1210,22 +1223,55 @@ fn the_zip_holds_the_script_root_with_an_executable_binary() {
         .map(|name| name.expect("entry name").into_owned())
         .collect();
     names.sort();
-    let expected: Vec<String> = expected_layout(Tenancy::Single)
+    let expected: Vec<String> = expected_layout(tenancy)
         .iter()
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .collect();
-    assert_eq!(names, expected);
-    let binary_entry = archive.by_name("cosmos-blog").expect("binary entry");
-    assert_eq!(binary_entry.unix_mode().map(|m| m & 0o777), Some(0o755));
-    assert_eq!(binary_entry.compression(), zip::CompressionMethod::Deflated);
-    drop(binary_entry);
+    assert_eq!(
+        names, expected,
+        "host.json, <Function>/function.json, the binary"
+    );
+
     let mut host = String::new();
     std::io::Read::read_to_string(&mut archive.by_name("host.json").expect("host"), &mut host)
         .expect("read host.json");
+    assert_eq!(host, metadata::script_root_files(tenancy)[0].content);
+    let host: Value = serde_json::from_str(&host).expect("host.json is JSON");
+    let handler = host["customHandler"]["description"]["defaultExecutablePath"]
+        .as_str()
+        .expect("defaultExecutablePath");
+    assert_eq!(handler, "cosmos-blog");
+
+    let binary_entry = archive.by_name(handler).expect("the handler's entry");
+    assert!(binary_entry.is_file());
+    assert_eq!(binary_entry.system(), zip::System::Unix);
+    let mode = binary_entry.unix_mode().expect("a Unix mode");
+    assert_eq!(mode & 0o170000, 0o100000, "a regular file, mode {mode:o}");
     assert_eq!(
-        host,
-        metadata::script_root_files(Tenancy::Single)[0].content
+        mode & 0o100,
+        0o100,
+        "executable by its owner, mode {mode:o}"
     );
+    assert_eq!(mode & 0o777, 0o755);
+    assert_eq!(binary_entry.compression(), zip::CompressionMethod::Deflated);
+    drop(binary_entry);
+    for name in &names {
+        let entry = archive.by_name(name).expect("entry");
+        assert_eq!(entry.system(), zip::System::Unix, "{name}");
+        if name.as_str() != handler {
+            assert_eq!(entry.unix_mode().map(|m| m & 0o777), Some(0o644), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_zip_holds_the_script_root_with_an_executable_binary() {
+    check_the_zip_of(Tenancy::Single);
+}
+
+#[test]
+fn the_multi_tenant_zip_holds_its_script_root_with_an_executable_binary() {
+    check_the_zip_of(Tenancy::Multi);
 }
 
 // ---- the binary under the host's settings -------------------------------------------------

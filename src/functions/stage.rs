@@ -2,15 +2,15 @@
 //! function folders directly beside `host.json`, so the function folders of the chosen data
 //! layout (the repository's `functions/*` for `single`) are written next to it, with the
 //! Linux x64 binary, and nothing else. Optionally zips it for
-//! `az functionapp deployment source config-zip`.
+//! `az functionapp deployment source config-zip` (the azd hook in `infra/hooks/` does).
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use zip::CompressionMethod;
 use zip::write::{SimpleFileOptions, ZipWriter};
+use zip::{CompressionMethod, System};
 
 use super::metadata::{self, EXECUTABLE};
 use crate::store::Tenancy;
@@ -94,7 +94,11 @@ pub fn zip_path(out: &Path) -> PathBuf {
 
 /// Zips the script root at `dir` into `zip_path`, entries relative to the root, deflated,
 /// in a stable order. The binary gets mode 0755 in the archive: Linux Functions hosts run
-/// the package as extracted, and a binary without the execute bit would not start.
+/// the package as extracted, and a binary without the execute bit would not start (a known
+/// cause of dead custom handlers on Flex Consumption). The modes are set here, never read
+/// from the files, and every entry is marked as made on Unix: an archive made on Windows
+/// would otherwise say "MS-DOS", whose attributes have no execute bit, and extractors would
+/// ignore the Unix mode.
 pub fn zip_script_root(dir: &Path, zip_path: &Path) -> anyhow::Result<()> {
     let file =
         File::create(zip_path).with_context(|| format!("cannot create {}", zip_path.display()))?;
@@ -108,6 +112,7 @@ pub fn zip_script_root(dir: &Path, zip_path: &Path) -> anyhow::Result<()> {
         };
         let options = SimpleFileOptions::default()
             .compression_method(CompressionMethod::Deflated)
+            .system(System::Unix)
             .unix_permissions(mode);
         writer.start_file(name, options)?;
         io::copy(&mut File::open(dir.join(&relative))?, &mut writer)?;
