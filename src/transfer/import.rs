@@ -208,7 +208,8 @@ impl Plan {
         let started = Instant::now();
         let mut summary = ImportSummary {
             read: self.manifest.total(),
-            loaded: self.loaded().map(|(_, blog)| blog.items).sum(),
+            loaded: self.loaded().map(|(_, blog)| blog.loaded()).sum(),
+            left_over: self.loaded().map(|(_, blog)| blog.left_over).sum(),
             blogs: self.loaded().count(),
             ..ImportSummary::default()
         };
@@ -252,6 +253,9 @@ impl Plan {
             .catalog
             .blog(&line.tenant)
             .context("the export changed since it was validated")?;
+        if blog.is_left_over(&line.item) {
+            return Ok(None);
+        }
         let (item, bytes) = stored_form(line.item, blog)?;
         let pk = kind.container().partition_key_of(&item)?;
         let id = item
@@ -621,6 +625,9 @@ pub struct ImportSummary {
     pub read: u64,
     /// Items of the blogs loaded (all of them, or one tenant's).
     pub loaded: u64,
+    /// Comments and likes of deleted posts in those blogs, not loaded (the delete removes
+    /// them).
+    pub left_over: u64,
     /// Blogs loaded (1, or the tenants of a `multi` export).
     pub blogs: usize,
     /// Items written: missing in the target, or different there.
@@ -656,6 +663,12 @@ impl ImportSummary {
                 self.deriving.as_secs_f64()
             ),
         ];
+        if self.left_over > 0 {
+            lines.push(format!(
+                "import: left out {} comments and likes of deleted posts",
+                self.left_over
+            ));
+        }
         lines.extend(
             self.copies
                 .skipped

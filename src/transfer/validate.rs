@@ -350,12 +350,29 @@ pub(super) struct Blog {
     children: HashSet<u128>,
     /// Lines of this blog.
     pub items: u64,
+    /// Comments and likes of deleted posts (an export taken while a delete was under way):
+    /// not loaded, since the delete removes them anyway.
+    pub left_over: u64,
 }
 
 impl Blog {
     /// The author's current username in the export (`None`: not a user of it; erased).
     pub fn username(&self, user_id: &UserId) -> Option<&str> {
         self.users.get(user_id).map(String::as_str)
+    }
+
+    /// Lines of this blog that are loaded.
+    pub fn loaded(&self) -> u64 {
+        self.items - self.left_over
+    }
+
+    /// Whether `item` is a comment or like of a deleted post (see [`Blog::left_over`]).
+    pub fn is_left_over(&self, item: &Item) -> bool {
+        match item {
+            Item::Comment(comment) => self.deleted.contains(&comment.post_id),
+            Item::Like(like) => self.deleted.contains(&like.post_id),
+            _ => false,
+        }
     }
 
     /// The counts of `post_id` recomputed from the export's comments and likes.
@@ -444,6 +461,9 @@ impl Blog {
             }
         }
         self.items += 1;
+        if self.is_left_over(item) {
+            self.left_over += 1;
+        }
         Ok(())
     }
 }

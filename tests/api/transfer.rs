@@ -973,3 +973,56 @@ async fn a_backup_of_a_stopped_store_verifies_through_the_binary() {
         .collect();
     assert!(partial.is_empty(), "{partial:?}");
 }
+
+/// An export taken while a post was being deleted: its tombstone, and comments and likes the
+/// delete had not removed yet. They are not loaded (the delete would remove them), and the
+/// store verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_delete_under_way_would_remove_is_not_loaded() {
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("export");
+    let shape = Shape {
+        users: 3,
+        posts_per_user: 1,
+        comments: 2,
+        likes: 3,
+        content_chars: 10,
+    };
+    let mut manifest = generated_export(&folder, &shape);
+    let posts_file = folder.join(Kind::Posts.file_name());
+    let posts = std::fs::read_to_string(&posts_file).unwrap();
+    let (first, rest) = posts.split_once('\n').unwrap();
+    let post: Value = serde_json::from_str(first).unwrap();
+    std::fs::write(&posts_file, rest).unwrap();
+    let tombstone = json!({
+        "id": post["id"], "type": "tombstone", "of": "post", "postId": post["id"],
+        "userId": post["userId"], "creationDate": post["creationDate"],
+        "deletedAt": Timestamp::now(), "ttl": 604800
+    });
+    std::fs::write(
+        folder.join(Kind::Tombstones.file_name()),
+        format!("{tombstone}\n"),
+    )
+    .unwrap();
+    *manifest.counts.get_mut(&Kind::Posts).unwrap() -= 1;
+    *manifest.counts.get_mut(&Kind::Tombstones).unwrap() += 1;
+    write_manifest(&folder, &manifest);
+
+    let store = crate::cosmos_emulator::emulator_store().await;
+    let summary = import_into(&store, &folder, None).await;
+    assert_eq!(
+        summary.left_over, 5,
+        "the deleted post's 2 comments and 3 likes"
+    );
+    assert_eq!(summary.written, manifest.total() - 5);
+    assert_verifies_now(&store).await;
+    let id = post["id"].as_str().unwrap();
+    let left = all_pages(
+        &store,
+        Container::Posts,
+        &Query::in_partition(cosmos_blog::store::PartitionKey::single(id)),
+        100,
+    )
+    .await;
+    assert_eq!(left.len(), 1, "the tombstone alone: {left:?}");
+}
