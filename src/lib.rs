@@ -13,4 +13,5 @@ pub mod settings;
 pub mod startup;
 pub mod store;
 pub mod telemetry;
+pub mod transfer;
 pub mod verify;

@@ -8,7 +8,7 @@ use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
 use cosmos_blog::store::Tenancy;
 use cosmos_blog::verify::{self, VerifyReport};
-use cosmos_blog::{changefeed, telemetry};
+use cosmos_blog::{changefeed, telemetry, transfer};
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
 /// embedded store.
@@ -40,6 +40,15 @@ enum Command {
         #[command(flatten)]
         store: StoreSettings,
     },
+    /// Write the store's source items (users, posts, comments, likes, deletes) to a folder of
+    /// JSON Lines files and a manifest; the copies are left out (import derives them).
+    Export(transfer::ExportArgs),
+    /// Load an export into the store (validated whole first; idempotent, resumable), derive
+    /// the copies, then verify. Exit status 1 if the export is invalid (each problem printed
+    /// as `file:line: reason`, nothing written) or the store does not verify.
+    Import(transfer::ImportArgs),
+    /// Copy the embedded store to a new file, consistent, while the server runs.
+    Backup(transfer::BackupArgs),
     /// Azure Functions metadata.
     Functions {
         #[command(subcommand)]
@@ -98,6 +107,9 @@ async fn main() -> ExitCode {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
         Command::Verify { store } => return verify_store(&store).await,
+        Command::Export(args) => transfer::run_export(&args).await,
+        Command::Import(args) => import(&args).await,
+        Command::Backup(args) => transfer::run_backup(&args),
         Command::Functions {
             command: FunctionsCommand::Generate { root, tenancy },
         } => generate(root.as_deref().unwrap_or(Path::new(".")), tenancy),
@@ -139,6 +151,13 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
         verdict.holds(),
         "the store still violates the model after rebuild"
     );
+    Ok(())
+}
+
+async fn import(args: &transfer::ImportArgs) -> anyhow::Result<()> {
+    let store = transfer::run_import(args).await?;
+    let verdict = run_verify(&store).await?;
+    anyhow::ensure!(verdict.holds(), "the imported store violates the model");
     Ok(())
 }
 

@@ -34,6 +34,8 @@ mod stats;
 mod suite;
 #[path = "../benches/harness/tenants.rs"]
 mod tenants;
+#[path = "../benches/harness/transfer.rs"]
+mod transfer;
 #[path = "../benches/harness/versions.rs"]
 mod versions;
 
@@ -132,7 +134,20 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         );
     }
 
+    let moved = outcome.transfer.as_ref().expect("export and import ran");
+    assert_eq!(
+        moved.items,
+        data.items() as u64,
+        "every source item exported"
+    );
+    assert!(moved.verified, "the imported store verifies");
+    assert!(
+        moved.copies > data.posts.len(),
+        "a copy per post, and the feed's"
+    );
+
     let markdown = std::fs::read_to_string(&outcome.report).unwrap();
+    assert!(markdown.contains("## Moving the data: export and import"));
     assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
     assert!(markdown.contains("| HTTP load (change feed drained) | ✅ holds |"));
     // A delete is one read and one write (a comment: the post and the comment read side by
@@ -334,4 +349,22 @@ async fn the_hot_post_phase_runs_alone_on_both_backends() {
         }
     }
     assert!(!markdown.contains("**no**"), "{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transfer_phase_runs_alone() {
+    let args =
+        suite::Args::parse_from(["harness", "--only", "transfer", "--users", "3", "--quiet"]);
+    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
+        .await
+        .unwrap();
+    assert!(markdown.contains("| export |"), "{markdown}");
+    assert!(
+        markdown.contains("| import, copies derived |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("`verify` on the imported store: holds"),
+        "{markdown}"
+    );
 }

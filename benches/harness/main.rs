@@ -24,6 +24,7 @@ mod startup;
 mod stats;
 mod suite;
 mod tenants;
+mod transfer;
 mod versions;
 
 use std::process::ExitCode;
@@ -72,7 +73,8 @@ fn main() -> ExitCode {
             println!("{}", outcome.chart.display());
             // The report is written either way; a broken invariant still fails the run.
             let layouts_hold = outcome.layouts.as_ref().is_none_or(|l| l.holds());
-            if outcome.checks.iter().all(|check| check.holds()) && layouts_hold {
+            let imported_holds = outcome.transfer.as_ref().is_none_or(|t| t.verified);
+            if outcome.checks.iter().all(|check| check.holds()) && layouts_hold && imported_holds {
                 ExitCode::SUCCESS
             } else {
                 eprintln!("harness: verify failed (see the report's Invariants section)");

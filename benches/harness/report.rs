@@ -79,6 +79,7 @@ pub struct Inputs<'a> {
     pub hot_post_delay: Duration,
     pub deletes: &'a [DeleteCost],
     pub layouts: Option<&'a crate::layouts::LayoutsReport>,
+    pub transfer: Option<&'a crate::transfer::TransferReport>,
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
     pub checks: &'a [crate::invariants::Check],
@@ -434,6 +435,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     }
 
     crate::deletes::markdown(&mut out, input.deletes);
+
+    if let Some(transfer) = input.transfer {
+        crate::transfer::markdown(&mut out, transfer);
+    }
 
     if let Some(layouts) = input.layouts {
         crate::layouts_report::markdown(&mut out, layouts);

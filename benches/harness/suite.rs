@@ -22,6 +22,7 @@ use crate::load::{LoadConfig, LoadReport};
 use crate::profile::{ProfileConfig, Row, profile};
 use crate::report::{self, Inputs, Machine};
 use crate::startup::StartupReport;
+use crate::transfer::TransferReport;
 
 /// Cost and performance harness of the blog backend (issue 5).
 #[derive(Debug, Clone, Parser)]
@@ -82,13 +83,17 @@ pub struct Args {
     pub skip_hot_post: bool,
     #[arg(long)]
     pub skip_startup: bool,
+    /// No export and import of the data set.
+    #[arg(long)]
+    pub skip_transfer: bool,
     /// No progress bars (CI, logs).
     #[arg(long)]
     pub quiet: bool,
     /// Run one phase alone and print its figures to stdout; no report files are written.
     /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
     /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
-    /// phase on both backends. `layouts`: the layout comparison of `--tenants`.
+    /// phase on both backends. `layouts`: the layout comparison of `--tenants`. `transfer`:
+    /// export and import of the data set of `--users`.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -102,6 +107,7 @@ pub enum Only {
     WriteMix,
     HotPost,
     Layouts,
+    Transfer,
 }
 
 pub struct Outcome {
@@ -111,6 +117,7 @@ pub struct Outcome {
     pub hot_post: Option<Vec<HotPostRun>>,
     pub deletes: Vec<DeleteCost>,
     pub layouts: Option<LayoutsReport>,
+    pub transfer: Option<TransferReport>,
     pub startup: Option<StartupReport>,
     /// `verify` after generation and after the load.
     pub checks: Vec<Check>,
@@ -197,6 +204,13 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
     log("verify after generation");
     let mut checks = vec![invariants::after_generation(&store, !quiet).await?];
 
+    // Before the profile, whose V1 items are no export of the model.
+    let transfer = if args.skip_transfer {
+        None
+    } else {
+        Some(move_data(&store, &dir, quiet).await?)
+    };
+
     log("profiling the ten operations under V1, V2, V3");
     let rows = profile(
         &store,
@@ -271,6 +285,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
         deletes: &deletes,
         layouts: layouts.as_ref(),
+        transfer: transfer.as_ref(),
         startup: startup.as_ref(),
         concurrency: args.concurrency,
         checks: &checks,
@@ -291,11 +306,29 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         hot_post,
         deletes,
         layouts,
+        transfer,
         startup,
         checks,
         report,
         chart,
     })
+}
+
+/// Export and import of the data set in `store`, through files in `dir`.
+async fn move_data(
+    store: &Arc<dyn Store>,
+    dir: &std::path::Path,
+    quiet: bool,
+) -> anyhow::Result<TransferReport> {
+    let log = logger(quiet);
+    let report = crate::transfer::run(store, dir, quiet, log).await?;
+    log(&format!(
+        "export {:.0} items/s, import {:.0} items/s (copies derived); verify on the imported store: {}",
+        report.export_rate(),
+        report.import_rate(),
+        if report.verified { "holds" } else { "FAILS" }
+    ));
+    Ok(report)
 }
 
 fn hot_post_config(args: &Args) -> HotPostConfig {
@@ -362,6 +395,18 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
             anyhow::ensure!(
                 layouts.holds(),
                 "verify failed in the layout comparison:\n{out}"
+            );
+        }
+        Only::Transfer => {
+            let temp = tempfile::tempdir()?;
+            let store: Arc<dyn Store> =
+                Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
+            generate_data(&store, args).await?;
+            let transfer = move_data(&store, temp.path(), quiet).await?;
+            crate::transfer::markdown(&mut out, &transfer);
+            anyhow::ensure!(
+                transfer.verified,
+                "verify failed on the imported store:\n{out}"
             );
         }
     }

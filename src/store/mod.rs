@@ -21,7 +21,19 @@ pub use query::{Filter, FilterOp, Page, PageRequest, Query, QueryScope, SortOrde
 
 /// The data layout of a deployment, chosen once: the containers' partition keys depend on it
 /// and cannot change after they exist.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Tenancy {
     /// One blog: the V3 model's keys (`/userId`, `/postId`, `/type`).
     #[default]

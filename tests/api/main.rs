@@ -18,6 +18,7 @@ mod rename_race;
 mod restart;
 mod storm;
 mod tenancy;
+mod transfer;
 mod users;
 mod verify;
 

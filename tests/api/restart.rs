@@ -213,9 +213,15 @@ pub fn assert_binary_verifies(data_dir: &std::path::Path) {
 /// `cosmos-blog verify` on the embedded store in `data_dir`, in the `single` layout unless
 /// the caller adds `--tenancy`.
 pub fn verify_command(data_dir: &std::path::Path) -> Command {
+    command_on(data_dir, "verify")
+}
+
+/// `cosmos-blog <subcommand>` on the embedded store in `data_dir` (no Cosmos DB setting from
+/// the environment), in the `single` layout unless the caller adds `--tenancy`.
+pub fn command_on(data_dir: &std::path::Path, subcommand: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
     command
-        .arg("verify")
+        .arg(subcommand)
         .env("BLOG_DATA_DIR", data_dir)
         .env("RUST_LOG", "warn")
         .env_remove("BLOG_TENANCY")

@@ -1,0 +1,715 @@
+//! `import`: validate the whole export ([`Plan::validate`]), then load it ([`Plan::import`]):
+//!
+//! 1. **Sources.** Each file in turn, a chunk of lines at a time, grouped by partition into
+//!    transactional batches (at most 100 operations and [`MAX_BATCH_BYTES`]), at most
+//!    `concurrency` batches in flight. A batch first reads which of its items the target
+//!    already holds (one query by id in the partition) and upserts only the others, so a
+//!    second run, or one after a kill, writes nothing that is already there. Each item is
+//!    written as the platform would hold it: its counts recomputed from the export's comments
+//!    and likes, its `userUsername` the author's username in the export. Transient failures
+//!    (a 429 the SDK gave up on, an unreachable store) are retried with backoff, waiting at
+//!    least the `Retry-After` the store asked for.
+//! 2. **Copies.** The change-feed handlers run over the imported users, erasure markers,
+//!    posts and tombstones, a page at a time per blog, as `rebuild` runs them over a whole
+//!    store: post copies in `users` and `feed`, usernames, deletes and erasures carried out.
+//!    Only what was imported is visited, and the tenants come from the export: no scan of
+//!    the store looks for them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use backon::{ExponentialBuilder, Retryable};
+use futures::{StreamExt, stream};
+use serde_json::Value;
+
+use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
+use super::{Kind, MANIFEST, Manifest, Progress};
+use crate::changefeed::{Report, on_post_changed, on_user_changed};
+use crate::domain::TenantId;
+use crate::store::{
+    BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,
+    StoreResult, Tenancy, tenant,
+};
+
+/// Operations in one transactional batch at most (the Cosmos DB limit).
+const MAX_BATCH_OPERATIONS: usize = 100;
+/// Bytes of items in one batch at most: Cosmos DB refuses requests over 2 MiB; the rest is
+/// room for the request's own envelope.
+const MAX_BATCH_BYTES: usize = 3 << 19;
+/// Lines parsed and grouped into batches together; bounded in bytes too (posts may be large).
+const CHUNK_ITEMS: usize = 20_000;
+const CHUNK_BYTES: usize = 16 << 20;
+/// Documents per handler call while deriving the copies (as `rebuild` reads them).
+const DERIVE_PAGE: usize = 500;
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The tenant to load (see `cosmos-blog import --help`).
+    pub tenant: Option<TenantId>,
+    /// Batches in flight at once.
+    pub concurrency: usize,
+}
+
+/// Where the lines of an export go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Routing {
+    /// From a `multi` export, only this tenant's lines are loaded.
+    keep: Option<TenantId>,
+    into: Destination,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Destination {
+    /// The store as it is (`single`).
+    Store,
+    /// This tenant of a `multi` store.
+    Tenant(TenantId),
+    /// Each line's own tenant of a `multi` store.
+    OwnTenant,
+}
+
+impl Routing {
+    /// The routing for an export of layout `export` into a store of layout `target`, or why
+    /// the combination is refused.
+    fn new(export: Tenancy, target: Tenancy, tenant: Option<TenantId>) -> Result<Self, String> {
+        use Tenancy::{Multi, Single};
+        match (export, target, tenant) {
+            (Single, Single, None) => Ok(Self {
+                keep: None,
+                into: Destination::Store,
+            }),
+            (Single, Single, Some(_)) => Err(
+                "--tenant picks a tenant of a multi-layout export or of a multi store; this \
+                 export and the store are both single"
+                    .into(),
+            ),
+            (Single, Multi, Some(tenant)) => Ok(Self {
+                keep: None,
+                into: Destination::Tenant(tenant),
+            }),
+            (Single, Multi, None) => Err(
+                "a single-layout export goes into one tenant of a multi store: name it with \
+                 --tenant"
+                    .into(),
+            ),
+            (Multi, Single, Some(tenant)) => Ok(Self {
+                keep: Some(tenant),
+                into: Destination::Store,
+            }),
+            (Multi, Single, None) => Err(
+                "a multi-layout export holds many blogs and the store holds one: pick the \
+                 tenant to load with --tenant"
+                    .into(),
+            ),
+            (Multi, Multi, Some(tenant)) => Ok(Self {
+                keep: Some(tenant.clone()),
+                into: Destination::Tenant(tenant),
+            }),
+            (Multi, Multi, None) => Ok(Self {
+                keep: None,
+                into: Destination::OwnTenant,
+            }),
+        }
+    }
+
+    /// The blog of the target a line of `tenant` goes to (`None`: the store itself), or
+    /// `None` when the line is not loaded.
+    fn route(&self, tenant: &Option<TenantId>) -> Option<Option<TenantId>> {
+        if self.keep.is_some() && &self.keep != tenant {
+            return None;
+        }
+        Some(match &self.into {
+            Destination::Store => None,
+            Destination::Tenant(target) => Some(target.clone()),
+            Destination::OwnTenant => tenant.clone(),
+        })
+    }
+}
+
+/// A validated export, ready to load into a store of the layout it was validated for.
+pub struct Plan {
+    folder: PathBuf,
+    manifest: Manifest,
+    catalog: Catalog,
+    routing: Routing,
+    target: Tenancy,
+    concurrency: usize,
+}
+
+impl Plan {
+    /// Reads and checks the whole export in `folder` for a store of layout `target`, writing
+    /// nothing anywhere.
+    pub fn validate(
+        folder: &Path,
+        target: Tenancy,
+        options: &ImportOptions,
+        progress: &mut Progress,
+    ) -> Result<Plan, Invalid> {
+        let manifest = validate::read_manifest(folder)?;
+        let refuse = |reason: String| {
+            Invalid::one(
+                folder,
+                InputError {
+                    file: MANIFEST.to_owned(),
+                    line: None,
+                    reason,
+                },
+            )
+        };
+        let routing = Routing::new(manifest.layout, target, options.tenant.clone())
+            .map_err(|why| refuse(format!("layout {}: {why}", manifest.layout)))?;
+        let catalog = validate::validate(folder, &manifest, progress)?;
+        if let Some(tenant) = &routing.keep
+            && catalog.blog(&Some(tenant.clone())).is_none()
+        {
+            return Err(refuse(format!(
+                "tenant {:?} holds nothing in this export",
+                tenant.as_str()
+            )));
+        }
+        Ok(Plan {
+            folder: folder.to_owned(),
+            manifest,
+            catalog,
+            routing,
+            target,
+            concurrency: options.concurrency.max(1),
+        })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The blogs of the export that are loaded, each with where it goes.
+    fn loaded(&self) -> impl Iterator<Item = (&Option<TenantId>, &Blog)> {
+        self.catalog
+            .blogs
+            .iter()
+            .filter(|(tenant, _)| self.routing.route(tenant).is_some())
+    }
+
+    /// Loads the export into `store` and derives the copies.
+    pub async fn import(
+        &self,
+        store: &Arc<dyn Store>,
+        progress: &mut Progress,
+    ) -> anyhow::Result<ImportSummary> {
+        anyhow::ensure!(
+            store.tenancy() == self.target,
+            "the export was validated for a {} store, not a {} one",
+            self.target,
+            store.tenancy()
+        );
+        let mut views = Views::new(store);
+        let started = Instant::now();
+        let mut summary = ImportSummary {
+            read: self.manifest.total(),
+            loaded: self.loaded().map(|(_, blog)| blog.loaded()).sum(),
+            left_over: self.loaded().map(|(_, blog)| blog.left_over).sum(),
+            blogs: self.loaded().count(),
+            ..ImportSummary::default()
+        };
+        self.write_sources(&mut views, &mut summary, progress)
+            .await?;
+        summary.writing = started.elapsed();
+        let started = Instant::now();
+        summary.copies = self.derive_copies(&mut views, progress).await?;
+        summary.deriving = started.elapsed();
+        Ok(summary)
+    }
+
+    /// The lines of `kind` that are loaded, each with the blog it goes to and the item as
+    /// the target will hold it.
+    fn loaded_lines(
+        &self,
+        kind: Kind,
+    ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Loaded>> + '_> {
+        let mut lines = Lines::open(&self.folder, kind, self.manifest.layout)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(
+            std::iter::from_fn(move || lines.next()).filter_map(move |(number, line)| {
+                let loaded = line
+                    .map_err(|why| {
+                        anyhow::anyhow!(
+                            "{}:{number}: {why} (the export changed since it was validated)",
+                            kind.file_name()
+                        )
+                    })
+                    .and_then(|line| self.loaded_item(kind, line));
+                loaded.transpose()
+            }),
+        )
+    }
+
+    fn loaded_item(&self, kind: Kind, line: Line) -> anyhow::Result<Option<Loaded>> {
+        let Some(into) = self.routing.route(&line.tenant) else {
+            return Ok(None);
+        };
+        let blog = self
+            .catalog
+            .blog(&line.tenant)
+            .context("the export changed since it was validated")?;
+        if blog.is_left_over(&line.item) {
+            return Ok(None);
+        }
+        let (item, bytes) = stored_form(line.item, blog)?;
+        let pk = kind.container().partition_key_of(&item)?;
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(Some(Loaded {
+            into,
+            pk,
+            id,
+            item,
+            bytes,
+        }))
+    }
+
+    async fn write_sources(
+        &self,
+        views: &mut Views,
+        summary: &mut ImportSummary,
+        progress: &mut Progress,
+    ) -> anyhow::Result<()> {
+        progress.start("import: writing", Some(summary.loaded));
+        for kind in Kind::ALL {
+            let mut chunk = Vec::new();
+            let mut bytes = 0;
+            let mut lines = self.loaded_lines(kind)?.peekable();
+            while let Some(loaded) = lines.next() {
+                let loaded = loaded?;
+                bytes += loaded.bytes;
+                chunk.push(loaded);
+                if chunk.len() >= CHUNK_ITEMS || bytes >= CHUNK_BYTES || lines.peek().is_none() {
+                    let batches = batches(views, kind.container(), std::mem::take(&mut chunk));
+                    bytes = 0;
+                    let mut done = stream::iter(batches)
+                        .map(Batch::write)
+                        .buffer_unordered(self.concurrency);
+                    while let Some(result) = done.next().await {
+                        let written = result?;
+                        summary.written += written.written;
+                        summary.unchanged += written.unchanged;
+                        progress.advance(written.written + written.unchanged);
+                    }
+                }
+            }
+        }
+        progress.finish();
+        Ok(())
+    }
+
+    /// Runs `OnUserChanged` over the loaded users and erasure markers, then `OnPostChanged`
+    /// over the loaded posts and tombstones, [`DERIVE_PAGE`] documents per call and blog.
+    async fn derive_copies(
+        &self,
+        views: &mut Views,
+        progress: &mut Progress,
+    ) -> anyhow::Result<Report> {
+        let total = self
+            .loaded()
+            .map(|(_, blog)| {
+                blog.users.len() + blog.erased.len() + blog.posts.len() + blog.deleted.len()
+            })
+            .sum::<usize>();
+        progress.start("import: deriving the copies", Some(total as u64));
+        let mut report = Report::default();
+        for (kinds, handler) in [
+            ([Kind::Users, Kind::Erasures], Handler::OnUserChanged),
+            ([Kind::Posts, Kind::Tombstones], Handler::OnPostChanged),
+        ] {
+            let mut pending: HashMap<Option<TenantId>, Vec<Value>> = HashMap::new();
+            for kind in kinds {
+                for loaded in self.loaded_lines(kind)? {
+                    let loaded = loaded?;
+                    let documents = pending.entry(loaded.into.clone()).or_default();
+                    documents.push(handler.document(loaded.item));
+                    if documents.len() >= DERIVE_PAGE {
+                        let documents = std::mem::take(documents);
+                        let view = views.of(&loaded.into);
+                        report.merge(handler.run(&view, documents, progress).await?);
+                    }
+                }
+            }
+            for (into, documents) in pending {
+                if !documents.is_empty() {
+                    report.merge(handler.run(&views.of(&into), documents, progress).await?);
+                }
+            }
+        }
+        progress.finish();
+        Ok(report)
+    }
+}
+
+/// An item on its way into the target.
+struct Loaded {
+    /// The target's blog (`None`: the store itself).
+    into: Option<TenantId>,
+    pk: PartitionKey,
+    id: String,
+    item: Value,
+    /// Its size as serialised, near enough.
+    bytes: usize,
+}
+
+/// The item as the target will hold it: counts recomputed from the export, the author's
+/// username as the export's user has it (an erased author's items keep theirs: the
+/// erasure removes them), and every field in the domain type's canonical form. With its
+/// serialised size.
+fn stored_form(item: Item, blog: &Blog) -> serde_json::Result<(Value, usize)> {
+    let renamed = |user_username: &mut String, user_id| {
+        if let Some(username) = blog.username(user_id) {
+            username.clone_into(user_username);
+        }
+    };
+    let value = match item {
+        Item::User(user) => serde_json::to_value(user),
+        Item::Erasure(tombstone) | Item::DeletedPost(tombstone) => serde_json::to_value(tombstone),
+        Item::Post(mut post) => {
+            let tally = blog.tally(&post.post_id);
+            post.comment_count = tally.comments;
+            post.like_count = tally.likes;
+            renamed(&mut post.user_username, &post.user_id);
+            serde_json::to_value(post)
+        }
+        Item::Comment(mut comment) => {
+            renamed(&mut comment.user_username, &comment.user_id);
+            serde_json::to_value(comment)
+        }
+        Item::Like(mut like) => {
+            renamed(&mut like.user_username, &like.user_id);
+            serde_json::to_value(like)
+        }
+    }?;
+    let bytes = approximate_size(&value);
+    Ok((value, bytes))
+}
+
+/// The serialised size of an item of the model, near enough to bound a batch: its strings'
+/// lengths plus a generous allowance per field.
+fn approximate_size(item: &Value) -> usize {
+    match item {
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(name, value)| name.len() + 8 + approximate_size(value))
+            .sum(),
+        Value::String(text) => text.len() + text.len() / 8 + 2,
+        Value::Array(values) => values.iter().map(approximate_size).sum::<usize>() + 2,
+        _ => 24,
+    }
+}
+
+/// The target store, and each tenant's view of it.
+struct Views {
+    store: Arc<dyn Store>,
+    tenants: HashMap<TenantId, Arc<dyn Store>>,
+}
+
+impl Views {
+    fn new(store: &Arc<dyn Store>) -> Self {
+        Self {
+            store: Arc::clone(store),
+            tenants: HashMap::new(),
+        }
+    }
+
+    fn of(&mut self, into: &Option<TenantId>) -> Arc<dyn Store> {
+        match into {
+            None => Arc::clone(&self.store),
+            Some(tenant) => Arc::clone(
+                self.tenants
+                    .entry(tenant.clone())
+                    .or_insert_with(|| tenant::scoped(&self.store, tenant)),
+            ),
+        }
+    }
+}
+
+/// Items of one logical partition of one blog, written together.
+struct Batch {
+    store: Arc<dyn Store>,
+    container: Container,
+    pk: PartitionKey,
+    items: Vec<(String, Value)>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Written {
+    written: u64,
+    unchanged: u64,
+}
+
+/// Groups a chunk's items by blog and partition, in order, and cuts each group into batches
+/// of at most [`MAX_BATCH_OPERATIONS`] items and [`MAX_BATCH_BYTES`].
+fn batches(views: &mut Views, container: Container, chunk: Vec<Loaded>) -> Vec<Batch> {
+    let mut groups: Vec<(Option<TenantId>, PartitionKey, Vec<Loaded>)> = Vec::new();
+    let mut position: HashMap<(Option<TenantId>, String), usize> = HashMap::new();
+    for loaded in chunk {
+        let key = (loaded.into.clone(), loaded.pk.to_json_array());
+        let at = *position.entry(key).or_insert_with(|| {
+            groups.push((loaded.into.clone(), loaded.pk.clone(), Vec::new()));
+            groups.len() - 1
+        });
+        groups[at].2.push(loaded);
+    }
+    let mut batches = Vec::new();
+    for (into, pk, items) in groups {
+        let store = views.of(&into);
+        let mut batch: Vec<(String, Value)> = Vec::new();
+        let mut bytes = 0;
+        for loaded in items {
+            let full = batch.len() >= MAX_BATCH_OPERATIONS
+                || (!batch.is_empty() && bytes + loaded.bytes > MAX_BATCH_BYTES);
+            if full {
+                batches.push(Batch {
+                    store: Arc::clone(&store),
+                    container,
+                    pk: pk.clone(),
+                    items: std::mem::take(&mut batch),
+                });
+                bytes = 0;
+            }
+            bytes += loaded.bytes;
+            batch.push((loaded.id, loaded.item));
+        }
+        if !batch.is_empty() {
+            batches.push(Batch {
+                store,
+                container,
+                pk,
+                items: batch,
+            });
+        }
+    }
+    batches
+}
+
+impl Batch {
+    /// Reads which of the items the partition already holds as they are, and upserts the
+    /// others in one transactional batch.
+    async fn write(self) -> anyhow::Result<Written> {
+        let ids: Vec<Value> = self
+            .items
+            .iter()
+            .map(|(id, _)| Value::from(id.as_str()))
+            .collect();
+        let held = Query::in_partition(self.pk.clone()).filter("id", FilterOp::In, ids);
+        let page = PageRequest::first(self.items.len() as u32);
+        let present = retrying(|| self.store.query(self.container, &held, page.clone()))
+            .await
+            .with_context(|| self.failed("read"))?;
+        let present: HashMap<&str, &Value> = present
+            .items
+            .iter()
+            .filter_map(|item| Some((item.get("id")?.as_str()?, item)))
+            .collect();
+        let operations: Vec<BatchOperation> = self
+            .items
+            .iter()
+            .filter(|(id, item)| present.get(id.as_str()) != Some(&item))
+            .map(|(_, item)| BatchOperation::Upsert { item: item.clone() })
+            .collect();
+        let written = operations.len() as u64;
+        if !operations.is_empty() {
+            retrying(|| {
+                self.store
+                    .execute_batch(self.container, &self.pk, operations.clone())
+            })
+            .await
+            .with_context(|| self.failed("write"))?;
+        }
+        Ok(Written {
+            written,
+            unchanged: self.items.len() as u64 - written,
+        })
+    }
+
+    fn failed(&self, what: &str) -> String {
+        format!(
+            "cannot {what} {} items of {}/{}",
+            self.items.len(),
+            self.container.name(),
+            self.pk.to_json_array()
+        )
+    }
+}
+
+/// Runs `operation` again while it fails for a reason that passes (throttled, unavailable),
+/// with jittered exponential backoff, waiting at least what the store asked for
+/// (`Retry-After` of a 429, which the Cosmos DB SDK has already honoured a few times before
+/// giving up).
+async fn retrying<T, F, Fut>(operation: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(10))
+        .with_max_times(12)
+        .with_jitter();
+    operation
+        .retry(backoff)
+        .when(StoreError::is_transient)
+        .adjust(|error, next| next.map(|backoff| backoff.max(retry_after(error))))
+        .notify(|error, wait| tracing::debug!(%error, ?wait, "import: retrying"))
+        .await
+}
+
+/// How long the store asked to wait before the next request.
+fn retry_after(error: &StoreError) -> Duration {
+    match error {
+        StoreError::Throttled {
+            retry_after: Some(wait),
+        } => *wait,
+        StoreError::BatchOperationFailed { cause, .. } => retry_after(cause),
+        _ => Duration::ZERO,
+    }
+}
+
+/// The handler that derives the copies of a kind of source item.
+#[derive(Debug, Clone, Copy)]
+enum Handler {
+    OnUserChanged,
+    OnPostChanged,
+}
+
+impl Handler {
+    /// What the handler is given of a loaded item. It reads each post's current version from
+    /// the store, so a post travels in short form, which bounds what waits in memory.
+    fn document(self, item: Value) -> Value {
+        match (
+            self,
+            serde_json::from_value::<crate::domain::Post>(item.clone()),
+        ) {
+            (Handler::OnPostChanged, Ok(post)) => {
+                serde_json::to_value(post.short()).unwrap_or(item)
+            }
+            _ => item,
+        }
+    }
+
+    async fn run(
+        self,
+        store: &Arc<dyn Store>,
+        documents: Vec<Value>,
+        progress: &mut Progress,
+    ) -> anyhow::Result<Report> {
+        let count = documents.len() as u64;
+        // The handlers are idempotent: a retried page writes only what is still missing.
+        let report = retrying(|| async {
+            match self {
+                Handler::OnUserChanged => on_user_changed(store, &documents).await,
+                Handler::OnPostChanged => on_post_changed(store, &documents).await,
+            }
+        })
+        .await
+        .context("cannot derive the copies")?;
+        progress.advance(count);
+        Ok(report)
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default)]
+pub struct ImportSummary {
+    /// Items of the export.
+    pub read: u64,
+    /// Items of the blogs loaded (all of them, or one tenant's).
+    pub loaded: u64,
+    /// Comments and likes of deleted posts in those blogs, not loaded (the delete removes
+    /// them).
+    pub left_over: u64,
+    /// Blogs loaded (1, or the tenants of a `multi` export).
+    pub blogs: usize,
+    /// Items written: missing in the target, or different there.
+    pub written: u64,
+    /// Items the target already held as they are.
+    pub unchanged: u64,
+    /// The handlers' work: copies written (post copies, feed, usernames, deletes).
+    pub copies: Report,
+    pub writing: Duration,
+    pub deriving: Duration,
+}
+
+impl ImportSummary {
+    /// What the command prints.
+    pub fn lines(&self) -> Vec<String> {
+        let rate = |items: u64, took: Duration| items as f64 / took.as_secs_f64().max(1e-9);
+        let mut lines = vec![
+            format!(
+                "import: {} items read, {} loaded into {} blog{}: {} written, {} unchanged ({:.1} s, {:.0} items/s)",
+                self.read,
+                self.loaded,
+                self.blogs,
+                if self.blogs == 1 { "" } else { "s" },
+                self.written,
+                self.unchanged,
+                self.writing.as_secs_f64(),
+                rate(self.loaded, self.writing)
+            ),
+            format!(
+                "import: copies derived: {} written ({} sources visited, {:.1} s)",
+                self.copies.written,
+                self.copies.processed,
+                self.deriving.as_secs_f64()
+            ),
+        ];
+        if self.left_over > 0 {
+            lines.push(format!(
+                "import: left out {} comments and likes of deleted posts",
+                self.left_over
+            ));
+        }
+        lines.extend(
+            self.copies
+                .skipped
+                .iter()
+                .map(|why| format!("import: skipped {why}")),
+        );
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_layout_pair_loads_or_is_refused() {
+        let t = || TenantId::parse("t").ok();
+        use Tenancy::{Multi, Single};
+        assert!(Routing::new(Single, Single, t()).is_err());
+        assert!(Routing::new(Single, Multi, None).is_err());
+        assert!(Routing::new(Multi, Single, None).is_err());
+        let into_tenant = Routing::new(Single, Multi, t()).unwrap();
+        assert_eq!(into_tenant.route(&None), Some(t()));
+        let pick = Routing::new(Multi, Single, t()).unwrap();
+        assert_eq!(pick.route(&t()), Some(None));
+        assert_eq!(pick.route(&TenantId::parse("u").ok()), None);
+        let all = Routing::new(Multi, Multi, None).unwrap();
+        assert_eq!(all.route(&t()), Some(t()));
+    }
+
+    #[test]
+    fn a_throttled_batch_waits_what_the_store_asked() {
+        let throttled = StoreError::Throttled {
+            retry_after: Some(Duration::from_millis(700)),
+        };
+        assert_eq!(retry_after(&throttled), Duration::from_millis(700));
+        let in_batch = StoreError::BatchOperationFailed {
+            index: 3,
+            cause: Box::new(throttled),
+        };
+        assert_eq!(retry_after(&in_batch), Duration::from_millis(700));
+        assert_eq!(retry_after(&StoreError::NotFound), Duration::ZERO);
+    }
+}

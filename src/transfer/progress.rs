@@ -1,0 +1,120 @@
+//! How far a long transfer is: a progress bar when stderr is a terminal; otherwise, if
+//! asked, a line every [`LINE_EVERY`] items (logs, CI, a test waiting for the import to be
+//! halfway), else nothing.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Items between two progress lines when stderr is not a terminal.
+pub const LINE_EVERY: u64 = 10_000;
+
+pub struct Progress {
+    display: Display,
+    phase: &'static str,
+    done: u64,
+    total: Option<u64>,
+    next_line: u64,
+}
+
+enum Display {
+    Hidden,
+    Bar(ProgressBar),
+    Lines,
+}
+
+impl Progress {
+    /// Reports nothing (library callers, tests).
+    pub fn hidden() -> Self {
+        Self::with(Display::Hidden)
+    }
+
+    /// A bar on a terminal; elsewhere, lines on stderr if `lines`, else nothing.
+    pub fn on_stderr(lines: bool) -> Self {
+        Self::with(if std::io::stderr().is_terminal() {
+            Display::Bar(ProgressBar::hidden())
+        } else if lines {
+            Display::Lines
+        } else {
+            Display::Hidden
+        })
+    }
+
+    fn with(display: Display) -> Self {
+        Self {
+            display,
+            phase: "",
+            done: 0,
+            total: None,
+            next_line: LINE_EVERY,
+        }
+    }
+
+    /// Starts a phase of `total` items (unknown: `None`), ending the one before.
+    pub fn start(&mut self, phase: &'static str, total: Option<u64>) {
+        self.finish();
+        self.phase = phase;
+        self.done = 0;
+        self.total = total;
+        self.next_line = LINE_EVERY;
+        if let Display::Bar(bar) = &mut self.display {
+            *bar = match total {
+                Some(total) => ProgressBar::new(total).with_style(
+                    ProgressStyle::with_template(
+                        "{msg} [{bar:30}] {human_pos}/{human_len} items, {per_sec}, {eta} left",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                ),
+                None => ProgressBar::new_spinner().with_style(
+                    ProgressStyle::with_template("{spinner} {msg}: {human_pos} items, {per_sec}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                ),
+            };
+            bar.set_message(phase);
+            bar.enable_steady_tick(Duration::from_millis(200));
+        }
+    }
+
+    /// `items` more are done.
+    pub fn advance(&mut self, items: u64) {
+        self.done += items;
+        match &self.display {
+            Display::Bar(bar) => bar.inc(items),
+            Display::Lines if self.done >= self.next_line => {
+                self.next_line = (self.done / LINE_EVERY + 1) * LINE_EVERY;
+                self.line();
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends the current phase (its bar is cleared; a last line says where it ended).
+    pub fn finish(&mut self) {
+        if self.phase.is_empty() {
+            return;
+        }
+        match &self.display {
+            Display::Bar(bar) => bar.finish_and_clear(),
+            Display::Lines => self.line(),
+            Display::Hidden => {}
+        }
+        self.phase = "";
+    }
+
+    fn line(&self) {
+        match self.total {
+            Some(total) => eprintln!("{}: {} of {total} items", self.phase, self.done),
+            None => eprintln!("{}: {} items", self.phase, self.done),
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Display::Bar(bar) = &self.display {
+            bar.finish_and_clear();
+        }
+    }
+}
