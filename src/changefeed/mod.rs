@@ -6,4 +6,10 @@ mod handlers;
 mod pump;
 
 pub use handlers::{Report, on_post_changed, on_user_changed, rebuild};
+
+// The write paths that `verify --repair` and the delayed re-check reuse for their repairs.
+pub(crate) use deletes::{
+    clear_deleted_post, delete_children, delete_if_orphan, erase_user, refill_feed,
+};
+pub(crate) use handlers::{current_username, feed_query, rename_item, trim_feed};
 pub use pump::{Pump, Source};

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, tenant};
+use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, tenant};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
@@ -49,21 +49,15 @@ impl Source {
     /// mixes tenants: each tenant's documents are handled in its own view, so every copy
     /// stays within its tenant.
     pub async fn handle(self, store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
-        if store.tenancy() == Tenancy::Single {
-            return self.handle_model(store, documents).await;
-        }
-        let (groups, strays) = tenant::by_tenant(documents);
+        let (groups, strays) = tenant::by_model(store, documents);
         let mut report = Report::default();
         if strays > 0 {
             report
                 .skipped
                 .push(format!("{strays} documents without a valid tenantId"));
         }
-        for (tenant, documents) in groups {
-            let part = self
-                .handle_model(&tenant::scoped(store, &tenant), &documents)
-                .await?;
-            report.merge(part);
+        for (_, view, documents) in groups {
+            report.merge(self.handle_model(&view, &documents).await?);
         }
         Ok(report)
     }
