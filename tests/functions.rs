@@ -16,7 +16,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
 use cosmos_blog::api::{self, AppState};
 use cosmos_blog::auth::Authenticator;
-use cosmos_blog::changefeed::Source;
+use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{
@@ -47,6 +47,8 @@ fn fixture(name: &str) -> Vec<u8> {
 struct Harness {
     _dir: tempfile::TempDir,
     store: Arc<FlakyStore>,
+    /// What the `Recheck` timer function does (off unless a test says).
+    recheck: Recheck,
 }
 
 impl Harness {
@@ -63,7 +65,11 @@ impl Harness {
             inner: Arc::new(embedded),
             down: AtomicBool::new(false),
         });
-        Self { _dir: dir, store }
+        Self {
+            _dir: dir,
+            store,
+            recheck: Recheck::Off,
+        }
     }
 
     fn dyn_store(&self) -> Arc<dyn Store> {
@@ -79,7 +85,7 @@ impl Harness {
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
         let state = AppState::new(self.dyn_store(), Duration::ZERO, auth);
-        api::app(state, functions::router())
+        api::app(state, functions::router(self.recheck))
     }
 
     async fn invoke(&self, function: &str, body: Vec<u8>) -> (StatusCode, String, Value) {

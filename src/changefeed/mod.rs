@@ -1,9 +1,10 @@
 //! Change-feed processing: the two denormalisation handlers, the standalone pump that feeds
-//! them from the store's change log, and the adapter for Azure Functions trigger invocations.
+//! them from the store's change log, and the delayed re-check that repairs what they missed.
 
 mod deletes;
 mod handlers;
 mod pump;
+pub mod recheck;
 
 pub use handlers::{Report, on_post_changed, on_user_changed, rebuild};
 
@@ -13,3 +14,4 @@ pub(crate) use deletes::{
 };
 pub(crate) use handlers::{current_username, feed_query, rename_item, trim_feed};
 pub use pump::{Pump, Source};
+pub use recheck::{Recheck, RecheckReport, RecheckTask};

@@ -62,6 +62,8 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        // The delayed re-check only where a test or phase asks for it: it reads the store.
+        recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),
     }
