@@ -1,12 +1,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
-use cosmos_blog::store::Tenancy;
+use cosmos_blog::store::{Store, Tenancy};
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::{changefeed, telemetry, transfer};
 
@@ -39,6 +40,12 @@ enum Command {
     Verify {
         #[command(flatten)]
         store: StoreSettings,
+        /// Also fix what it finds, with targeted writes (a copy rewritten, a username set, a
+        /// count recomputed, an orphan removed, the feed trimmed or refilled), print each fix,
+        /// and check again: exit status 0 when everything holds afterwards, 1 when something
+        /// could not be fixed. Idempotent, and safe while the application serves.
+        #[arg(long)]
+        repair: bool,
     },
     /// Write the store's source items (users, posts, comments, likes, deletes) to a folder of
     /// JSON Lines files and a manifest; the copies are left out (import derives them).
@@ -106,7 +113,7 @@ async fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
-        Command::Verify { store } => return verify_store(&store).await,
+        Command::Verify { store, repair } => return verify_store(&store, repair).await,
         Command::Export(args) => transfer::run_export(&args).await,
         Command::Import(args) => import(&args).await,
         Command::Backup(args) => transfer::run_backup(&args),
@@ -166,7 +173,7 @@ const VIOLATIONS_SHOWN: usize = 100;
 /// Exit status of `verify` when the store cannot be read (1 means violations).
 const VERIFY_UNREADABLE: u8 = 2;
 
-async fn verify_store(settings: &StoreSettings) -> ExitCode {
+async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
         // Opening an embedded store creates it: refuse a path that holds none, which is
         // almost certainly the wrong one.
@@ -177,7 +184,11 @@ async fn verify_store(settings: &StoreSettings) -> ExitCode {
             path.display()
         );
         let store = open_store(settings).await?;
-        run_verify(&store).await
+        if repair {
+            run_repair(&store).await
+        } else {
+            run_verify(&store).await
+        }
     };
     match verdict.await {
         Ok(report) if report.holds() => ExitCode::SUCCESS,
@@ -191,23 +202,47 @@ async fn verify_store(settings: &StoreSettings) -> ExitCode {
 }
 
 /// Scans the store with progress on stderr, prints the violations and the verdict.
-async fn run_verify(
-    store: &std::sync::Arc<dyn cosmos_blog::store::Store>,
-) -> anyhow::Result<VerifyReport> {
-    let report = verify::verify_with_progress(store, &mut |progress| {
-        eprintln!(
-            "verify: {} items scanned (now in {}), {} violations so far",
-            progress.scanned.total(),
-            progress.container.name(),
-            progress.violations
-        );
+async fn run_verify(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
+    let report = verify::verify_with_progress(store, &mut show_progress).await?;
+    print_verdict(&report);
+    Ok(report)
+}
+
+/// `verify --repair`: each fix as it is made (naming the violation), what the store refused,
+/// then what still fails (if anything) and the verdict of the scan after the repairs.
+async fn run_repair(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
+    let report = verify::verify_and_repair(store, &mut show_progress, &mut |fixed| {
+        println!("{fixed}");
     })
     .await?;
+    // Each fix named its violation as it was made; what had none is listed below.
+    eprintln!("before the repairs: {}", report.before.verdict());
+    for failed in &report.applied.failed {
+        println!("{failed}");
+    }
+    println!(
+        "repair: {} fixed, {} could not be fixed",
+        report.applied.fixed.len(),
+        report.after.total_violations
+    );
+    print_verdict(&report.after);
+    Ok(report.after)
+}
+
+fn show_progress(progress: &verify::Progress) {
+    eprintln!(
+        "verify: {} items scanned (now in {}), {} violations so far",
+        progress.scanned.total(),
+        progress.container.name(),
+        progress.violations
+    );
+}
+
+fn print_verdict(report: &VerifyReport) {
     for line in report.violation_lines(VIOLATIONS_SHOWN) {
         println!("{line}");
     }
     println!("{}", report.verdict());
-    Ok(report)
 }
 
 fn generate(root: &Path, tenancy: Tenancy) -> anyhow::Result<()> {

@@ -3,10 +3,12 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
+use crate::changefeed::recheck::{self, Recheck};
 use crate::store::Tenancy;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
@@ -31,6 +33,13 @@ pub struct Settings {
     /// is eventually consistent anyway; 0 turns the cache off.
     #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS)]
     pub feed_cache_ms: u64,
+
+    /// How far behind the present (ms) the delayed re-check reads the change feeds of `users`
+    /// and `posts`, checks each change against its source and its dependents, and repairs what
+    /// the handlers missed (stale reads, skipped trigger batches, hand edits). Beside the
+    /// pump standalone; the `Recheck` timer function under the Functions host. 0 turns it off.
+    #[arg(long, env = "BLOG_RECHECK_DELAY_MS", default_value_t = recheck::DEFAULT_DELAY_MS)]
+    pub recheck_delay_ms: u64,
 
     /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
     /// Functions triggers do it), `auto` (pump, unless running under the Functions host or on
@@ -85,6 +94,16 @@ impl StoreSettings {
 }
 
 impl Settings {
+    /// Where this process runs the delayed re-check: beside its pump, or when the Functions
+    /// host invokes the timer function (the triggers' counterpart).
+    pub fn recheck(&self) -> Recheck {
+        match self.recheck_delay_ms {
+            0 => Recheck::Off,
+            ms if self.runs_pump() => Recheck::BesideThePump(Duration::from_millis(ms)),
+            ms => Recheck::OnTimer(Duration::from_millis(ms)),
+        }
+    }
+
     /// Whether this process runs the change-feed pump.
     pub fn runs_pump(&self) -> bool {
         match self.change_feed {
@@ -138,5 +157,25 @@ mod tests {
         assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
         let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
         assert!(settings(&forced, flex_without_worker_runtime).runs_pump());
+    }
+
+    #[test]
+    fn the_recheck_runs_where_the_change_feed_is_handled() {
+        let cosmos = ["--cosmos-endpoint", "https://blog.documents.azure.com:443/"];
+        let host = Platform {
+            functions_host: true,
+            ..Platform::default()
+        };
+        let ten_minutes = Duration::from_secs(600);
+        assert_eq!(
+            settings(&[], Platform::default()).recheck(),
+            Recheck::BesideThePump(ten_minutes)
+        );
+        assert_eq!(
+            settings(&cosmos, host.clone()).recheck(),
+            Recheck::OnTimer(ten_minutes)
+        );
+        let off = [&cosmos[..], &["--recheck-delay-ms", "0"]].concat();
+        assert_eq!(settings(&off, host).recheck(), Recheck::Off);
     }
 }

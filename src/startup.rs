@@ -1,5 +1,5 @@
-//! Builds the application from settings: the store, the change-feed pump and the HTTP
-//! server. Tests build it on port 0 and drive the real thing.
+//! Builds the application from settings: the store, the change-feed pump, the delayed
+//! re-check and the HTTP server. Tests build it on port 0 and drive the real thing.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
-use crate::changefeed::Pump;
+use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
 use crate::platform::Platform;
 use crate::settings::{Settings, StoreSettings};
@@ -24,6 +24,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     pump: Option<Pump>,
+    recheck: Option<RecheckTask>,
     store: Arc<dyn Store>,
     platform: Platform,
 }
@@ -68,10 +69,15 @@ impl Application {
         let pump = settings
             .runs_pump()
             .then(|| Pump::start(Arc::clone(&store)));
+        let recheck = match settings.recheck() {
+            Recheck::BesideThePump(delay) => Some(RecheckTask::start(Arc::clone(&store), delay)),
+            Recheck::Off | Recheck::OnTimer(_) => None,
+        };
         Ok(Self {
             listener,
             router,
             pump,
+            recheck,
             store,
             platform: settings.auth.platform.clone(),
         })
@@ -96,6 +102,7 @@ impl Application {
             backend = self.store.backend(),
             tenancy = %self.store.tenancy(),
             pump = self.pump.is_some(),
+            recheck = self.recheck.is_some(),
             functions_host = self.platform.functions_host,
             app_service = self.platform.app_service,
             "serving"
@@ -107,16 +114,19 @@ impl Application {
         if let Some(pump) = self.pump {
             pump.stop().await;
         }
+        if let Some(recheck) = self.recheck {
+            recheck.stop().await;
+        }
         Ok(())
     }
 }
 
-/// The change-feed trigger invocations are only mounted under the Functions host: there the
-/// handler's port is reachable by the host alone, while a standalone server would let anyone
-/// who can reach it POST forged documents into the copies.
+/// The change-feed trigger and timer invocations are only mounted under the Functions host:
+/// there the handler's port is reachable by the host alone, while a standalone server would
+/// let anyone who can reach it POST forged documents into the copies.
 fn trigger_routes(settings: &Settings) -> Router<AppState> {
     if settings.auth.platform.functions_host {
-        functions::router()
+        functions::router(settings.recheck())
     } else {
         Router::new()
     }

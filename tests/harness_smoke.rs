@@ -22,6 +22,8 @@ mod layouts_report;
 mod load;
 #[path = "../benches/harness/profile.rs"]
 mod profile;
+#[path = "../benches/harness/recheck.rs"]
+mod recheck;
 #[path = "../benches/harness/report.rs"]
 mod report;
 #[path = "../benches/harness/routing.rs"]
@@ -116,6 +118,13 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     assert!(reads.into_iter().all(|p| p.total.errors == 0));
     assert!(load.lags.iter().all(|l| l.posts > 0));
     assert!(outcome.startup.as_ref().unwrap().rss_kib > 0);
+    let recheck = outcome.recheck.as_ref().unwrap();
+    assert!(recheck.changes > 0, "the re-check saw the load's changes");
+    assert_eq!(
+        (recheck.repaired, recheck.unfixable),
+        (0, 0),
+        "the pump kept the copies right: the re-check finds nothing to repair"
+    );
     let hot = outcome.hot_post.as_ref().unwrap();
     assert_eq!(hot.len(), 2, "one run per backend");
     assert!(hot.iter().all(hotpost::HotPostRun::exact), "{hot:?}");

@@ -126,6 +126,8 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        // The delayed re-check only where a test or phase asks for it: it reads the store.
+        recheck_delay_ms: 0,
         change_feed: ChangeFeedMode::Off,
         // The writers name themselves with the principal header, on loopback.
         auth: AuthSettings {

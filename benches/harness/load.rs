@@ -392,6 +392,8 @@ pub async fn run(
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        // The delayed re-check only where a test or phase asks for it: it reads the store.
+        recheck_delay_ms: 0,
         change_feed: ChangeFeedMode::Pump,
         // The load sends the principal header; header mode on loopback, whatever the shell says.
         auth: AuthSettings {

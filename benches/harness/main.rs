@@ -18,6 +18,7 @@ mod layouts;
 mod layouts_report;
 mod load;
 mod profile;
+mod recheck;
 mod report;
 mod routing;
 mod startup;
@@ -59,11 +60,12 @@ fn main() -> ExitCode {
     match runtime.block_on(suite::run(&args, command.trim_end())) {
         Ok(outcome) => {
             eprintln!(
-                "harness: {} items, {} profile rows, {} delete costs, {} load phases, {} hot-post runs, start-up p50 {}",
+                "harness: {} items, {} profile rows, {} delete costs, {} load phases, {} re-checked changes, {} hot-post runs, start-up p50 {}",
                 outcome.dataset.items(),
                 outcome.rows.len(),
                 outcome.deletes.len(),
                 outcome.load.map_or(0, |l| l.phases.len()),
+                outcome.recheck.map_or(0, |r| r.changes),
                 outcome.hot_post.map_or(0, |runs| runs.len()),
                 outcome
                     .startup

@@ -83,6 +83,8 @@ pub struct Inputs<'a> {
     pub startup: Option<&'a StartupReport>,
     pub concurrency: usize,
     pub checks: &'a [crate::invariants::Check],
+    /// The delayed re-check's catch-up after the load.
+    pub recheck: Option<&'a crate::recheck::RecheckCost>,
 }
 
 fn fmt_ms(d: Duration) -> String {
@@ -168,6 +170,14 @@ fn summary_row(out: &mut String, label: &str, s: &Summary, extra: &str) {
 }
 
 /// The throughput phases and the change-feed lags of a load run.
+/// Writes per second of the load's write mix, if it ran.
+pub fn write_mix_rate(load: &LoadReport) -> Option<f64> {
+    load.phases
+        .iter()
+        .find(|phase| phase.name.starts_with("write mix"))
+        .map(|phase| phase.throughput())
+}
+
 pub fn throughput_and_lag(out: &mut String, load: &LoadReport, concurrency: usize) {
     let _ = writeln!(
         out,
@@ -556,6 +566,9 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         met(one_shape)
     );
     out.push_str(&crate::invariants::markdown(input.checks));
+    if let Some(cost) = input.recheck {
+        crate::recheck::markdown(&mut out, cost, input.load.and_then(write_mix_rate));
+    }
     let _ = writeln!(out, "\n![requests and latency per operation](chart.svg)");
     out
 }

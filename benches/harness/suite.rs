@@ -93,7 +93,8 @@ pub struct Args {
     /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
     /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
     /// phase on both backends. `layouts`: the layout comparison of `--tenants`. `transfer`:
-    /// export and import of the data set of `--users`.
+    /// export and import of the data set of `--users`. `recheck`: the write mix, then the
+    /// delayed re-check's cost and catch-up over its changes.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -108,6 +109,8 @@ pub enum Only {
     HotPost,
     Layouts,
     Transfer,
+    /// The write mix, then the delayed re-check of its changes.
+    Recheck,
 }
 
 pub struct Outcome {
@@ -121,6 +124,8 @@ pub struct Outcome {
     pub startup: Option<StartupReport>,
     /// `verify` after generation and after the load.
     pub checks: Vec<Check>,
+    /// The delayed re-check of the load's changes.
+    pub recheck: Option<crate::recheck::RecheckCost>,
     pub report: PathBuf,
     pub chart: PathBuf,
 }
@@ -226,6 +231,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
     log("the cost of deletes");
     let deletes = crate::deletes::profile(&store, DELETE_SAMPLES).await?;
 
+    let mut recheck = None;
     let load = if args.skip_load {
         None
     } else {
@@ -238,9 +244,12 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             seed: args.seed,
             write_mix_only: false,
         };
+        crate::recheck::start_here(&store).await?;
         let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
         log("verify after the load, once the change feed is drained");
         checks.push(invariants::after_load(&store, !quiet).await?);
+        log("the delayed re-check of the load's changes");
+        recheck = Some(crate::recheck::catch_up(&store).await?);
         Some(load)
     };
     for check in &checks {
@@ -289,6 +298,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         startup: startup.as_ref(),
         concurrency: args.concurrency,
         checks: &checks,
+        recheck: recheck.as_ref(),
     });
     let report = args.out.join("REPORT.md");
     let chart = args.out.join("chart.svg");
@@ -309,6 +319,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         transfer,
         startup,
         checks,
+        recheck,
         report,
         chart,
     })
@@ -347,12 +358,15 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
         report::Machine::this().described()
     );
     match only {
-        Only::WriteMix => {
+        Only::WriteMix | Only::Recheck => {
             let temp = tempfile::tempdir()?;
             let store: Arc<dyn Store> =
                 Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
             let dataset = generate_data(&store, args).await?;
             let items = dataset.items();
+            if only == Only::Recheck {
+                crate::recheck::start_here(&store).await?;
+            }
             let config = LoadConfig {
                 phase: Duration::from_secs_f64(args.load_seconds),
                 concurrency: args.concurrency.max(1),
@@ -361,7 +375,14 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 seed: args.seed,
                 write_mix_only: true,
             };
-            let load = crate::load::run(store, dataset, &config, log).await?;
+            let load = crate::load::run(Arc::clone(&store), dataset, &config, log).await?;
+            if only == Only::Recheck {
+                log("draining the change feed, then the delayed re-check of the write mix");
+                let drained = invariants::after_load(&store, !quiet).await?;
+                anyhow::ensure!(drained.holds(), "verify fails after the write mix");
+                let cost = crate::recheck::catch_up(&store).await?;
+                crate::recheck::markdown(&mut out, &cost, report::write_mix_rate(&load));
+            }
             out.push_str(&format!(
                 "\nData set: {items} items; the pump caught up in {:.1} s.\n",
                 load.catch_up.as_secs_f64()

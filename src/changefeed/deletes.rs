@@ -26,7 +26,7 @@ use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder, Store,
-    StoreError, StoreResult,
+    StoreError, StoreResult, tenant,
 };
 
 /// Deletes in flight at once while clearing up after one delete.
@@ -36,7 +36,7 @@ const CHILDREN_PER_BATCH: usize = 99;
 
 /// What clearing up after deleted posts did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Cleared {
+pub(crate) struct Cleared {
     pub written: usize,
     /// Whether a post left the feed, which then needs a refill.
     pub left_feed: bool,
@@ -44,7 +44,7 @@ pub(super) struct Cleared {
 
 /// Removes everything derived from the deleted post `post_id` of `author`: its copies in
 /// `users` and `feed`, and its comments and likes.
-pub(super) async fn clear_deleted_post(
+pub(crate) async fn clear_deleted_post(
     store: &Arc<dyn Store>,
     post_id: &PostId,
     author: &UserId,
@@ -80,7 +80,10 @@ async fn delete_if_present(
 
 /// Deletes the comments and likes of a deleted post, a page at a time until none is left.
 /// No count needs to change: the post is gone.
-async fn delete_children(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult<usize> {
+pub(crate) async fn delete_children(
+    store: &Arc<dyn Store>,
+    post_id: &PostId,
+) -> StoreResult<usize> {
     let pk = PartitionKey::single(post_id.as_str());
     let mut deleted = 0;
     for kind in [Comment::TYPE, Like::TYPE] {
@@ -114,7 +117,7 @@ fn item_id(item: &Value) -> Option<String> {
 /// removed everything past the bound, so the posts that now belong in the feed are read from
 /// the short copies in `users` (see the module's note on its cost). Upserts only the missing
 /// ones; the caller trims afterwards.
-pub(super) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
+pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
     let newest = Query::in_partition(feed_partition())
         .of_type(Post::TYPE)
         .order_by("creationDate", SortOrder::Descending);
@@ -158,7 +161,7 @@ pub(super) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
 /// (whose own change-feed events then remove copies, comments and likes), and their comments
 /// and likes on other posts are deleted with those posts' counts lowered in the same batch.
 /// Anything written after `deletedAt` (the user registered again) is kept.
-pub(super) async fn erase_user(store: &Arc<dyn Store>, marker: &Tombstone) -> StoreResult<usize> {
+pub(crate) async fn erase_user(store: &Arc<dyn Store>, marker: &Tombstone) -> StoreResult<usize> {
     let (posts, children) = written_by(store, &marker.user_id, marker.deleted_at).await?;
     let mut written = 0;
     for post_id in posts {
@@ -306,23 +309,26 @@ async fn delete_counted(
     Ok(deleted)
 }
 
-/// Deletes the post copies in `users` and `feed` whose source is no longer a live post (for
-/// `rebuild`): one point read of the source per copy.
-pub(super) async fn sweep_orphan_copies(store: &Arc<dyn Store>) -> StoreResult<usize> {
+/// Deletes those of `copies` (post copies read from `container` of `store` as a whole, for
+/// `rebuild`) whose source is no longer a live post, or that sit in another user's partition:
+/// one point read of the source per copy, in its model's view.
+pub(super) async fn sweep_orphan_copies(
+    store: &Arc<dyn Store>,
+    container: Container,
+    copies: &[Value],
+) -> StoreResult<usize> {
     let mut deleted = 0;
-    for container in [Container::Users, Container::Feed] {
-        let query = Query::cross_partition().of_type(Post::TYPE);
-        let mut pages = Pages::new(&**store, container, &query, 500);
-        while let Some(copies) = pages.next().await? {
-            for copy in &copies {
-                deleted += delete_if_orphan(store, container, copy).await?;
-            }
+    for (_, view, copies) in tenant::by_model(store, copies).0 {
+        for copy in copies.iter() {
+            deleted += delete_if_orphan(&view, container, copy).await?;
         }
     }
     Ok(deleted)
 }
 
-async fn delete_if_orphan(
+/// Deletes a post copy of `container` whose source is not a live post, or, in `users`, is a
+/// post by another user than the partition's (a misplaced copy): one point read of the source.
+pub(crate) async fn delete_if_orphan(
     store: &Arc<dyn Store>,
     container: Container,
     copy: &Value,
@@ -333,7 +339,12 @@ async fn delete_if_orphan(
     let source = store
         .read_item(Container::Posts, &PartitionKey::single(&id), &id)
         .await?;
-    if source.is_some_and(|s| is_a::<Post>(&s.item)) {
+    // In `users` a copy's partition is its userId: it belongs there only if that is the author.
+    let author = |item: &Value| item.get("userId").cloned();
+    let belongs = source.is_some_and(|s| {
+        is_a::<Post>(&s.item) && (container != Container::Users || author(&s.item) == author(copy))
+    });
+    if belongs {
         return Ok(0);
     }
     let pk = container.partition_key_of(copy)?;

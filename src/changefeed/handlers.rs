@@ -5,7 +5,7 @@
 //! nothing. A document that cannot be read as its type is logged and skipped; a transient
 //! store failure fails the whole batch so that it is delivered again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt, stream};
@@ -13,8 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::deletes::{Cleared, clear_deleted_post, erase_user, refill_feed, sweep_orphan_copies};
+use super::pump::Source;
 use crate::blog::{FEED_SIZE, feed_partition};
-use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User, is_a};
+use crate::domain::{Comment, Deleted, Like, Post, PostId, TenantId, Tombstone, Typed, User, is_a};
 use crate::store::{
     BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder,
     Store, StoreError, StoreResult, Tenancy, strip_system_properties, tenant,
@@ -201,7 +202,11 @@ async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<u
 
 /// Sets `userUsername` on one item of `posts`, re-reading on a race with a like or comment
 /// (which rewrites the post's counts) so neither write is lost.
-async fn rename_item(store: &Arc<dyn Store>, item: Value, username: &str) -> StoreResult<usize> {
+pub(crate) async fn rename_item(
+    store: &Arc<dyn Store>,
+    item: Value,
+    username: &str,
+) -> StoreResult<usize> {
     let pk = Container::Posts.partition_key_of(&item)?;
     let Some(id) = item.get("id").and_then(Value::as_str) else {
         return Ok(0);
@@ -443,11 +448,16 @@ struct FeedWindow {
     admitted: HashMap<PostId, Post>,
 }
 
+/// The feed's posts, newest first: the order of Q6, of the window and of the trim.
+pub(crate) fn feed_query() -> Query {
+    Query::in_partition(feed_partition())
+        .of_type(Post::TYPE)
+        .order_by("creationDate", SortOrder::Descending)
+}
+
 impl FeedWindow {
     fn query() -> Query {
-        Query::in_partition(feed_partition())
-            .of_type(Post::TYPE)
-            .order_by("creationDate", SortOrder::Descending)
+        feed_query()
     }
 
     async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
@@ -532,7 +542,7 @@ impl FeedWindow {
 /// Deletes what lies beyond the feed's bound, in one batch. Safe with concurrent handlers:
 /// anything past position [`FEED_SIZE`] in one snapshot stays past it (posts only get
 /// added), and a post already deleted by another instance is simply not found.
-async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
+pub(crate) async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
     let beyond = FeedWindow::query().skip(FEED_SIZE);
     let page = store
         .query(Container::Feed, &beyond, PageRequest::first(1_000))
@@ -662,7 +672,10 @@ fn authored_items(documents: &[Value]) -> Vec<(Authored, &Value)> {
     latest.into_values().collect()
 }
 
-async fn current_username(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<Option<String>> {
+pub(crate) async fn current_username(
+    store: &Arc<dyn Store>,
+    user_id: &str,
+) -> StoreResult<Option<String>> {
     let user = store
         .read_item(Container::Users, &PartitionKey::single(user_id), user_id)
         .await?;
@@ -708,41 +721,63 @@ async fn correct_username(
 
 /// Re-derives every copy from the sources (SPEC 5.3): usernames from `users` into `posts`,
 /// then post copies into `users` and `feed`. Idempotent; safe while the platform runs.
-/// A `multi` store is rebuilt tenant by tenant.
+/// A `multi` store is read once, like a `single` one: each page is handed to its tenants'
+/// views by the items' `tenantId` (as the change feed's batches are), never scanned per tenant.
 pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
-    if store.tenancy() == Tenancy::Single {
-        return rebuild_model(store).await;
-    }
     let mut report = Report::default();
-    for tenant in tenant::tenants(&**store).await? {
-        report.merge(rebuild_model(&tenant::scoped(store, &tenant)).await?);
+    let mut models = Models::default();
+    for (source, item_type) in [
+        (Source::Users, User::TYPE),
+        (Source::Users, Tombstone::TYPE),
+        (Source::Posts, Post::TYPE),
+        (Source::Posts, Tombstone::TYPE),
+    ] {
+        let query = Query::cross_partition().of_type(item_type);
+        let mut pages = Pages::new(&**store, source.container(), &query, 500);
+        while let Some(items) = pages.next().await? {
+            models.note(store, &items);
+            report.merge(source.handle(store, &items).await?);
+        }
+    }
+    // Copies whose source is gone without a tombstone left to say so (purged after its
+    // time-to-live before a handler saw it), then each feed made whole again.
+    for container in [Container::Users, Container::Feed] {
+        let query = Query::cross_partition().of_type(Post::TYPE);
+        let mut pages = Pages::new(&**store, container, &query, 500);
+        while let Some(copies) = pages.next().await? {
+            models.note(store, &copies);
+            report.written += sweep_orphan_copies(store, container, &copies).await?;
+        }
+    }
+    for view in models.views(store) {
+        report.written += refill_feed(&view).await?;
+        report.merge(trim_feed(&view).await?);
     }
     Ok(report)
 }
 
-/// [`rebuild`] of one V3 model: a `single` store, or one tenant's view of a `multi` one.
-async fn rebuild_model(store: &Arc<dyn Store>) -> StoreResult<Report> {
-    let mut report = Report::default();
-    for (container, item_type) in [
-        (Container::Users, User::TYPE),
-        (Container::Users, Tombstone::TYPE),
-        (Container::Posts, Post::TYPE),
-        (Container::Posts, Tombstone::TYPE),
-    ] {
-        let query = Query::cross_partition().of_type(item_type);
-        let mut pages = Pages::new(&**store, container, &query, 500);
-        while let Some(items) = pages.next().await? {
-            let part = match container {
-                Container::Users => on_user_changed(store, &items).await?,
-                _ => on_post_changed(store, &items).await?,
-            };
-            report.merge(part);
+/// The models `rebuild` has met: the store itself, or in `multi` each tenant seen.
+#[derive(Default)]
+struct Models {
+    tenants: BTreeSet<TenantId>,
+}
+
+impl Models {
+    fn note(&mut self, store: &Arc<dyn Store>, items: &[Value]) {
+        if store.tenancy() == Tenancy::Multi {
+            self.tenants
+                .extend(items.iter().filter_map(tenant::tenant_of));
         }
     }
-    // Copies whose source is gone without a tombstone left to say so (purged after its
-    // time-to-live before a handler saw it), then the feed made whole again.
-    report.written += sweep_orphan_copies(store).await?;
-    report.written += refill_feed(store).await?;
-    report.merge(trim_feed(store).await?);
-    Ok(report)
+
+    fn views(&self, store: &Arc<dyn Store>) -> Vec<Arc<dyn Store>> {
+        match store.tenancy() {
+            Tenancy::Single => vec![Arc::clone(store)],
+            Tenancy::Multi => self
+                .tenants
+                .iter()
+                .map(|tenant| tenant::scoped(store, tenant))
+                .collect(),
+        }
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, tenant};
+use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, tenant};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
@@ -49,21 +49,15 @@ impl Source {
     /// mixes tenants: each tenant's documents are handled in its own view, so every copy
     /// stays within its tenant.
     pub async fn handle(self, store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
-        if store.tenancy() == Tenancy::Single {
-            return self.handle_model(store, documents).await;
-        }
-        let (groups, strays) = tenant::by_tenant(documents);
+        let (groups, strays) = tenant::by_model(store, documents);
         let mut report = Report::default();
         if strays > 0 {
             report
                 .skipped
                 .push(format!("{strays} documents without a valid tenantId"));
         }
-        for (tenant, documents) in groups {
-            let part = self
-                .handle_model(&tenant::scoped(store, &tenant), &documents)
-                .await?;
-            report.merge(part);
+        for (_, view, documents) in groups {
+            report.merge(self.handle_model(&view, &documents).await?);
         }
         Ok(report)
     }
@@ -113,7 +107,7 @@ impl Pump {
 async fn run(store: Arc<dyn Store>, source: Source) {
     let container = source.container();
     let mut checkpoint = loop {
-        match load_checkpoint(&store, source).await {
+        match load_checkpoint(&store, &source.lease_id()).await {
             Ok(checkpoint) => break checkpoint,
             Err(e) => {
                 tracing::warn!(source = source.function_name(), error = %e, "cannot read checkpoint; retrying");
@@ -144,7 +138,7 @@ async fn run(store: Arc<dyn Store>, source: Source) {
 }
 
 /// Retries forever, backing off to 30 s between attempts: the pump must never skip a batch.
-fn retry_policy() -> impl Iterator<Item = Duration> {
+pub(super) fn retry_policy() -> impl Iterator<Item = Duration> {
     ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(50))
         .with_max_delay(Duration::from_secs(30))
@@ -166,7 +160,7 @@ async fn step(
     if batch.items.is_empty() {
         // Some stores move the position even on an empty read; keep it if so.
         if checkpoint != Some(&batch.checkpoint) {
-            save_checkpoint(store, source, &batch.checkpoint).await?;
+            save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
             return Ok(Some(batch.checkpoint));
         }
         return Ok(None);
@@ -179,17 +173,17 @@ async fn step(
         skipped = report.skipped.len(),
         "change-feed batch handled"
     );
-    save_checkpoint(store, source, &batch.checkpoint).await?;
+    save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
     Ok(Some(batch.checkpoint))
 }
 
-async fn load_checkpoint(
+/// The checkpoint kept in the lease `id` of `leases`, if there is one.
+pub(super) async fn load_checkpoint(
     store: &Arc<dyn Store>,
-    source: Source,
+    id: &str,
 ) -> StoreResult<Option<Checkpoint>> {
-    let id = source.lease_id();
     let lease = store
-        .read_item(Container::Leases, &PartitionKey::single(id.as_str()), &id)
+        .read_item(Container::Leases, &PartitionKey::single(id), id)
         .await?;
     Ok(lease
         .and_then(|doc| {
@@ -201,15 +195,15 @@ async fn load_checkpoint(
         .map(Checkpoint))
 }
 
-async fn save_checkpoint(
+/// Keeps `checkpoint` in the lease `id` of `leases`.
+pub(super) async fn save_checkpoint(
     store: &Arc<dyn Store>,
-    source: Source,
+    id: &str,
     checkpoint: &Checkpoint,
 ) -> StoreResult<()> {
-    let id = source.lease_id();
     let lease = json!({ "id": id, "continuation": checkpoint.0 });
     store
-        .upsert_item(Container::Leases, &PartitionKey::single(id.as_str()), lease)
+        .upsert_item(Container::Leases, &PartitionKey::single(id), lease)
         .await
         .map(|_| ())
 }

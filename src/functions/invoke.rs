@@ -1,5 +1,6 @@
-//! The custom-handler side of the change-feed triggers (SPEC 5.4): the Functions host POSTs
-//! `{"Data": {"documents": ...}, "Metadata": {...}}` to `/{FunctionName}` and reads back
+//! The custom-handler side of the change-feed triggers (SPEC 5.4) and of the re-check's timer:
+//! the Functions host POSTs `{"Data": {"documents": ...}, "Metadata": {...}}` (a timer:
+//! `{"Data": {"timer": ...}, ...}`) to `/{FunctionName}` and reads back
 //! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. Any non-2xx answer fails the
 //! invocation, and the host retries it by the trigger's retry policy.
 
@@ -14,15 +15,18 @@ use serde_json::{Map, Value};
 use crate::api::AppState;
 use crate::api::problem::Problem;
 use crate::changefeed::Source;
+use crate::changefeed::recheck::{self, Recheck};
 
 /// The host encodes `Data.documents` twice; a few more layers are tolerated, no more, so a
 /// hostile body cannot make us loop.
 const MAX_ENCODING_LAYERS: usize = 4;
 
+/// What the host POSTs for a non-HTTP function: the trigger's data, by binding name, and
+/// metadata.
 #[derive(Debug, Deserialize)]
-struct Invocation {
+struct Invocation<Data = InvocationData> {
     #[serde(rename = "Data")]
-    data: InvocationData,
+    data: Data,
     #[serde(rename = "Metadata", default)]
     metadata: Value,
 }
@@ -132,6 +136,72 @@ pub async fn invoke(source: Source, State(state): State<AppState>, body: Bytes) 
             .into_response()
         }
     }
+}
+
+/// Handles one invocation of the re-check's timer: runs the re-check up to the present −
+/// delay within [`recheck::TIMER_BUDGET`] (the next tick goes on if it is behind), and
+/// answers the host's invocation body. The timer's own data (its schedule status) is only
+/// logged: every tick does the same work.
+pub async fn invoke_timer(
+    recheck: Recheck,
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Response {
+    let function = recheck::FUNCTION_NAME;
+    let invocation: Invocation<Value> = match serde_json::from_slice(&body) {
+        Ok(invocation) => invocation,
+        Err(why) => {
+            tracing::warn!(function, %why, "undecodable timer invocation");
+            let why = DecodeError::Envelope(why).to_string();
+            return Problem::new(StatusCode::BAD_REQUEST, "invalid-invocation", why)
+                .into_response();
+        }
+    };
+    if past_due(&invocation.data) {
+        tracing::info!(function, "the timer is past due");
+    }
+    let logs = match recheck {
+        Recheck::Off => vec![format!("{function}: off (BLOG_RECHECK_DELAY_MS=0)")],
+        Recheck::BesideThePump(_) => vec![format!(
+            "{function}: runs beside the in-process change-feed pump; nothing to do here"
+        )],
+        Recheck::OnTimer(delay) => {
+            match recheck::run(state.blogs.store(), delay, recheck::TIMER_BUDGET).await {
+                Ok(report) => report.log_lines(),
+                Err(e) => {
+                    // Nothing was skipped: the checkpoint stays, and the next tick retries.
+                    tracing::error!(function, transient = e.is_transient(), error = %e, "re-check failed");
+                    return Problem::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "recheck-failed",
+                        "the re-check could not finish; the next invocation retries it",
+                    )
+                    .into_response();
+                }
+            }
+        }
+    };
+    for line in &logs {
+        tracing::info!(function, "{line}");
+    }
+    Json(InvocationResult {
+        outputs: Map::new(),
+        logs,
+        return_value: Value::Null,
+    })
+    .into_response()
+}
+
+/// Whether the timer's data says the invocation is late (`IsPastDue`), however the host
+/// encoded it (an object, or a JSON string of one).
+fn past_due(data: &Value) -> bool {
+    let timer = data.as_object().and_then(|fields| fields.values().next());
+    let timer = match timer {
+        Some(Value::String(text)) => serde_json::from_str(text).unwrap_or(Value::Null),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    };
+    timer.get("IsPastDue").and_then(Value::as_bool) == Some(true)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::changefeed::Source;
+use crate::changefeed::recheck;
 use crate::store::Tenancy;
 
 /// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
@@ -135,6 +136,21 @@ pub fn handler_arguments(tenancy: Tenancy) -> [&'static str; 2] {
     [TENANCY_FLAG, tenancy.name()]
 }
 
+/// One timer-triggered function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerFunction {
+    pub name: &'static str,
+    /// NCRONTAB with seconds: `{second} {minute} {hour} {day} {month} {day-of-week}`.
+    pub schedule: &'static str,
+}
+
+/// The timer-triggered functions: the delayed re-check (`changefeed::recheck`), the same in
+/// both layouts (it splits what it reads by tenant).
+pub const TIMER_FUNCTIONS: &[TimerFunction] = &[TimerFunction {
+    name: recheck::FUNCTION_NAME,
+    schedule: recheck::TIMER_SCHEDULE,
+}];
+
 /// The retry policy of the change-feed triggers: finite (the trigger would otherwise retry
 /// one poisoned batch forever and stall the lease) but long enough to ride out throttling
 /// and short outages. After the last retry the batch is skipped; `rebuild` reconciles.
@@ -241,6 +257,17 @@ enum Binding {
     HttpTrigger(HttpTriggerBinding),
     HttpOut(HttpOutBinding),
     CosmosTrigger(CosmosTriggerBinding),
+    TimerTrigger(TimerTriggerBinding),
+}
+
+#[derive(Debug, Serialize)]
+struct TimerTriggerBinding {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    direction: &'static str,
+    /// The adapter finds the timer's data under `Data.timer`.
+    name: &'static str,
+    schedule: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -324,6 +351,19 @@ fn trigger_function_json(source: Source) -> FunctionJson {
     }
 }
 
+fn timer_function_json(function: &TimerFunction) -> FunctionJson {
+    FunctionJson {
+        bindings: vec![Binding::TimerTrigger(TimerTriggerBinding {
+            kind: "timerTrigger",
+            direction: "in",
+            name: "timer",
+            schedule: function.schedule,
+        })],
+        // A failed tick is simply the next tick's work: the re-check keeps its checkpoint.
+        retry: None,
+    }
+}
+
 // ---- files --------------------------------------------------------------------------------
 
 /// A generated file: its path relative to the script root and its exact content.
@@ -340,18 +380,20 @@ fn pretty<T: Serialize>(value: &T) -> String {
     text
 }
 
-/// The names of every function of `tenancy`: the HTTP table, then the change-feed triggers.
+/// The names of every function of `tenancy`: the HTTP table, then the change-feed triggers,
+/// then the timers.
 pub fn function_names(tenancy: Tenancy) -> Vec<&'static str> {
     http_functions(tenancy)
         .map(|f| f.name)
         .chain(Source::ALL.iter().map(|s| s.function_name()))
+        .chain(TIMER_FUNCTIONS.iter().map(|t| t.name))
         .collect()
 }
 
 /// `host.json` and one `<Name>/function.json` per function of `tenancy`, with paths relative
 /// to a script root where function folders sit beside `host.json` (the layout the host
-/// reads). The change-feed triggers are the same in both layouts: their handlers split a
-/// batch by tenant.
+/// reads). The change-feed triggers and the timers are the same in both layouts: their
+/// handlers split a batch by tenant.
 pub fn script_root_files(tenancy: Tenancy) -> Vec<GeneratedFile> {
     let functions = http_functions(tenancy)
         .map(|f| (f.name, pretty(&http_function_json(f, tenancy))))
@@ -359,6 +401,11 @@ pub fn script_root_files(tenancy: Tenancy) -> Vec<GeneratedFile> {
             Source::ALL
                 .iter()
                 .map(|s| (s.function_name(), pretty(&trigger_function_json(*s)))),
+        )
+        .chain(
+            TIMER_FUNCTIONS
+                .iter()
+                .map(|t| (t.name, pretty(&timer_function_json(t)))),
         )
         .map(|(name, content)| GeneratedFile {
             path: Path::new(name).join("function.json"),

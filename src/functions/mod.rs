@@ -1,6 +1,6 @@
 //! Azure Functions packaging and invocation (SPEC 5.4, 6): the function metadata generated
-//! from one table, the adapter that receives the change-feed trigger invocations, and the
-//! staging of a deployable script root.
+//! from one table, the adapter that receives the change-feed trigger and timer invocations,
+//! and the staging of a deployable script root.
 
 mod invoke;
 pub mod metadata;
@@ -14,14 +14,17 @@ pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocati
 
 use crate::api::AppState;
 use crate::changefeed::Source;
+use crate::changefeed::recheck::{self, Recheck};
 
 /// Trigger invocations carry whole batches of documents (up to
 /// [`metadata::MAX_ITEMS_PER_INVOCATION`] items of up to 2 MB, escaped twice), far above the
 /// API's body limit; the host is the only caller of these routes.
 pub const MAX_INVOCATION_BYTES: usize = 256 * 1024 * 1024;
 
-/// `POST /OnUserChanged` and `POST /OnPostChanged`, for [`crate::api::app`]'s `extra`.
-pub fn router() -> Router<AppState> {
+/// `POST /OnUserChanged` and `POST /OnPostChanged` (the change-feed triggers), and `POST
+/// /Recheck` (the timer of the delayed re-check, which does the work when `recheck` says so),
+/// for [`crate::api::app`]'s `extra`.
+pub fn router(recheck: Recheck) -> Router<AppState> {
     Source::ALL
         .into_iter()
         .fold(Router::new(), |router, source| {
@@ -30,5 +33,9 @@ pub fn router() -> Router<AppState> {
                 post(move |state, body| invoke::invoke(source, state, body)),
             )
         })
+        .route(
+            &format!("/{}", recheck::FUNCTION_NAME),
+            post(move |state, body| invoke::invoke_timer(recheck, state, body)),
+        )
         .layer(DefaultBodyLimit::max(MAX_INVOCATION_BYTES))
 }

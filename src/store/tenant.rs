@@ -5,6 +5,7 @@
 //! what would cross all partitions becomes a prefix query on the tenant: nothing of another
 //! tenant can be read or written through it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -226,6 +227,14 @@ pub async fn tenants(store: &dyn Store) -> StoreResult<BTreeSet<TenantId>> {
     Ok(tenants)
 }
 
+/// Takes an item of a `multi` store out of the store's view into its tenant's: removes its
+/// `tenantId` and returns the tenant (`None`, and the item untouched, if it names none).
+pub fn take_tenant(item: &mut Value) -> Option<TenantId> {
+    let tenant = tenant_of(item)?;
+    unstamp(item);
+    Some(tenant)
+}
+
 /// The tenant an item of a `multi` store belongs to.
 pub fn tenant_of(item: &Value) -> Option<TenantId> {
     item.get(TENANT_FIELD)
@@ -249,6 +258,32 @@ pub fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize)
             None => strays += 1,
         }
     }
+    (groups, strays)
+}
+
+/// A group of documents of one V3 model: its tenant (`None` in a `single` store), the store
+/// as that model sees it, and its documents as it sees them.
+/// (Borrowed when the store is `single`: nothing to split, nothing copied.)
+pub type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, [Value]>);
+
+/// Splits documents read from `store` as a whole (a change-feed batch, a page of a scan) by
+/// the model they belong to: all to `store` itself if it is `single`; in `multi`, to each
+/// tenant's view (see [`by_tenant`]). Also returns how many documents name no valid tenant.
+pub fn by_model<'a>(
+    store: &Arc<dyn Store>,
+    documents: &'a [Value],
+) -> (Vec<ModelDocuments<'a>>, usize) {
+    if store.tenancy() == Tenancy::Single {
+        return (vec![(None, Arc::clone(store), Cow::Borrowed(documents))], 0);
+    }
+    let (groups, strays) = by_tenant(documents);
+    let groups = groups
+        .into_iter()
+        .map(|(tenant, documents)| {
+            let view = scoped(store, &tenant);
+            (Some(tenant), view, Cow::Owned(documents))
+        })
+        .collect();
     (groups, strays)
 }
 

@@ -62,6 +62,8 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        // The delayed re-check only where a test or phase asks for it: it reads the store.
+        recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),
     }
@@ -106,7 +108,12 @@ pub async fn spawn_unaddressed(
     spawn_on_store(store, data_dir, change_feed).await
 }
 
-async fn open_backend(backend: Backend, tenancy: Tenancy, data_dir: &TempDir) -> Arc<dyn Store> {
+/// A fresh store of `backend` in the `tenancy` layout (the embedded one in `data_dir`).
+pub async fn open_backend(
+    backend: Backend,
+    tenancy: Tenancy,
+    data_dir: &TempDir,
+) -> Arc<dyn Store> {
     match backend {
         Backend::Embedded => Arc::new(
             EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
@@ -118,11 +125,25 @@ async fn open_backend(backend: Backend, tenancy: Tenancy, data_dir: &TempDir) ->
 
 /// The application with settings the test adjusts (an authentication mode, say).
 pub async fn spawn_app_with(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_configured(backend, Tenancy::Single, adjust).await
+}
+
+/// [`spawn_app_with`] in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
+pub async fn spawn_configured(
+    backend: Backend,
+    tenancy: Tenancy,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, Tenancy::Single, &data_dir).await;
+    let store = open_backend(backend, tenancy, &data_dir).await;
     let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
+    settings.store.tenancy = tenancy;
     adjust(&mut settings);
-    serve(settings, store, data_dir).await
+    let app = serve(settings, store, data_dir).await;
+    match tenancy {
+        Tenancy::Single => app,
+        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
+    }
 }
 
 /// The application on a store the test prepared (a throttled account, say).

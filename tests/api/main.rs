@@ -14,6 +14,7 @@ mod hot_posts;
 mod interactions;
 mod openapi;
 mod posts;
+mod recheck;
 mod rename_race;
 mod restart;
 mod storm;

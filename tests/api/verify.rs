@@ -29,7 +29,12 @@ fn pk(value: &str) -> PartitionKey {
     PartitionKey::single(value)
 }
 
-async fn read(store: &Arc<dyn Store>, container: Container, partition: &str, id: &str) -> Value {
+pub async fn read(
+    store: &Arc<dyn Store>,
+    container: Container,
+    partition: &str,
+    id: &str,
+) -> Value {
     store
         .read_item(container, &pk(partition), id)
         .await
@@ -38,7 +43,7 @@ async fn read(store: &Arc<dyn Store>, container: Container, partition: &str, id:
         .item
 }
 
-async fn upsert(store: &Arc<dyn Store>, container: Container, item: Value) {
+pub async fn upsert(store: &Arc<dyn Store>, container: Container, item: Value) {
     let partition = container.partition_key_of(&item).unwrap();
     store
         .upsert_item(container, &partition, item)
@@ -46,7 +51,7 @@ async fn upsert(store: &Arc<dyn Store>, container: Container, item: Value) {
         .unwrap();
 }
 
-async fn change(
+pub async fn change(
     store: &Arc<dyn Store>,
     container: Container,
     partition: &str,
@@ -456,8 +461,13 @@ async fn the_feed_holds_exactly_the_most_recent_posts(app: TestApp) {
 // ---- the binary ------------------------------------------------------------------------------
 
 fn run_binary(data_dir: &std::path::Path, subcommand: &str) -> Output {
+    run_binary_with(data_dir, &[subcommand])
+}
+
+/// The binary with `args`, on the embedded store in `data_dir`.
+pub fn run_binary_with(data_dir: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .arg(subcommand)
+        .args(args)
         .env("BLOG_DATA_DIR", data_dir)
         .env("RUST_LOG", "warn")
         .env_remove("CosmosDBConnection")
@@ -466,7 +476,7 @@ fn run_binary(data_dir: &std::path::Path, subcommand: &str) -> Output {
         .expect("the binary runs")
 }
 
-fn stdout_lines(output: &Output) -> Vec<String> {
+pub fn stdout_lines(output: &Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(str::to_owned)
@@ -475,7 +485,7 @@ fn stdout_lines(output: &Output) -> Vec<String> {
 
 /// An embedded store with Ada and three posts, their copies made by the handlers unless
 /// `copies` is false.
-async fn embedded_store(copies: bool) -> TempDir {
+pub async fn embedded_store(copies: bool) -> TempDir {
     let dir = TempDir::new().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap());
@@ -494,7 +504,7 @@ async fn embedded_store(copies: bool) -> TempDir {
     dir
 }
 
-async fn open(dir: &TempDir) -> Arc<dyn Store> {
+pub async fn open(dir: &TempDir) -> Arc<dyn Store> {
     Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap())
 }
 

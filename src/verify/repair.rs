@@ -1,0 +1,333 @@
+//! The targeted repairs of `verify --repair` and of the delayed re-check: one write (or a few)
+//! per violation, each re-reading what it changes and writing with If-Match, or through the
+//! change-feed handlers' own write paths where they already do the job (a post's copies, the
+//! feed's trim and refill, a username, a delete's clean-up). Every repair is idempotent and
+//! safe while the application serves: it writes nothing when it finds the item already right.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::changefeed::{
+    clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
+    on_post_changed, refill_feed, rename_item, trim_feed,
+};
+use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, UserId, is_a};
+use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
+
+/// Items per page when a post's comments and likes are counted.
+const COUNT_PAGE: u32 = 1_000;
+
+/// The container of a post copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CopyIn {
+    Users,
+    Feed,
+}
+
+impl CopyIn {
+    pub fn container(self) -> Container {
+        match self {
+            CopyIn::Users => Container::Users,
+            CopyIn::Feed => Container::Feed,
+        }
+    }
+}
+
+/// A targeted write that undoes a violation. The variants are in the order repairs are
+/// applied: the sources first (deletes finished, usernames, counts), then the copies made from
+/// them, then the feed, so that every copy is made from a source already right.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Repair {
+    /// Finish an account's erasure: what the user wrote before it goes.
+    Erase { user_id: String },
+    /// Finish a post's delete: its copies, comments and likes go.
+    ClearDeletedPost { post_id: String },
+    /// Remove the comments and likes of a post that does not exist.
+    DeleteOrphans { post_id: String },
+    /// Set an item's `userUsername` to its author's current username.
+    Username { post_id: String, id: String },
+    /// Set a post's counts to the number of its comments and likes.
+    Recount { post_id: String },
+    /// Remove a post copy whose source is not a live post of the partition's user.
+    DeleteCopy {
+        copy_in: CopyIn,
+        partition: String,
+        id: String,
+    },
+    /// Copy the post's short form into `users` and `feed` again (`OnPostChanged` on it).
+    Recopy { post_id: String },
+    /// Refill the feed to its bound with the most recent posts, and trim what lies past it.
+    Feed,
+}
+
+/// What applying a repair did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It wrote; what it did.
+    Fixed(String),
+    /// Nothing to write: the item is right by now (or gone).
+    Unchanged,
+    /// The store refused for good (not a transient failure); why.
+    Failed(String),
+}
+
+impl fmt::Display for Repair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Repair::Erase { user_id } => write!(f, "finish the erasure of user {user_id:?}"),
+            Repair::ClearDeletedPost { post_id } => {
+                write!(f, "finish the delete of post {post_id}")
+            }
+            Repair::DeleteOrphans { post_id } => {
+                write!(f, "remove the comments and likes of missing post {post_id}")
+            }
+            Repair::Username { post_id, id } => write!(f, "set the username of {post_id}/{id}"),
+            Repair::Recount { post_id } => write!(f, "recount post {post_id}"),
+            Repair::DeleteCopy {
+                copy_in,
+                partition,
+                id,
+            } => write!(
+                f,
+                "remove the copy {}/{partition}/{id}",
+                copy_in.container().name()
+            ),
+            Repair::Recopy { post_id } => write!(f, "copy post {post_id} again"),
+            Repair::Feed => f.write_str("refill and trim the feed"),
+        }
+    }
+}
+
+impl Repair {
+    /// The repair that must follow this one: a copy taken out of the feed leaves room that
+    /// the feed's refill fills.
+    pub fn then(&self) -> Option<Repair> {
+        match self {
+            Repair::DeleteCopy {
+                copy_in: CopyIn::Feed,
+                ..
+            }
+            | Repair::ClearDeletedPost { .. }
+            | Repair::DeleteOrphans { .. } => Some(Repair::Feed),
+            _ => None,
+        }
+    }
+
+    /// Applies the repair to `store` (a `single` store or one tenant's view). Transient
+    /// failures are returned, so the caller retries; refusals for good are an outcome.
+    pub async fn apply(&self, store: &Arc<dyn Store>) -> StoreResult<Outcome> {
+        let result = match self {
+            Repair::Erase { user_id } => erase(store, user_id).await,
+            Repair::ClearDeletedPost { post_id } => clear_deleted(store, post_id).await,
+            Repair::DeleteOrphans { post_id } => delete_orphans(store, post_id).await,
+            Repair::Username { post_id, id } => set_username(store, post_id, id).await,
+            Repair::Recount { post_id } => recount(store, post_id).await,
+            Repair::DeleteCopy {
+                copy_in,
+                partition,
+                id,
+            } => delete_copy(store, copy_in.container(), partition, id).await,
+            Repair::Recopy { post_id } => recopy(store, post_id).await,
+            Repair::Feed => feed(store).await,
+        };
+        match result {
+            Err(e) if !e.is_transient() => Ok(Outcome::Failed(e.to_string())),
+            other => other,
+        }
+    }
+}
+
+fn written(n: usize, what: impl FnOnce(usize) -> String) -> Outcome {
+    if n == 0 {
+        Outcome::Unchanged
+    } else {
+        Outcome::Fixed(what(n))
+    }
+}
+
+fn post_id(raw: &str) -> StoreResult<PostId> {
+    PostId::parse(raw).map_err(|e| StoreError::BadRequest(e.to_string()))
+}
+
+async fn read(
+    store: &Arc<dyn Store>,
+    container: Container,
+    partition: &str,
+    id: &str,
+) -> StoreResult<Option<crate::store::Document>> {
+    store
+        .read_item(container, &PartitionKey::single(partition), id)
+        .await
+}
+
+async fn erase(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<Outcome> {
+    let user = UserId::parse(user_id).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    let marker = read(
+        store,
+        Container::Users,
+        user_id,
+        &Tombstone::erasure_id(&user),
+    )
+    .await?;
+    let Some(marker) = marker.and_then(|d| serde_json::from_value::<Tombstone>(d.item).ok()) else {
+        return Ok(Outcome::Unchanged);
+    };
+    let n = erase_user(store, &marker).await?;
+    Ok(written(n, |n| {
+        format!("{n} items written before the erasure deleted")
+    }))
+}
+
+/// The post's tombstone, if the post in `posts` is one.
+async fn tombstone_of(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Option<Tombstone>> {
+    let current = read(store, Container::Posts, post_id, post_id).await?;
+    Ok(current
+        .filter(|d| is_a::<Tombstone>(&d.item))
+        .and_then(|d| serde_json::from_value::<Tombstone>(d.item).ok())
+        .filter(|t| t.of == Deleted::Post))
+}
+
+async fn clear_deleted(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<Outcome> {
+    let Some(tombstone) = tombstone_of(store, raw_post_id).await? else {
+        return Ok(Outcome::Unchanged);
+    };
+    let cleared = clear_deleted_post(store, &post_id(raw_post_id)?, &tombstone.user_id).await?;
+    Ok(written(cleared.written, |n| {
+        format!("{n} copies, comments and likes of the deleted post removed")
+    }))
+}
+
+async fn delete_orphans(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<Outcome> {
+    match read(store, Container::Posts, raw_post_id, raw_post_id).await? {
+        None => {
+            let n = delete_children(store, &post_id(raw_post_id)?).await?;
+            Ok(written(n, |n| {
+                format!("{n} orphan comments and likes removed")
+            }))
+        }
+        Some(current) if is_a::<Tombstone>(&current.item) => {
+            clear_deleted(store, raw_post_id).await
+        }
+        // The post exists (now): its children are not orphans.
+        Some(_) => Ok(Outcome::Unchanged),
+    }
+}
+
+async fn set_username(store: &Arc<dyn Store>, post_id: &str, id: &str) -> StoreResult<Outcome> {
+    let Some(current) = read(store, Container::Posts, post_id, id).await? else {
+        return Ok(Outcome::Unchanged);
+    };
+    let Some(user_id) = current.item.get("userId").and_then(Value::as_str) else {
+        return Ok(Outcome::Unchanged);
+    };
+    let Some(username) = current_username(store, user_id).await? else {
+        return Ok(Outcome::Failed(format!(
+            "user {user_id:?} has no user item"
+        )));
+    };
+    let n = rename_item(store, current.item, &username).await?;
+    Ok(written(n, |_| format!("userUsername set to {username:?}")))
+}
+
+/// The number of comments and of likes in a post's partition.
+pub(crate) async fn count_children(
+    store: &Arc<dyn Store>,
+    post_id: &str,
+) -> StoreResult<(u64, u64)> {
+    let query =
+        Query::in_partition(PartitionKey::single(post_id)).of_types(&[Comment::TYPE, Like::TYPE]);
+    let (mut comments, mut likes) = (0, 0);
+    let mut pages = Pages::new(&**store, Container::Posts, &query, COUNT_PAGE);
+    while let Some(items) = pages.next().await? {
+        for item in &items {
+            if is_a::<Like>(item) {
+                likes += 1;
+            } else {
+                comments += 1;
+            }
+        }
+    }
+    Ok((comments, likes))
+}
+
+/// Sets a post's counts to its comments and likes, with If-Match on the post read before the
+/// count: a comment or like added meanwhile changes the post (its count goes up in the same
+/// transaction), so the write fails and the count is taken again; no concurrent change is
+/// lost. (This is the only count write outside the API's comment and like transactions.)
+async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> {
+    let pk = PartitionKey::single(post_id);
+    loop {
+        let Some(current) = store.read_item(Container::Posts, &pk, post_id).await? else {
+            return Ok(Outcome::Unchanged);
+        };
+        if !is_a::<Post>(&current.item) {
+            return Ok(Outcome::Unchanged);
+        }
+        let (comments, likes) = count_children(store, post_id).await?;
+        let count = |field: &str| current.item.get(field).and_then(Value::as_u64);
+        let before = (count("commentCount"), count("likeCount"));
+        if before == (Some(comments), Some(likes)) {
+            return Ok(Outcome::Unchanged);
+        }
+        let mut item = current.item.clone();
+        item["commentCount"] = Value::from(comments);
+        item["likeCount"] = Value::from(likes);
+        match store
+            .replace_item(Container::Posts, &pk, item, Some(&current.etag))
+            .await
+        {
+            Ok(_) => {
+                return Ok(Outcome::Fixed(format!(
+                    "counts set to {comments} comments and {likes} likes (were {} and {})",
+                    before.0.unwrap_or_default(),
+                    before.1.unwrap_or_default()
+                )));
+            }
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Ok(Outcome::Unchanged),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn delete_copy(
+    store: &Arc<dyn Store>,
+    container: Container,
+    partition: &str,
+    id: &str,
+) -> StoreResult<Outcome> {
+    let Some(copy) = read(store, container, partition, id).await? else {
+        return Ok(Outcome::Unchanged);
+    };
+    let n = delete_if_orphan(store, container, &copy.item).await?;
+    Ok(written(n, |_| "removed".to_owned()))
+}
+
+async fn recopy(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> {
+    let Some(current) = read(store, Container::Posts, post_id, post_id).await? else {
+        return Ok(Outcome::Unchanged);
+    };
+    if !is_a::<Post>(&current.item) {
+        return Ok(Outcome::Unchanged);
+    }
+    let report = on_post_changed(store, &[current.item]).await?;
+    if !report.skipped.is_empty() {
+        return Ok(Outcome::Failed(report.skipped.join("; ")));
+    }
+    Ok(written(report.written, |n| {
+        format!("copies written again ({n} writes)")
+    }))
+}
+
+async fn feed(store: &Arc<dyn Store>) -> StoreResult<Outcome> {
+    let refilled = refill_feed(store).await?;
+    let trimmed = trim_feed(store).await?;
+    if !trimmed.skipped.is_empty() {
+        return Ok(Outcome::Failed(trimmed.skipped.join("; ")));
+    }
+    Ok(written(refilled + trimmed.written, |_| {
+        format!("{refilled} posts added, {} trimmed", trimmed.written)
+    }))
+}

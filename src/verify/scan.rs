@@ -1,0 +1,540 @@
+//! The full scan of `verify`: every container read once, in pages of cross-partition queries,
+//! keeping per post only its counts, author, date and a hash of its short form (never the
+//! comments, likes or copies themselves), then the shared checks ([`super::checks`]) over what
+//! it kept. A `multi` store is scanned the same way, once: each item is handed to its tenant's
+//! model by its `tenantId` (each tenant is a V3 model of its own), instead of finding the
+//! tenants first and querying each again.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
+use super::{PROGRESS_EVERY, Progress, Scanned, VerifyReport, Violation};
+use crate::blog::{FEED_SIZE, feed_partition};
+use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
+use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
+
+/// Items asked for per page of the scan (Cosmos DB's cap on a page).
+const PAGE_SIZE: u32 = 1_000;
+
+/// Scans `store` whole and checks every invariant.
+pub(super) async fn scan(
+    store: &Arc<dyn Store>,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> StoreResult<VerifyReport> {
+    let mut scan = Scan {
+        store,
+        progress,
+        next_progress: PROGRESS_EVERY,
+        report: VerifyReport::default(),
+        multi: store.tenancy() == Tenancy::Multi,
+        models: BTreeMap::new(),
+    };
+    scan.users().await?;
+    scan.posts().await?;
+    scan.user_copies().await?;
+    scan.feed().await?;
+    Ok(scan.report)
+}
+
+/// The model an item belongs to: the whole store (`None`) or a tenant's.
+type ModelKey = Option<TenantId>;
+
+struct Scan<'a> {
+    store: &'a Arc<dyn Store>,
+    progress: &'a mut (dyn FnMut(&Progress) + Send),
+    next_progress: usize,
+    report: VerifyReport,
+    multi: bool,
+    models: BTreeMap<ModelKey, Model>,
+}
+
+/// What the scan keeps of one V3 model.
+#[derive(Default)]
+struct Model {
+    /// userId -> current username.
+    usernames: HashMap<String, String>,
+    /// userId -> when their account was erased (from its erasure marker).
+    erasures: HashMap<String, Timestamp>,
+    /// postId -> tally.
+    posts: HashMap<String, PostTally>,
+    feed: Vec<FeedEntry>,
+}
+
+/// What the scan keeps of one post partition.
+#[derive(Default)]
+struct PostTally {
+    source: Option<Source>,
+    comments: u64,
+    likes: u64,
+    /// A comment or like seen before (or without) its post, to name it if the post is missing.
+    orphan_example: Option<String>,
+    /// The post was deleted: a tombstone holds its place.
+    deleted: bool,
+}
+
+struct Source {
+    summary: PostSummary,
+    has_user_copy: bool,
+}
+
+/// A feed item, for the checks that need the whole feed.
+struct FeedEntry {
+    id: String,
+    /// The copy's date: what the feed query orders by.
+    created: Timestamp,
+    /// The source's date, if the source exists.
+    source_created: Option<Timestamp>,
+    /// What is wrong with the copy itself (no source, or not its source's short form).
+    problem: Option<Violation>,
+}
+
+/// An item that does not read as its type.
+fn unreadable(container: Container, item: &Value, pk_field: &str, why: String) -> Violation {
+    let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("?");
+    checks::unreadable(container, text(pk_field), text("id"), why)
+}
+
+impl Scan<'_> {
+    /// Every item of `container` matching `query`, a page at a time, each with the model it
+    /// belongs to, into `each`. An item of a `multi` store without a valid tenant is reported.
+    async fn pages(
+        &mut self,
+        container: Container,
+        query: Query,
+        pk_field: &str,
+        mut each: impl FnMut(&mut Model, &mut Scanned, Value) -> Vec<Violation>,
+    ) -> StoreResult<()> {
+        let store = self.store;
+        let mut pages = Pages::new(&**store, container, &query, PAGE_SIZE);
+        while let Some(items) = pages.next().await? {
+            for mut item in items {
+                let key = if self.multi {
+                    match tenant::take_tenant(&mut item) {
+                        Some(tenant) => Some(tenant),
+                        None => {
+                            self.report.scanned.other += 1;
+                            let why = "an item without a valid tenantId".to_owned();
+                            let found = unreadable(container, &item, pk_field, why);
+                            self.report.record(None, found);
+                            continue;
+                        }
+                    }
+                } else {
+                    None
+                };
+                let model = self.models.entry(key.clone()).or_default();
+                for found in each(model, &mut self.report.scanned, item) {
+                    self.report.record(key.as_ref(), found);
+                }
+            }
+            self.note_progress(container);
+        }
+        Ok(())
+    }
+
+    /// Runs `check` on every model, in tenant order, recording what it finds.
+    fn each_model(&mut self, mut check: impl FnMut(&mut Model) -> Vec<Violation>) {
+        for (key, model) in &mut self.models {
+            for found in check(model) {
+                self.report.record(key.as_ref(), found);
+            }
+        }
+    }
+
+    fn note_progress(&mut self, container: Container) {
+        let scanned = self.report.scanned;
+        if scanned.total() >= self.next_progress {
+            self.next_progress = (scanned.total() / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
+            (self.progress)(&Progress {
+                container,
+                scanned,
+                violations: self.report.total_violations,
+            });
+        }
+    }
+
+    // ---- users: who is called what, who was erased --------------------------------------
+
+    async fn users(&mut self) -> StoreResult<()> {
+        let query = Query::cross_partition().of_type(User::TYPE);
+        self.pages(Container::Users, query, "userId", Model::user)
+            .await?;
+        let markers = Query::cross_partition().of_type(Tombstone::TYPE);
+        self.pages(Container::Users, markers, "userId", Model::erasure)
+            .await
+    }
+
+    // ---- posts: sources, counts, usernames ---------------------------------------------
+
+    async fn posts(&mut self) -> StoreResult<()> {
+        let query = Query::cross_partition();
+        self.pages(Container::Posts, query, "postId", Model::posts_item)
+            .await?;
+        self.each_model(Model::partition_problems);
+        Ok(())
+    }
+
+    // ---- users: the post copies --------------------------------------------------------
+
+    async fn user_copies(&mut self) -> StoreResult<()> {
+        // Every item of `users`: user items were read before; anything else is checked here.
+        let query = Query::cross_partition();
+        self.pages(Container::Users, query, "userId", Model::users_item)
+            .await?;
+        self.each_model(Model::missing_user_copies);
+        Ok(())
+    }
+
+    // ---- feed ----------------------------------------------------------------------------
+
+    async fn feed(&mut self) -> StoreResult<()> {
+        // No ORDER BY: Cosmos DB leaves out items that lack the sort field; order in memory.
+        // In `multi` each tenant's feed is a partition of its own: read them all at once.
+        let query = if self.multi {
+            Query::cross_partition()
+        } else {
+            Query::in_partition(feed_partition())
+        };
+        self.pages(Container::Feed, query, "type", Model::feed_item)
+            .await?;
+        self.each_model(Model::check_feed);
+        Ok(())
+    }
+}
+
+impl Model {
+    fn user(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        scanned.users += 1;
+        let why = match User::deserialize(&item) {
+            Ok(user) if user.id == user.user_id => {
+                self.usernames
+                    .insert(user.user_id.to_string(), user.username);
+                return Vec::new();
+            }
+            Ok(_) => "a user item's id must equal its userId".to_owned(),
+            Err(why) => format!("user: {why}"),
+        };
+        vec![unreadable(Container::Users, &item, "userId", why)]
+    }
+
+    fn erasure(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        scanned.tombstones += 1;
+        let why = match Tombstone::deserialize(&item) {
+            Ok(marker) if marker.of == Deleted::User => {
+                self.erasures
+                    .insert(marker.user_id.to_string(), marker.deleted_at);
+                return Vec::new();
+            }
+            Ok(_) => "a post tombstone in users".to_owned(),
+            Err(why) => format!("erasure marker: {why}"),
+        };
+        vec![unreadable(Container::Users, &item, "userId", why)]
+    }
+
+    fn author_of(&self, user_id: &str) -> AuthorState<'_> {
+        AuthorState {
+            username: self.usernames.get(user_id).map(String::as_str),
+            erased_at: self.erasures.get(user_id).copied(),
+        }
+    }
+
+    fn posts_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+        let why = match kind {
+            Post::TYPE => {
+                scanned.posts += 1;
+                match Post::deserialize(&item) {
+                    Ok(post) if post.id == post.post_id => return self.source_post(&post),
+                    Ok(_) => "a post's id must equal its postId".to_owned(),
+                    Err(why) => format!("post: {why}"),
+                }
+            }
+            Comment::TYPE => {
+                scanned.comments += 1;
+                match Comment::deserialize(&item) {
+                    Ok(comment) => return self.comment(&comment),
+                    Err(why) => format!("comment: {why}"),
+                }
+            }
+            Like::TYPE => {
+                scanned.likes += 1;
+                match Like::deserialize(&item) {
+                    Ok(like) => return self.like(&like),
+                    Err(why) => format!("like: {why}"),
+                }
+            }
+            Tombstone::TYPE => {
+                scanned.tombstones += 1;
+                match Tombstone::deserialize(&item) {
+                    Ok(Tombstone {
+                        of: Deleted::Post,
+                        post_id: Some(post_id),
+                        ..
+                    }) => {
+                        self.posts.entry(post_id.to_string()).or_default().deleted = true;
+                        return Vec::new();
+                    }
+                    Ok(_) => "a tombstone in posts must be a post's".to_owned(),
+                    Err(why) => format!("tombstone: {why}"),
+                }
+            }
+            other => {
+                scanned.other += 1;
+                format!("unknown item type {other:?}")
+            }
+        };
+        vec![unreadable(Container::Posts, &item, "postId", why)]
+    }
+
+    fn source_post(&mut self, post: &Post) -> Vec<Violation> {
+        let id = post.id.to_string();
+        let authored = Authored {
+            kind: Post::TYPE,
+            post_id: &id,
+            id: &id,
+            user_id: post.user_id.as_str(),
+            username: &post.user_username,
+            created: post.creation_date,
+        };
+        let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
+        self.posts.entry(id).or_default().source = Some(Source {
+            summary: PostSummary::of(post),
+            has_user_copy: false,
+        });
+        found.into_iter().collect()
+    }
+
+    fn comment(&mut self, comment: &Comment) -> Vec<Violation> {
+        let (post_id, id) = (comment.post_id.as_str(), comment.id.as_str());
+        let authored = Authored {
+            kind: Comment::TYPE,
+            post_id,
+            id,
+            user_id: comment.user_id.as_str(),
+            username: &comment.user_username,
+            created: comment.creation_date,
+        };
+        let found = checks::author(&authored, &self.author_of(comment.user_id.as_str()));
+        self.child(post_id, id).comments += 1;
+        found.into_iter().collect()
+    }
+
+    fn like(&mut self, like: &Like) -> Vec<Violation> {
+        let (post_id, id) = (like.post_id.as_str(), like.id.as_str());
+        let authored = Authored {
+            kind: Like::TYPE,
+            post_id,
+            id,
+            user_id: like.user_id.as_str(),
+            username: &like.user_username,
+            created: like.creation_date,
+        };
+        let mut found: Vec<Violation> =
+            checks::author(&authored, &self.author_of(like.user_id.as_str()))
+                .into_iter()
+                .collect();
+        found.extend(checks::like_id(like));
+        self.child(post_id, id).likes += 1;
+        found
+    }
+
+    /// The tally of a comment's or like's post, remembering the child while the post is unseen.
+    fn child(&mut self, post_id: &str, child_id: &str) -> &mut PostTally {
+        let tally = self.posts.entry(post_id.to_owned()).or_default();
+        if tally.source.is_none() && tally.orphan_example.is_none() {
+            tally.orphan_example = Some(child_id.to_owned());
+        }
+        tally
+    }
+
+    /// Each post partition as a whole: counts against children, children without a post.
+    fn partition_problems(&mut self) -> Vec<Violation> {
+        let mut found: Vec<Violation> = self
+            .posts
+            .iter()
+            .filter_map(|(post_id, tally)| match &tally.source {
+                Some(source) => {
+                    checks::counts(post_id, &source.summary, tally.comments, tally.likes)
+                }
+                None => checks::children_without_post(
+                    post_id,
+                    tally.deleted,
+                    tally.comments,
+                    tally.likes,
+                    tally.orphan_example.as_deref().unwrap_or_default(),
+                ),
+            })
+            .collect();
+        found.sort_by(|a, b| (a.kind, &a.partition, &a.id).cmp(&(b.kind, &b.partition, &b.id)));
+        found
+    }
+
+    fn users_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        let why = match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+            // Read (and counted) before.
+            User::TYPE | Tombstone::TYPE => return Vec::new(),
+            Post::TYPE => {
+                scanned.user_copies += 1;
+                match Post::deserialize(&item) {
+                    Ok(copy) => return self.user_copy(&copy, &item).into_iter().collect(),
+                    Err(why) => format!("post copy: {why}"),
+                }
+            }
+            other => {
+                scanned.other += 1;
+                format!("unknown item type {other:?}")
+            }
+        };
+        vec![unreadable(Container::Users, &item, "userId", why)]
+    }
+
+    fn user_copy(&mut self, copy: &Post, item: &Value) -> Option<Violation> {
+        // The copy's partition is its userId (the container's partition key).
+        let (partition, id) = (copy.user_id.as_str(), copy.id.as_str());
+        let source = self.posts.get_mut(id).and_then(|t| t.source.as_mut());
+        if let Some(source) = source {
+            // Its author's copy (whether it is right or not, the post has one).
+            source.has_user_copy |= source.summary.author == partition;
+            return checks::user_copy(partition, id, canonical_hash(item), Some(&source.summary));
+        }
+        checks::user_copy(partition, id, canonical_hash(item), None)
+    }
+
+    fn missing_user_copies(&mut self) -> Vec<Violation> {
+        let mut missing: Vec<(&String, &str)> = self
+            .posts
+            .iter()
+            .filter_map(|(id, tally)| {
+                let source = tally.source.as_ref()?;
+                (!source.has_user_copy).then_some((id, source.summary.author.as_str()))
+            })
+            .collect();
+        missing.sort();
+        missing
+            .into_iter()
+            .map(|(id, author)| checks::missing_user_copy(id, author))
+            .collect()
+    }
+
+    fn feed_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        if !is_a::<Post>(&item) {
+            scanned.other += 1;
+            let why = "not a post copy".to_owned();
+            return vec![unreadable(Container::Feed, &item, "type", why)];
+        }
+        scanned.feed_items += 1;
+        match Post::deserialize(&item) {
+            Ok(copy) => {
+                let source = self
+                    .posts
+                    .get(copy.id.as_str())
+                    .and_then(|t| t.source.as_ref());
+                let summary = source.map(|s| &s.summary);
+                self.feed.push(FeedEntry {
+                    id: copy.id.to_string(),
+                    created: copy.creation_date,
+                    source_created: summary.map(|s| s.created),
+                    problem: checks::feed_copy(copy.id.as_str(), canonical_hash(&item), summary),
+                });
+                Vec::new()
+            }
+            Err(why) => {
+                let why = format!("post copy: {why}");
+                vec![unreadable(Container::Feed, &item, "type", why)]
+            }
+        }
+    }
+
+    /// The feed must hold the `expected` = min(100, posts) most recent posts. "Most recent"
+    /// is by `creationDate`, the field the feed query orders by (copies carry it in the
+    /// canonical format, where string order is time order). That query does not say how it
+    /// orders posts with the same `creationDate` (the embedded store by id, Cosmos DB as it
+    /// pleases), so posts tied at the boundary are interchangeable: the feed must hold every
+    /// post newer than the boundary date, and fill the rest with posts of exactly that date.
+    fn check_feed(&mut self) -> Vec<Violation> {
+        let mut entries = std::mem::take(&mut self.feed);
+        // The feed query's order: creationDate descending (ties: by id, as the embedded store).
+        entries.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
+        let bound = FEED_SIZE as usize;
+        let beyond: Vec<String> = entries.iter().skip(bound).map(|e| e.id.clone()).collect();
+        let mut found = checks::feed_over_bound(&beyond, entries.len());
+        entries.truncate(bound);
+
+        let mut dates: Vec<Timestamp> = self
+            .posts
+            .values()
+            .filter_map(|t| t.source.as_ref().map(|s| s.summary.created))
+            .collect();
+        let expected = dates.len().min(bound);
+        let boundary = (expected > 0).then(|| {
+            let (_, nth, _) = dates.select_nth_unstable_by(expected - 1, |a, b| b.cmp(a));
+            *nth
+        });
+
+        let mut held = HashSet::new();
+        let mut held_ties = 0;
+        for entry in entries {
+            if let Some(created) = entry.source_created {
+                if boundary.is_some_and(|boundary| created >= boundary) {
+                    held.insert(entry.id);
+                    held_ties += usize::from(Some(created) == boundary);
+                } else {
+                    let detail = format!(
+                        "post of {created} is not among the {expected} most recent (the \
+                         oldest of them is of {})",
+                        boundary.map(|b| b.to_string()).unwrap_or_default()
+                    );
+                    found.push(checks::old_post_in_feed(&entry.id, detail));
+                }
+            }
+            found.extend(entry.problem);
+        }
+        if let Some(boundary) = boundary {
+            found.extend(self.missing_from_feed(boundary, expected, &held, held_ties));
+        }
+        found
+    }
+
+    /// Every post newer than `boundary` must be in the feed; of the posts dated exactly
+    /// `boundary`, as many as there is room for among the `expected`.
+    fn missing_from_feed(
+        &self,
+        boundary: Timestamp,
+        expected: usize,
+        held: &HashSet<String>,
+        held_ties: usize,
+    ) -> Vec<Violation> {
+        let dated = self
+            .posts
+            .iter()
+            .filter_map(|(id, t)| t.source.as_ref().map(|s| (s.summary.created, id)));
+        let newer = dated
+            .clone()
+            .filter(|(created, _)| *created > boundary)
+            .count();
+        let ties_wanted = expected - newer;
+        let mut missing: Vec<(Timestamp, &String)> = dated
+            .filter(|(created, id)| *created >= boundary && !held.contains(*id))
+            .filter(|(created, _)| *created > boundary || held_ties < ties_wanted)
+            .collect();
+        missing.sort_by(|a, b| b.cmp(a));
+        missing
+            .into_iter()
+            .map(|(created, id)| {
+                let detail = if created > boundary {
+                    format!("post of {created} is among the {expected} most recent")
+                } else {
+                    format!(
+                        "post of {created} ties with the oldest of the {expected} most recent; \
+                         the feed holds {held_ties} of the {ties_wanted} of that date it should"
+                    )
+                };
+                checks::missing_from_feed(id, detail)
+            })
+            .collect()
+    }
+}
