@@ -1,7 +1,8 @@
-//! The hot-post combiner: concurrent writes that change a post's counts (comments and likes
-//! today; an "unlike" or a comment delete would be the same kind of write) share one
-//! transactional batch per round, instead of each racing the others with its own
-//! `[replace post If-Match, create item]` and retrying on every lost race.
+//! The one way to change a post's counts: every write that moves `commentCount` or
+//! `likeCount` (a comment, a like, an unlike, a comment delete, and the erasure deleting an
+//! erased user's comments and likes on other posts) is a [`Change`] applied here. Concurrent
+//! changes of one post share one transactional batch per round, instead of each racing the
+//! others with its own `[replace post If-Match, write item]` and retrying on every lost race.
 //!
 //! Per post with writes waiting, one worker task runs rounds. A round takes up to
 //! [`MAX_CHANGES`] waiting writes, reads the post if it does not know its current version
@@ -57,6 +58,14 @@ impl CountDelta {
         comments: 0,
         likes: 1,
     };
+
+    /// The opposite move: what deleting the item that `self` counted does.
+    pub const fn negated(self) -> CountDelta {
+        CountDelta {
+            comments: -self.comments,
+            likes: -self.likes,
+        }
+    }
 
     fn plus(self, other: CountDelta) -> CountDelta {
         CountDelta {
@@ -238,6 +247,29 @@ impl Combiner {
             .await
             .map_err(|_| Error::Internal("the post's write combiner stopped".into()))??;
         Ok((value, applied))
+    }
+
+    /// Writes changes that are ready (no preparation), together with the other writers of
+    /// the post: up to [`MAX_CHANGES`] of them share a batch. One answer per change, in order.
+    pub async fn apply_all(&self, post_id: &PostId, changes: Vec<Change>) -> Vec<Result<Applied>> {
+        let (pendings, answers): (Vec<_>, Vec<_>) = changes
+            .into_iter()
+            .map(|change| {
+                let (reply, answer) = oneshot::channel();
+                let pending = Pending {
+                    change: Preparing::Ready(change),
+                    reply,
+                };
+                (pending, answer)
+            })
+            .unzip();
+        self.enqueue(post_id, pendings, false);
+        join_all(answers.into_iter().map(|answer| async {
+            answer
+                .await
+                .map_err(|_| Error::Internal("the post's write combiner stopped".into()))?
+        }))
+        .await
     }
 
     /// Queues writers (at the back, or at the front when put back from a round) and starts

@@ -2,7 +2,7 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
-mod combiner;
+pub(crate) mod combiner;
 mod deletes;
 mod paging;
 
