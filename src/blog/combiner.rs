@@ -478,9 +478,19 @@ impl Worker {
     /// Runs the round's batch until it goes through: a change the store refuses leaves the
     /// batch (it failed atomically at that operation, so nothing was written) and the rest
     /// is retried; a lost If-Match race re-reads the post and retries the whole round.
+    ///
+    /// A lost race may be no race: when the answer of a batch that committed is lost (a
+    /// timeout after the service ran it), the retry, by the SDK or by the store, meets the
+    /// post the batch itself changed and fails its If-Match. Nothing is counted twice: the
+    /// If-Match makes every attempt of a round a compare-and-swap on one etag, of which one
+    /// commits at most, and the items are written by id. What is left is to answer right:
+    /// after a lost race the round runs again on the post as it is, and a change that finds
+    /// its own effect (see [`Worker::settle_refused`]) was written by an earlier attempt.
     async fn settle(&mut self, waiters: Vec<Waiter>) {
         let mut groups = self.group(waiters);
-        let mut already_done: Vec<(Group, StoreError)> = Vec::new();
+        let mut refused: Vec<(Group, StoreError)> = Vec::new();
+        // Whether an earlier attempt of this round may have committed unseen.
+        let mut maybe_applied = false;
         let mut backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(2))
             .with_max_delay(Duration::from_millis(100))
@@ -537,8 +547,10 @@ impl Worker {
                         StoreError::PreconditionFailed | StoreError::NotFound
                     ) =>
                 {
-                    // Another instance wrote the post (or deleted it): read it again.
+                    // Another instance wrote the post (or deleted it), or this round's own
+                    // earlier attempt did: read it again.
                     self.known = None;
+                    maybe_applied = true;
                     match backoff.next() {
                         Some(delay) => tokio::time::sleep(delay).await,
                         None => {
@@ -554,15 +566,12 @@ impl Worker {
                 Err(StoreError::BatchOperationFailed { index, cause })
                     if (1..=groups.len()).contains(&index) =>
                 {
-                    let group = groups.remove(index - 1);
-                    match (group.lead().refused)(&cause) {
-                        Ok(()) => already_done.push((group, *cause)),
-                        Err(e) => group.answer_all(&Err(e)),
-                    }
+                    refused.push((groups.remove(index - 1), *cause));
                 }
                 Err(e) => {
-                    // Nothing was written (or, after a timeout, maybe it was: the next
-                    // round reads the post again either way).
+                    // Nothing was written, or, when the answer was lost after the store's
+                    // retries, maybe all of it: the writers get the error either way (a 503),
+                    // and the next round reads the post again.
                     self.known = None;
                     let failed = Err(Error::from(e));
                     groups.into_iter().for_each(|g| g.answer_all(&failed));
@@ -570,47 +579,87 @@ impl Worker {
                 }
             }
         }
-        self.answer_already_done(already_done).await;
+        self.settle_refused(refused, maybe_applied).await;
     }
 
-    /// Answers the writers whose item was already there with the item as stored, read side
-    /// by side. An item gone again in between sends its writers to the next round.
-    async fn answer_already_done(&self, done: Vec<(Group, StoreError)>) {
+    /// Answers the writers whose change the store refused alone, after reading what it
+    /// refused on (side by side):
+    /// - a create that finds its own item (equal to the one it sent), or a delete that finds
+    ///   nothing after an attempt of its round may have committed unseen, was written by that
+    ///   attempt;
+    /// - otherwise the change's `refused` decides: already done (answered with the item as
+    ///   stored), or the writer's error;
+    /// - an item gone again in between sends its writers to the next round.
+    async fn settle_refused(&self, refused: Vec<(Group, StoreError)>, maybe_applied: bool) {
         let pk = post_partition(&self.post_id);
-        let reads = done.into_iter().map(|(group, cause)| {
+        let reads = refused.into_iter().map(|(group, cause)| {
             let pk = &pk;
             async move {
-                let stored = match group.lead().operation {
+                let stored = match (&group.lead().operation, &cause) {
+                    (BatchOperation::Delete { .. }, StoreError::NotFound) if maybe_applied => {
+                        Ok(Verdict::Mine)
+                    }
                     // A delete found nothing: there is nothing to show.
-                    BatchOperation::Delete { .. } => Ok(Some(None)),
-                    _ => match self
+                    (BatchOperation::Delete { .. }, _) => Ok(Verdict::Stored(None)),
+                    (operation, _) => match self
                         .store()
                         .read_item(Container::Posts, pk, &group.id)
                         .await
                     {
-                        Ok(Some(document)) => Ok(Some(Some(document.item))),
-                        Ok(None) => Ok(None),
+                        Ok(Some(document)) if is_own(operation, &document.item) => {
+                            Ok(Verdict::Mine)
+                        }
+                        Ok(Some(document)) => Ok(Verdict::Stored(Some(document.item))),
+                        Ok(None) => Ok(Verdict::Gone),
                         Err(e) => Err(e),
                     },
                 };
-                // `Ok(None)`: the item is gone again.
                 (group, cause, stored)
             }
         });
         let mut again = Vec::new();
-        for (group, cause, stored) in join_all(reads).await {
-            match stored {
-                Ok(Some(item)) => {
+        for (group, cause, verdict) in join_all(reads).await {
+            match verdict {
+                Ok(Verdict::Mine) => group.written(),
+                Ok(Verdict::Stored(item)) => {
                     for waiter in group.waiters {
                         let outcome = (waiter.change.refused)(&cause)
                             .map(|()| Applied::AlreadyDone(item.clone()));
                         waiter.answer(outcome);
                     }
                 }
-                Ok(None) => again.extend(group.waiters),
+                Ok(Verdict::Gone) => again.extend(group.waiters),
                 Err(e) => group.answer_all(&Err(e.into())),
             }
         }
         self.put_back(again);
     }
+}
+
+/// What a refused change found in the store.
+enum Verdict {
+    /// Its own effect: an earlier attempt of it committed.
+    Mine,
+    /// Someone else's item (or, for a delete, nothing to show).
+    Stored(Option<Value>),
+    /// Nothing any more: try again.
+    Gone,
+}
+
+/// Whether `stored` is the item that `operation` writes, as written by it: equal in every
+/// field but `userUsername`, the one field the change-feed handlers rewrite on the items of
+/// a post's partition. A comment's id is new with each request and a like's creation date
+/// is its own, so another writer's item never passes for this one's.
+fn is_own(operation: &BatchOperation, stored: &Value) -> bool {
+    let BatchOperation::Create { item } = operation else {
+        return false;
+    };
+    let without_username = |value: &Value| {
+        let mut value = value.clone();
+        if let Value::Object(fields) = &mut value {
+            fields.remove("userUsername");
+        }
+        value
+    };
+    without_username(item) == without_username(stored)
 }

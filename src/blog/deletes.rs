@@ -22,17 +22,20 @@ impl Blog {
                 return Err(Error::Forbidden("only the author of a post can delete it").into());
             }
             let tombstone = to_item(&Tombstone::of_post(&post))?;
+            let pk = post_partition(post_id);
             match self
                 .store
-                .replace_item(
-                    Container::Posts,
-                    &post_partition(post_id),
-                    tombstone,
-                    Some(&etag),
-                )
+                .replace_item(Container::Posts, &pk, tombstone.clone(), Some(&etag))
                 .await
             {
                 Ok(_) => Ok(()),
+                // This delete's own attempt whose answer was lost (retried by the SDK or the
+                // store) left its tombstone: done.
+                Err(StoreError::PreconditionFailed)
+                    if self.holds(Container::Posts, &pk, &tombstone).await? =>
+                {
+                    Ok(())
+                }
                 // A comment or like changed the counts meanwhile: read again.
                 Err(StoreError::PreconditionFailed) => Err(Attempt::Stale),
                 Err(StoreError::NotFound) => Err(Error::not_found("post", post_id.as_str()).into()),
@@ -127,7 +130,9 @@ impl Blog {
             },
             // Upsert: an earlier erasure's marker is replaced by this later one, which
             // covers everything the earlier one did.
-            BatchOperation::Upsert { item: marker },
+            BatchOperation::Upsert {
+                item: marker.clone(),
+            },
         ];
         match self
             .store
@@ -135,6 +140,14 @@ impl Blog {
             .await
         {
             Ok(_) => Ok(()),
+            // The user is gone and this erasure's marker is there: an attempt whose answer was
+            // lost (retried by the SDK or the store) did it.
+            Err(StoreError::BatchOperationFailed { index: 0, cause })
+                if matches!(*cause, StoreError::NotFound)
+                    && self.holds(Container::Users, &pk, &marker).await? =>
+            {
+                Ok(())
+            }
             Err(StoreError::BatchOperationFailed { index: 0, cause })
                 if matches!(*cause, StoreError::NotFound) =>
             {
