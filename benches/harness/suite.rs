@@ -11,6 +11,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
 use crate::deletes::DeleteCost;
+use crate::faults::{FaultPhase, FaultsConfig};
 use crate::generate::{Dataset, GenConfig, generate};
 
 /// Runs of each delete in the cost profile: the counts are the same every run.
@@ -76,6 +77,11 @@ pub struct Args {
     /// Physical partitions of each emulator container in the layout comparison.
     #[arg(long, default_value_t = 8)]
     pub physical_partitions: u32,
+    /// Users of the data set of each run of the fault phase (on the Cosmos DB emulator).
+    #[arg(long, default_value_t = 20)]
+    pub fault_users: usize,
+    #[arg(long)]
+    pub skip_faults: bool,
     #[arg(long)]
     pub skip_load: bool,
     #[arg(long)]
@@ -88,7 +94,8 @@ pub struct Args {
     /// Run one phase alone and print its figures to stdout; no report files are written.
     /// `write-mix`: the saturating write mix with the lag probe, on a data set of `--users`
     /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
-    /// phase on both backends. `layouts`: the layout comparison of `--tenants`.
+    /// phase on both backends. `layouts`: the layout comparison of `--tenants`. `faults`:
+    /// the write mix on the emulator without faults, throttled, and losing answers.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -102,6 +109,7 @@ pub enum Only {
     WriteMix,
     HotPost,
     Layouts,
+    Faults,
 }
 
 pub struct Outcome {
@@ -109,6 +117,7 @@ pub struct Outcome {
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
     pub hot_post: Option<Vec<HotPostRun>>,
+    pub faults: Option<Vec<FaultPhase>>,
     pub deletes: Vec<DeleteCost>,
     pub layouts: Option<LayoutsReport>,
     pub startup: Option<StartupReport>,
@@ -243,6 +252,12 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         Some(crate::hotpost::run(&hot_post_config(args), log).await?)
     };
 
+    let faults = if args.skip_faults {
+        None
+    } else {
+        Some(crate::faults::run(&faults_config(args), log).await?)
+    };
+
     let layouts = match args.tenants {
         Some(tenants) => Some(compare_layouts(args, tenants, &dir).await?),
         None => None,
@@ -269,6 +284,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         load: load.as_ref(),
         hot_post: hot_post.as_deref(),
         hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
+        faults: faults.as_deref(),
         deletes: &deletes,
         layouts: layouts.as_ref(),
         startup: startup.as_ref(),
@@ -289,6 +305,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         rows,
         load,
         hot_post,
+        faults,
         deletes,
         layouts,
         startup,
@@ -296,6 +313,16 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         report,
         chart,
     })
+}
+
+fn faults_config(args: &Args) -> FaultsConfig {
+    FaultsConfig {
+        users: args.fault_users.max(1),
+        seed: args.seed,
+        phase: Duration::from_secs_f64(args.load_seconds),
+        concurrency: args.concurrency.max(1),
+        progress: !args.quiet,
+    }
 }
 
 fn hot_post_config(args: &Args) -> HotPostConfig {
@@ -346,6 +373,10 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                     ));
                 }
             }
+        }
+        Only::Faults => {
+            let phases = crate::faults::run(&faults_config(args), log).await?;
+            crate::faults::markdown(&mut out, &phases, args.concurrency.max(1));
         }
         Only::HotPost => {
             let config = hot_post_config(args);

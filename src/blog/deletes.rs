@@ -56,13 +56,16 @@ impl Blog {
         let pk = post_partition(post_id);
         self.combiner
             .apply(post_id, async {
-                let ((post, _), comment) = tokio::try_join!(
-                    self.existing_post(post_id),
-                    self.read::<Comment>(Container::Posts, &pk, comment_id.as_str()),
-                )?;
-                let (comment, _) =
-                    comment.ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
-                if &comment.user_id != caller && &post.user_id != caller {
+                // Side by side with the combiner's read of the post (a missing or deleted
+                // post is its 404); only the post's author, not the comment's, needs the
+                // post here.
+                let (comment, _) = self
+                    .read::<Comment>(Container::Posts, &pk, comment_id.as_str())
+                    .await?
+                    .ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
+                if &comment.user_id != caller
+                    && &self.existing_post(post_id).await?.0.user_id != caller
+                {
                     return Err(Error::Forbidden(
                         "only the comment's author or the post's author can delete a comment",
                     ));
