@@ -17,6 +17,21 @@
 //! skipped; one that has is written and its answer dropped. Another instance writing the
 //! post makes the batch fail its If-Match: the round reads the post again and retries, with
 //! jittered backoff, and answers 409 after [`MAX_CONFLICT_RETRIES`] lost races in a row.
+//!
+//! Faults. The store retries what fails transiently (see `store::cosmos`), and the SDK retries
+//! a batch whose answer was lost, which may have committed. Such a retry cannot count twice:
+//! every attempt of a round carries the If-Match of the post as the round read it, so at most
+//! one attempt commits (the others meet the post it changed, a 412), and children are written
+//! by id. It can answer wrongly, though: its writers would see "lost race, then your comment
+//! exists (409) / your like is gone (404)". So after a lost race a change that finds its own
+//! effect counts as written: a create whose item is stored exactly as it sent it (a comment's
+//! id is new per request, a like carries its own creation date), or a delete whose item is gone
+//! after an attempt of its round may have committed unseen. Telling "committed" from "not
+//! committed" costs nothing on the way that works and one point read on a refusal, which the
+//! combiner made anyway to answer with the stored item. When the store's retries run out, the
+//! writers get the store's error (503, or 429 with `Retry-After`) and the batch may or may not
+//! have committed; either way counts and items agree, and a client retrying a like or a delete
+//! is answered as if it came after.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;

@@ -186,8 +186,9 @@ pub struct FaultPlan {
     pub operation: Option<FaultOperationType>,
     /// Only requests to this container.
     pub container: Option<Container>,
-    /// How long the plan runs once started ([`Faults::start`]); until stopped when `None`.
-    pub lasting: Option<Duration>,
+    /// With `every: 1`, only the first this many matching requests after the start fail: a
+    /// stretch of a known length in requests (one in time would race the requests).
+    pub times: Option<u32>,
 }
 
 impl FaultPlan {
@@ -198,7 +199,7 @@ impl FaultPlan {
             every: 1,
             operation: None,
             container: None,
-            lasting: None,
+            times: None,
         }
     }
 
@@ -222,8 +223,10 @@ impl FaultPlan {
         self
     }
 
-    pub fn lasting(mut self, duration: Duration) -> Self {
-        self.lasting = Some(duration);
+    /// The first `n` matching requests fail, the others pass.
+    pub fn times(mut self, n: u32) -> Self {
+        self.every = 1;
+        self.times = Some(n);
         self
     }
 }
@@ -284,30 +287,17 @@ impl RequestObserver for FaultClock {
     }
 }
 
-/// The switch of the [`FaultPlan`]s of an emulator: off until [`Faults::start`].
+/// The switch of the [`FaultPlan`]s of an emulator: off until [`Faults::start`]; a stretch of
+/// faults in time is what runs between `start` and `stop`.
 #[derive(Clone, Debug)]
 pub struct Faults {
     enabled: Arc<AtomicBool>,
-    /// Bumped on every start, so that the timer of an earlier start does not stop a later one.
-    generation: Arc<AtomicU64>,
     clock: Arc<FaultClock>,
-    lasting: Option<Duration>,
 }
 
 impl Faults {
-    /// Turns the plans on (for the first plan's `lasting` time, if it has one).
     pub fn start(&self) {
-        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.enabled.store(true, Ordering::SeqCst);
-        if let Some(lasting) = self.lasting {
-            let faults = self.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(lasting).await;
-                if faults.generation.load(Ordering::SeqCst) == generation {
-                    faults.stop();
-                }
-            });
-        }
     }
 
     pub fn stop(&self) {
@@ -358,6 +348,9 @@ fn fault_rules(
         .with_condition(condition(plan).build())
         .with_shared_state(Arc::clone(enabled), Arc::clone(&armed.hits));
     if plan.every == 1 {
+        if let Some(times) = plan.times {
+            fault = fault.with_hit_limit(times);
+        }
         return (vec![fault.build()], armed);
     }
     fault = fault.with_hit_limit(1);
@@ -395,11 +388,6 @@ pub async fn faulty_emulator_store(
     let store = CosmosStore::from_client_with(client, DATABASE, tenancy)
         .await
         .expect("the Cosmos DB store prepares the emulator's database");
-    let faults = Faults {
-        enabled,
-        generation: Arc::new(AtomicU64::new(0)),
-        clock,
-        lasting: plans.first().and_then(|plan| plan.lasting),
-    };
+    let faults = Faults { enabled, clock };
     (Arc::new(store), faults)
 }

@@ -30,7 +30,7 @@ use tempfile::TempDir;
 use crate::cosmos_emulator::{
     Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults, faulty_emulator_store,
 };
-use crate::helpers::{TestApp, eventually, spawn_on_store};
+use crate::helpers::{OPERATION_TENANT, TestApp, eventually, spawn_on_store};
 
 /// The data operations of the SDK: a rate-based plan has one rule per operation, so that each
 /// of them meets the fault, whatever the mix of requests.
@@ -60,9 +60,17 @@ fn at_a_rate(kind: FaultInjectionErrorType) -> Vec<FaultPlan> {
 
 /// The app (with its change-feed pump) on an emulator with `plans`, faults still off.
 async fn app_with(plans: Vec<FaultPlan>) -> (TestApp, Faults) {
-    let (store, faults) = faulty_emulator_store(Tenancy::Single, plans).await;
+    app_in(Tenancy::Single, plans).await
+}
+
+/// [`app_with`] in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
+async fn app_in(tenancy: Tenancy, plans: Vec<FaultPlan>) -> (TestApp, Faults) {
+    let (store, faults) = faulty_emulator_store(tenancy, plans).await;
     let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Pump).await;
-    (app, faults)
+    match tenancy {
+        Tenancy::Single => (app, faults),
+        Tenancy::Multi => (app.in_tenant(OPERATION_TENANT), faults),
+    }
 }
 
 async fn delete(app: &TestApp, path: &str, caller: &str) -> Response {
@@ -227,14 +235,16 @@ async fn every_operation(app: &TestApp) {
 
 /// The whole platform with `kind` at a rate on every operation: nothing reaches a client,
 /// `rebuild` and `verify` run under the same faults, and everything holds at the end.
-async fn a_fault_at_a_rate_never_surfaces(kind: FaultInjectionErrorType) {
-    let (app, faults) = app_with(at_a_rate(kind)).await;
+async fn a_fault_at_a_rate_never_surfaces(kind: FaultInjectionErrorType, tenancy: Tenancy) {
+    let (app, faults) = app_in(tenancy, at_a_rate(kind)).await;
     faults.start();
     every_operation(&app).await;
-    let report = rebuild(&app.store).await.expect("rebuild under faults");
+    let report = rebuild(&app.whole_store)
+        .await
+        .expect("rebuild under faults");
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
     app.assert_verifies().await;
-    let verdict = verify(&app.store).await.expect("verify under faults");
+    let verdict = verify(&app.whole_store).await.expect("verify under faults");
     assert!(verdict.holds(), "{}", verdict.verdict());
     let injected = faults.injected_by_plan();
     faults.stop();
@@ -256,10 +266,21 @@ macro_rules! at_a_rate_tests {
                 async fn $name() {
                     super::a_fault_at_a_rate_never_surfaces(
                         super::FaultInjectionErrorType::$kind,
+                        super::Tenancy::Single,
                     )
                     .await;
                 }
             )*
+
+            /// The `multi` layout (a tenant's view of the store) meets the same faults.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn response_timeout_after_service_in_multi() {
+                super::a_fault_at_a_rate_never_surfaces(
+                    super::FaultInjectionErrorType::ResponseTimeoutAfterService,
+                    super::Tenancy::Multi,
+                )
+                .await;
+            }
         }
     };
 }
@@ -400,13 +421,15 @@ async fn a_throttling_stretch_is_a_429_with_retry_after_fault() {
     }
 }
 
-/// A stretch of unavailability shorter than the store's retry budget never reaches a client.
+/// A stretch of unavailability shorter than the store's retry budget never reaches a client:
+/// the first 8 requests of each kind fail (the SDK's own 4 attempts of a request, then the
+/// store's first retry), and every write still answers as without faults.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_fault_stretch_never_surfaces() {
     let kind = FaultInjectionErrorType::ServiceUnavailable;
     let plans = on_every_request(Fault::Error(kind))
         .into_iter()
-        .map(|plan| plan.lasting(Duration::from_millis(300)))
+        .map(|plan| plan.times(8))
         .collect();
     let (app, faults) = app_with(plans).await;
     let post_id = ada_and_her_post(&app).await;
