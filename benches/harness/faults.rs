@@ -10,32 +10,17 @@
 //! holds once the change feed has drained, with the faults still running.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cosmos_blog::store::{Store, Tenancy};
-use cosmos_blog::verify::{VerifyReport, ViolationKind, verify};
+use cosmos_blog::store::Tenancy;
+use cosmos_blog::verify::{VerifyReport, ViolationKind};
 
 use crate::cosmos_emulator::{
-    Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults, faulty_emulator_store,
+    Fault, FaultInjectionErrorType, FaultPlan, Faults, faulty_emulator_store,
+    on_each_data_operation,
 };
 use crate::generate::{GenConfig, generate};
 use crate::load::{LoadConfig, Phase};
-
-/// How long the change feed may take to drain (under the faults) before verify is reported
-/// as failing.
-const DRAIN_LIMIT: Duration = Duration::from_secs(300);
-
-/// The data requests of the SDK: a run's fault meets each kind of request at its rate.
-const OPERATIONS: [FaultOperationType; 8] = [
-    FaultOperationType::ReadItem,
-    FaultOperationType::QueryItem,
-    FaultOperationType::CreateItem,
-    FaultOperationType::UpsertItem,
-    FaultOperationType::ReplaceItem,
-    FaultOperationType::DeleteItem,
-    FaultOperationType::BatchItem,
-    FaultOperationType::ChangeFeedItem,
-];
 
 #[derive(Debug, Clone)]
 pub struct FaultsConfig {
@@ -80,10 +65,7 @@ impl FaultRun {
                 100,
             ),
         };
-        OPERATIONS
-            .iter()
-            .map(|operation| FaultPlan::new(fault).on(*operation).every(every))
-            .collect()
+        on_each_data_operation(fault, every)
     }
 
     /// Whether a request the fault hits reached the service anyway.
@@ -176,7 +158,9 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
     let served = served.stop().await;
     let mix = mix?;
     served?;
-    let (verify, drained) = drain_and_verify(&store).await?;
+    // A pump drains what the change feed still holds (the faults still on) until `verify`
+    // holds, or its time runs out.
+    let check = crate::invariants::after_load(&store, config.progress).await?;
     let injected = faults.injected();
     faults.stop();
     Ok(FaultPhase {
@@ -185,8 +169,8 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         mix,
         injected,
         account_requests,
-        verify,
-        drained,
+        verify: check.report,
+        drained: check.waited,
     })
 }
 
@@ -198,22 +182,6 @@ fn attempts(faults: &Faults, run: FaultRun) -> u64 {
         faults.injected()
     };
     faults.reached() + stopped
-}
-
-/// Runs a change-feed pump until `verify` holds (or the limit passes): the copies of the
-/// last writes come after their answers.
-async fn drain_and_verify(store: &Arc<dyn Store>) -> anyhow::Result<(VerifyReport, Duration)> {
-    let started = Instant::now();
-    let pump = cosmos_blog::changefeed::Pump::start(Arc::clone(store));
-    let report = loop {
-        let report = verify(store).await?;
-        if report.holds() || started.elapsed() > DRAIN_LIMIT {
-            break report;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    pump.stop().await;
-    Ok((report, started.elapsed()))
 }
 
 /// The report's section.

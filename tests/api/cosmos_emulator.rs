@@ -174,6 +174,28 @@ impl Fault {
     }
 }
 
+/// The SDK's kinds of data request (not the metadata ones: account, containers, partition
+/// key ranges, query plans).
+pub const DATA_OPERATIONS: [FaultOperationType; 8] = [
+    FaultOperationType::ReadItem,
+    FaultOperationType::QueryItem,
+    FaultOperationType::CreateItem,
+    FaultOperationType::UpsertItem,
+    FaultOperationType::ReplaceItem,
+    FaultOperationType::DeleteItem,
+    FaultOperationType::BatchItem,
+    FaultOperationType::ChangeFeedItem,
+];
+
+/// `fault` on each kind of data request, one per `every` of them (each kind counted apart,
+/// so that every kind meets it whatever the mix of requests), in [`DATA_OPERATIONS`] order.
+pub fn on_each_data_operation(fault: Fault, every: u32) -> Vec<FaultPlan> {
+    DATA_OPERATIONS
+        .iter()
+        .map(|operation| FaultPlan::new(fault).on(*operation).every(every))
+        .collect()
+}
+
 /// Which requests a fault hits, and how often. The SDK's own rate (`with_probability`) is
 /// random; this one counts, so a run is repeatable: with `every: n`, the first matching
 /// request after the start meets the fault, then every n-th matching request after it.

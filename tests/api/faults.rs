@@ -15,12 +15,11 @@
 //! same sequence of requests. Every test name holds "fault": `cargo test fault` runs them.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::changefeed::rebuild;
 use cosmos_blog::settings::ChangeFeedMode;
-use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, Tenancy};
+use cosmos_blog::store::{Container, PageRequest, Query, Tenancy};
 use cosmos_blog::verify::verify;
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
@@ -28,34 +27,20 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::cosmos_emulator::{
-    Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults, faulty_emulator_store,
+    DATA_OPERATIONS, Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults,
+    faulty_emulator_store, on_each_data_operation,
 };
+use crate::deletes::partition_items;
 use crate::helpers::{OPERATION_TENANT, TestApp, eventually, spawn_on_store};
-
-/// The data operations of the SDK: a rate-based plan has one rule per operation, so that each
-/// of them meets the fault, whatever the mix of requests.
-const OPERATIONS: [FaultOperationType; 8] = [
-    FaultOperationType::ReadItem,
-    FaultOperationType::QueryItem,
-    FaultOperationType::CreateItem,
-    FaultOperationType::UpsertItem,
-    FaultOperationType::ReplaceItem,
-    FaultOperationType::DeleteItem,
-    FaultOperationType::BatchItem,
-    FaultOperationType::ChangeFeedItem,
-];
 
 /// One fault per this many requests, per operation.
 const EVERY: u32 = 7;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// `kind` on each data operation, once per [`EVERY`] requests.
+/// `kind` on each kind of data request, once per [`EVERY`] of them.
 fn at_a_rate(kind: FaultInjectionErrorType) -> Vec<FaultPlan> {
-    OPERATIONS
-        .iter()
-        .map(|operation| FaultPlan::error(kind).on(*operation).every(EVERY))
-        .collect()
+    on_each_data_operation(Fault::Error(kind), EVERY)
 }
 
 /// The app (with its change-feed pump) on an emulator with `plans`, faults still off.
@@ -103,19 +88,6 @@ async fn listed(app: &TestApp, path: &str) -> HashSet<String> {
     let ids: HashSet<String> = items.iter().map(id).collect();
     assert_eq!(ids.len(), items.len(), "{path} lists an item twice");
     ids
-}
-
-/// Every item of the store's `posts` partition of `post_id`.
-async fn partition(store: &Arc<dyn Store>, post_id: &str) -> Vec<Value> {
-    store
-        .query(
-            Container::Posts,
-            &Query::in_partition(PartitionKey::single(post_id)),
-            PageRequest::first(1_000),
-        )
-        .await
-        .expect("query")
-        .items
 }
 
 /// Every operation of the API once or more, each answering exactly as without faults:
@@ -248,7 +220,7 @@ async fn a_fault_at_a_rate_never_surfaces(kind: FaultInjectionErrorType, tenancy
     assert!(verdict.holds(), "{}", verdict.verdict());
     let injected = faults.injected_by_plan();
     faults.stop();
-    for (operation, count) in OPERATIONS.iter().zip(&injected) {
+    for (operation, count) in DATA_OPERATIONS.iter().zip(&injected) {
         assert!(*count > 0, "{kind:?} never hit {operation:?}: {injected:?}");
     }
     eprintln!(
@@ -300,10 +272,7 @@ at_a_rate_tests!(
 
 /// `fault` on every data request.
 fn on_every_request(fault: Fault) -> Vec<FaultPlan> {
-    OPERATIONS
-        .iter()
-        .map(|operation| FaultPlan::new(fault).on(*operation))
-        .collect()
+    on_each_data_operation(fault, 1)
 }
 
 /// What the next tests write while the store keeps failing: a user, a post, a comment and a
@@ -344,8 +313,9 @@ async fn nothing_was_written(app: &TestApp, post_id: &str) {
         "C1 wrote"
     );
     assert_eq!(counts(app, post_id).await, (0, 0), "C3 or C4 wrote");
-    assert!(
-        partition(&app.store, post_id).await.len() == 1,
+    assert_eq!(
+        partition_items(app, post_id).await.len(),
+        1,
         "a child was written"
     );
     let posts = Query::cross_partition().of_type("post");
