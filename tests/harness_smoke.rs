@@ -8,6 +8,8 @@
 mod cosmos_emulator;
 #[path = "../benches/harness/deletes.rs"]
 mod deletes;
+#[path = "../benches/harness/faults.rs"]
+mod faults;
 #[path = "../benches/harness/generate.rs"]
 mod generate;
 #[path = "../benches/harness/hotpost.rs"]
@@ -79,6 +81,8 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         "5",
         "--physical-partitions",
         "4",
+        "--fault-users",
+        "2",
         "--quiet",
         "--out",
         out.path().to_str().unwrap(),
@@ -155,7 +159,23 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         "a copy per post, and the feed's"
     );
 
+    let faults = outcome.faults.as_ref().unwrap();
+    assert_eq!(faults.len(), 3, "no faults, throttled, answers lost");
+    for run in faults {
+        assert!(run.writes() > 0, "{:?} wrote nothing", run.run);
+        assert!(run.account_requests > 0);
+        assert!(
+            run.verify.holds() && run.counts_exact(),
+            "{:?}:\n{}",
+            run.run,
+            run.verify.violation_lines(50).join("\n")
+        );
+    }
+    assert_eq!(faults[0].injected, 0);
+    assert!(faults[1].injected > 0, "nothing was throttled");
+
     let markdown = std::fs::read_to_string(&outcome.report).unwrap();
+    assert!(markdown.contains("## Faults (Cosmos DB emulator, write mix)"));
     assert!(markdown.contains("## Moving the data: export and import"));
     assert!(markdown.contains("| Q6 |") && markdown.contains("2063.54 RU"));
     assert!(markdown.contains("| HTTP load (change feed drained) | ✅ holds |"));

@@ -122,7 +122,7 @@ pub struct LoadReport {
 }
 
 #[derive(Clone)]
-struct Client {
+pub struct Client {
     http: reqwest::Client,
     base: String,
 }
@@ -208,7 +208,7 @@ impl Client {
 }
 
 /// Runs `concurrency` workers for `duration`, each picking a kind from `mix` (weights).
-async fn phase(
+pub async fn phase(
     name: &str,
     client: &Client,
     data: &Arc<Dataset>,
@@ -381,6 +381,27 @@ pub async fn run(
     log: impl Fn(&str),
 ) -> anyhow::Result<LoadReport> {
     let data = Arc::new(data);
+    let served = serve(store, config.concurrency).await?;
+    let result = measure(&served.client, &data, config, log).await;
+    served.stop().await?;
+    result
+}
+
+/// The real application on a loopback port, with its change-feed pump, and a client of it.
+pub struct Served {
+    pub client: Client,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Served {
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.server.await?.context("server")
+    }
+}
+
+pub async fn serve(store: Arc<dyn Store>, concurrency: usize) -> anyhow::Result<Served> {
     let settings = Settings {
         port: 0,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -409,14 +430,32 @@ pub async fn run(
     }));
     let client = Client {
         http: reqwest::Client::builder()
-            .pool_max_idle_per_host(config.concurrency * 2)
+            .pool_max_idle_per_host(concurrency * 2)
             .build()?,
         base,
     };
-    let result = measure(&client, &data, config, log).await;
-    let _ = stop.send(());
-    server.await?.context("server")?;
-    result
+    Ok(Served {
+        client,
+        stop,
+        server,
+    })
+}
+
+/// The pump starts from the beginning of the change log, which holds the whole loaded data
+/// set: waits until it is through, i.e. until a post written now reaches the feed.
+pub async fn catch_up(client: &Client, data: &Dataset) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let sentinel = client.create_post(data.users[0].as_str()).await?;
+    loop {
+        if client.feed_ids(1).await?.first() == Some(&sentinel) {
+            return Ok(started.elapsed());
+        }
+        anyhow::ensure!(
+            started.elapsed() < CATCH_UP_LIMIT,
+            "the pump did not catch up"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn measure(
@@ -425,22 +464,8 @@ async fn measure(
     config: &LoadConfig,
     log: impl Fn(&str),
 ) -> anyhow::Result<LoadReport> {
-    // The pump starts from the beginning of the change log, which holds the whole loaded
-    // data set: wait until it is through, i.e. until a post written now reaches the feed.
     log("waiting for the change-feed pump to catch up with the loaded data");
-    let started = Instant::now();
-    let sentinel = client.create_post(data.users[0].as_str()).await?;
-    loop {
-        if client.feed_ids(1).await?.first() == Some(&sentinel) {
-            break;
-        }
-        anyhow::ensure!(
-            started.elapsed() < CATCH_UP_LIMIT,
-            "the pump did not catch up"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let catch_up = started.elapsed();
+    let catch_up = catch_up(client, data).await?;
     if config.write_mix_only {
         let (phase, lag) = write_mix(client, data, config, &log).await?;
         return Ok(LoadReport {
@@ -510,6 +535,13 @@ async fn measure(
     })
 }
 
+/// The kinds of the write mix, with their weights.
+pub const WRITE_MIX: [(Kind, u32); 3] = [
+    (Kind::CreatePost, 20),
+    (Kind::Comment, 40),
+    (Kind::Like, 40),
+];
+
 /// The saturating write mix, with the lag probe writing posts beside it.
 async fn write_mix(
     client: &Client,
@@ -518,17 +550,12 @@ async fn write_mix(
     log: &impl Fn(&str),
 ) -> anyhow::Result<(Phase, Lag)> {
     log("write mix with the lag probe");
-    let write_mix = [
-        (Kind::CreatePost, 20),
-        (Kind::Comment, 40),
-        (Kind::Like, 40),
-    ];
     let (writes, lag) = tokio::join!(
         phase(
             "write mix (20% posts, 40% comments, 40% likes)",
             client,
             data,
-            &write_mix,
+            &WRITE_MIX,
             config,
             config.phase
         ),

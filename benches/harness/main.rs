@@ -5,12 +5,13 @@
 //! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`. With `--tenants N`
 //! it also compares the `single` and `multi` layouts on a multi-tenant data set.
 
-// The Cosmos DB emulator wiring of the integration tests, for the hot-post phase; the
-// harness uses only part of it.
+// The Cosmos DB emulator wiring of the integration tests, for the hot-post and fault
+// phases; the harness uses only part of it.
 #[allow(dead_code)]
 #[path = "../../tests/api/cosmos_emulator.rs"]
 mod cosmos_emulator;
 mod deletes;
+mod faults;
 mod generate;
 mod hotpost;
 mod invariants;
@@ -76,7 +77,15 @@ fn main() -> ExitCode {
             // The report is written either way; a broken invariant still fails the run.
             let layouts_hold = outcome.layouts.as_ref().is_none_or(|l| l.holds());
             let imported_holds = outcome.transfer.as_ref().is_none_or(|t| t.verified);
-            if outcome.checks.iter().all(|check| check.holds()) && layouts_hold && imported_holds {
+            let faults_hold = outcome
+                .faults
+                .as_ref()
+                .is_none_or(|runs| runs.iter().all(|run| run.verify.holds()));
+            if outcome.checks.iter().all(|check| check.holds())
+                && layouts_hold
+                && imported_holds
+                && faults_hold
+            {
                 ExitCode::SUCCESS
             } else {
                 eprintln!("harness: verify failed (see the report's Invariants section)");

@@ -77,6 +77,7 @@ pub struct Inputs<'a> {
     pub load: Option<&'a LoadReport>,
     pub hot_post: Option<&'a [HotPostRun]>,
     pub hot_post_delay: Duration,
+    pub faults: Option<&'a [crate::faults::FaultPhase]>,
     pub deletes: &'a [DeleteCost],
     pub layouts: Option<&'a crate::layouts::LayoutsReport>,
     pub transfer: Option<&'a crate::transfer::TransferReport>,
@@ -442,6 +443,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
 
     if let Some(runs) = input.hot_post {
         hot_post(&mut out, runs, input.hot_post_delay);
+    }
+
+    if let Some(phases) = input.faults {
+        crate::faults::markdown(&mut out, phases, input.concurrency);
     }
 
     crate::deletes::markdown(&mut out, input.deletes);

@@ -11,6 +11,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
 use crate::deletes::DeleteCost;
+use crate::faults::{FaultPhase, FaultsConfig};
 use crate::generate::{Dataset, GenConfig, generate};
 
 /// Runs of each delete in the cost profile: the counts are the same every run.
@@ -77,6 +78,11 @@ pub struct Args {
     /// Physical partitions of each emulator container in the layout comparison.
     #[arg(long, default_value_t = 8)]
     pub physical_partitions: u32,
+    /// Users of the data set of each run of the fault phase (on the Cosmos DB emulator).
+    #[arg(long, default_value_t = 20)]
+    pub fault_users: usize,
+    #[arg(long)]
+    pub skip_faults: bool,
     #[arg(long)]
     pub skip_load: bool,
     #[arg(long)]
@@ -94,7 +100,8 @@ pub struct Args {
     /// (a small one, say `--users 100`, is enough to iterate). `hot-post`: the hot-post
     /// phase on both backends. `layouts`: the layout comparison of `--tenants`. `transfer`:
     /// export and import of the data set of `--users`. `recheck`: the write mix, then the
-    /// delayed re-check's cost and catch-up over its changes.
+    /// delayed re-check's cost and catch-up over its changes. `faults`: the write mix on the
+    /// emulator without faults, throttled, and losing answers.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Passed by `cargo bench`; ignored.
@@ -111,6 +118,7 @@ pub enum Only {
     Transfer,
     /// The write mix, then the delayed re-check of its changes.
     Recheck,
+    Faults,
 }
 
 pub struct Outcome {
@@ -118,6 +126,7 @@ pub struct Outcome {
     pub rows: Vec<Row>,
     pub load: Option<LoadReport>,
     pub hot_post: Option<Vec<HotPostRun>>,
+    pub faults: Option<Vec<FaultPhase>>,
     pub deletes: Vec<DeleteCost>,
     pub layouts: Option<LayoutsReport>,
     pub transfer: Option<TransferReport>,
@@ -266,6 +275,12 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         Some(crate::hotpost::run(&hot_post_config(args), log).await?)
     };
 
+    let faults = if args.skip_faults {
+        None
+    } else {
+        Some(crate::faults::run(&faults_config(args), log).await?)
+    };
+
     let layouts = match args.tenants {
         Some(tenants) => Some(compare_layouts(args, tenants, &dir).await?),
         None => None,
@@ -292,6 +307,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         load: load.as_ref(),
         hot_post: hot_post.as_deref(),
         hot_post_delay: Duration::from_millis(args.hot_post_delay_ms),
+        faults: faults.as_deref(),
         deletes: &deletes,
         layouts: layouts.as_ref(),
         transfer: transfer.as_ref(),
@@ -314,6 +330,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         rows,
         load,
         hot_post,
+        faults,
         deletes,
         layouts,
         transfer,
@@ -340,6 +357,16 @@ async fn move_data(
         if report.verified { "holds" } else { "FAILS" }
     ));
     Ok(report)
+}
+
+fn faults_config(args: &Args) -> FaultsConfig {
+    FaultsConfig {
+        users: args.fault_users.max(1),
+        seed: args.seed,
+        phase: Duration::from_secs_f64(args.load_seconds),
+        concurrency: args.concurrency.max(1),
+        progress: !args.quiet,
+    }
 }
 
 fn hot_post_config(args: &Args) -> HotPostConfig {
@@ -400,6 +427,10 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                     ));
                 }
             }
+        }
+        Only::Faults => {
+            let phases = crate::faults::run(&faults_config(args), log).await?;
+            crate::faults::markdown(&mut out, &phases, args.concurrency.max(1));
         }
         Only::HotPost => {
             let config = hot_post_config(args);

@@ -1,7 +1,8 @@
-//! The hot-post combiner: concurrent writes that change a post's counts (comments and likes
-//! today; an "unlike" or a comment delete would be the same kind of write) share one
-//! transactional batch per round, instead of each racing the others with its own
-//! `[replace post If-Match, create item]` and retrying on every lost race.
+//! The one way to change a post's counts: every write that moves `commentCount` or
+//! `likeCount` (a comment, a like, an unlike, a comment delete, and the erasure deleting an
+//! erased user's comments and likes on other posts) is a [`Change`] applied here. Concurrent
+//! changes of one post share one transactional batch per round, instead of each racing the
+//! others with its own `[replace post If-Match, write item]` and retrying on every lost race.
 //!
 //! Per post with writes waiting, one worker task runs rounds. A round takes up to
 //! [`MAX_CHANGES`] waiting writes, reads the post if it does not know its current version
@@ -16,6 +17,21 @@
 //! skipped; one that has is written and its answer dropped. Another instance writing the
 //! post makes the batch fail its If-Match: the round reads the post again and retries, with
 //! jittered backoff, and answers 409 after [`MAX_CONFLICT_RETRIES`] lost races in a row.
+//!
+//! Faults. The store retries what fails transiently (see `store::cosmos`), and the SDK retries
+//! a batch whose answer was lost, which may have committed. Such a retry cannot count twice:
+//! every attempt of a round carries the If-Match of the post as the round read it, so at most
+//! one attempt commits (the others meet the post it changed, a 412), and children are written
+//! by id. It can answer wrongly, though: its writers would see "lost race, then your comment
+//! exists (409) / your like is gone (404)". So after a lost race a change that finds its own
+//! effect counts as written: a create whose item is stored exactly as it sent it (a comment's
+//! id is new per request, a like carries its own creation date), or a delete whose item is gone
+//! after an attempt of its round may have committed unseen. Telling "committed" from "not
+//! committed" costs nothing on the way that works and one point read on a refusal, which the
+//! combiner made anyway to answer with the stored item. When the store's retries run out, the
+//! writers get the store's error (503, or 429 with `Retry-After`) and the batch may or may not
+//! have committed; either way counts and items agree, and a client retrying a like or a delete
+//! is answered as if it came after.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -57,6 +73,14 @@ impl CountDelta {
         comments: 0,
         likes: 1,
     };
+
+    /// The opposite move: what deleting the item that `self` counted does.
+    pub const fn negated(self) -> CountDelta {
+        CountDelta {
+            comments: -self.comments,
+            likes: -self.likes,
+        }
+    }
 
     fn plus(self, other: CountDelta) -> CountDelta {
         CountDelta {
@@ -238,6 +262,29 @@ impl Combiner {
             .await
             .map_err(|_| Error::Internal("the post's write combiner stopped".into()))??;
         Ok((value, applied))
+    }
+
+    /// Writes changes that are ready (no preparation), together with the other writers of
+    /// the post: up to [`MAX_CHANGES`] of them share a batch. One answer per change, in order.
+    pub async fn apply_all(&self, post_id: &PostId, changes: Vec<Change>) -> Vec<Result<Applied>> {
+        let (pendings, answers): (Vec<_>, Vec<_>) = changes
+            .into_iter()
+            .map(|change| {
+                let (reply, answer) = oneshot::channel();
+                let pending = Pending {
+                    change: Preparing::Ready(change),
+                    reply,
+                };
+                (pending, answer)
+            })
+            .unzip();
+        self.enqueue(post_id, pendings, false);
+        join_all(answers.into_iter().map(|answer| async {
+            answer
+                .await
+                .map_err(|_| Error::Internal("the post's write combiner stopped".into()))?
+        }))
+        .await
     }
 
     /// Queues writers (at the back, or at the front when put back from a round) and starts
@@ -446,9 +493,19 @@ impl Worker {
     /// Runs the round's batch until it goes through: a change the store refuses leaves the
     /// batch (it failed atomically at that operation, so nothing was written) and the rest
     /// is retried; a lost If-Match race re-reads the post and retries the whole round.
+    ///
+    /// A lost race may be no race: when the answer of a batch that committed is lost (a
+    /// timeout after the service ran it), the retry, by the SDK or by the store, meets the
+    /// post the batch itself changed and fails its If-Match. Nothing is counted twice: the
+    /// If-Match makes every attempt of a round a compare-and-swap on one etag, of which one
+    /// commits at most, and the items are written by id. What is left is to answer right:
+    /// after a lost race the round runs again on the post as it is, and a change that finds
+    /// its own effect (see [`Worker::settle_refused`]) was written by an earlier attempt.
     async fn settle(&mut self, waiters: Vec<Waiter>) {
         let mut groups = self.group(waiters);
-        let mut already_done: Vec<(Group, StoreError)> = Vec::new();
+        let mut refused: Vec<(Group, StoreError)> = Vec::new();
+        // Whether an earlier attempt of this round may have committed unseen.
+        let mut maybe_applied = false;
         let mut backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(2))
             .with_max_delay(Duration::from_millis(100))
@@ -505,8 +562,10 @@ impl Worker {
                         StoreError::PreconditionFailed | StoreError::NotFound
                     ) =>
                 {
-                    // Another instance wrote the post (or deleted it): read it again.
+                    // Another instance wrote the post (or deleted it), or this round's own
+                    // earlier attempt did: read it again.
                     self.known = None;
+                    maybe_applied = true;
                     match backoff.next() {
                         Some(delay) => tokio::time::sleep(delay).await,
                         None => {
@@ -522,15 +581,12 @@ impl Worker {
                 Err(StoreError::BatchOperationFailed { index, cause })
                     if (1..=groups.len()).contains(&index) =>
                 {
-                    let group = groups.remove(index - 1);
-                    match (group.lead().refused)(&cause) {
-                        Ok(()) => already_done.push((group, *cause)),
-                        Err(e) => group.answer_all(&Err(e)),
-                    }
+                    refused.push((groups.remove(index - 1), *cause));
                 }
                 Err(e) => {
-                    // Nothing was written (or, after a timeout, maybe it was: the next
-                    // round reads the post again either way).
+                    // Nothing was written, or, when the answer was lost after the store's
+                    // retries, maybe all of it: the writers get the error either way (a 503),
+                    // and the next round reads the post again.
                     self.known = None;
                     let failed = Err(Error::from(e));
                     groups.into_iter().for_each(|g| g.answer_all(&failed));
@@ -538,47 +594,87 @@ impl Worker {
                 }
             }
         }
-        self.answer_already_done(already_done).await;
+        self.settle_refused(refused, maybe_applied).await;
     }
 
-    /// Answers the writers whose item was already there with the item as stored, read side
-    /// by side. An item gone again in between sends its writers to the next round.
-    async fn answer_already_done(&self, done: Vec<(Group, StoreError)>) {
+    /// Answers the writers whose change the store refused alone, after reading what it
+    /// refused on (side by side):
+    /// - a create that finds its own item (equal to the one it sent), or a delete that finds
+    ///   nothing after an attempt of its round may have committed unseen, was written by that
+    ///   attempt;
+    /// - otherwise the change's `refused` decides: already done (answered with the item as
+    ///   stored), or the writer's error;
+    /// - an item gone again in between sends its writers to the next round.
+    async fn settle_refused(&self, refused: Vec<(Group, StoreError)>, maybe_applied: bool) {
         let pk = post_partition(&self.post_id);
-        let reads = done.into_iter().map(|(group, cause)| {
+        let reads = refused.into_iter().map(|(group, cause)| {
             let pk = &pk;
             async move {
-                let stored = match group.lead().operation {
+                let stored = match (&group.lead().operation, &cause) {
+                    (BatchOperation::Delete { .. }, StoreError::NotFound) if maybe_applied => {
+                        Ok(Verdict::Mine)
+                    }
                     // A delete found nothing: there is nothing to show.
-                    BatchOperation::Delete { .. } => Ok(Some(None)),
-                    _ => match self
+                    (BatchOperation::Delete { .. }, _) => Ok(Verdict::Stored(None)),
+                    (operation, _) => match self
                         .store()
                         .read_item(Container::Posts, pk, &group.id)
                         .await
                     {
-                        Ok(Some(document)) => Ok(Some(Some(document.item))),
-                        Ok(None) => Ok(None),
+                        Ok(Some(document)) if is_own(operation, &document.item) => {
+                            Ok(Verdict::Mine)
+                        }
+                        Ok(Some(document)) => Ok(Verdict::Stored(Some(document.item))),
+                        Ok(None) => Ok(Verdict::Gone),
                         Err(e) => Err(e),
                     },
                 };
-                // `Ok(None)`: the item is gone again.
                 (group, cause, stored)
             }
         });
         let mut again = Vec::new();
-        for (group, cause, stored) in join_all(reads).await {
-            match stored {
-                Ok(Some(item)) => {
+        for (group, cause, verdict) in join_all(reads).await {
+            match verdict {
+                Ok(Verdict::Mine) => group.written(),
+                Ok(Verdict::Stored(item)) => {
                     for waiter in group.waiters {
                         let outcome = (waiter.change.refused)(&cause)
                             .map(|()| Applied::AlreadyDone(item.clone()));
                         waiter.answer(outcome);
                     }
                 }
-                Ok(None) => again.extend(group.waiters),
+                Ok(Verdict::Gone) => again.extend(group.waiters),
                 Err(e) => group.answer_all(&Err(e.into())),
             }
         }
         self.put_back(again);
     }
+}
+
+/// What a refused change found in the store.
+enum Verdict {
+    /// Its own effect: an earlier attempt of it committed.
+    Mine,
+    /// Someone else's item (or, for a delete, nothing to show).
+    Stored(Option<Value>),
+    /// Nothing any more: try again.
+    Gone,
+}
+
+/// Whether `stored` is the item that `operation` writes, as written by it: equal in every
+/// field but `userUsername`, the one field the change-feed handlers rewrite on the items of
+/// a post's partition. A comment's id is new with each request and a like's creation date
+/// is its own, so another writer's item never passes for this one's.
+fn is_own(operation: &BatchOperation, stored: &Value) -> bool {
+    let BatchOperation::Create { item } = operation else {
+        return false;
+    };
+    let without_username = |value: &Value| {
+        let mut value = value.clone();
+        if let Value::Object(fields) = &mut value {
+            fields.remove("userUsername");
+        }
+        value
+    };
+    without_username(item) == without_username(stored)
 }

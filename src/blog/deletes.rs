@@ -7,10 +7,11 @@
 
 use serde_json::Value;
 
+use super::combiner::{Change, CountDelta};
 use super::{Attempt, Blog, post_partition, to_item, until_not_stale, user_partition};
-use crate::domain::{Comment, CommentId, LikeId, Post, PostId, Tombstone, User, UserId};
+use crate::domain::{Comment, CommentId, LikeId, PostId, Tombstone, User, UserId};
 use crate::error::{Error, Result};
-use crate::store::{BatchOperation, Container, ETag, StoreError};
+use crate::store::{BatchOperation, Container, StoreError};
 
 impl Blog {
     /// `DELETE /api/posts/{postId}`: the author replaces the post by its tombstone.
@@ -21,17 +22,20 @@ impl Blog {
                 return Err(Error::Forbidden("only the author of a post can delete it").into());
             }
             let tombstone = to_item(&Tombstone::of_post(&post))?;
+            let pk = post_partition(post_id);
             match self
                 .store
-                .replace_item(
-                    Container::Posts,
-                    &post_partition(post_id),
-                    tombstone,
-                    Some(&etag),
-                )
+                .replace_item(Container::Posts, &pk, tombstone.clone(), Some(&etag))
                 .await
             {
                 Ok(_) => Ok(()),
+                // This delete's own attempt whose answer was lost (retried by the SDK or the
+                // store) left its tombstone: done.
+                Err(StoreError::PreconditionFailed)
+                    if self.holds(Container::Posts, &pk, &tombstone).await? =>
+                {
+                    Ok(())
+                }
                 // A comment or like changed the counts meanwhile: read again.
                 Err(StoreError::PreconditionFailed) => Err(Attempt::Stale),
                 Err(StoreError::NotFound) => Err(Error::not_found("post", post_id.as_str()).into()),
@@ -42,7 +46,7 @@ impl Blog {
     }
 
     /// `DELETE /api/posts/{postId}/comments/{commentId}`: by the comment's author or the
-    /// post's author; `commentCount` goes down in the same batch.
+    /// post's author; `commentCount` goes down in the same batch (through the combiner).
     pub async fn delete_comment(
         &self,
         caller: &UserId,
@@ -50,88 +54,61 @@ impl Blog {
         comment_id: &CommentId,
     ) -> Result<()> {
         let pk = post_partition(post_id);
-        until_not_stale(|| async {
-            let ((post, etag), comment) = tokio::try_join!(
-                self.existing_post(post_id),
-                self.read::<Comment>(Container::Posts, &pk, comment_id.as_str()),
-            )?;
-            let (comment, _) =
-                comment.ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
-            if &comment.user_id != caller && &post.user_id != caller {
-                return Err(Error::Forbidden(
-                    "only the comment's author or the post's author can delete a comment",
-                )
-                .into());
-            }
-            self.uncount(post, etag, comment_id.as_str(), |post| {
-                post.comment_count = post.comment_count.saturating_sub(1);
+        self.combiner
+            .apply(post_id, async {
+                // Side by side with the combiner's read of the post (a missing or deleted
+                // post is its 404); only the post's author, not the comment's, needs the
+                // post here.
+                let (comment, _) = self
+                    .read::<Comment>(Container::Posts, &pk, comment_id.as_str())
+                    .await?
+                    .ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
+                if &comment.user_id != caller
+                    && &self.existing_post(post_id).await?.0.user_id != caller
+                {
+                    return Err(Error::Forbidden(
+                        "only the comment's author or the post's author can delete a comment",
+                    ));
+                }
+                let change = Change {
+                    operation: BatchOperation::Delete {
+                        id: comment_id.to_string(),
+                    },
+                    delta: CountDelta::ONE_COMMENT.negated(),
+                    refused: |cause| match cause {
+                        // Deleted meanwhile by someone else: as the read above had not seen it.
+                        StoreError::NotFound => Err(Error::not_found("comment", "")),
+                        other => Err(other.clone().into()),
+                    },
+                };
+                Ok(((), change))
             })
             .await
-            .map_err(|gone| {
-                gone.unwrap_or_else(|| Error::not_found("comment", comment_id.as_str()).into())
-            })
-        })
-        .await
+            .map_err(|e| named(e, "comment", comment_id.as_str()))
+            .map(|_| ())
     }
 
     /// `DELETE /api/posts/{postId}/likes`: the caller's own like; `likeCount` goes down in
-    /// the same batch. Liking again afterwards creates a new like.
+    /// the same batch (through the combiner). Liking again afterwards creates a new like.
     pub async fn unlike(&self, caller: &UserId, post_id: &PostId) -> Result<()> {
         let like_id = LikeId::for_liker(caller);
-        until_not_stale(|| async {
-            let (post, etag) = self.existing_post(post_id).await?;
-            self.uncount(post, etag, like_id.as_str(), |post| {
-                post.like_count = post.like_count.saturating_sub(1);
+        self.combiner
+            .apply(post_id, async {
+                let change = Change {
+                    operation: BatchOperation::Delete {
+                        id: like_id.to_string(),
+                    },
+                    delta: CountDelta::ONE_LIKE.negated(),
+                    refused: |cause| match cause {
+                        StoreError::NotFound => Err(Error::not_found("like", "")),
+                        other => Err(other.clone().into()),
+                    },
+                };
+                Ok(((), change))
             })
             .await
-            .map_err(|gone| {
-                gone.unwrap_or_else(|| Error::not_found("like", caller.as_str()).into())
-            })
-        })
-        .await
-    }
-
-    /// One attempt at `[replace post If-Match with a lower count, delete child]`. The error
-    /// is `None` when the child does not exist (nothing was written), else the attempt's
-    /// verdict (stale post, store failure).
-    async fn uncount(
-        &self,
-        mut post: Post,
-        etag: ETag,
-        child_id: &str,
-        lower: impl FnOnce(&mut Post),
-    ) -> std::result::Result<(), Option<Attempt>> {
-        lower(&mut post);
-        let operations = vec![
-            BatchOperation::Replace {
-                item: to_item(&post).map_err(|e| Some(e.into()))?,
-                if_match: Some(etag),
-            },
-            BatchOperation::Delete {
-                id: child_id.to_owned(),
-            },
-        ];
-        match self
-            .store
-            .execute_batch(Container::Posts, &post_partition(&post.post_id), operations)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(StoreError::BatchOperationFailed { index: 0, cause })
-                if matches!(
-                    *cause,
-                    StoreError::PreconditionFailed | StoreError::NotFound
-                ) =>
-            {
-                Err(Some(Attempt::Stale))
-            }
-            Err(StoreError::BatchOperationFailed { index: 1, cause })
-                if matches!(*cause, StoreError::NotFound) =>
-            {
-                Err(None)
-            }
-            Err(e) => Err(Some(e.into())),
-        }
+            .map_err(|e| named(e, "like", caller.as_str()))
+            .map(|_| ())
     }
 
     /// `DELETE /api/users/{userId}`: the caller's own account. The user item goes and an
@@ -156,7 +133,9 @@ impl Blog {
             },
             // Upsert: an earlier erasure's marker is replaced by this later one, which
             // covers everything the earlier one did.
-            BatchOperation::Upsert { item: marker },
+            BatchOperation::Upsert {
+                item: marker.clone(),
+            },
         ];
         match self
             .store
@@ -164,6 +143,14 @@ impl Blog {
             .await
         {
             Ok(_) => Ok(()),
+            // The user is gone and this erasure's marker is there: an attempt whose answer was
+            // lost (retried by the SDK or the store) did it.
+            Err(StoreError::BatchOperationFailed { index: 0, cause })
+                if matches!(*cause, StoreError::NotFound)
+                    && self.holds(Container::Users, &pk, &marker).await? =>
+            {
+                Ok(())
+            }
             Err(StoreError::BatchOperationFailed { index: 0, cause })
                 if matches!(*cause, StoreError::NotFound) =>
             {
@@ -171,5 +158,17 @@ impl Blog {
             }
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// The `refused` functions of a [`Change`] are plain `fn`s and cannot name the item: a 404 of
+/// the child they answer gets its id here.
+fn named(error: Error, kind: &'static str, id: &str) -> Error {
+    match error {
+        Error::NotFound {
+            kind: found,
+            id: empty,
+        } if found == kind && empty.is_empty() => Error::not_found(kind, id),
+        other => other,
     }
 }

@@ -2,11 +2,12 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
-mod combiner;
+pub(crate) mod combiner;
 mod deletes;
 mod paging;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
@@ -133,18 +134,31 @@ impl Blog {
         }
         let wanted = User::new(user_id.clone(), username);
         let pk = user_partition(&user_id);
+        // A create whose answer was lost may have committed; its retry then finds the user
+        // as wanted, created by this request (or by the same request sent twice at once).
+        let tried_to_create = AtomicBool::new(false);
         until_not_stale(|| async {
             let item = to_item(&wanted)?;
             match self
                 .read::<User>(Container::Users, &pk, user_id.as_str())
                 .await?
             {
-                None => match self.store.create_item(Container::Users, &pk, item).await {
-                    Ok(_) => Ok((wanted.clone(), Outcome::Created)),
-                    Err(StoreError::Conflict) => Err(Attempt::Stale),
-                    Err(e) => Err(e.into()),
-                },
-                Some((current, _)) if current == wanted => Ok((current, Outcome::Existing)),
+                None => {
+                    tried_to_create.store(true, Ordering::Relaxed);
+                    match self.store.create_item(Container::Users, &pk, item).await {
+                        Ok(_) => Ok((wanted.clone(), Outcome::Created)),
+                        Err(StoreError::Conflict) => Err(Attempt::Stale),
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                Some((current, _)) if current == wanted => {
+                    let outcome = if tried_to_create.load(Ordering::Relaxed) {
+                        Outcome::Created
+                    } else {
+                        Outcome::Existing
+                    };
+                    Ok((current, outcome))
+                }
                 Some((_, etag)) => {
                     match self
                         .store
@@ -204,14 +218,24 @@ impl Blog {
     ) -> Result<Post> {
         let author = self.registered(caller).await?;
         let post = Post::new(&author, title, content);
-        self.store
-            .create_item(
-                Container::Posts,
-                &post_partition(&post.post_id),
-                to_item(&post)?,
-            )
-            .await?;
-        Ok(post)
+        let pk = post_partition(&post.post_id);
+        let item = to_item(&post)?;
+        match self
+            .store
+            .create_item(Container::Posts, &pk, item.clone())
+            .await
+        {
+            Ok(_) => Ok(post),
+            // The id is new: the post found there is this one, created by an attempt whose
+            // answer was lost (the SDK or the store retried it).
+            Err(StoreError::Conflict) if self.holds(Container::Posts, &pk, &item).await? => {
+                Ok(post)
+            }
+            Err(StoreError::Conflict) => {
+                Err(Error::Conflict("a post with this id already exists".into()))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
@@ -240,7 +264,10 @@ impl Blog {
                 .await
             {
                 Ok(_) => Ok(post),
+                // A race, or this edit's own attempt whose answer was lost: the next attempt
+                // finds the post as edited and is done.
                 Err(StoreError::PreconditionFailed) => Err(Attempt::Stale),
+                Err(StoreError::NotFound) => Err(Error::not_found("post", post_id.as_str()).into()),
                 Err(e) => Err(e.into()),
             }
         })
@@ -435,6 +462,19 @@ impl Blog {
             Some(Document { item, etag }) if is_a::<T>(&item) => Ok(Some((from_item(item)?, etag))),
             _ => Ok(None),
         }
+    }
+
+    /// Whether the store holds exactly `item` (at its id, in `pk`): how a write whose answer
+    /// was lost is recognised when its retry is refused.
+    async fn holds(&self, container: Container, pk: &PartitionKey, item: &Value) -> Result<bool> {
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            return Ok(false);
+        };
+        Ok(self
+            .store
+            .read_item(container, pk, id)
+            .await?
+            .is_some_and(|document| &document.item == item))
     }
 
     async fn page<T: DeserializeOwned>(

@@ -14,7 +14,8 @@
 //! - an erased account: one cross-partition query page per 100 items of the user in `posts`;
 //!   per post of theirs, a read and a tombstone write (which then costs what a deleted post
 //!   costs); per other post they commented on or liked, a read and one transactional batch
-//!   per 99 of their items (the deletes and the lowered counts together).
+//!   per 99 of their items (the deletes and the lowered counts together, through the
+//!   combiner of `blog::combiner`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,8 +23,10 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
+use crate::blog::combiner::{Applied, Change, Combiner, CountDelta};
 use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
+use crate::error::Error;
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder, Store,
     StoreError, StoreResult, tenant,
@@ -31,8 +34,6 @@ use crate::store::{
 
 /// Deletes in flight at once while clearing up after one delete.
 const DELETE_CONCURRENCY: usize = 8;
-/// A transactional batch holds at most 100 operations: the post's replace and 99 deletes.
-const CHILDREN_PER_BATCH: usize = 99;
 
 /// What clearing up after deleted posts did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -167,8 +168,9 @@ pub(crate) async fn erase_user(store: &Arc<dyn Store>, marker: &Tombstone) -> St
     for post_id in posts {
         written += tombstone_post(store, &post_id).await?;
     }
+    let combiner = Combiner::new(Arc::clone(store));
     for (post_id, items) in children {
-        written += delete_counted(store, &post_id, items).await?;
+        written += delete_counted(&combiner, &post_id, items).await?;
     }
     Ok(written)
 }
@@ -252,61 +254,53 @@ async fn tombstone_post(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult
     }
 }
 
-/// Deletes `children` of `post_id` and lowers the post's counts by as much, in batches of
-/// [`CHILDREN_PER_BATCH`] with the post's replace (If-Match), so counts and items stay equal
-/// whatever runs at the same time. A child already gone is left out and the batch retried.
+/// Deletes `children` of `post_id` and lowers the post's counts by as much, through the
+/// combiner (the one way counts change): up to [`crate::blog::combiner::MAX_CHANGES`] deletes share a batch with the
+/// post's replace (If-Match), so counts and items stay equal whatever runs at the same time.
+/// A child already gone is left out; a post deleted meanwhile has its own clean-up remove
+/// every child, with no count to keep.
 async fn delete_counted(
-    store: &Arc<dyn Store>,
+    combiner: &Combiner,
     post_id: &PostId,
     children: Vec<Child>,
 ) -> StoreResult<usize> {
-    let pk = PartitionKey::single(post_id.as_str());
-    let mut deleted = 0;
-    for chunk in children.chunks(CHILDREN_PER_BATCH) {
-        let mut chunk = chunk.to_vec();
-        while !chunk.is_empty() {
-            let current = store
-                .read_item(Container::Posts, &pk, post_id.as_str())
-                .await?;
-            let post = current
-                .as_ref()
-                .filter(|d| is_a::<Post>(&d.item))
-                .map(|d| serde_json::from_value::<Post>(d.item.clone()));
-            let Some(Ok(mut post)) = post else {
-                // The post is deleted: its own clean-up removes every child; no count to keep.
-                return Ok(deleted);
-            };
-            let likes = chunk.iter().filter(|c| c.is_like).count() as u64;
-            let comments = chunk.len() as u64 - likes;
-            post.like_count = post.like_count.saturating_sub(likes);
-            post.comment_count = post.comment_count.saturating_sub(comments);
-            let mut operations = vec![BatchOperation::Replace {
-                item: serde_json::to_value(&post)
-                    .map_err(|e| StoreError::Internal(e.to_string()))?,
-                if_match: current.map(|d| d.etag),
-            }];
-            operations.extend(
-                chunk
-                    .iter()
-                    .map(|c| BatchOperation::Delete { id: c.id.clone() }),
-            );
-            match store.execute_batch(Container::Posts, &pk, operations).await {
-                Ok(_) => {
-                    deleted += chunk.len();
-                    chunk.clear();
-                }
-                Err(StoreError::BatchOperationFailed { index: 0, cause })
-                    if matches!(*cause, StoreError::PreconditionFailed) => {}
-                Err(StoreError::BatchOperationFailed { index, cause })
-                    if index > 0 && matches!(*cause, StoreError::NotFound) =>
-                {
-                    chunk.remove(index - 1);
-                }
-                Err(e) => return Err(e),
+    let changes = children
+        .into_iter()
+        .map(|child| Change {
+            operation: BatchOperation::Delete { id: child.id },
+            delta: if child.is_like {
+                CountDelta::ONE_LIKE
+            } else {
+                CountDelta::ONE_COMMENT
             }
+            .negated(),
+            refused: |cause| match cause {
+                StoreError::NotFound => Ok(()),
+                other => Err(other.clone().into()),
+            },
+        })
+        .collect();
+    let mut deleted = 0;
+    for applied in combiner.apply_all(post_id, changes).await {
+        match applied {
+            Ok(Applied::Written) => deleted += 1,
+            Ok(Applied::AlreadyDone(_)) | Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(store_error(e)),
         }
     }
     Ok(deleted)
+}
+
+/// The combiner answers with the API's errors; the handlers need the store's, whose
+/// transient ones fail the change-feed batch so that it is delivered again.
+fn store_error(error: Error) -> StoreError {
+    match error {
+        Error::Throttled { retry_after } => StoreError::Throttled { retry_after },
+        Error::Unavailable(why) => StoreError::Unavailable(why),
+        // Too many lost races with other writers of the post: worth another try later.
+        Error::Conflict(_) => StoreError::PreconditionFailed,
+        other => StoreError::Internal(other.to_string()),
+    }
 }
 
 /// Deletes those of `copies` (post copies read from `container` of `store` as a whole, for

@@ -22,13 +22,14 @@ use azure_data_cosmos::models::{
 };
 use azure_data_cosmos::options::{
     BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, ConnectionPoolOptions,
-    ItemWriteOptions, MaxItemCountHint, Precondition, QueryOptions, Region,
-    ServerCertificateValidation,
+    ItemWriteOptions, MaxItemCountHint, OperationOptions, OperationOptionsBuilder, Precondition,
+    QueryOptions, Region, ServerCertificateValidation, ThrottlingRetryOptionsBuilder,
 };
 use azure_data_cosmos::{
     AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosError,
     CosmosRuntimeBuilder, RoutingStrategy, TransactionalBatch,
 };
+use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -183,7 +184,9 @@ fn entra_credential() -> anyhow::Result<std::sync::Arc<dyn TokenCredential>> {
 }
 
 async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<CosmosClient> {
-    let mut builder = CosmosClientBuilder::new();
+    // The store's retry budget (see `sdk_operation_options`) applies to every request.
+    let mut runtime =
+        CosmosRuntimeBuilder::new().with_default_operation_options(sdk_operation_options());
     if local {
         // The emulator's certificate is self-signed; the SDK relaxes validation only for
         // emulator hosts (localhost), never for an account on the internet.
@@ -191,13 +194,13 @@ async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<
             .with_server_certificate_validation(ServerCertificateValidation::RequiredUnlessEmulator)
             .build()
             .context("invalid connection pool options")?;
-        let runtime = CosmosRuntimeBuilder::new()
-            .with_connection_pool(pool)
-            .build()
-            .await
-            .context("cannot start the Cosmos DB runtime")?;
-        builder = builder.with_runtime(runtime);
+        runtime = runtime.with_connection_pool(pool);
     }
+    let runtime = runtime
+        .build()
+        .await
+        .context("cannot start the Cosmos DB runtime")?;
+    let builder = CosmosClientBuilder::new().with_runtime(runtime);
     // Under Azure Functions REGION_NAME is the app's region: prefer the account's nearest
     // region to it. Elsewhere the account's own region order applies.
     let routing = match std::env::var("REGION_NAME") {
@@ -384,6 +387,74 @@ async fn create_container(
     }
 }
 
+// ---- faults: what the SDK retries, what this store retries ------------------------------------
+//
+// The SDK (azure_data_cosmos_driver 1.1.0-beta.1) retries inside every request:
+// - 429 in its transport loop, waiting the service's `x-ms-retry-after-ms` (or 5 ms doubling,
+//   ±25 % jitter, without one), by default up to 18 times and 270 s; bounded here by
+//   [`sdk_operation_options`] to [`THROTTLE_RETRIES`] times and [`THROTTLE_WAIT`] in all, so a
+//   request the service keeps throttling fails in seconds, as a 429 with `Retry-After`;
+// - 408, 503, 410 (not 410/1002 partition splits, which it re-routes), 500 on reads, and
+//   transport failures (connection refused, no answer): up to 3 more attempts ("failover
+//   retries", `max_failover_retry_count`), at once, without a delay. Writes are retried too,
+//   after an answer that was lost (`allows_ambiguous_outcome_retry` is true for creates,
+//   upserts, replaces, deletes and batches: only stored procedures and PATCH are spared);
+// - 449 (retry with): from 10 ms doubling to 1 s, for up to 30 s.
+//
+// Those failover retries come back to back, so a stretch of unavailability longer than a
+// few milliseconds outlasts them. This store adds the waiting: [`retrying`] repeats a request
+// that failed as `Unavailable` (408, 410, 449, 503, transport) with exponential backoff, for
+// up to about [`TRANSIENT_BUDGET`]; after that the caller gets the error (the API a 503). A
+// 429 is the SDK's alone: it honours the service's delay, and a second loop here would only
+// stretch what the client waits for before its own `Retry-After`.
+//
+// A write retried after its answer was lost may already have committed, by the SDK or here.
+// The retry then meets its own effect: a create finds its item (409), a delete finds nothing
+// (404), a replace or batch with If-Match finds a newer etag (412). Every caller that writes
+// reads such an answer as "maybe mine" and checks the item (see `blog::combiner` for the
+// counts, whose If-Match on the post makes each batch a compare-and-swap that commits once).
+
+/// 429 retries the SDK makes inside one request.
+pub const THROTTLE_RETRIES: u32 = 9;
+/// The most one request waits, in all, on 429 retries inside the SDK.
+pub const THROTTLE_WAIT: Duration = Duration::from_secs(5);
+/// About how long [`retrying`] keeps trying a request that fails as `Unavailable`.
+pub const TRANSIENT_BUDGET: Duration = Duration::from_secs(3);
+
+/// The SDK's retry options for every request of the store (its client's defaults).
+pub fn sdk_operation_options() -> OperationOptions {
+    OperationOptionsBuilder::new()
+        .with_throttling_retry_options(
+            ThrottlingRetryOptionsBuilder::new()
+                .with_max_retry_count(THROTTLE_RETRIES)
+                .with_max_retry_wait_time(THROTTLE_WAIT)
+                .build(),
+        )
+        .build()
+}
+
+/// Runs `attempt`, and again while it fails as `Unavailable`, with jittered exponential
+/// backoff (25 ms doubling, at most 800 ms apart, 6 retries, [`TRANSIENT_BUDGET`] in all).
+async fn retrying<T, F, Fut>(operation: &'static str, attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(25))
+        .with_max_delay(Duration::from_millis(800))
+        .with_max_times(6)
+        .with_total_delay(Some(TRANSIENT_BUDGET))
+        .with_jitter();
+    attempt
+        .retry(backoff)
+        .when(|e| matches!(e, StoreError::Unavailable(_)))
+        .notify(|e, delay| {
+            tracing::debug!(operation, error = %e, retry_in_ms = delay.as_millis() as u64, "cosmos request retried");
+        })
+        .await
+}
+
 // ---- mapping between the store's types and the SDK's ----------------------------------------
 
 fn sdk_partition_key(pk: &PartitionKey) -> StoreResult<azure_data_cosmos::PartitionKey> {
@@ -459,23 +530,32 @@ fn error_charge(error: &CosmosError) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Records a failed exchange and maps its error.
-/// Awaits one point request, records its charge, and maps a failure to the store's errors.
-async fn item_request(
-    operation: &'static str,
-    request: impl Future<Output = azure_data_cosmos::Result<ItemResponse>>,
-) -> StoreResult<ItemResponse> {
-    let started = Instant::now();
-    match request.await {
-        Ok(response) => {
-            let charge = response.diagnostics().total_request_charge().value();
-            observe(operation, started, charge);
-            Ok(response)
+/// Sends one point request (again while it fails transiently, see [`retrying`]), records
+/// each attempt's charge, and maps a failure to the store's errors.
+async fn item_request<F, Fut>(operation: &'static str, request: F) -> StoreResult<ItemResponse>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = azure_data_cosmos::Result<ItemResponse>>,
+{
+    let mut request = request;
+    retrying(operation, || {
+        let sent = request();
+        async move {
+            let started = Instant::now();
+            match sent.await {
+                Ok(response) => {
+                    let charge = response.diagnostics().total_request_charge().value();
+                    observe(operation, started, charge);
+                    Ok(response)
+                }
+                Err(e) => Err(failed(operation, started, &e)),
+            }
         }
-        Err(e) => Err(failed(operation, started, &e)),
-    }
+    })
+    .await
 }
 
+/// Records a failed exchange and maps its error.
 fn failed(operation: &'static str, started: Instant, error: &CosmosError) -> StoreError {
     observe(operation, started, error_charge(error));
     let mapped = map_error(error);
@@ -568,7 +648,8 @@ impl Store for CosmosStore {
         id: &str,
     ) -> StoreResult<Option<Document>> {
         let key = sdk_partition_key(pk)?;
-        let request = self.client(container).read_item(key, id, None);
+        let client = self.client(container);
+        let request = || client.read_item(key.clone(), id, None);
         let response = match item_request("read_item", request).await {
             Ok(response) => response,
             Err(StoreError::NotFound) => return Ok(None),
@@ -590,7 +671,8 @@ impl Store for CosmosStore {
     ) -> StoreResult<ETag> {
         let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
-        let request = self.client(container).create_item(key, &id, &item, None);
+        let client = self.client(container);
+        let request = || client.create_item(key.clone(), &id, &item, None);
         let response = item_request("create_item", request).await?;
         etag_from(response.headers().etag())
     }
@@ -603,7 +685,8 @@ impl Store for CosmosStore {
     ) -> StoreResult<ETag> {
         let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
-        let request = self.client(container).upsert_item(key, &id, &item, None);
+        let client = self.client(container);
+        let request = || client.upsert_item(key.clone(), &id, &item, None);
         let response = item_request("upsert_item", request).await?;
         etag_from(response.headers().etag())
     }
@@ -617,10 +700,11 @@ impl Store for CosmosStore {
     ) -> StoreResult<ETag> {
         let id = checked_item(self.tenancy, container, pk, &mut item)?;
         let key = sdk_partition_key(pk)?;
-        let options = write_options(if_match_etag.map(if_match));
-        let request = self
-            .client(container)
-            .replace_item(key, &id, &item, options);
+        let client = self.client(container);
+        let request = || {
+            let options = write_options(if_match_etag.map(if_match));
+            client.replace_item(key.clone(), &id, &item, options)
+        };
         let response = item_request("replace_item", request).await?;
         etag_from(response.headers().etag())
     }
@@ -632,7 +716,8 @@ impl Store for CosmosStore {
         id: &str,
     ) -> StoreResult<()> {
         let key = sdk_partition_key(pk)?;
-        let request = self.client(container).delete_item(key, id, None);
+        let client = self.client(container);
+        let request = || client.delete_item(key.clone(), id, None);
         item_request("delete_item", request).await.map(|_| ())
     }
 
@@ -688,21 +773,24 @@ impl Store for CosmosStore {
             };
         }
 
-        let started = Instant::now();
-        let response = match self
-            .client(container)
-            .execute_transactional_batch(batch, None)
-            .await
-        {
-            Ok(response) => response,
-            // The whole request failed (throttled, unreachable, ...): no operation ran.
-            Err(e) => return Err(failed("execute_batch", started, &e)),
-        };
-        observe(
-            "execute_batch",
-            started,
-            response.diagnostics().total_request_charge().value(),
-        );
+        let client = self.client(container);
+        // A whole request that failed (throttled, unreachable) ran no operation, or, when its
+        // answer was lost, all of them: see `retrying` for what a retry then meets.
+        let response = retrying("execute_batch", || {
+            let batch = batch.clone();
+            async move {
+                let started = Instant::now();
+                match client.execute_transactional_batch(batch, None).await {
+                    Ok(response) => {
+                        let charge = response.diagnostics().total_request_charge().value();
+                        observe("execute_batch", started, charge);
+                        Ok(response)
+                    }
+                    Err(e) => Err(failed("execute_batch", started, &e)),
+                }
+            }
+        })
+        .await?;
         let http_status = u16::from(response.status().status_code());
         // The SDK answers Ok even when an operation failed: each result must be checked.
         let results = response
@@ -745,51 +833,23 @@ impl Store for CosmosStore {
         // physical partition of many); ask again for the rest, from where it stopped, so the
         // page never holds more than asked and never loses its place.
         loop {
-            let remaining = wanted - items.len();
-            let mut options = QueryOptions::default().with_max_item_count(max_item_count(
-                u32::try_from(remaining).unwrap_or(MAX_PAGE_ITEMS),
-            ));
-            if let Some(token) = token.take() {
-                options = options.with_continuation_token(token);
-            }
-            let started = Instant::now();
-            let mut pages = match self
-                .client(container)
-                .query_items::<Value>(sdk_query.clone(), scope.clone(), Some(options))
-                .await
-            {
-                Ok(iterator) => iterator.into_pages(),
-                Err(e) => {
-                    return Err(match failed("query", started, &e) {
-                        // A token the SDK cannot read is the caller's mistake.
-                        StoreError::Internal(why) if caller_token => StoreError::BadRequest(why),
-                        other => other,
-                    });
-                }
+            let remaining = u32::try_from(wanted - items.len()).unwrap_or(MAX_PAGE_ITEMS);
+            let fetched = retrying("query", || {
+                self.query_page(container, &sdk_query, &scope, token.as_ref(), remaining)
+            })
+            .await
+            .map_err(|e| match e {
+                // A token the SDK cannot read is the caller's mistake.
+                StoreError::Internal(why) if caller_token => StoreError::BadRequest(why),
+                other => other,
+            })?;
+            let Some((fetched, next)) = fetched else {
+                return Ok(Page {
+                    items,
+                    continuation: None,
+                });
             };
-            match pages.next().await {
-                None => {
-                    return Ok(Page {
-                        items,
-                        continuation: None,
-                    });
-                }
-                Some(Err(e)) => return Err(failed("query", started, &e)),
-                Some(Ok(fetched)) => {
-                    observe(
-                        "query",
-                        started,
-                        fetched.diagnostics().total_request_charge().value(),
-                    );
-                    items.extend(fetched.into_items().into_iter().map(|mut item| {
-                        strip_system_properties(&mut item);
-                        item
-                    }));
-                }
-            }
-            let next = pages
-                .to_continuation_token()
-                .map_err(|e| StoreError::Internal(format!("no continuation token: {e}")))?;
+            items.extend(fetched);
             if items.len() >= wanted {
                 return Ok(Page {
                     items,
@@ -801,6 +861,66 @@ impl Store for CosmosStore {
     }
 
     async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch> {
+        retrying("read_changes", || {
+            self.read_changes_once(container, since, max_items)
+        })
+        .await
+    }
+}
+
+impl CosmosStore {
+    /// One page of the service for a query (items without system properties) and the token
+    /// that resumes after it; `None` past the last page.
+    async fn query_page(
+        &self,
+        container: Container,
+        query: &azure_data_cosmos::Query,
+        scope: &FeedScope,
+        token: Option<&ContinuationToken>,
+        max_items: u32,
+    ) -> StoreResult<Option<(Vec<Value>, ContinuationToken)>> {
+        let mut options = QueryOptions::default().with_max_item_count(max_item_count(max_items));
+        if let Some(token) = token {
+            options = options.with_continuation_token(token.clone());
+        }
+        let started = Instant::now();
+        let mut pages = self
+            .client(container)
+            .query_items::<Value>(query.clone(), scope.clone(), Some(options))
+            .await
+            .map_err(|e| failed("query", started, &e))?
+            .into_pages();
+        let fetched = match pages.next().await {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(failed("query", started, &e)),
+            Some(Ok(fetched)) => fetched,
+        };
+        observe(
+            "query",
+            started,
+            fetched.diagnostics().total_request_charge().value(),
+        );
+        let items = fetched
+            .into_items()
+            .into_iter()
+            .map(|mut item| {
+                strip_system_properties(&mut item);
+                item
+            })
+            .collect();
+        let next = pages
+            .to_continuation_token()
+            .map_err(|e| StoreError::Internal(format!("no continuation token: {e}")))?;
+        Ok(Some((items, next)))
+    }
+
+    /// One attempt of [`Store::read_changes`].
+    async fn read_changes_once(
         &self,
         container: Container,
         since: Option<&Checkpoint>,

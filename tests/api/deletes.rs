@@ -365,7 +365,7 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
 }
 
 /// The items of one partition of `posts` (a post, its tombstone, comments, likes).
-async fn partition_items(app: &TestApp, post_id: &str) -> Vec<Value> {
+pub async fn partition_items(app: &TestApp, post_id: &str) -> Vec<Value> {
     app.store
         .query(
             Container::Posts,

@@ -9,6 +9,7 @@ mod copy_batches;
 mod deletes;
 mod erasure_restart;
 mod errors;
+mod faults;
 mod feed;
 mod hot_posts;
 mod interactions;

@@ -19,7 +19,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{Backend, assert_store_verifies, spawn_app_on};
+use crate::helpers::{Backend, TestApp, assert_store_verifies, spawn_app_on};
 use crate::restart::{assert_binary_verifies, free_port, start_binary, wait_until_ready};
 
 const USERS: usize = 20;
@@ -376,9 +376,14 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_ends_verified_cosmos() {
+    storm_in_process(&spawn_app_on(Backend::Cosmos).await).await;
+}
+
+/// The storm on an application in this process (its store maybe faulty: see `faults`): every
+/// request is answered, and only with an acknowledgement or a 409 of too many writers.
+pub async fn storm_in_process(app: &TestApp) {
     let seed = seed();
     eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
-    let app = spawn_app_on(Backend::Cosmos).await;
     let client = Client::new(&app.address);
     let ledger = register_users(&client).await;
     let budget = Arc::new(Budget {
