@@ -15,7 +15,10 @@
 //! the time it is repaired: every repair re-reads first and writes nothing then.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use tokio::sync::OnceCell;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -33,6 +36,9 @@ use crate::store::{
 
 /// Items per page of the queries of a user's items.
 const PAGE_SIZE: u32 = 1_000;
+/// Changed items checked at once: enough to hide the store's latency (a few reads each, one
+/// after the other), few enough not to trip its rate limit.
+const CONCURRENCY: usize = 16;
 
 /// Checks every changed item of `documents`, a batch of `container`'s change feed as `store`
 /// sees it (a `single` store, or one tenant's view of a `multi` one), and returns what is
@@ -42,18 +48,18 @@ pub async fn check_changes(
     container: Container,
     documents: &[Value],
 ) -> StoreResult<Vec<Violation>> {
-    let mut check = Targeted {
+    let check = Targeted {
         store,
-        authors: HashMap::new(),
-        feed: None,
-        found: Vec::new(),
+        authors: Mutex::default(),
+        feed: OnceCell::new(),
+        found: Mutex::default(),
     };
     match container {
         Container::Users => check.users(documents).await?,
         Container::Posts => check.posts(documents).await?,
         Container::Feed | Container::Leases => {}
     }
-    Ok(check.found)
+    Ok(check.found.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The author fields of a post, comment or like.
@@ -111,12 +117,14 @@ struct FeedView {
     oldest: Option<Timestamp>,
 }
 
+/// The checks of one batch. Items are checked side by side (up to [`CONCURRENCY`]), sharing
+/// what the batch has read once (authors, the feed) and what it has found.
 struct Targeted<'a> {
     store: &'a Arc<dyn Store>,
     /// Authors read so far in this batch, by user id.
-    authors: HashMap<String, Author>,
-    feed: Option<FeedView>,
-    found: Vec<Violation>,
+    authors: Mutex<HashMap<String, Author>>,
+    feed: OnceCell<FeedView>,
+    found: Mutex<Vec<Violation>>,
 }
 
 /// The last version of each item of a batch (by partition and id), without system
@@ -147,6 +155,20 @@ fn text<'v>(item: &'v Value, field: &str) -> &'v str {
 }
 
 impl Targeted<'_> {
+    fn lock<'m, T>(&self, mutex: &'m Mutex<T>) -> MutexGuard<'m, T> {
+        mutex
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn report(&self, violation: Violation) {
+        self.lock(&self.found).push(violation);
+    }
+
+    fn report_all(&self, violations: impl IntoIterator<Item = Violation>) {
+        self.lock(&self.found).extend(violations);
+    }
+
     async fn read(
         &self,
         container: Container,
@@ -160,16 +182,16 @@ impl Targeted<'_> {
             .map(|document| document.item))
     }
 
-    fn unreadable(&mut self, container: Container, item: &Value, pk_field: &str, why: String) {
+    fn unreadable(&self, container: Container, item: &Value, pk_field: &str, why: String) {
         let found = checks::unreadable(container, text(item, pk_field), text(item, "id"), why);
-        self.found.push(found);
+        self.report(found);
     }
 
     /// The author's current username (one point read per author and batch) and, only if they
     /// have no user item, their erasure (another point read), to tell an item an erasure left
     /// behind from one by nobody.
-    async fn author(&mut self, user_id: &str) -> StoreResult<Author> {
-        if let Some(author) = self.authors.get(user_id) {
+    async fn author(&self, user_id: &str) -> StoreResult<Author> {
+        if let Some(author) = self.lock(&self.authors).get(user_id) {
             return Ok(author.clone());
         }
         let user = self.read(Container::Users, user_id, user_id).await?;
@@ -183,7 +205,8 @@ impl Targeted<'_> {
             username,
             erased_at,
         };
-        self.authors.insert(user_id.to_owned(), author.clone());
+        self.lock(&self.authors)
+            .insert(user_id.to_owned(), author.clone());
         Ok(author)
     }
 
@@ -198,23 +221,27 @@ impl Targeted<'_> {
 
     // ---- users -------------------------------------------------------------------------
 
-    async fn users(&mut self, documents: &[Value]) -> StoreResult<()> {
-        for item in latest(documents, "userId") {
-            match item.get("type").and_then(Value::as_str).unwrap_or_default() {
-                User::TYPE => self.user(&item).await?,
-                Tombstone::TYPE => self.erased(&item).await?,
-                Post::TYPE => self.user_copy(&item).await?,
-                other => {
-                    let why = format!("unknown item type {other:?}");
-                    self.unreadable(Container::Users, &item, "userId", why);
+    async fn users(&self, documents: &[Value]) -> StoreResult<()> {
+        stream::iter(latest(documents, "userId"))
+            .map(|item| async move {
+                match item.get("type").and_then(Value::as_str).unwrap_or_default() {
+                    User::TYPE => self.user(&item).await,
+                    Tombstone::TYPE => self.erased(&item).await,
+                    Post::TYPE => self.user_copy(&item).await,
+                    other => {
+                        let why = format!("unknown item type {other:?}");
+                        self.unreadable(Container::Users, &item, "userId", why);
+                        Ok(())
+                    }
                 }
-            }
-        }
-        Ok(())
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await
     }
 
     /// A user against the usernames on their posts, comments and likes.
-    async fn user(&mut self, item: &Value) -> StoreResult<()> {
+    async fn user(&self, item: &Value) -> StoreResult<()> {
         let user_id = text(item, "userId");
         let author = self.author(user_id).await?;
         let Some(username) = &author.username else {
@@ -226,7 +253,7 @@ impl Targeted<'_> {
     }
 
     /// An erasure marker against what the user wrote before it.
-    async fn erased(&mut self, item: &Value) -> StoreResult<()> {
+    async fn erased(&self, item: &Value) -> StoreResult<()> {
         let user_id = text(item, "userId");
         let Some(erased_at) = self.erasure(user_id, text(item, "id")).await? else {
             return Ok(());
@@ -241,7 +268,7 @@ impl Targeted<'_> {
 
     /// Checks each item `query` finds against `author` (written up to `until`, if given).
     async fn authored_items(
-        &mut self,
+        &self,
         query: &Query,
         author: &Author,
         until: Option<Timestamp>,
@@ -258,14 +285,14 @@ impl Targeted<'_> {
                 let found = fields
                     .authored()
                     .and_then(|authored| checks::author(&authored, &author.state()));
-                self.found.extend(found);
+                self.report_all(found);
             }
         }
         Ok(())
     }
 
     /// A post copy in `users` against its source post.
-    async fn user_copy(&mut self, item: &Value) -> StoreResult<()> {
+    async fn user_copy(&self, item: &Value) -> StoreResult<()> {
         let (partition, id) = (text(item, "userId"), text(item, "id"));
         let Some(copy) = self.read(Container::Users, partition, id).await? else {
             return Ok(());
@@ -273,7 +300,7 @@ impl Targeted<'_> {
         let source = self.live_post(id).await?;
         let summary = source.as_ref().map(PostSummary::of);
         let found = checks::user_copy(partition, id, canonical_hash(&copy), summary.as_ref());
-        self.found.extend(found);
+        self.report_all(found);
         Ok(())
     }
 
@@ -287,7 +314,7 @@ impl Targeted<'_> {
 
     // ---- posts -------------------------------------------------------------------------
 
-    async fn posts(&mut self, documents: &[Value]) -> StoreResult<()> {
+    async fn posts(&self, documents: &[Value]) -> StoreResult<()> {
         // Each post partition touched, with the comments and likes of the batch in it.
         let mut touched: BTreeMap<String, HashSet<String>> = BTreeMap::new();
         for item in latest(documents, "postId") {
@@ -306,19 +333,18 @@ impl Targeted<'_> {
                 }
             }
         }
-        for (post_id, children) in touched {
-            self.post_partition(&post_id, &children).await?;
-        }
-        Ok(())
+        stream::iter(touched)
+            .map(
+                |(post_id, children)| async move { self.post_partition(&post_id, &children).await },
+            )
+            .buffer_unordered(CONCURRENCY)
+            .try_collect()
+            .await
     }
 
     /// One post partition: the post (live, deleted or missing) against its copies, its author
     /// and its children, and the batch's `children` against their authors.
-    async fn post_partition(
-        &mut self,
-        post_id: &str,
-        children: &HashSet<String>,
-    ) -> StoreResult<()> {
+    async fn post_partition(&self, post_id: &str, children: &HashSet<String>) -> StoreResult<()> {
         let current = self.read(Container::Posts, post_id, post_id).await?;
         match current {
             Some(item) if is_a::<Post>(&item) => match Post::deserialize(&item) {
@@ -343,7 +369,7 @@ impl Targeted<'_> {
         }
     }
 
-    async fn live(&mut self, post: &Post, children: &HashSet<String>) -> StoreResult<()> {
+    async fn live(&self, post: &Post, children: &HashSet<String>) -> StoreResult<()> {
         let (post_id, author_id) = (post.id.as_str(), post.user_id.as_str());
         let summary = PostSummary::of(post);
         let author = self.author(author_id).await?;
@@ -355,13 +381,10 @@ impl Targeted<'_> {
             username: &post.user_username,
             created: post.creation_date,
         };
-        self.found
-            .extend(checks::author(&authored, &author.state()));
+        self.report_all(checks::author(&authored, &author.state()));
         match self.read(Container::Users, author_id, post_id).await? {
-            None => self
-                .found
-                .push(checks::missing_user_copy(post_id, author_id)),
-            Some(copy) => self.found.extend(checks::user_copy(
+            None => self.report(checks::missing_user_copy(post_id, author_id)),
+            Some(copy) => self.report_all(checks::user_copy(
                 author_id,
                 post_id,
                 canonical_hash(&copy),
@@ -374,15 +397,14 @@ impl Targeted<'_> {
     }
 
     /// A deleted post: no copy, comment or like may be left.
-    async fn deleted(&mut self, post_id: &str, tombstone: &Tombstone) -> StoreResult<()> {
+    async fn deleted(&self, post_id: &str, tombstone: &Tombstone) -> StoreResult<()> {
         let author = tombstone.user_id.as_str();
         if let Some(copy) = self.read(Container::Users, author, post_id).await? {
             let found = checks::user_copy(author, post_id, canonical_hash(&copy), None);
-            self.found.extend(found);
+            self.report_all(found);
         }
         if let Some(copy) = self.read(Container::Feed, Post::TYPE, post_id).await? {
-            self.found
-                .extend(checks::feed_copy(post_id, canonical_hash(&copy), None));
+            self.report_all(checks::feed_copy(post_id, canonical_hash(&copy), None));
         }
         self.children(post_id, None, true, &HashSet::new()).await
     }
@@ -390,7 +412,7 @@ impl Targeted<'_> {
     /// The comments and likes of the post partition: counted against the post (`source`), or
     /// reported left without it; those of the batch (`changed`) checked against their authors.
     async fn children(
-        &mut self,
+        &self,
         post_id: &str,
         source: Option<&PostSummary>,
         deleted: bool,
@@ -412,14 +434,14 @@ impl Targeted<'_> {
                 checks::children_without_post(post_id, deleted, comments, likes, example)
             }
         };
-        self.found.extend(found);
+        self.report_all(found);
         Ok(())
     }
 
     /// Counts the partition's comments and likes, checking on the way those of `changed`
     /// (their current versions) against their authors, and each like's id.
     async fn count_and_check(
-        &mut self,
+        &self,
         post_id: &str,
         changed: &HashSet<String>,
     ) -> StoreResult<(u64, u64)> {
@@ -446,7 +468,7 @@ impl Targeted<'_> {
         Ok((comments, likes))
     }
 
-    async fn child(&mut self, item: &Value) -> StoreResult<()> {
+    async fn child(&self, item: &Value) -> StoreResult<()> {
         let fields = match AuthorFields::deserialize(item) {
             Ok(fields) => fields,
             Err(why) => {
@@ -457,12 +479,11 @@ impl Targeted<'_> {
         };
         let author = self.author(&fields.user_id).await?;
         if let Some(authored) = fields.authored() {
-            self.found
-                .extend(checks::author(&authored, &author.state()));
+            self.report_all(checks::author(&authored, &author.state()));
         }
         if is_a::<Like>(item) {
             match Like::deserialize(item) {
-                Ok(like) => self.found.extend(checks::like_id(&like)),
+                Ok(like) => self.report_all(checks::like_id(&like)),
                 Err(why) => {
                     self.unreadable(Container::Posts, item, "postId", format!("like: {why}"))
                 }
@@ -474,54 +495,54 @@ impl Targeted<'_> {
     // ---- feed --------------------------------------------------------------------------
 
     /// The feed's first page, and what lies past its bound, read once per batch.
-    async fn feed_view(&mut self) -> StoreResult<&FeedView> {
-        if self.feed.is_none() {
-            let window = self
-                .store
-                .query(
-                    Container::Feed,
-                    &feed_query(),
-                    PageRequest::first(FEED_SIZE),
-                )
-                .await?;
-            let mut entries = HashMap::with_capacity(window.items.len());
-            let mut oldest = None;
-            for copy in &window.items {
-                let Ok(post) = Post::deserialize(copy) else {
-                    continue;
-                };
-                oldest = Some(
-                    oldest.map_or(post.creation_date, |o: Timestamp| o.min(post.creation_date)),
-                );
-                entries.insert(
-                    post.id.to_string(),
-                    (post.creation_date, canonical_hash(copy)),
-                );
-            }
-            let beyond = self
-                .store
-                .query(
-                    Container::Feed,
-                    &feed_query().skip(FEED_SIZE),
-                    PageRequest::first(1_000),
-                )
-                .await?;
-            let ids: Vec<String> = beyond
-                .items
-                .iter()
-                .map(|item| text(item, "id").to_owned())
-                .collect();
-            let held = entries.len() + ids.len();
-            self.found.extend(checks::feed_over_bound(&ids, held));
-            self.feed = Some(FeedView { entries, oldest });
+    async fn feed_view(&self) -> StoreResult<&FeedView> {
+        self.feed.get_or_try_init(|| self.read_feed()).await
+    }
+
+    async fn read_feed(&self) -> StoreResult<FeedView> {
+        let window = self
+            .store
+            .query(
+                Container::Feed,
+                &feed_query(),
+                PageRequest::first(FEED_SIZE),
+            )
+            .await?;
+        let mut entries = HashMap::with_capacity(window.items.len());
+        let mut oldest = None;
+        for copy in &window.items {
+            let Ok(post) = Post::deserialize(copy) else {
+                continue;
+            };
+            oldest =
+                Some(oldest.map_or(post.creation_date, |o: Timestamp| o.min(post.creation_date)));
+            entries.insert(
+                post.id.to_string(),
+                (post.creation_date, canonical_hash(copy)),
+            );
         }
-        Ok(self.feed.as_ref().expect("loaded above"))
+        let beyond = self
+            .store
+            .query(
+                Container::Feed,
+                &feed_query().skip(FEED_SIZE),
+                PageRequest::first(1_000),
+            )
+            .await?;
+        let ids: Vec<String> = beyond
+            .items
+            .iter()
+            .map(|item| text(item, "id").to_owned())
+            .collect();
+        let held = entries.len() + ids.len();
+        self.report_all(checks::feed_over_bound(&ids, held));
+        Ok(FeedView { entries, oldest })
     }
 
     /// A live post against the feed: in it, its copy must be its short form; out of it, it
     /// must be older than every post the full feed holds (a post tied with the oldest is left
     /// to `verify`, which knows every post's date).
-    async fn in_feed(&mut self, post_id: &str, summary: &PostSummary) -> StoreResult<()> {
+    async fn in_feed(&self, post_id: &str, summary: &PostSummary) -> StoreResult<()> {
         let feed = self.feed_view().await?;
         let found = match feed.entries.get(post_id) {
             Some((_, hash)) => checks::feed_copy(post_id, *hash, Some(summary)),
@@ -545,7 +566,7 @@ impl Targeted<'_> {
                     )
                 }),
         };
-        self.found.extend(found);
+        self.report_all(found);
         Ok(())
     }
 }

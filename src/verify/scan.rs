@@ -126,7 +126,12 @@ impl Scan<'_> {
                 } else {
                     None
                 };
-                let model = self.models.entry(key.clone()).or_default();
+                if !self.models.contains_key(&key) {
+                    self.models.insert(key.clone(), Model::default());
+                }
+                let Some(model) = self.models.get_mut(&key) else {
+                    continue;
+                };
                 for found in each(model, &mut self.report.scanned, item) {
                     self.report.record(key.as_ref(), found);
                 }

@@ -33,7 +33,9 @@ use crate::helpers::{
     spawn_unaddressed,
 };
 use crate::store_contract::drain_changes;
-use crate::verify::{change, embedded_store, open, read, run_binary_with, stdout_lines, upsert};
+use crate::verify::{
+    assert_holds, change, embedded_store, open, read, run_binary_with, stdout_lines, upsert,
+};
 
 /// Runs each named test body (`async fn name(backend, tenancy)`) on both backends in both
 /// layouts.
@@ -86,15 +88,6 @@ recheck_tests!(
 const DELAY: Duration = Duration::from_millis(200);
 /// Bounds a failing test on a loaded machine; never a measure of speed.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-fn assert_holds(report: &VerifyReport) {
-    assert!(
-        report.holds(),
-        "{}\n{}",
-        report.violation_lines(100).join("\n"),
-        report.verdict()
-    );
-}
 
 /// The (kind, id) of every violation.
 fn found(report: &VerifyReport) -> BTreeSet<(ViolationKind, String)> {

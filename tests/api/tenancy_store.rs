@@ -314,6 +314,23 @@ async fn the_change_feed_rebuild_and_verify_work_tenant_by_tenant(store: Arc<dyn
         assert_eq!(copy.item["tenantId"], tenant);
     }
 
+    // verify reads a multi store once, as it reads a single one: five scans across
+    // partitions (users, erasure markers, posts, users again for the copies, the feeds),
+    // nothing per tenant.
+    let metered = Arc::new(MeteredStore::new(Arc::clone(&store)));
+    let whole: Arc<dyn Store> = metered.clone();
+    assert!(verify(&whole).await.expect("verify").holds());
+    let metrics = metered.take();
+    assert_eq!(
+        (
+            metrics.requests,
+            metrics.fan_out_queries,
+            metrics.prefix_queries
+        ),
+        (5, 5, 0),
+        "{metrics:?}"
+    );
+
     // Tenant b loses its feed copy: verify names it by its key in the store...
     store
         .delete_item(

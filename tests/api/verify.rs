@@ -121,7 +121,7 @@ fn violation(kind: ViolationKind, container: &'static str, partition: &str, id: 
     BTreeSet::from([(kind, container, partition.to_owned(), id.to_owned())])
 }
 
-fn assert_holds(report: &VerifyReport) {
+pub fn assert_holds(report: &VerifyReport) {
     assert!(
         report.holds(),
         "{}\n{}",
