@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, Progress};
 use crate::changefeed::{Report, on_post_changed, on_user_changed};
-use crate::domain::TenantId;
+use crate::domain::{Post, TenantId, is_a};
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,
     StoreResult, Tenancy, tenant,
@@ -661,14 +661,12 @@ impl Handler {
     /// What the handler is given of a loaded item. It reads each post's current version from
     /// the store, so a post travels in short form, which bounds what waits in memory.
     fn document(self, item: Value) -> Value {
-        match (
-            self,
-            serde_json::from_value::<crate::domain::Post>(item.clone()),
-        ) {
-            (Handler::OnPostChanged, Ok(post)) => {
-                serde_json::to_value(post.short()).unwrap_or(item)
-            }
-            _ => item,
+        if !matches!(self, Handler::OnPostChanged) || !is_a::<Post>(&item) {
+            return item;
+        }
+        match serde_json::from_value::<Post>(item.clone()) {
+            Ok(post) => serde_json::to_value(post.short()).unwrap_or(item),
+            Err(_) => item,
         }
     }
 
