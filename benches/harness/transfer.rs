@@ -17,7 +17,7 @@ pub const EXPORT_TARGET: f64 = 50_000.0;
 /// Import target (validation, sources and copies), items per second.
 pub const IMPORT_TARGET: f64 = 10_000.0;
 /// Batches in flight: the default of `cosmos-blog import` on the embedded store.
-const CONCURRENCY: usize = 32;
+const CONCURRENCY: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct TransferReport {

@@ -4,7 +4,9 @@
 //!    transactional batches (at most 100 operations and [`MAX_BATCH_BYTES`]), at most
 //!    `concurrency` batches in flight. A batch first reads which of its items the target
 //!    already holds (one query by id in the partition) and upserts only the others, so a
-//!    second run, or one after a kill, writes nothing that is already there. Each item is
+//!    second run, or one after a kill, writes nothing that is already there. Into a blog
+//!    that held no source item when the import began, that read is skipped: nothing loaded
+//!    can be there but what the import itself writes, and validation refused duplicates. Each item is
 //!    written as the platform would hold it: its counts recomputed from the export's comments
 //!    and likes, its `userUsername` the author's username in the export. Transient failures
 //!    (a 429 the SDK gave up on, an unreachable store) are retried with backoff, waiting at
@@ -15,7 +17,7 @@
 //!    Only what was imported is visited, and the tenants come from the export: no scan of
 //!    the store looks for them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +30,7 @@ use serde_json::Value;
 use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, Progress};
 use crate::changefeed::{Report, on_post_changed, on_user_changed};
-use crate::domain::TenantId;
+use crate::domain::{Post, TenantId, is_a};
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,
     StoreResult, Tenancy, tenant,
@@ -206,6 +208,7 @@ impl Plan {
         );
         let mut views = Views::new(store);
         let started = Instant::now();
+        let empty = self.empty_blogs(&mut views).await?;
         let mut summary = ImportSummary {
             read: self.manifest.total(),
             loaded: self.loaded().map(|(_, blog)| blog.loaded()).sum(),
@@ -213,7 +216,7 @@ impl Plan {
             blogs: self.loaded().count(),
             ..ImportSummary::default()
         };
-        self.write_sources(&mut views, &mut summary, progress)
+        self.write_sources(&mut views, &empty, &mut summary, progress)
             .await?;
         summary.writing = started.elapsed();
         let started = Instant::now();
@@ -272,34 +275,56 @@ impl Plan {
         }))
     }
 
+    /// The blogs of the target, among those loaded into, that hold no source item.
+    async fn empty_blogs(&self, views: &mut Views) -> anyhow::Result<HashSet<Option<TenantId>>> {
+        let destinations: BTreeSet<Option<TenantId>> = self
+            .loaded()
+            .filter_map(|(tenant, _)| self.routing.route(tenant))
+            .collect();
+        let mut empty = HashSet::new();
+        for into in destinations {
+            let store = views.of(&into);
+            let mut holds = false;
+            for container in [Container::Users, Container::Posts] {
+                let any = Query::cross_partition();
+                let page = retrying(|| store.query(container, &any, PageRequest::first(1)))
+                    .await
+                    .with_context(|| format!("cannot read {}", container.name()))?;
+                holds |= !page.items.is_empty();
+            }
+            if !holds {
+                empty.insert(into);
+            }
+        }
+        Ok(empty)
+    }
+
     async fn write_sources(
         &self,
         views: &mut Views,
+        empty: &HashSet<Option<TenantId>>,
         summary: &mut ImportSummary,
         progress: &mut Progress,
     ) -> anyhow::Result<()> {
         progress.start("import: writing", Some(summary.loaded));
         for kind in Kind::ALL {
-            let mut chunk = Vec::new();
-            let mut bytes = 0;
-            let mut lines = self.loaded_lines(kind)?.peekable();
-            while let Some(loaded) = lines.next() {
-                let loaded = loaded?;
-                bytes += loaded.bytes;
-                chunk.push(loaded);
-                if chunk.len() >= CHUNK_ITEMS || bytes >= CHUNK_BYTES || lines.peek().is_none() {
-                    let batches = batches(views, kind.container(), std::mem::take(&mut chunk));
-                    bytes = 0;
-                    let mut done = stream::iter(batches)
-                        .map(Batch::write)
-                        .buffer_unordered(self.concurrency);
-                    while let Some(result) = done.next().await {
-                        let written = result?;
-                        summary.written += written.written;
-                        summary.unchanged += written.unchanged;
-                        progress.advance(written.written + written.unchanged);
-                    }
-                }
+            let mut batches = Batches {
+                lines: self.loaded_lines(kind)?,
+                ready: VecDeque::new(),
+                views: &mut *views,
+                empty,
+                container: kind.container(),
+            };
+            // The next chunk is read and grouped while the batches before it are written:
+            // the store's writes go on meanwhile, their answers wait for the next poll.
+            let mut done = stream::iter(std::iter::from_fn(|| batches.next()))
+                .map(|batch| async move { batch?.write().await })
+                .buffer_unordered(self.concurrency);
+            while let Some(result) = done.next().await {
+                let written = result?;
+                summary.written += written.written;
+                summary.unchanged += written.unchanged;
+                progress.advance(written.written + written.unchanged);
             }
         }
         progress.finish();
@@ -439,6 +464,8 @@ struct Batch {
     container: Container,
     pk: PartitionKey,
     items: Vec<(String, Value)>,
+    /// The blog held no source item when the import began: none of these can be there.
+    new: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -447,9 +474,45 @@ struct Written {
     unchanged: u64,
 }
 
+/// The batches of a file's items, a chunk of lines at a time.
+struct Batches<'a, I> {
+    lines: I,
+    ready: VecDeque<Batch>,
+    views: &'a mut Views,
+    empty: &'a HashSet<Option<TenantId>>,
+    container: Container,
+}
+
+impl<I: Iterator<Item = anyhow::Result<Loaded>>> Batches<'_, I> {
+    /// The next batch, reading the next chunk of lines when the last one is all handed out.
+    fn next(&mut self) -> Option<anyhow::Result<Batch>> {
+        if self.ready.is_empty() {
+            let mut chunk = Vec::new();
+            let mut bytes = 0;
+            while chunk.len() < CHUNK_ITEMS && bytes < CHUNK_BYTES {
+                match self.lines.next() {
+                    Some(Ok(loaded)) => {
+                        bytes += loaded.bytes;
+                        chunk.push(loaded);
+                    }
+                    Some(Err(e)) => return Some(Err(e)),
+                    None => break,
+                }
+            }
+            self.ready = batches(self.views, self.empty, self.container, chunk).into();
+        }
+        self.ready.pop_front().map(Ok)
+    }
+}
+
 /// Groups a chunk's items by blog and partition, in order, and cuts each group into batches
 /// of at most [`MAX_BATCH_OPERATIONS`] items and [`MAX_BATCH_BYTES`].
-fn batches(views: &mut Views, container: Container, chunk: Vec<Loaded>) -> Vec<Batch> {
+fn batches(
+    views: &mut Views,
+    empty: &HashSet<Option<TenantId>>,
+    container: Container,
+    chunk: Vec<Loaded>,
+) -> Vec<Batch> {
     let mut groups: Vec<(Option<TenantId>, PartitionKey, Vec<Loaded>)> = Vec::new();
     let mut position: HashMap<(Option<TenantId>, String), usize> = HashMap::new();
     for loaded in chunk {
@@ -463,6 +526,7 @@ fn batches(views: &mut Views, container: Container, chunk: Vec<Loaded>) -> Vec<B
     let mut batches = Vec::new();
     for (into, pk, items) in groups {
         let store = views.of(&into);
+        let new = empty.contains(&into);
         let mut batch: Vec<(String, Value)> = Vec::new();
         let mut bytes = 0;
         for loaded in items {
@@ -474,6 +538,7 @@ fn batches(views: &mut Views, container: Container, chunk: Vec<Loaded>) -> Vec<B
                     container,
                     pk: pk.clone(),
                     items: std::mem::take(&mut batch),
+                    new,
                 });
                 bytes = 0;
             }
@@ -486,6 +551,7 @@ fn batches(views: &mut Views, container: Container, chunk: Vec<Loaded>) -> Vec<B
                 container,
                 pk,
                 items: batch,
+                new,
             });
         }
     }
@@ -496,18 +562,12 @@ impl Batch {
     /// Reads which of the items the partition already holds as they are, and upserts the
     /// others in one transactional batch.
     async fn write(self) -> anyhow::Result<Written> {
-        let ids: Vec<Value> = self
-            .items
-            .iter()
-            .map(|(id, _)| Value::from(id.as_str()))
-            .collect();
-        let held = Query::in_partition(self.pk.clone()).filter("id", FilterOp::In, ids);
-        let page = PageRequest::first(self.items.len() as u32);
-        let present = retrying(|| self.store.query(self.container, &held, page.clone()))
-            .await
-            .with_context(|| self.failed("read"))?;
+        let present = if self.new {
+            Vec::new()
+        } else {
+            self.present().await?
+        };
         let present: HashMap<&str, &Value> = present
-            .items
             .iter()
             .filter_map(|item| Some((item.get("id")?.as_str()?, item)))
             .collect();
@@ -530,6 +590,21 @@ impl Batch {
             written,
             unchanged: self.items.len() as u64 - written,
         })
+    }
+
+    /// The batch's items that the partition holds, as it holds them.
+    async fn present(&self) -> anyhow::Result<Vec<Value>> {
+        let ids: Vec<Value> = self
+            .items
+            .iter()
+            .map(|(id, _)| Value::from(id.as_str()))
+            .collect();
+        let held = Query::in_partition(self.pk.clone()).filter("id", FilterOp::In, ids);
+        let page = PageRequest::first(self.items.len() as u32);
+        let present = retrying(|| self.store.query(self.container, &held, page.clone()))
+            .await
+            .with_context(|| self.failed("read"))?;
+        Ok(present.items)
     }
 
     fn failed(&self, what: &str) -> String {
@@ -586,14 +661,12 @@ impl Handler {
     /// What the handler is given of a loaded item. It reads each post's current version from
     /// the store, so a post travels in short form, which bounds what waits in memory.
     fn document(self, item: Value) -> Value {
-        match (
-            self,
-            serde_json::from_value::<crate::domain::Post>(item.clone()),
-        ) {
-            (Handler::OnPostChanged, Ok(post)) => {
-                serde_json::to_value(post.short()).unwrap_or(item)
-            }
-            _ => item,
+        if !matches!(self, Handler::OnPostChanged) || !is_a::<Post>(&item) {
+            return item;
+        }
+        match serde_json::from_value::<Post>(item.clone()) {
+            Ok(post) => serde_json::to_value(post.short()).unwrap_or(item),
+            Err(_) => item,
         }
     }
 

@@ -196,7 +196,7 @@ pub struct ImportArgs {
     #[arg(long, value_parser = parse_tenant)]
     pub tenant: Option<TenantId>,
     /// Store requests in flight at once [default: 8 on Azure Cosmos DB, which throttles
-    /// beyond the provisioned throughput; 32 on the embedded store, whose one writer commits
+    /// beyond the provisioned throughput; 64 on the embedded store, whose one writer commits
     /// concurrent writes together].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: Option<u16>,
@@ -216,7 +216,7 @@ pub struct BackupArgs {
 /// limit there.
 const COSMOS_CONCURRENCY: usize = 8;
 /// On the embedded store: enough writes waiting for its one writer to commit many together.
-const EMBEDDED_CONCURRENCY: usize = 32;
+const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// Opens the store of `settings`, refusing an embedded data folder that holds none (opening
 /// would create an empty one: almost certainly the wrong folder).

@@ -413,3 +413,43 @@ pub async fn faulty_emulator_store(
     let faults = Faults { enabled, clock };
     (Arc::new(store), faults)
 }
+
+/// A [`CosmosStore`] on a fresh in-memory account whose first `throttles` transactional
+/// batches are answered `429` with `x-ms-retry-after-ms: retry_after`, on a client that does
+/// not retry throttled requests itself (the emulator's own throughput model charges point
+/// writes, not batches). The rule counts its hits.
+pub async fn batch_throttling_emulator_store(
+    throttles: u32,
+    retry_after: Duration,
+) -> (Arc<dyn Store>, Arc<FaultInjectionRule>) {
+    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account_config()));
+    let throttled = CustomResponseBuilder::new(azure_core::http::StatusCode::TooManyRequests)
+        .with_header("x-ms-retry-after-ms", retry_after.as_millis().to_string())
+        .with_sub_status(3200)
+        .build();
+    let rule = Arc::new(
+        FaultInjectionRuleBuilder::new(
+            "throttled-batches",
+            FaultInjectionResultBuilder::new()
+                .with_custom_response(throttled)
+                .build(),
+        )
+        .with_condition(
+            FaultInjectionConditionBuilder::new()
+                .with_operation_type(FaultOperationType::BatchItem)
+                .build(),
+        )
+        .with_hit_limit(throttles)
+        .build(),
+    );
+    let runtime = emulator.runtime_builder_with_fault_rules(vec![Arc::clone(&rule)]);
+    let no_throttle_retries = OperationOptionsBuilder::new()
+        .with_throttling_retry_options(
+            ThrottlingRetryOptionsBuilder::new()
+                .with_max_retry_count(0)
+                .build(),
+        )
+        .build();
+    let store = store_of(client_of(runtime.into(), Some(no_throttle_retries)).await).await;
+    (store, rule)
+}

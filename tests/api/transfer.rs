@@ -32,7 +32,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::cosmos_emulator::throttled_emulator_store;
+use crate::cosmos_emulator::batch_throttling_emulator_store;
 use crate::helpers::{
     Backend, OPERATION_TENANT, TestApp, eventually, spawn_app_on, spawn_app_without_pump,
     spawn_on_store, spawn_unaddressed,
@@ -780,8 +780,9 @@ async fn an_invalid_export_leaves_cosmos_db_untouched() {
     assert!(contents(&store).await.is_empty());
 }
 
-/// Cosmos DB throttles the import (400 RU/s, and a client that does not retry 429s itself):
-/// every batch is retried after the `Retry-After` it got, and the import completes.
+/// Cosmos DB throttles the import's batches (`429` with `Retry-After`, which a client that
+/// does not retry them itself passes on): each is tried again once the wait is over, and the
+/// import completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttled_import_waits_and_completes() {
     let dir = TempDir::new().unwrap();
@@ -790,20 +791,21 @@ async fn a_throttled_import_waits_and_completes() {
         &folder,
         &Shape {
             users: 3,
-            posts_per_user: 8,
-            comments: 1,
-            likes: 1,
-            content_chars: 60_000,
+            posts_per_user: 4,
+            comments: 2,
+            likes: 2,
+            content_chars: 100,
         },
     );
-    let store = throttled_emulator_store(400).await;
+    let (store, throttles) = batch_throttling_emulator_store(6, Duration::from_millis(50)).await;
     let summary = import_into(&store, &folder, None).await;
+    assert_eq!(
+        throttles.hit_count(),
+        6,
+        "the first 6 batches were throttled"
+    );
     assert_eq!(summary.written, manifest.total());
-    // verify's own queries may be throttled too: it holds once it can read the store.
-    eventually(Duration::from_secs(30), || async {
-        verify(&store).await.ok().filter(|report| report.holds())
-    })
-    .await;
+    assert_verifies_now(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1025,4 +1027,44 @@ async fn what_a_delete_under_way_would_remove_is_not_loaded() {
     )
     .await;
     assert_eq!(left.len(), 1, "the tombstone alone: {left:?}");
+}
+
+/// Counts and usernames are the export's own, whatever a line says: a post claiming 99
+/// comments and a comment carrying an old username are loaded as the platform would hold
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_and_usernames_come_from_the_exports_items() {
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("export");
+    let shape = Shape {
+        users: 2,
+        posts_per_user: 1,
+        comments: 2,
+        likes: 1,
+        content_chars: 10,
+    };
+    generated_export(&folder, &shape);
+    edit_line(&folder, Kind::Posts, 1, |post| {
+        post["commentCount"] = json!(99);
+        post["likeCount"] = json!(0);
+    });
+    edit_line(&folder, Kind::Comments, 1, |comment| {
+        comment["userUsername"] = json!("An Old Name")
+    });
+    let store = crate::cosmos_emulator::emulator_store().await;
+    import_into(&store, &folder, None).await;
+    assert_verifies_now(&store).await;
+    let posts = all_pages(
+        &store,
+        Container::Posts,
+        &Query::cross_partition().of_type("post"),
+        10,
+    )
+    .await;
+    assert!(
+        posts
+            .iter()
+            .all(|p| p["commentCount"] == 2 && p["likeCount"] == 1),
+        "{posts:?}"
+    );
 }
