@@ -383,6 +383,7 @@ pub async fn run(
     let data = Arc::new(data);
     let settings = Settings {
         port: 0,
+        port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         store: StoreSettings {
             data_dir: std::env::temp_dir(),

@@ -16,6 +16,7 @@ mod openapi;
 mod posts;
 mod rename_race;
 mod restart;
+mod served;
 mod storm;
 mod tenancy;
 mod users;
