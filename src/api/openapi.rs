@@ -21,7 +21,7 @@ use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, PathItem};
 
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
-use crate::domain::TenantId;
+use crate::domain::{IdempotencyKey, TenantId};
 use crate::store::Tenancy;
 
 /// Security scheme of the principal header (App Service Authentication, `BLOG_AUTH=header`
@@ -46,13 +46,14 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
         (name = "host", description = "For the Azure Functions host."),
     ),
     components(
-        schemas(Problem),
+        schemas(Problem, IdempotencyKey),
         responses(
             BadRequest,
             Unauthorized,
             Forbidden,
             NotFound,
             Conflict,
+            UnprocessableContent,
             PayloadTooLarge,
             UnsupportedMediaType,
             TooManyRequests,
@@ -229,8 +230,8 @@ macro_rules! problem_responses {
 
 problem_responses!(
     BadRequest => "Malformed JSON (`malformed-json`), a body of the wrong shape \
-        (`invalid-body`), an invalid field or id (`invalid-field`; `field` names it), an \
-        undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
+        (`invalid-body`), an invalid field, id or `Idempotency-Key` (`invalid-field`; `field` \
+        names it), an undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
         `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
     Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
         Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
@@ -240,7 +241,12 @@ problem_responses!(
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
         comment or like to delete (`not-found`); on commands, also when the caller has no user \
         item yet.",
-    Conflict => "Too many concurrent changes to the same item; try again (`conflict`).",
+    Conflict => "Too many concurrent changes to the same item; try again (`conflict`). On \
+        `POST /api/posts` with an `Idempotency-Key`: the post that key created has been \
+        deleted since (`post-deleted`); a new post needs a new key.",
+    UnprocessableContent => "The `Idempotency-Key` was sent before with a different request \
+        (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
+        new key.",
     PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
     UnsupportedMediaType => "The body is not sent as `application/json` \
         (`unsupported-media-type`).",

@@ -142,13 +142,21 @@ id_type!(
 
 impl PostId {
     pub fn generate() -> Self {
-        Self(Uuid::new_v4().to_string())
+        Self::from_uuid(Uuid::new_v4())
+    }
+
+    pub(super) fn from_uuid(uuid: Uuid) -> Self {
+        Self(uuid.to_string())
     }
 }
 
 impl CommentId {
     pub fn generate() -> Self {
-        Self(Uuid::new_v4().to_string())
+        Self::from_uuid(Uuid::new_v4())
+    }
+
+    pub(super) fn from_uuid(uuid: Uuid) -> Self {
+        Self(uuid.to_string())
     }
 }
 

@@ -3,12 +3,14 @@
 //! or HTTP.
 
 mod dates;
+mod idempotency;
 mod ids;
 mod items;
 mod text;
 mod tombstone;
 
 pub use dates::Timestamp;
+pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a};
 pub use text::{CommentContent, PostContent, Title, Username};
@@ -28,5 +30,25 @@ impl ValidationError {
             field,
             reason: reason.into(),
         }
+    }
+}
+
+/// Asserts that a JSON Schema `pattern` (as validators of the API description apply it)
+/// accepts exactly the `candidates` that `accepts` takes: the description says what the
+/// domain refuses.
+#[cfg(test)]
+pub(crate) fn assert_pattern_agrees(
+    pattern: &str,
+    candidates: &[&str],
+    accepts: impl Fn(&str) -> bool,
+) {
+    let schema = serde_json::json!({"type": "string", "pattern": pattern});
+    let validator = jsonschema::validator_for(&schema).expect("a valid pattern");
+    for candidate in candidates {
+        assert_eq!(
+            validator.is_valid(&serde_json::json!(candidate)),
+            accepts(candidate),
+            "{pattern} on {candidate:?}"
+        );
     }
 }

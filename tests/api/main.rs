@@ -11,6 +11,7 @@ mod erasure_restart;
 mod errors;
 mod feed;
 mod hot_posts;
+mod idempotency;
 mod interactions;
 mod openapi;
 mod posts;

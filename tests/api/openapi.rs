@@ -708,6 +708,8 @@ struct Call {
     method: Method,
     path: String,
     caller: Option<&'static str>,
+    /// An `Idempotency-Key`, as sent.
+    key: Option<&'static str>,
     body: Body,
     expect: u16,
 }
@@ -717,6 +719,7 @@ fn call(method: Method, path: impl Into<String>, expect: u16) -> Call {
         method,
         path: path.into(),
         caller: None,
+        key: None,
         body: Body::Empty,
         expect,
     }
@@ -730,6 +733,13 @@ impl Call {
     fn by(self, caller: &'static str) -> Self {
         Self {
             caller: Some(caller),
+            ..self
+        }
+    }
+
+    fn key(self, key: &'static str) -> Self {
+        Self {
+            key: Some(key),
             ..self
         }
     }
@@ -773,6 +783,9 @@ async fn check(
     let mut request = app.client.request(call.method.clone(), app.url(&path));
     if let Some(caller) = call.caller {
         request = request.header("x-ms-client-principal-id", caller);
+    }
+    if let Some(key) = call.key {
+        request = request.header("Idempotency-Key", key);
     }
     request = match call.body {
         Body::Empty => request,
@@ -852,6 +865,23 @@ fn calls(post: &str) -> Vec<Call> {
             .json(json!({"title": "", "content": "x"})),
         call(Method::POST, "/api/posts", 413).by("ada").too_large(),
         call(Method::POST, "/api/posts", 415).by("ada").not_json(),
+        // C2, create with an Idempotency-Key: a repeat, another body, a key that is none
+        call(Method::POST, "/api/posts", 201)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(post_body.clone()),
+        call(Method::POST, "/api/posts", 201)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(post_body.clone()),
+        call(Method::POST, "/api/posts", 422)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(json!({"title": "Other", "content": "x"})),
+        call(Method::POST, "/api/posts", 400)
+            .by("ada")
+            .key("not a key")
+            .json(post_body.clone()),
         // C2, edit
         call(Method::PUT, &this_post, 200)
             .by("ada")
@@ -885,6 +915,22 @@ fn calls(post: &str) -> Vec<Call> {
             .json(json!({"content": ""})),
         call(Method::POST, &comments, 413).by("bob").too_large(),
         call(Method::POST, &comments, 415).by("bob").not_json(),
+        call(Method::POST, &comments, 201)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nice"})),
+        call(Method::POST, &comments, 201)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nice"})),
+        call(Method::POST, &comments, 422)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nicer"})),
+        call(Method::POST, &comments, 400)
+            .by("bob")
+            .key("")
+            .json(json!({"content": "Nice"})),
         // Q4
         get(&comments, 200),
         get("/api/posts/missing/comments", 404),
