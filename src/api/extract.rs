@@ -128,7 +128,9 @@ pub struct ListParams {
     /// Items per page, 1–100.
     #[param(minimum = 1, maximum = 100, default = 50, nullable = false)]
     pub limit: Option<u32>,
-    /// The `continuation` of the previous page; leave it out for the first page.
+    /// Opaque: the `continuation` of the previous page of this same list, passed back
+    /// unchanged; leave it out for the first page. Any other value, a token of another list
+    /// included, is a 400 (`invalid-continuation`).
     #[param(nullable = false)]
     pub continuation: Option<String>,
 }

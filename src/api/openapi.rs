@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
@@ -80,6 +81,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// for all the path's operations, as OpenAPI allows).
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     let mut document = super::described_routes(tenancy).into_openapi();
+    add_links(&mut document, tenancy);
     if tenancy == Tenancy::Multi {
         // A named schema, like the other ids, so that generated clients get a type for it.
         document
@@ -100,6 +102,153 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
         }
     }
     document
+}
+
+/// What a successful answer holds, for its links.
+#[derive(Clone, Copy)]
+enum Answer {
+    User,
+    Post,
+    Comment,
+    Like,
+    /// A page of a list whose path names this parameter (none for Q7's list of users).
+    Page(Option<&'static str>),
+}
+
+/// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
+/// a client or a stateful test can go from an answer to the operations on what it names.
+const ANSWERS: [(&str, &str, Answer); 14] = [
+    ("PutUser", "201", Answer::User),
+    ("PutUser", "200", Answer::User),
+    ("GetUser", "200", Answer::User),
+    ("CreatePost", "201", Answer::Post),
+    ("EditPost", "200", Answer::Post),
+    ("GetPost", "200", Answer::Post),
+    ("AddComment", "201", Answer::Comment),
+    ("LikePost", "201", Answer::Like),
+    ("LikePost", "200", Answer::Like),
+    ("ListUserPosts", "200", Answer::Page(Some("userId"))),
+    ("ListComments", "200", Answer::Page(Some("postId"))),
+    ("ListLikes", "200", Answer::Page(Some("postId"))),
+    ("ListUsers", "200", Answer::Page(None)),
+    // The feed has no next page, and a post's own links come with GetPost.
+    ("GetFeed", "200", Answer::Page(None)),
+];
+
+/// A link: its name, the operation it leads to, and that operation's parameters as runtime
+/// expressions on the answer.
+type LinkTo = (&'static str, &'static str, Vec<(&'static str, String)>);
+
+fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
+    let body = |pointer: &str| format!("$response.body#/{pointer}");
+    match answer {
+        Answer::User => {
+            let user = || vec![("userId", body("id"))];
+            vec![
+                ("GetUser", "GetUser", user()),
+                ("RenameUser", "PutUser", user()),
+                ("ListUserPosts", "ListUserPosts", user()),
+                ("DeleteUser", "DeleteUser", user()),
+            ]
+        }
+        Answer::Post => {
+            let post = || vec![("postId", body("id"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("EditPost", "EditPost", post()),
+                ("DeletePost", "DeletePost", post()),
+                ("AddComment", "AddComment", post()),
+                ("ListComments", "ListComments", post()),
+                ("LikePost", "LikePost", post()),
+                ("ListLikes", "ListLikes", post()),
+                ("Unlike", "Unlike", post()),
+                ("GetAuthor", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        Answer::Comment => {
+            let post = || vec![("postId", body("postId"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("ListComments", "ListComments", post()),
+                (
+                    "DeleteComment",
+                    "DeleteComment",
+                    vec![("postId", body("postId")), ("commentId", body("id"))],
+                ),
+                ("GetAuthor", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        Answer::Like => {
+            let post = || vec![("postId", body("postId"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("ListLikes", "ListLikes", post()),
+                ("Unlike", "Unlike", post()),
+                ("GetLiker", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        Answer::Page(list) => {
+            let mut links = Vec::new();
+            if operation_id != "GetFeed" {
+                let mut next = vec![("continuation", body("continuation"))];
+                next.extend(list.map(|name| (name, format!("$request.path.{name}"))));
+                links.push(("NextPage", operation_id, next));
+            }
+            // The first item, which every page of posts, comments or likes leads to.
+            let first = |field: &str| body(&format!("items/0/{field}"));
+            match operation_id {
+                "ListUserPosts" | "GetFeed" => {
+                    links.push(("GetFirstPost", "GetPost", vec![("postId", first("id"))]));
+                }
+                "ListComments" | "ListLikes" => {
+                    links.push((
+                        "GetFirstAuthor",
+                        "GetUser",
+                        vec![("userId", first("userId"))],
+                    ));
+                }
+                "ListUsers" => {
+                    links.push(("GetFirstUser", "GetUser", vec![("userId", first("id"))]));
+                }
+                _ => {}
+            }
+            links
+        }
+    }
+}
+
+/// Adds [`ANSWERS`]' links to their operations' responses; in `multi` every link also carries
+/// the tenant of the request it follows.
+fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let Some(operation_id) = operation.operation_id.clone() else {
+                continue;
+            };
+            for (id, status, answer) in ANSWERS.iter().filter(|(id, ..)| *id == operation_id) {
+                let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                else {
+                    continue;
+                };
+                for (name, target, parameters) in links_of(id, *answer) {
+                    let mut link = LinkBuilder::new().operation_id(target);
+                    if tenancy == Tenancy::Multi {
+                        link = link.parameter("tenantId", "$request.path.tenantId");
+                    }
+                    for (parameter, expression) in parameters {
+                        link = link.parameter(parameter, expression);
+                    }
+                    response.links.insert(name.to_owned(), link.build().into());
+                }
+            }
+        }
+    }
 }
 
 /// Adds the tenant parameter to a path moved under the tenant prefix, and to each of its

@@ -38,13 +38,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(feed))
 }
 
+// The fields are strings here and parsed by the handler, so that a refusal names its field;
+// their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
 struct PostBody {
-    /// 1–300 characters after trimming surrounding whitespace.
-    #[schema(min_length = 1, example = "Hello")]
+    #[schema(value_type = Title)]
     title: String,
-    /// 1–100,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
+    #[schema(value_type = PostContent)]
     content: String,
 }
 
@@ -59,8 +59,7 @@ impl PostBody {
 
 #[derive(Deserialize, ToSchema)]
 struct CommentBody {
-    /// 1–10,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
+    #[schema(value_type = CommentContent)]
     content: String,
 }
 

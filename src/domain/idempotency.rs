@@ -110,7 +110,7 @@ impl CommentId {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::assert_pattern_agrees;
+    use crate::domain::assert_schema_agrees;
 
     fn key(raw: &str) -> IdempotencyKey {
         IdempotencyKey::parse(raw).unwrap()
@@ -161,7 +161,7 @@ mod tests {
             &"k".repeat(256),
             &format!("\"{}\"", "k".repeat(255)),
         ];
-        assert_pattern_agrees(KEY_PATTERN, &candidates, |candidate| {
+        assert_schema_agrees::<IdempotencyKey>(&candidates, |candidate| {
             IdempotencyKey::parse(candidate).is_ok()
         });
     }

@@ -33,22 +33,21 @@ impl ValidationError {
     }
 }
 
-/// Asserts that a JSON Schema `pattern` (as validators of the API description apply it)
-/// accepts exactly the `candidates` that `accepts` takes: the description says what the
-/// domain refuses.
+/// Asserts that `T`'s schema in the API description (as a JSON Schema validator applies it:
+/// pattern, lengths) accepts exactly the `candidates` that `accepts` takes: the description
+/// says what the domain refuses.
 #[cfg(test)]
-pub(crate) fn assert_pattern_agrees(
-    pattern: &str,
+pub(crate) fn assert_schema_agrees<T: utoipa::PartialSchema>(
     candidates: &[&str],
     accepts: impl Fn(&str) -> bool,
 ) {
-    let schema = serde_json::json!({"type": "string", "pattern": pattern});
-    let validator = jsonschema::validator_for(&schema).expect("a valid pattern");
+    let schema = serde_json::to_value(T::schema()).expect("a schema");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
     for candidate in candidates {
         assert_eq!(
             validator.is_valid(&serde_json::json!(candidate)),
             accepts(candidate),
-            "{pattern} on {candidate:?}"
+            "{schema} on {candidate:?}"
         );
     }
 }
