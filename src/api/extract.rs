@@ -131,7 +131,7 @@ pub struct ListParams {
     /// Opaque: the `continuation` of the previous page of this same list, passed back
     /// unchanged; leave it out for the first page. Any other value, a token of another list
     /// included, is a 400 (`invalid-continuation`).
-    #[param(nullable = false)]
+    #[param(nullable = false, pattern = "^[A-Za-z0-9_-]+$")]
     pub continuation: Option<String>,
 }
 

@@ -117,7 +117,7 @@ enum Answer {
 
 /// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
 /// a client or a stateful test can go from an answer to the operations on what it names.
-const ANSWERS: [(&str, &str, Answer); 14] = [
+const ANSWERS: [(&str, &str, Answer); 13] = [
     ("PutUser", "201", Answer::User),
     ("PutUser", "200", Answer::User),
     ("GetUser", "200", Answer::User),
@@ -131,8 +131,6 @@ const ANSWERS: [(&str, &str, Answer); 14] = [
     ("ListComments", "200", Answer::Page(Some("postId"))),
     ("ListLikes", "200", Answer::Page(Some("postId"))),
     ("ListUsers", "200", Answer::Page(None)),
-    // The feed has no next page, and a post's own links come with GetPost.
-    ("GetFeed", "200", Answer::Page(None)),
 ];
 
 /// A link: its name, the operation it leads to, and that operation's parameters as runtime
@@ -187,32 +185,11 @@ fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
                 ("GetLiker", "GetUser", vec![("userId", body("userId"))]),
             ]
         }
+        // No link to a page's first item: an empty page has none to follow.
         Answer::Page(list) => {
-            let mut links = Vec::new();
-            if operation_id != "GetFeed" {
-                let mut next = vec![("continuation", body("continuation"))];
-                next.extend(list.map(|name| (name, format!("$request.path.{name}"))));
-                links.push(("NextPage", operation_id, next));
-            }
-            // The first item, which every page of posts, comments or likes leads to.
-            let first = |field: &str| body(&format!("items/0/{field}"));
-            match operation_id {
-                "ListUserPosts" | "GetFeed" => {
-                    links.push(("GetFirstPost", "GetPost", vec![("postId", first("id"))]));
-                }
-                "ListComments" | "ListLikes" => {
-                    links.push((
-                        "GetFirstAuthor",
-                        "GetUser",
-                        vec![("userId", first("userId"))],
-                    ));
-                }
-                "ListUsers" => {
-                    links.push(("GetFirstUser", "GetUser", vec![("userId", first("id"))]));
-                }
-                _ => {}
-            }
-            links
+            let mut next = vec![("continuation", body("continuation"))];
+            next.extend(list.map(|name| (name, format!("$request.path.{name}"))));
+            vec![("NextPage", operation_id, next)]
         }
     }
 }
