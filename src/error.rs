@@ -22,6 +22,13 @@ pub enum Error {
     InvalidContinuation,
     #[error("{0}")]
     Conflict(String),
+    /// An `Idempotency-Key` sent again with a different request: the item it made says
+    /// otherwise.
+    #[error("this Idempotency-Key was used for a different {0}; send a new key for a new one")]
+    KeyReused(&'static str),
+    /// An `Idempotency-Key` sent again after the post it made was deleted.
+    #[error("the post this Idempotency-Key created has been deleted since")]
+    KeyPostDeleted,
     #[error("the store is throttling requests")]
     Throttled { retry_after: Option<Duration> },
     #[error("the store is unreachable")]

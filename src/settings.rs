@@ -21,6 +21,12 @@ pub struct Settings {
     #[arg(long, env = "FUNCTIONS_CUSTOMHANDLER_PORT", default_value_t = 7071)]
     pub port: u16,
 
+    /// Once listening, write the port to this file (replaced atomically, so a reader sees the
+    /// whole number or no file): how whoever started the server with `--port 0`, which lets
+    /// the system choose a free port, learns which one it got.
+    #[arg(long, env = "BLOG_PORT_FILE")]
+    pub port_file: Option<PathBuf>,
+
     /// Address to bind. Loopback by default: the default auth mode (`header`) is refused on
     /// any other address.
     #[arg(long, env = "BLOG_BIND_ADDRESS", default_value = "127.0.0.1")]

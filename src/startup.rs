@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ pub struct Application {
     recheck: Option<RecheckTask>,
     store: Arc<dyn Store>,
     platform: Platform,
+    port_file: Option<PathBuf>,
 }
 
 /// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
@@ -80,6 +82,7 @@ impl Application {
             recheck,
             store,
             platform: settings.auth.platform.clone(),
+            port_file: settings.port_file.clone(),
         })
     }
 
@@ -107,6 +110,9 @@ impl Application {
             app_service = self.platform.app_service,
             "serving"
         );
+        if let Some(path) = &self.port_file {
+            write_port_file(path, port)?;
+        }
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
             .await
@@ -119,6 +125,20 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// Writes `port` to `path` through a file beside it and a rename, so that a reader never
+/// sees a partial number.
+pub fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, format!("{port}\n"))
+        .and_then(|()| std::fs::rename(&partial, path))
+        .with_context(|| format!("cannot write the port file {}", path.display()))
+}
+
+/// The port in a file [`write_port_file`] wrote; `None` while there is none.
+pub fn read_port_file(path: &Path) -> Option<u16> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

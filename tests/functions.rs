@@ -27,6 +27,11 @@ use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+#[allow(dead_code)]
+#[path = "api/served.rs"]
+mod served;
+use served::Served;
+
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
 const LAYOUTS: [Tenancy; 2] = [Tenancy::Single, Tenancy::Multi];
@@ -1398,44 +1403,26 @@ fn the_multi_tenant_zip_holds_its_script_root_with_an_executable_binary() {
 
 // ---- the binary under the host's settings -------------------------------------------------
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-/// Kills the child when the test ends, pass or fail.
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the binary on the embedded store in `data`, on `port`: through the host's
-/// `FUNCTIONS_CUSTOMHANDLER_PORT` when `under_host`, else through `--port` (standalone).
-async fn start_binary(data: &Path, port: u16, under_host: bool, stderr: Stdio) -> Running {
-    start_binary_with(data, port, under_host, stderr, &[], &[]).await
+/// Starts the binary on the embedded store in `data`, on a port the system chooses: through
+/// the host's `FUNCTIONS_CUSTOMHANDLER_PORT` when `under_host`, else through `--port`
+/// (standalone). Returns it with its port once it answers `GET /` as the host expects.
+async fn start_binary(data: &Path, under_host: bool, stderr: Stdio) -> (Served, u16) {
+    start_binary_with(data, under_host, stderr, &[], &[]).await
 }
 
 /// [`start_binary`] with `args` (as `host.json` gives them) and extra `env`.
 async fn start_binary_with(
     data: &Path,
-    port: u16,
     under_host: bool,
     stderr: Stdio,
     args: &[String],
     env: &[(&str, &str)],
-) -> Running {
+) -> (Served, u16) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
     command
         .args(args)
         .env("BLOG_DATA_DIR", data)
         .env("RUST_LOG", "info")
-        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
         .env_remove("FUNCTIONS_WORKER_RUNTIME")
         .env_remove("CosmosDBConnection")
         .env_remove("CosmosDBConnection__accountEndpoint")
@@ -1448,23 +1435,19 @@ async fn start_binary_with(
         .stdout(Stdio::null())
         .stderr(stderr);
     if under_host {
-        // What the host sets: the worker runtime app setting and the port it assigns.
-        command
-            .env("FUNCTIONS_WORKER_RUNTIME", "custom")
-            .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string());
+        // What the host sets: the worker runtime app setting (the port comes from `Served`,
+        // in FUNCTIONS_CUSTOMHANDLER_PORT as the host passes it).
+        command.env("FUNCTIONS_WORKER_RUNTIME", "custom");
     } else {
-        command.args(["--port", &port.to_string()]);
+        command.args(["--port", "0"]);
     }
-    let running = Running(command.spawn().expect("spawn cosmos-blog"));
-    let client = reqwest::Client::new();
-    for _ in 0..100 {
-        if let Ok(response) = client.get(format!("http://127.0.0.1:{port}/")).send().await {
-            assert_eq!(response.status(), reqwest::StatusCode::OK, "GET /");
-            return running;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("cosmos-blog never answered GET / on port {port}");
+    let mut served = Served::spawn(&mut command);
+    let port = served.port().await;
+    let response = reqwest::get(format!("http://127.0.0.1:{port}/"))
+        .await
+        .expect("GET /");
+    assert_eq!(response.status(), reqwest::StatusCode::OK, "GET /");
+    (served, port)
 }
 
 async fn post_invocation(port: u16) -> reqwest::Response {
@@ -1485,8 +1468,9 @@ async fn post_fixture(port: u16, name: &str) -> reqwest::Response {
 #[tokio::test]
 async fn the_binary_listens_on_functions_customhandler_port() {
     let data = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    let _running = start_binary(data.path(), port, true, Stdio::null()).await;
+    let (_running, port) = start_binary(data.path(), true, Stdio::null()).await;
+    // Port 0 lets the system choose; had the variable been ignored, the default would show.
+    assert_ne!(port, 7071, "FUNCTIONS_CUSTOMHANDLER_PORT ignored");
 
     // The host's invocation, over a real socket.
     let response = post_invocation(port).await;
@@ -1505,11 +1489,10 @@ async fn the_binary_listens_on_functions_customhandler_port() {
 #[tokio::test]
 async fn the_binary_started_as_the_multi_host_json_says_serves_the_tenant_routes() {
     let data = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
     let args = handler_arguments(&generated_host_json(Tenancy::Multi));
     // An app setting that says otherwise does not win over the package's own layout.
     let env = [("BLOG_TENANCY", "single"), ("WEBSITE_AUTH_ENABLED", "true")];
-    let _running = start_binary_with(data.path(), port, true, Stdio::null(), &args, &env).await;
+    let (_running, port) = start_binary_with(data.path(), true, Stdio::null(), &args, &env).await;
     let client = reqwest::Client::new();
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
 
@@ -1539,8 +1522,7 @@ async fn the_binary_started_as_the_multi_host_json_says_serves_the_tenant_routes
 #[tokio::test]
 async fn a_standalone_server_does_not_take_trigger_invocations() {
     let data = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    let _running = start_binary(data.path(), port, false, Stdio::null()).await;
+    let (_running, port) = start_binary(data.path(), false, Stdio::null()).await;
     // Standalone, the pump keeps the copies; forged batches must not get in.
     assert_eq!(
         post_invocation(port).await.status(),
@@ -1553,8 +1535,7 @@ async fn log_lines_carry_the_level_and_the_invocation_id() {
     let data = tempfile::tempdir().expect("tempdir");
     let log_path = data.path().join("stderr.log");
     let log = std::fs::File::create(&log_path).expect("log file");
-    let port = free_port();
-    let running = start_binary(data.path(), port, true, Stdio::from(log)).await;
+    let (running, port) = start_binary(data.path(), true, Stdio::from(log)).await;
     let response = reqwest::Client::new()
         .post(format!("http://127.0.0.1:{port}/OnPostChanged"))
         .header("content-type", "application/json; charset=utf-8")

@@ -150,7 +150,7 @@ pub fn post_partition(
         (REFERENCE_UNIX - rng.i64(0..HISTORY_DAYS * 86_400)) as i128 * second + rng.i128(0..second);
     let title = Title::parse(&sentence(rng, 10..80))?;
     let content = PostContent::parse(&sentence(rng, 100..2_000))?;
-    let mut post = Post::new(&users[author], title, content);
+    let mut post = Post::new(PostId::generate(), &users[author], title, content);
     post.id = PostId::parse(&uuid(rng))?;
     post.post_id = post.id.clone();
     post.creation_date = timestamp(created);
@@ -165,7 +165,7 @@ pub fn post_partition(
     for _ in 0..comments {
         let author = &users[rng.usize(..users.len())];
         let text = CommentContent::parse(&sentence(rng, 10..300))?;
-        let mut comment = Comment::new(post.post_id.clone(), author, text);
+        let mut comment = Comment::new(CommentId::generate(), post.post_id.clone(), author, text);
         comment.id = CommentId::parse(&uuid(rng))?;
         comment.creation_date = later(rng);
         items.push(serde_json::to_value(&comment)?);

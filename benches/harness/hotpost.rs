@@ -117,6 +117,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
     let metered = MeteredStore::new(inner);
     let settings = Settings {
         port: 0,
+        port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         store: StoreSettings {
             data_dir: temp.path().to_owned(),

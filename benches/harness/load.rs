@@ -404,6 +404,7 @@ impl Served {
 pub async fn serve(store: Arc<dyn Store>, concurrency: usize) -> anyhow::Result<Served> {
     let settings = Settings {
         port: 0,
+        port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         store: StoreSettings {
             data_dir: std::env::temp_dir(),

@@ -1,14 +1,16 @@
 //! Start-up time and idle memory of the real binary: spawned as the Functions host spawns a
-//! custom handler (a port in FUNCTIONS_CUSTOMHANDLER_PORT), with an empty data folder, and
+//! custom handler (a port in FUNCTIONS_CUSTOMHANDLER_PORT; here 0, the system's choice, read
+//! back from `--port-file`, so no other process can hold it), with an empty data folder, and
 //! polled on `GET /` as the host does until it answers.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use cosmos_blog::startup::read_port_file;
 
 use crate::stats::Latencies;
 
@@ -24,11 +26,6 @@ pub struct StartupReport {
     pub max: Duration,
     /// VmRSS after start-up and `IDLE` seconds without requests, in KiB (the largest).
     pub rss_kib: u64,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// One `GET /` on a fresh connection; true on a 200.
@@ -70,12 +67,14 @@ impl Drop for Killed {
 
 fn once(binary: &Path, measure_memory: bool) -> anyhow::Result<(Duration, u64)> {
     let data = tempfile::tempdir()?;
-    let port = free_port()?;
+    let port_file = data.path().join("port");
     let started = Instant::now();
-    let child = Killed(
+    let mut child = Killed(
         Command::new(binary)
+            .arg("--port-file")
+            .arg(&port_file)
             .env("BLOG_DATA_DIR", data.path())
-            .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
+            .env("FUNCTIONS_CUSTOMHANDLER_PORT", "0")
             .env("RUST_LOG", "warn")
             // Standalone on loopback, as a developer starts it.
             .env("BLOG_AUTH", "header")
@@ -86,12 +85,25 @@ fn once(binary: &Path, measure_memory: bool) -> anyhow::Result<(Duration, u64)> 
             .spawn()
             .with_context(|| format!("cannot start {}", binary.display()))?,
     );
-    while !answers(port) {
+    let in_time = |started: Instant| {
         anyhow::ensure!(
             started.elapsed() < READY_LIMIT,
             "no answer on GET / within {READY_LIMIT:?}"
         );
         std::thread::sleep(Duration::from_micros(500));
+        Ok(())
+    };
+    let port = loop {
+        if let Some(port) = read_port_file(&port_file) {
+            break port;
+        }
+        if let Some(status) = child.0.try_wait()? {
+            anyhow::bail!("{} exited before it listened: {status}", binary.display());
+        }
+        in_time(started)?;
+    };
+    while !answers(port) {
+        in_time(started)?;
     }
     let ready = started.elapsed();
     let rss = if measure_memory {

@@ -7,7 +7,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::extract::{Caller, PathPair, PathParam};
-use super::openapi::{Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
+use super::openapi::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
 use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, UserId};
 use crate::error::Result;
@@ -36,6 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 202, description = "The account is deleted; its content is being erased."),
+        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
@@ -65,6 +66,7 @@ async fn delete_user(
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 204, description = "The post is deleted."),
+        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
@@ -98,6 +100,7 @@ async fn delete_post(
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 204, description = "The comment is deleted."),
+        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
@@ -129,6 +132,7 @@ async fn delete_comment(
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 204, description = "The caller's like is removed."),
+        (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),

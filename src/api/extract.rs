@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use super::problem::Problem;
 use crate::auth::{AuthError, Authenticator};
 use crate::blog::PageSize;
-use crate::domain::UserId;
+use crate::domain::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey, UserId, ValidationError};
 use crate::error::Error;
 
 pub use crate::auth::PRINCIPAL_HEADER;
@@ -35,6 +35,47 @@ where
         let authenticator = Arc::<Authenticator>::from_ref(state);
         authenticator.caller(&parts.headers).await.map(Caller)
     }
+}
+
+/// The `Idempotency-Key` header of a creating request, if sent; a key that is not valid,
+/// or sent twice, is a 400 (`invalid-field`) before anything is written.
+pub struct IdempotencyKeyHeader(pub Option<IdempotencyKey>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKeyHeader {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let mut values = parts.headers.get_all(IDEMPOTENCY_KEY_HEADER).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return match parts.headers.contains_key(IDEMPOTENCY_KEY_HEADER) {
+                true => Err(refused("must be sent once")),
+                false => Ok(Self(None)),
+            };
+        };
+        let value = value
+            .to_str()
+            .map_err(|_| refused("must be printable ASCII"))?;
+        Ok(Self(Some(IdempotencyKey::parse(value)?)))
+    }
+}
+
+/// [`IdempotencyKeyHeader`] in the API description.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // Read by `IdempotencyKeyHeader`; this only describes it.
+pub struct IdempotencyParams {
+    /// Makes a retry of this request safe (the IETF httpapi draft's header): a repeat with
+    /// the same key from the same caller creates nothing and answers what the first one
+    /// created (201, the item as it is now); the same key with a different body is a 422
+    /// (`idempotency-key-reused`); an invalid key is a 400 (`invalid-field`). Keys of
+    /// different callers never meet. The key is remembered as long as the item it created
+    /// exists.
+    #[param(rename = "Idempotency-Key", value_type = Option<IdempotencyKey>, nullable = false)]
+    idempotency_key: Option<String>,
+}
+
+fn refused(reason: &str) -> Error {
+    ValidationError::new(IDEMPOTENCY_KEY_HEADER, reason).into()
 }
 
 /// `axum::Json` with problem-document rejections: 415 without a JSON content type, 413 past
@@ -87,8 +128,10 @@ pub struct ListParams {
     /// Items per page, 1–100.
     #[param(minimum = 1, maximum = 100, default = 50, nullable = false)]
     pub limit: Option<u32>,
-    /// The `continuation` of the previous page; leave it out for the first page.
-    #[param(nullable = false)]
+    /// Opaque: the `continuation` of the previous page of this same list, passed back
+    /// unchanged; leave it out (or empty) for the first page. Any other value, a token of another list
+    /// included, is a 400 (`invalid-continuation`).
+    #[param(nullable = false, pattern = "^[A-Za-z0-9_-]*$")]
     pub continuation: Option<String>,
 }
 

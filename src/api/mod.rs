@@ -79,7 +79,8 @@ fn page_schema(item: Cow<'static, str>) -> RefOr<Schema> {
     let continuation = ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
         .description(Some(
-            "Pass it back as `?continuation=` for the next page; `null` on the last page.",
+            "An opaque token: pass it back unchanged as `?continuation=` for the next page of \
+             the same list; `null` on the last page.",
         ));
     ObjectBuilder::new()
         .description(Some(format!("A page of `{item}` items.")))

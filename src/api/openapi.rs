@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
@@ -21,7 +22,7 @@ use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, PathItem};
 
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
-use crate::domain::TenantId;
+use crate::domain::{IdempotencyKey, TenantId};
 use crate::store::Tenancy;
 
 /// Security scheme of the principal header (App Service Authentication, `BLOG_AUTH=header`
@@ -46,13 +47,14 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
         (name = "host", description = "For the Azure Functions host."),
     ),
     components(
-        schemas(Problem),
+        schemas(Problem, IdempotencyKey),
         responses(
             BadRequest,
             Unauthorized,
             Forbidden,
             NotFound,
             Conflict,
+            UnprocessableContent,
             PayloadTooLarge,
             UnsupportedMediaType,
             TooManyRequests,
@@ -79,6 +81,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// for all the path's operations, as OpenAPI allows).
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     let mut document = super::described_routes(tenancy).into_openapi();
+    add_links(&mut document, tenancy);
     if tenancy == Tenancy::Multi {
         // A named schema, like the other ids, so that generated clients get a type for it.
         document
@@ -99,6 +102,130 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
         }
     }
     document
+}
+
+/// What a successful answer holds, for its links.
+#[derive(Clone, Copy)]
+enum Answer {
+    User,
+    Post,
+    Comment,
+    Like,
+    /// A page of a list whose path names this parameter (none for Q7's list of users).
+    Page(Option<&'static str>),
+}
+
+/// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
+/// a client or a stateful test can go from an answer to the operations on what it names.
+const ANSWERS: [(&str, &str, Answer); 13] = [
+    ("PutUser", "201", Answer::User),
+    ("PutUser", "200", Answer::User),
+    ("GetUser", "200", Answer::User),
+    ("CreatePost", "201", Answer::Post),
+    ("EditPost", "200", Answer::Post),
+    ("GetPost", "200", Answer::Post),
+    ("AddComment", "201", Answer::Comment),
+    ("LikePost", "201", Answer::Like),
+    ("LikePost", "200", Answer::Like),
+    ("ListUserPosts", "200", Answer::Page(Some("userId"))),
+    ("ListComments", "200", Answer::Page(Some("postId"))),
+    ("ListLikes", "200", Answer::Page(Some("postId"))),
+    ("ListUsers", "200", Answer::Page(None)),
+];
+
+/// A link: its name, the operation it leads to, and that operation's parameters as runtime
+/// expressions on the answer.
+type LinkTo = (&'static str, &'static str, Vec<(&'static str, String)>);
+
+fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
+    let body = |pointer: &str| format!("$response.body#/{pointer}");
+    match answer {
+        Answer::User => {
+            let user = || vec![("userId", body("id"))];
+            vec![
+                ("GetUser", "GetUser", user()),
+                ("RenameUser", "PutUser", user()),
+                ("ListUserPosts", "ListUserPosts", user()),
+                ("DeleteUser", "DeleteUser", user()),
+            ]
+        }
+        Answer::Post => {
+            let post = || vec![("postId", body("id"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("EditPost", "EditPost", post()),
+                ("DeletePost", "DeletePost", post()),
+                ("AddComment", "AddComment", post()),
+                ("ListComments", "ListComments", post()),
+                ("LikePost", "LikePost", post()),
+                ("ListLikes", "ListLikes", post()),
+                ("Unlike", "Unlike", post()),
+                ("GetAuthor", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        Answer::Comment => {
+            let post = || vec![("postId", body("postId"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("ListComments", "ListComments", post()),
+                (
+                    "DeleteComment",
+                    "DeleteComment",
+                    vec![("postId", body("postId")), ("commentId", body("id"))],
+                ),
+                ("GetAuthor", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        Answer::Like => {
+            let post = || vec![("postId", body("postId"))];
+            vec![
+                ("GetPost", "GetPost", post()),
+                ("ListLikes", "ListLikes", post()),
+                ("Unlike", "Unlike", post()),
+                ("GetLiker", "GetUser", vec![("userId", body("userId"))]),
+            ]
+        }
+        // No link to a page's first item: an empty page has none to follow.
+        Answer::Page(list) => {
+            let mut next = vec![("continuation", body("continuation"))];
+            next.extend(list.map(|name| (name, format!("$request.path.{name}"))));
+            vec![("NextPage", operation_id, next)]
+        }
+    }
+}
+
+/// Adds [`ANSWERS`]' links to their operations' responses; in `multi` every link also carries
+/// the tenant of the request it follows.
+fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let Some(operation_id) = operation.operation_id.clone() else {
+                continue;
+            };
+            for (id, status, answer) in ANSWERS.iter().filter(|(id, ..)| *id == operation_id) {
+                let Some(RefOr::T(response)) = operation.responses.responses.get_mut(*status)
+                else {
+                    continue;
+                };
+                for (name, target, parameters) in links_of(id, *answer) {
+                    let mut link = LinkBuilder::new().operation_id(target);
+                    if tenancy == Tenancy::Multi {
+                        link = link.parameter("tenantId", "$request.path.tenantId");
+                    }
+                    for (parameter, expression) in parameters {
+                        link = link.parameter(parameter, expression);
+                    }
+                    response.links.insert(name.to_owned(), link.build().into());
+                }
+            }
+        }
+    }
 }
 
 /// Adds the tenant parameter to a path moved under the tenant prefix, and to each of its
@@ -229,8 +356,8 @@ macro_rules! problem_responses {
 
 problem_responses!(
     BadRequest => "Malformed JSON (`malformed-json`), a body of the wrong shape \
-        (`invalid-body`), an invalid field or id (`invalid-field`; `field` names it), an \
-        undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
+        (`invalid-body`), an invalid field, id or `Idempotency-Key` (`invalid-field`; `field` \
+        names it), an undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
         `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
     Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
         Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
@@ -240,7 +367,12 @@ problem_responses!(
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
         comment or like to delete (`not-found`); on commands, also when the caller has no user \
         item yet.",
-    Conflict => "Too many concurrent changes to the same item; try again (`conflict`).",
+    Conflict => "Too many concurrent changes to the same item; try again (`conflict`). On \
+        `POST /api/posts` with an `Idempotency-Key`: the post that key created has been \
+        deleted since (`post-deleted`); a new post needs a new key.",
+    UnprocessableContent => "The `Idempotency-Key` was sent before with a different request \
+        (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
+        new key.",
     PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
     UnsupportedMediaType => "The body is not sent as `application/json` \
         (`unsupported-media-type`).",

@@ -9,10 +9,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Caller, FeedLimit, JsonBody, List, ListParams, PathParam};
+use super::extract::{
+    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
+    PathParam,
+};
 use super::feed_cache::page_body;
 use super::openapi::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
+    UnprocessableContent,
 };
 use super::tenants::{CurrentBlog, CurrentScope};
 use super::{AppState, CommentPage, LikePage, PageBody, PostPage};
@@ -34,13 +38,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(feed))
 }
 
+// The fields are strings here and parsed by the handler, so that a refusal names its field;
+// their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
 struct PostBody {
-    /// 1–300 characters after trimming surrounding whitespace.
-    #[schema(min_length = 1, example = "Hello")]
+    #[schema(value_type = Title)]
     title: String,
-    /// 1–100,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 100_000, example = "My first post")]
+    #[schema(value_type = PostContent)]
     content: String,
 }
 
@@ -55,25 +59,28 @@ impl PostBody {
 
 #[derive(Deserialize, ToSchema)]
 struct CommentBody {
-    /// 1–10,000 characters, kept exactly as written.
-    #[schema(min_length = 1, max_length = 10_000, example = "Welcome!")]
+    #[schema(value_type = CommentContent)]
     content: String,
 }
 
 /// Create a post (C2)
 ///
-/// The caller is the author and must have a user item.
+/// The caller is the author and must have a user item. With an `Idempotency-Key`, a retry
+/// creates nothing: it answers the post the first request created.
 #[utoipa::path(
     post,
     path = "/api/posts",
     operation_id = "CreatePost",
     tag = "posts",
+    params(IdempotencyParams),
     request_body = PostBody,
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
-        (status = 201, description = "The new post.", body = Post),
+        (status = 201, description = "The new post; for a repeated `Idempotency-Key`, the post the first request created, as it is now.", body = Post),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 422, response = UnprocessableContent),
         JsonBodyFailures,
         StoreFailures,
     )
@@ -81,10 +88,13 @@ struct CommentBody {
 async fn create_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
+    IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
     let (title, content) = body.parse()?;
-    let post = blog.create_post(&caller, title, content).await?;
+    let post = blog
+        .create_post_with_key(&caller, title, content, key.as_ref())
+        .await?;
     Ok((StatusCode::CREATED, Json(post)))
 }
 
@@ -148,20 +158,23 @@ async fn get_post(
 
 /// Comment on a post (C3)
 ///
-/// The comment and the post's comment count change in one transaction.
+/// The comment and the post's comment count change in one transaction. With an
+/// `Idempotency-Key`, a retry creates nothing: it answers the comment the first request
+/// created.
 #[utoipa::path(
     post,
     path = "/api/posts/{postId}/comments",
     operation_id = "AddComment",
     tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
+    params(("postId" = PostId, Path, description = "The post's id."), IdempotencyParams),
     request_body = CommentBody,
     security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
-        (status = 201, description = "The new comment.", body = Comment),
+        (status = 201, description = "The new comment; for a repeated `Idempotency-Key`, the comment the first request created.", body = Comment),
         (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
+        (status = 422, response = UnprocessableContent),
         JsonBodyFailures,
         StoreFailures,
     )
@@ -170,11 +183,14 @@ async fn add_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     PathParam(post_id): PathParam,
+    IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<(StatusCode, Json<Comment>)> {
     let post_id = PostId::parse(&post_id)?;
     let content = CommentContent::parse(&body.content)?;
-    let comment = blog.add_comment(&caller, &post_id, content).await?;
+    let comment = blog
+        .add_comment_with_key(&caller, &post_id, content, key.as_ref())
+        .await?;
     Ok((StatusCode::CREATED, Json(comment)))
 }
 

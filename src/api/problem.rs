@@ -27,7 +27,8 @@ pub struct Problem {
     pub detail: String,
     /// What went wrong, for programs: a stable code such as `invalid-field`,
     /// `unauthenticated`, `forbidden`, `user-not-found`, `post-not-found`, `conflict`,
-    /// `body-too-large`, `unsupported-media-type`, `throttled` or `store-unavailable`.
+    /// `post-deleted`, `idempotency-key-reused`, `body-too-large`, `unsupported-media-type`,
+    /// `throttled` or `store-unavailable`.
     #[schema(example = "post-not-found")]
     pub code: &'static str,
     /// The request field that was refused, with `invalid-field`.
@@ -100,6 +101,14 @@ impl From<&Error> for Problem {
                 error.to_string(),
             ),
             Error::Conflict(why) => Problem::new(StatusCode::CONFLICT, "conflict", why.clone()),
+            Error::KeyReused(_) => Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                error.to_string(),
+            ),
+            Error::KeyPostDeleted => {
+                Problem::new(StatusCode::CONFLICT, "post-deleted", error.to_string())
+            }
             Error::Throttled { retry_after } => Problem {
                 retry_after_seconds: Some(
                     retry_after.map_or(1, |d| d.as_secs_f64().ceil().max(1.0) as u64),

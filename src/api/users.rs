@@ -33,8 +33,8 @@ pub fn tenant_router() -> OpenApiRouter<AppState> {
 
 #[derive(Deserialize, ToSchema)]
 struct UserBody {
-    /// 1–64 characters after trimming surrounding whitespace.
-    #[schema(min_length = 1, example = "Ada")]
+    /// Parsed by the handler, so that a refusal names the field.
+    #[schema(value_type = Username)]
     username: String,
 }
 

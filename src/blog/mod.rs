@@ -19,8 +19,8 @@ use combiner::{Applied, Change, Combiner, CountDelta};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostId, Title, Tombstone, Typed, User,
-    UserId, Username, is_a,
+    Comment, CommentContent, CommentId, IdempotencyKey, Like, Post, PostContent, PostId, Title,
+    Tombstone, Typed, User, UserId, Username, is_a,
 };
 use crate::error::{Error, Result};
 use crate::store::{
@@ -98,6 +98,15 @@ fn to_item(value: &impl Serialize) -> Result<Value> {
 
 fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(Error::from)
+}
+
+/// A [`Change`]'s `refused` for an item whose id says what it is (a like, derived from the
+/// liker; a comment, from an idempotency key): a conflict means it is there already.
+fn already_there(cause: &StoreError) -> Result<()> {
+    match cause {
+        StoreError::Conflict => Ok(()),
+        other => Err(other.clone().into()),
+    }
 }
 
 fn user_partition(user_id: &UserId) -> PartitionKey {
@@ -216,26 +225,85 @@ impl Blog {
         title: Title,
         content: PostContent,
     ) -> Result<Post> {
-        let author = self.registered(caller).await?;
-        let post = Post::new(&author, title, content);
-        let pk = post_partition(&post.post_id);
-        let item = to_item(&post)?;
-        match self
-            .store
-            .create_item(Container::Posts, &pk, item.clone())
+        self.create_post_with_key(caller, title, content, None)
             .await
-        {
-            Ok(_) => Ok(post),
-            // The id is new: the post found there is this one, created by an attempt whose
-            // answer was lost (the SDK or the store retried it).
-            Err(StoreError::Conflict) if self.holds(Container::Posts, &pk, &item).await? => {
-                Ok(post)
+    }
+
+    /// [`Blog::create_post`], with the request's `Idempotency-Key` if it has one: then the
+    /// post's id comes from the caller and the key, so a repeat finds the post the first
+    /// request created (see [`Blog::create_post_once`]).
+    pub async fn create_post_with_key(
+        &self,
+        caller: &UserId,
+        title: Title,
+        content: PostContent,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Post> {
+        let author = self.registered(caller).await?;
+        let Some(key) = key else {
+            let post = Post::new(PostId::generate(), &author, title, content);
+            let pk = post_partition(&post.post_id);
+            let item = to_item(&post)?;
+            return match self
+                .store
+                .create_item(Container::Posts, &pk, item.clone())
+                .await
+            {
+                Ok(_) => Ok(post),
+                // The id is new: the post found there is this one, created by an attempt whose
+                // answer was lost (the SDK or the store retried it).
+                Err(StoreError::Conflict) if self.holds(Container::Posts, &pk, &item).await? => {
+                    Ok(post)
+                }
+                Err(StoreError::Conflict) => {
+                    Err(Error::Conflict("a post with this id already exists".into()))
+                }
+                Err(e) => Err(e.into()),
+            };
+        };
+        let post = Post::new(PostId::for_key(caller, key), &author, title, content);
+        self.create_post_once(post).await
+    }
+
+    /// Creates `wanted`, whose id the key derived; when the store already holds that id, the
+    /// post there answers: the same post for a repeat (as stored, its counts and username as
+    /// they are now), 422 for a different title or content, 409 once it was deleted.
+    async fn create_post_once(&self, wanted: Post) -> Result<Post> {
+        let pk = post_partition(&wanted.post_id);
+        until_not_stale(|| async {
+            let created = self
+                .store
+                .create_item(Container::Posts, &pk, to_item(&wanted)?)
+                .await;
+            match created {
+                Ok(_) => return Ok(wanted.clone()),
+                Err(StoreError::Conflict) => {}
+                Err(e) => return Err(e.into()),
             }
-            Err(StoreError::Conflict) => {
-                Err(Error::Conflict("a post with this id already exists".into()))
+            let stored = self
+                .store
+                .read_item(Container::Posts, &pk, wanted.id.as_str())
+                .await?;
+            match stored {
+                // Gone again (a tombstone's time ran out): the id is free.
+                None => Err(Attempt::Stale),
+                Some(document) if is_a::<Tombstone>(&document.item) => {
+                    Err(Error::KeyPostDeleted.into())
+                }
+                Some(document) => {
+                    let stored: Post = from_item(document.item)?;
+                    let same = stored.user_id == wanted.user_id
+                        && stored.title == wanted.title
+                        && stored.content == wanted.content;
+                    if same {
+                        Ok(stored)
+                    } else {
+                        Err(Error::KeyReused("post").into())
+                    }
+                }
             }
-            Err(e) => Err(e.into()),
-        }
+        })
+        .await
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
@@ -321,21 +389,43 @@ impl Blog {
         post_id: &PostId,
         content: CommentContent,
     ) -> Result<Comment> {
+        self.add_comment_with_key(caller, post_id, content, None)
+            .await
+    }
+
+    /// [`Blog::add_comment`], with the request's `Idempotency-Key` if it has one: then the
+    /// comment's id comes from the post, the caller and the key, the store refuses a repeat,
+    /// and the comment it holds answers it (the same comment, or 422 for another content).
+    pub async fn add_comment_with_key(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+        content: CommentContent,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Comment> {
+        let id = match key {
+            Some(key) => CommentId::for_key(post_id, caller, key),
+            None => CommentId::generate(),
+        };
         let (comment, applied) = self
             .combiner
             .apply(post_id, async {
                 let author = self.registered(caller).await?;
-                let comment = Comment::new(post_id.clone(), &author, content);
+                let comment = Comment::new(id, post_id.clone(), &author, content);
                 let change = Change {
                     operation: BatchOperation::Create {
                         item: to_item(&comment)?,
                     },
                     delta: CountDelta::ONE_COMMENT,
-                    refused: |cause| match cause {
-                        StoreError::Conflict => Err(Error::Conflict(
-                            "a comment with this id already exists".into(),
-                        )),
-                        other => Err(other.clone().into()),
+                    refused: if key.is_some() {
+                        already_there
+                    } else {
+                        |cause| match cause {
+                            StoreError::Conflict => Err(Error::Conflict(
+                                "a comment with this id already exists".into(),
+                            )),
+                            other => Err(other.clone().into()),
+                        }
                     },
                 };
                 Ok((comment, change))
@@ -343,6 +433,14 @@ impl Blog {
             .await?;
         match applied {
             Applied::Written => Ok(comment),
+            Applied::AlreadyDone(Some(stored)) if key.is_some() => {
+                let stored: Comment = from_item(stored)?;
+                if stored.user_id == comment.user_id && stored.content == comment.content {
+                    Ok(stored)
+                } else {
+                    Err(Error::KeyReused("comment"))
+                }
+            }
             Applied::AlreadyDone(_) => Err(Error::Internal(
                 "a new comment was taken for an existing one".into(),
             )),
@@ -362,10 +460,7 @@ impl Blog {
                     },
                     delta: CountDelta::ONE_LIKE,
                     // The like's id comes from the liker: it exists when they liked before.
-                    refused: |cause| match cause {
-                        StoreError::Conflict => Ok(()),
-                        other => Err(other.clone().into()),
-                    },
+                    refused: already_there,
                 };
                 Ok((like, change))
             })

@@ -14,16 +14,23 @@ use super::ValidationError;
 const MAX_ID_BYTES: usize = 255;
 
 /// What [`parse_id`] accepts, for the API description: no `/`, `\`, `?`, `#` and no control
-/// character (Unicode category Cc, which is what `char::is_control` tests). The byte limit
-/// cannot be said in JSON Schema; 255 characters is the bound it implies.
-const ID_PATTERN: &str = r"^[^/\\?#\u0000-\u001F\u007F-\u009F]+$";
+/// character (Unicode category Cc, which is what `char::is_control` tests), in at most 255
+/// bytes of UTF-8. JSON Schema counts characters, not bytes, so the pattern says it for the
+/// ids that surely fit: up to 255 ASCII characters, or up to 63 of any kind (4 bytes at
+/// most each). A longer id of other characters within 255 bytes is taken but not described:
+/// what the description accepts, the API accepts.
+const ID_PATTERN: &str = concat!(
+    r"^(?:[\u0020-\u0022\u0024-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]{1,255}",
+    r"|[^/\\?#\u0000-\u001F\u007F-\u009F]{1,63})$"
+);
 
 fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .description(Some(format!(
             "{description} At most {MAX_ID_BYTES} bytes of UTF-8, without `/`, `\\`, `?`, `#` \
-             or control characters."
+             or control characters (the pattern: up to 255 such ASCII characters, or 63 of any \
+             kind)."
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_ID_BYTES))
@@ -142,13 +149,21 @@ id_type!(
 
 impl PostId {
     pub fn generate() -> Self {
-        Self(Uuid::new_v4().to_string())
+        Self::from_uuid(Uuid::new_v4())
+    }
+
+    pub(super) fn from_uuid(uuid: Uuid) -> Self {
+        Self(uuid.to_string())
     }
 }
 
 impl CommentId {
     pub fn generate() -> Self {
-        Self(Uuid::new_v4().to_string())
+        Self::from_uuid(Uuid::new_v4())
+    }
+
+    pub(super) fn from_uuid(uuid: Uuid) -> Self {
+        Self(uuid.to_string())
     }
 }
 
@@ -190,6 +205,31 @@ mod tests {
         assert!(UserId::parse(&"x".repeat(256)).is_err());
         // 128 two-byte characters are 256 bytes: the limit is in bytes, not characters.
         assert!(UserId::parse(&"é".repeat(128)).is_err());
+    }
+
+    /// The schema takes no id that `parse` refuses, and every ASCII id and short id that it
+    /// takes (see [`ID_PATTERN`]).
+    #[test]
+    fn the_schema_takes_only_ids_that_parse_takes() {
+        let mut candidates: Vec<String> = Vec::new();
+        for c in (0..0x3100)
+            .filter_map(char::from_u32)
+            .chain(['\u{1f600}', '\u{10ffff}'])
+        {
+            candidates.extend([c.to_string(), format!("a{c}b")]);
+        }
+        for n in [62, 63, 64, 127, 128, 254, 255, 256] {
+            for fill in ["x", "é", "😀", "a b"] {
+                candidates.push(fill.repeat(n));
+            }
+        }
+        candidates.push(String::new());
+        let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        let described = |id: &str| {
+            let sure_to_fit = id.is_ascii() || id.chars().count() <= 63;
+            UserId::parse(id).is_ok() && sure_to_fit
+        };
+        crate::domain::assert_schema_agrees::<UserId>(&candidates, described);
     }
 
     #[test]

@@ -142,8 +142,9 @@ impl Typed for Post {
 impl Post {
     pub const TYPE: &'static str = PostKind::TAG;
 
-    pub fn new(author: &User, title: Title, content: PostContent) -> Self {
-        let post_id = PostId::generate();
+    /// A new post of `author`, with the id the caller chose for it: generated
+    /// ([`PostId::generate`]) or derived from an idempotency key.
+    pub fn new(post_id: PostId, author: &User, title: Title, content: PostContent) -> Self {
         Self {
             id: post_id.clone(),
             kind: PostKind,
@@ -200,9 +201,10 @@ impl Typed for Comment {
 impl Comment {
     pub const TYPE: &'static str = CommentKind::TAG;
 
-    pub fn new(post_id: PostId, author: &User, content: CommentContent) -> Self {
+    /// A new comment, with the id the caller chose for it (see [`Post::new`]).
+    pub fn new(id: CommentId, post_id: PostId, author: &User, content: CommentContent) -> Self {
         Self {
-            id: CommentId::generate(),
+            id,
             kind: CommentKind,
             post_id,
             user_id: author.user_id.clone(),
@@ -264,6 +266,7 @@ mod tests {
 
     fn post_with(content: &str) -> Post {
         Post::new(
+            PostId::generate(),
             &user(),
             Title::parse("t").unwrap(),
             PostContent::parse(content).unwrap(),

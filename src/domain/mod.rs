@@ -3,12 +3,14 @@
 //! or HTTP.
 
 mod dates;
+mod idempotency;
 mod ids;
 mod items;
 mod text;
 mod tombstone;
 
 pub use dates::Timestamp;
+pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a};
 pub use text::{CommentContent, PostContent, Title, Username};
@@ -28,5 +30,24 @@ impl ValidationError {
             field,
             reason: reason.into(),
         }
+    }
+}
+
+/// Asserts that `T`'s schema in the API description (as a JSON Schema validator applies it:
+/// pattern, lengths) accepts exactly the `candidates` that `accepts` takes: the description
+/// says what the domain refuses.
+#[cfg(test)]
+pub(crate) fn assert_schema_agrees<T: utoipa::PartialSchema>(
+    candidates: &[&str],
+    accepts: impl Fn(&str) -> bool,
+) {
+    let schema = serde_json::to_value(T::schema()).expect("a schema");
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    for candidate in candidates {
+        assert_eq!(
+            validator.is_valid(&serde_json::json!(candidate)),
+            accepts(candidate),
+            "{schema} on {candidate:?}"
+        );
     }
 }

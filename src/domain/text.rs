@@ -2,8 +2,57 @@
 //! characters in most scripts), never bytes.
 
 use serde::Serialize;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 
 use super::ValidationError;
+
+// What [`bounded`] takes, as JSON Schema patterns (the API description's request bodies say
+// exactly what is refused). Whitespace is what `str::trim` strips (Unicode White_Space);
+// control characters are Unicode category Cc (`char::is_control`), of which only tab, line
+// feed and carriage return are text.
+
+/// A character [`bounded`] takes: anything but a control character other than `\t \n \r`.
+const ALLOWED: &str = r"[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]";
+/// Whitespace: what `str::trim` strips around a trimmed field, whatever it is (vertical tab,
+/// form feed and U+0085 are control characters, refused only inside).
+const WHITESPACE: &str = r"[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+/// Whitespace an untrimmed field may hold ([`WHITESPACE`] but its refused control characters).
+const TEXT_WHITESPACE: &str = r"[\t\n\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+/// A character that is neither whitespace nor a control character.
+const VISIBLE: &str =
+    r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+
+/// The pattern of a field that [`bounded`] takes, given its rules: something besides
+/// whitespace, no refused control character, and for a trimmed field at most `max_chars`
+/// between the first and the last non-whitespace character (an untrimmed field's bound is
+/// its `maxLength`).
+fn pattern(max_chars: usize, trim: bool) -> String {
+    if trim {
+        let inner = max_chars.saturating_sub(2);
+        format!("^{WHITESPACE}*{VISIBLE}(?:{ALLOWED}{{0,{inner}}}{VISIBLE})?{WHITESPACE}*$")
+    } else {
+        format!("^{TEXT_WHITESPACE}*{VISIBLE}{ALLOWED}*$")
+    }
+}
+
+/// The request schema of a text field: its pattern, and for an untrimmed one its length.
+fn schema(description: &str, example: &str, max_chars: usize, trim: bool) -> RefOr<Schema> {
+    let builder = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(format!(
+            "{description} Not only whitespace; no control characters but tab, line feed and \
+             carriage return. Lengths count Unicode code points."
+        )))
+        .min_length(Some(1))
+        .pattern(Some(pattern(max_chars, trim)))
+        .examples([example]);
+    match trim {
+        true => builder,
+        false => builder.max_length(Some(max_chars)),
+    }
+    .into()
+}
 
 fn bounded(
     field: &'static str,
@@ -37,8 +86,11 @@ fn bounded(
 }
 
 macro_rules! text_type {
-    ($(#[$doc:meta])* $name:ident, $field:literal, $max:literal, trim = $trim:literal) => {
-        $(#[$doc])*
+    (
+        #[doc = $doc:literal] $name:ident, $field:literal, $max:literal, trim = $trim:literal,
+        example = $example:literal
+    ) => {
+        #[doc = $doc]
         #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
         #[serde(transparent)]
         pub struct $name(String);
@@ -58,29 +110,39 @@ macro_rules! text_type {
                 self.0
             }
         }
+
+        /// The field in a request body (`#[schema(value_type = ...)]`).
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                schema($doc.trim(), $example, $max, $trim)
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
     };
 }
 
 text_type!(
-    /// 1–64 characters after trimming surrounding whitespace.
-    Username, "username", 64, trim = true
+    /// A username: 1–64 characters after trimming surrounding whitespace.
+    Username, "username", 64, trim = true, example = "Ada"
 );
 text_type!(
-    /// 1–300 characters after trimming surrounding whitespace.
-    Title, "title", 300, trim = true
+    /// A post's title: 1–300 characters after trimming surrounding whitespace.
+    Title, "title", 300, trim = true, example = "Hello"
 );
 text_type!(
-    /// 1–100,000 characters, kept exactly as written (whitespace is the author's).
-    PostContent, "content", 100_000, trim = false
+    /// A post's content: 1–100,000 characters, kept exactly as written (whitespace is hers).
+    PostContent, "content", 100_000, trim = false, example = "My first post"
 );
 text_type!(
-    /// 1–10,000 characters, kept exactly as written.
-    CommentContent, "content", 10_000, trim = false
+    /// A comment: 1–10,000 characters, kept exactly as written.
+    CommentContent, "content", 10_000, trim = false, example = "Welcome!"
 );
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::assert_schema_agrees;
 
     #[test]
     fn username_is_trimmed_and_bounded() {
@@ -106,6 +168,44 @@ mod tests {
         assert!(Username::parse("a\u{1b}[31mb").is_err());
         assert!(PostContent::parse("line\r\nnext\tcol").is_ok());
         assert!(CommentContent::parse("\u{7f}").is_err());
+    }
+
+    /// Every character of the Basic Multilingual Plane up to the CJK block, and a few beyond,
+    /// alone, among others, and around whitespace: the patterns accept exactly what `parse`
+    /// takes, lengths included.
+    #[test]
+    fn the_patterns_say_what_parse_takes() {
+        let mut chars: Vec<char> = (0..0x3100).filter_map(char::from_u32).collect();
+        chars.extend(['\u{feff}', '\u{fffd}', '\u{1f600}', '\u{10ffff}']);
+        let mut candidates: Vec<String> = Vec::new();
+        for c in chars {
+            candidates.extend([
+                c.to_string(),
+                format!("a{c}b"),
+                format!("{c}ab"),
+                format!("ab{c}"),
+            ]);
+        }
+        for n in [62, 63, 64, 65, 299, 300, 301] {
+            for fill in ["x", "é", "😀", " x", "x "] {
+                let text = fill.repeat(n);
+                candidates.push(format!("  {text}\n"));
+                candidates.push(text);
+            }
+        }
+        candidates.extend([
+            "".into(),
+            " ".into(),
+            "\t\n\r".into(),
+            "\u{3000}x\u{3000}".into(),
+        ]);
+        let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        assert_schema_agrees::<Username>(&candidates, |c| Username::parse(c).is_ok());
+        assert_schema_agrees::<Title>(&candidates, |c| Title::parse(c).is_ok());
+        let (long, longer) = ("é".repeat(10_000), "é".repeat(10_001));
+        let contents = [candidates.as_slice(), &[long.as_str(), longer.as_str()]].concat();
+        assert_schema_agrees::<CommentContent>(&contents, |c| CommentContent::parse(c).is_ok());
+        assert_schema_agrees::<PostContent>(&candidates, |c| PostContent::parse(c).is_ok());
     }
 
     #[test]

@@ -111,6 +111,7 @@ mod tests {
             Username::parse("Ada").unwrap(),
         );
         Post::new(
+            PostId::generate(),
             &author,
             Title::parse("t").unwrap(),
             PostContent::parse("secret").unwrap(),

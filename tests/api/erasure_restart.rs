@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::eventually;
-use crate::restart::{free_port, start_binary, wait_until_ready};
+use crate::restart::start_binary;
 
 struct Client {
     http: reqwest::Client,
@@ -112,13 +112,11 @@ async fn erasure_finished(store: &EmbeddedStore, erased: &str) -> Result<(), Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_killed_halfway_converges_after_restart() {
     let data_dir = TempDir::new().expect("temp dir");
-    let port = free_port();
-    let client = Client {
+    let mut server = start_binary(data_dir.path());
+    let mut client = Client {
         http: reqwest::Client::new(),
-        base: format!("http://127.0.0.1:{port}"),
+        base: server.base().await,
     };
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client.http, &client.base).await;
 
     let others: Vec<String> = (0..10).map(|n| format!("reader-{n}")).collect();
     for user in others.iter().map(String::as_str).chain(["bob"]) {
@@ -182,15 +180,15 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
     assert_eq!(erase, StatusCode::ACCEPTED);
     // Long enough for the pump to start on the erasure, far too short to finish it.
     tokio::time::sleep(Duration::from_millis(30)).await;
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
 
     let store = EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("store");
     let halfway = erasure_finished(&store, "bob").await;
     eprintln!("at the kill: {halfway:?}");
 
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client.http, &client.base).await;
+    // Restarted on the same data, on the port the system gives it this time.
+    let mut server = start_binary(data_dir.path());
+    client.base = server.base().await;
     eventually(Duration::from_secs(60), || async {
         erasure_finished(&store, "bob").await.ok()
     })
@@ -202,6 +200,5 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
         .await
         .expect("get");
     assert_eq!(user.status(), StatusCode::NOT_FOUND);
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
 }

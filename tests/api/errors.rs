@@ -18,7 +18,7 @@ operation_tests!(
     hostile_input_never_causes_a_server_error,
 );
 
-async fn assert_problem(response: Response, status: StatusCode, code: &str) -> Value {
+pub async fn assert_problem(response: Response, status: StatusCode, code: &str) -> Value {
     assert_eq!(response.status(), status, "expected {code}");
     let content_type = response.headers()["content-type"]
         .to_str()
@@ -35,7 +35,7 @@ async fn assert_problem(response: Response, status: StatusCode, code: &str) -> V
 }
 
 /// Every item in every container (of every tenant), to show a refused request wrote nothing.
-async fn everything(app: &TestApp) -> Vec<Value> {
+pub async fn everything(app: &TestApp) -> Vec<Value> {
     let mut all = Vec::new();
     for container in [Container::Users, Container::Posts, Container::Feed] {
         let page = app

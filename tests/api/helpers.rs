@@ -53,6 +53,7 @@ struct ServerGuard {
 pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Settings {
     Settings {
         port: 0,
+        port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         store: StoreSettings {
             data_dir,

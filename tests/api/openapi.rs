@@ -150,6 +150,100 @@ fn openapi_problems(doc: &Value) -> Vec<String> {
     problems.extend(unknown_security_schemes(doc));
     problems.extend(duplicate_operation_ids(doc));
     problems.extend(schemas_that_are_not_json_schema(doc));
+    problems.extend(broken_links(doc));
+    problems
+}
+
+/// The parameters of an operation, its own and its path's: `name -> (in, required)`.
+fn parameters_of<'v>(
+    doc: &'v Value,
+    template: &str,
+    operation: &'v Value,
+) -> BTreeMap<&'v str, (&'v str, bool)> {
+    operation["parameters"]
+        .as_array()
+        .into_iter()
+        .chain(doc["paths"][template]["parameters"].as_array())
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p["name"].as_str()?,
+                (p["in"].as_str()?, p["required"] == true),
+            ))
+        })
+        .collect()
+}
+
+/// The schema a JSON pointer into an instance of `schema` lands in, following `$ref`s:
+/// `None` when the schema has no such field.
+fn schema_at<'v>(doc: &'v Value, mut schema: &'v Value, pointer: &str) -> Option<&'v Value> {
+    let resolve = |mut schema: &'v Value| {
+        while let Some(target) = schema["$ref"].as_str() {
+            schema = doc.pointer(target.strip_prefix('#')?)?;
+        }
+        Some(schema)
+    };
+    for segment in pointer.split('/').filter(|s| !s.is_empty()) {
+        schema = resolve(schema)?;
+        schema = match segment.parse::<usize>() {
+            Ok(_) => schema.get("items")?,
+            Err(_) => schema.get("properties")?.get(segment)?,
+        };
+    }
+    resolve(schema)
+}
+
+/// Every response link leads to an operation of the document, gives it each of its required
+/// path parameters and only parameters it has, and takes each value from something that is
+/// there: a path parameter of the request, or a field of the response's body.
+fn broken_links(doc: &Value) -> Vec<String> {
+    let operations = operations(doc);
+    let by_id: BTreeMap<&str, (&String, &Value)> = operations
+        .iter()
+        .filter_map(|((_, template), op)| Some((op["operationId"].as_str()?, (template, *op))))
+        .collect();
+    let mut problems = Vec::new();
+    for ((method, template), operation) in &operations {
+        let own = parameters_of(doc, template, operation);
+        let responses = operation["responses"].as_object().into_iter().flatten();
+        for (status, response) in responses {
+            let body = &response["content"]["application/json"]["schema"];
+            for (name, link) in response["links"].as_object().into_iter().flatten() {
+                let what = format!("{method} {template} {status}, link {name}");
+                let target = link["operationId"].as_str().unwrap_or_default();
+                let Some((target_template, target_operation)) = by_id.get(target) else {
+                    problems.push(format!("{what}: no operation {target:?}"));
+                    continue;
+                };
+                let wanted = parameters_of(doc, target_template, target_operation);
+                let given = link["parameters"].as_object().cloned().unwrap_or_default();
+                for (parameter, (place, required)) in &wanted {
+                    if *place == "path" && *required && !given.contains_key(*parameter) {
+                        problems.push(format!("{what}: {target} needs {parameter}"));
+                    }
+                }
+                for (parameter, expression) in &given {
+                    if !wanted.contains_key(parameter.as_str()) {
+                        problems.push(format!("{what}: {target} takes no {parameter}"));
+                    }
+                    let expression = expression.as_str().unwrap_or_default();
+                    let found = match (
+                        expression.strip_prefix("$request.path."),
+                        expression.strip_prefix("$response.body#"),
+                    ) {
+                        (Some(name), _) => own.get(name).is_some_and(|(place, _)| *place == "path"),
+                        (_, Some(pointer)) => schema_at(doc, body, pointer).is_some(),
+                        _ => false,
+                    };
+                    if !found {
+                        problems.push(format!(
+                            "{what}: {parameter} = {expression:?} leads nowhere"
+                        ));
+                    }
+                }
+            }
+        }
+    }
     problems
 }
 
@@ -342,6 +436,57 @@ fn the_multi_document_puts_every_operation_under_its_tenant_and_q7_only_there() 
     assert!(single["paths"].get("/api/users").is_none());
 }
 
+/// A client can follow the answers: from a new post to it, its comments and likes and its
+/// author; from a new comment or like back to its post; from a page to the next. (That each
+/// link leads somewhere real is part of the validation above.)
+#[test]
+fn answers_link_to_the_operations_on_what_they_name() {
+    for tenancy in LAYOUTS {
+        let doc = document(tenancy);
+        let template = |path: &str| match tenancy {
+            Tenancy::Single => path.to_owned(),
+            Tenancy::Multi => path.replacen("/api", "/api/tenants/{tenantId}", 1),
+        };
+        let links = |path: &str, method: &str, status: &str| -> BTreeSet<String> {
+            doc["paths"][template(path)][method]["responses"][status]["links"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(name, link)| format!("{name}->{}", link["operationId"].as_str().unwrap()))
+                .collect()
+        };
+        let created = links("/api/posts", "post", "201");
+        for expected in [
+            "GetPost->GetPost",
+            "ListComments->ListComments",
+            "ListLikes->ListLikes",
+            "AddComment->AddComment",
+            "LikePost->LikePost",
+            "GetAuthor->GetUser",
+        ] {
+            assert!(
+                created.contains(expected),
+                "{tenancy}: {expected} in {created:?}"
+            );
+        }
+        let comment = links("/api/posts/{postId}/comments", "post", "201");
+        assert!(
+            comment.contains("DeleteComment->DeleteComment"),
+            "{comment:?}"
+        );
+        let page = links("/api/posts/{postId}/comments", "get", "200");
+        assert!(page.contains("NextPage->ListComments"), "{page:?}");
+        let user = links("/api/users/{userId}", "put", "201");
+        assert!(user.contains("ListUserPosts->ListUserPosts"), "{user:?}");
+        let post = &doc["paths"][template("/api/posts")]["post"]["responses"]["201"];
+        let tenant = &post["links"]["GetPost"]["parameters"]["tenantId"];
+        match tenancy {
+            Tenancy::Single => assert!(tenant.is_null()),
+            Tenancy::Multi => assert_eq!(tenant, "$request.path.tenantId"),
+        }
+    }
+}
+
 /// The validation above can fail: each of these breakages is caught.
 #[test]
 fn broken_documents_are_refused() {
@@ -364,7 +509,7 @@ fn broken_documents_are_refused() {
             "a multi document with {what} passed validation"
         );
     }
-    let breakages: [(&str, Breakage); 8] = [
+    let breakages: [(&str, Breakage); 11] = [
         ("no info", |d| d["info"] = Value::Null),
         ("OpenAPI 3.0", |d| d["openapi"] = json!("3.0.3")),
         ("a response without description", |d| {
@@ -389,6 +534,18 @@ fn broken_documents_are_refused() {
         }),
         ("a schema that is not JSON Schema", |d| {
             d["components"]["schemas"]["Post"]["required"] = json!("id")
+        }),
+        ("a link to no operation", |d| {
+            d["paths"]["/api/posts"]["post"]["responses"]["201"]["links"]["GetPost"]["operationId"] =
+                json!("GetPosting")
+        }),
+        ("a link to a field the body does not have", |d| {
+            d["paths"]["/api/posts"]["post"]["responses"]["201"]["links"]["GetPost"]["parameters"]
+                ["postId"] = json!("$response.body#/postIdentifier")
+        }),
+        ("a link without a path parameter", |d| {
+            d["paths"]["/api/posts"]["post"]["responses"]["201"]["links"]["GetPost"]["parameters"] =
+                json!({})
         }),
     ];
     let doc = document(Tenancy::Single);
@@ -708,6 +865,8 @@ struct Call {
     method: Method,
     path: String,
     caller: Option<&'static str>,
+    /// An `Idempotency-Key`, as sent.
+    key: Option<&'static str>,
     body: Body,
     expect: u16,
 }
@@ -717,6 +876,7 @@ fn call(method: Method, path: impl Into<String>, expect: u16) -> Call {
         method,
         path: path.into(),
         caller: None,
+        key: None,
         body: Body::Empty,
         expect,
     }
@@ -730,6 +890,13 @@ impl Call {
     fn by(self, caller: &'static str) -> Self {
         Self {
             caller: Some(caller),
+            ..self
+        }
+    }
+
+    fn key(self, key: &'static str) -> Self {
+        Self {
+            key: Some(key),
             ..self
         }
     }
@@ -773,6 +940,9 @@ async fn check(
     let mut request = app.client.request(call.method.clone(), app.url(&path));
     if let Some(caller) = call.caller {
         request = request.header("x-ms-client-principal-id", caller);
+    }
+    if let Some(key) = call.key {
+        request = request.header("Idempotency-Key", key);
     }
     request = match call.body {
         Body::Empty => request,
@@ -852,6 +1022,23 @@ fn calls(post: &str) -> Vec<Call> {
             .json(json!({"title": "", "content": "x"})),
         call(Method::POST, "/api/posts", 413).by("ada").too_large(),
         call(Method::POST, "/api/posts", 415).by("ada").not_json(),
+        // C2, create with an Idempotency-Key: a repeat, another body, a key that is none
+        call(Method::POST, "/api/posts", 201)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(post_body.clone()),
+        call(Method::POST, "/api/posts", 201)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(post_body.clone()),
+        call(Method::POST, "/api/posts", 422)
+            .by("ada")
+            .key("\"post-1\"")
+            .json(json!({"title": "Other", "content": "x"})),
+        call(Method::POST, "/api/posts", 400)
+            .by("ada")
+            .key("not a key")
+            .json(post_body.clone()),
         // C2, edit
         call(Method::PUT, &this_post, 200)
             .by("ada")
@@ -885,6 +1072,22 @@ fn calls(post: &str) -> Vec<Call> {
             .json(json!({"content": ""})),
         call(Method::POST, &comments, 413).by("bob").too_large(),
         call(Method::POST, &comments, 415).by("bob").not_json(),
+        call(Method::POST, &comments, 201)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nice"})),
+        call(Method::POST, &comments, 201)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nice"})),
+        call(Method::POST, &comments, 422)
+            .by("bob")
+            .key("comment-1")
+            .json(json!({"content": "Nicer"})),
+        call(Method::POST, &comments, 400)
+            .by("bob")
+            .key("")
+            .json(json!({"content": "Nice"})),
         // Q4
         get(&comments, 200),
         get("/api/posts/missing/comments", 404),
@@ -919,20 +1122,29 @@ fn delete_calls(post: &str, comment: &str) -> Vec<Call> {
     vec![
         // A comment
         call(Method::DELETE, &this_comment, 401),
+        call(
+            Method::DELETE,
+            format!("/api/posts/{post}/comments/a%23b"),
+            400,
+        )
+        .by("bob"),
         call(Method::DELETE, &this_comment, 403).by("carol"),
         call(Method::DELETE, &this_comment, 204).by("bob"),
         call(Method::DELETE, &this_comment, 404).by("bob"),
         // Unlike
         call(Method::DELETE, &likes, 401),
+        call(Method::DELETE, "/api/posts/a%23b/likes", 400).by("bob"),
         call(Method::DELETE, &likes, 204).by("bob"),
         call(Method::DELETE, &likes, 404).by("bob"),
         // The post
         call(Method::DELETE, &this_post, 401),
+        call(Method::DELETE, "/api/posts/a%23b", 400).by("ada"),
         call(Method::DELETE, &this_post, 403).by("bob"),
         call(Method::DELETE, &this_post, 204).by("ada"),
         call(Method::DELETE, &this_post, 404).by("ada"),
         // An account
         call(Method::DELETE, "/api/users/carol", 401),
+        call(Method::DELETE, "/api/users/a%23b", 400).by("carol"),
         call(Method::DELETE, "/api/users/carol", 403).by("bob"),
         call(Method::DELETE, "/api/users/carol", 202).by("carol"),
         call(Method::DELETE, "/api/users/carol", 404).by("carol"),

@@ -3,7 +3,7 @@
 //! converges with nothing duplicated and nothing missing.
 
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,26 +14,19 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::helpers::{assert_store_verifies, eventually, ids};
+use crate::served::Served;
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// The binary serving the embedded store in `data_dir` (see [`binary_command`]).
+pub fn start_binary(data_dir: &std::path::Path) -> Served {
+    Served::spawn(&mut binary_command(data_dir))
 }
 
-pub fn start_binary(data_dir: &std::path::Path, port: u16) -> Child {
-    binary_command(data_dir, port)
-        .spawn()
-        .expect("binary starts")
-}
-
-/// The binary serving the embedded store in `data_dir` on `port`, in the `single` layout
-/// unless the caller sets `BLOG_TENANCY`.
-pub fn binary_command(data_dir: &std::path::Path, port: u16) -> Command {
+/// The binary serving the embedded store in `data_dir`, in the `single` layout unless the
+/// caller sets `BLOG_TENANCY`, on a port the system chooses.
+pub fn binary_command(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
     command
-        .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
+        .env("FUNCTIONS_CUSTOMHANDLER_PORT", "0")
         .env("BLOG_DATA_DIR", data_dir)
         .env("BLOG_CHANGE_FEED", "pump")
         .env_remove("BLOG_TENANCY")
@@ -43,19 +36,6 @@ pub fn binary_command(data_dir: &std::path::Path, port: u16) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     command
-}
-
-pub async fn wait_until_ready(client: &reqwest::Client, base: &str) {
-    eventually(Duration::from_secs(20), || async {
-        client
-            .get(format!("{base}/"))
-            .send()
-            .await
-            .ok()
-            .filter(|r| r.status().is_success())
-            .map(|_| ())
-    })
-    .await;
 }
 
 async fn all_items(
@@ -74,11 +54,9 @@ async fn all_items(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_loses_nothing_and_its_copies_converge() {
     let data_dir = TempDir::new().unwrap();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client, &base).await;
+    let mut server = start_binary(data_dir.path());
+    let base = server.base().await;
 
     let put = client
         .put(format!("{base}/api/users/ada"))
@@ -111,8 +89,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(150)).await;
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
     let mut acknowledged = BTreeSet::new();
     for writer in writers {
         if let Ok(Some(id)) = writer.await {
@@ -128,8 +105,9 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
         acknowledged.len()
     );
 
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client, &base).await;
+    // Restarted on the same data; the system gives it another port.
+    let mut server = start_binary(data_dir.path());
+    let base = server.base().await;
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).unwrap());
 
@@ -192,8 +170,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
     );
     assert_store_verifies(&store, Duration::from_secs(60)).await;
 
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
     assert_binary_verifies(data_dir.path());
 }
 

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::{Backend, TestApp, assert_store_verifies, spawn_app_on};
-use crate::restart::{assert_binary_verifies, free_port, start_binary, wait_until_ready};
+use crate::restart::{assert_binary_verifies, start_binary};
 
 const USERS: usize = 20;
 /// Enough posts (about a third) to push the feed past its bound of 100.
@@ -323,11 +323,8 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
     let seed = seed();
     eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
     let data_dir = TempDir::new().unwrap();
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let client = Client::new(&base);
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client.http, &base).await;
+    let mut server = start_binary(data_dir.path());
+    let client = Client::new(&server.base().await);
     let ledger = register_users(&client).await;
 
     // The kill comes after a third to two thirds of the operations, while some are in flight.
@@ -343,8 +340,7 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             budget.stop.store(true, Ordering::SeqCst);
-            server.kill().expect("SIGKILL");
-            let _ = server.wait();
+            server.kill();
             budget.started.load(Ordering::SeqCst)
         })
     };
@@ -356,10 +352,10 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
     );
     eprintln!("storm: killed after {killed_after} operations had started");
 
-    // Restart on the same data; new connections; the rest of the operations.
-    let client = Client::new(&base);
-    let mut server = start_binary(data_dir.path(), port);
-    wait_until_ready(&client.http, &base).await;
+    // Restart on the same data (on another port); new connections; the rest of the
+    // operations.
+    let mut server = start_binary(data_dir.path());
+    let client = Client::new(&server.base().await);
     budget.stop.store(false, Ordering::SeqCst);
     storm(&client, &ledger, &budget, seed).await;
     assert_eq!(budget.started.load(Ordering::SeqCst), OPERATIONS);
@@ -369,8 +365,7 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
     let report = assert_store_verifies(&store, Duration::from_secs(120)).await;
     eprintln!("{}", report.verdict());
     check_acknowledged(&store, &ledger).await;
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
     assert_binary_verifies(data_dir.path());
 }
 

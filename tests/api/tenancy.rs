@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_in, spawn_app_on};
-use crate::restart::{binary_command, free_port, verify_command, wait_until_ready};
+use crate::restart::{binary_command, verify_command};
+use crate::served::Served;
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";
@@ -624,17 +625,11 @@ async fn a_tenant_is_served_the_multi_openapi_document(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     let data_dir = TempDir::new().expect("temp dir");
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let start_multi = || {
-        binary_command(data_dir.path(), port)
-            .env("BLOG_TENANCY", "multi")
-            .spawn()
-            .expect("binary starts")
-    };
+    let start_multi =
+        || Served::spawn(binary_command(data_dir.path()).env("BLOG_TENANCY", "multi"));
     let mut server = start_multi();
-    wait_until_ready(&client, &base).await;
+    let base = server.base().await;
 
     let tenant = format!("{base}/api/tenants/{NORTH}");
     let put = client
@@ -673,20 +668,21 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
         (feed_of(format!("{tenant}/feed")).await? == [post_id.clone()]).then_some(())
     })
     .await;
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
 
     // In `single`, the binary refuses the multi-tenant data and says why.
     let refusal = exit_of(
-        binary_command(data_dir.path(), port).stderr(Stdio::piped()),
+        binary_command(data_dir.path()).stderr(Stdio::piped()),
         Duration::from_secs(30),
     )
     .await;
     assert_ne!(refusal.0, Some(0), "started on the other layout");
     assert!(refusal.1.contains("multi layout"), "{}", refusal.1);
 
+    // Restarted, on the port the system gives it this time.
     let mut server = start_multi();
-    wait_until_ready(&client, &base).await;
+    let base = server.base().await;
+    let tenant = format!("{base}/api/tenants/{NORTH}");
     let user: Value = client
         .get(format!("{tenant}/users/ada"))
         .send()
@@ -706,8 +702,7 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
         .await
         .expect("request sent");
     assert_eq!(other.status(), StatusCode::NOT_FOUND);
-    server.kill().expect("kill");
-    let _ = server.wait();
+    server.kill();
 
     let verified = verify_command(data_dir.path())
         .args(["--tenancy", "multi"])

@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cosmos_blog::domain::{
-    Comment, CommentContent, Like, Post, PostContent, Timestamp, Title, User, UserId, Username,
+    Comment, CommentContent, CommentId, Like, Post, PostContent, PostId, Timestamp, Title, User,
+    UserId, Username,
 };
 use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -426,13 +427,14 @@ fn generated_export(folder: &Path, shape: &Shape) -> Manifest {
     for (n, author) in users.iter().enumerate() {
         for p in 0..shape.posts_per_user {
             let title = Title::parse(&format!("post {p} of {}", author.user_id)).unwrap();
-            let mut post = Post::new(author, title, content.clone());
+            let mut post = Post::new(PostId::generate(), author, title, content.clone());
             post.comment_count = shape.comments as u64;
             post.like_count = shape.likes as u64;
             let by = |k: usize| &users[(n + 1 + k) % users.len()];
             for k in 0..shape.comments {
                 let text = CommentContent::parse(&format!("comment {k}")).unwrap();
-                let comment = Comment::new(post.post_id.clone(), by(k), text);
+                let comment =
+                    Comment::new(CommentId::generate(), post.post_id.clone(), by(k), text);
                 write(Kind::Comments, serde_json::to_value(comment).unwrap());
             }
             for k in 0..shape.likes {

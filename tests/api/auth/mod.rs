@@ -7,7 +7,7 @@ mod modes;
 mod tokens;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use cosmos_blog::platform::Platform;
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::TestApp;
-use crate::restart::{free_port, wait_until_ready};
+use crate::served::Served;
 
 /// Runs each body `async fn name(backend: Backend)` on every backend (these tests choose
 /// their own settings, so `backend_tests!`, which spawns the default app, does not fit).
@@ -111,8 +111,9 @@ pub fn post_body() -> Value {
 /// The binary, started on the embedded store with exactly the environment a test gives it;
 /// killed when dropped.
 pub struct Binary {
-    child: Child,
-    pub base: String,
+    served: Served,
+    /// `http://127.0.0.1:PORT` once [`Binary::ready`] has seen it listen.
+    base: Option<String>,
     stderr: PathBuf,
     data: TempDir,
 }
@@ -134,7 +135,6 @@ const CLEARED: [&str; 10] = [
 impl Binary {
     pub fn start(env: &[(&str, &str)]) -> Self {
         let data = TempDir::new().expect("temp dir");
-        let port = free_port();
         let stderr = data.path().join("stderr.log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
         for name in CLEARED.into_iter().chain(Platform::variables()) {
@@ -142,21 +142,21 @@ impl Binary {
         }
         command
             .env("BLOG_DATA_DIR", data.path())
-            .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&stderr).expect("log file"));
         Self {
-            child: command.spawn().expect("binary starts"),
-            base: format!("http://127.0.0.1:{port}"),
+            served: Served::spawn(&mut command),
+            base: None,
             stderr,
             data,
         }
     }
 
-    pub async fn ready(self) -> Self {
-        wait_until_ready(&reqwest::Client::new(), &self.base).await;
+    /// Waits until it listens.
+    pub async fn ready(mut self) -> Self {
+        self.base = Some(self.served.base().await);
         self
     }
 
@@ -164,7 +164,7 @@ impl Binary {
     pub fn exit_status(&mut self) -> ExitStatus {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
+            if let Some(status) = self.served.child.try_wait().expect("try_wait") {
                 return status;
             }
             assert!(Instant::now() < deadline, "the binary did not exit");
@@ -181,18 +181,12 @@ impl Binary {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+        let base = self.base.as_deref().expect("Binary::ready first");
+        format!("{base}{path}")
     }
 
     /// Stops the process (its store can then be opened by the test).
     pub fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        self.stop();
+        self.served.kill();
     }
 }
