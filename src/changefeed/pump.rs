@@ -10,9 +10,14 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
+use tracing::instrument::WithSubscriber;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, tenant};
+use crate::store::{
+    Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, charge, tenant,
+};
+use crate::telemetry::{self, metrics};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
@@ -90,10 +95,11 @@ pub struct Pump {
 }
 
 impl Pump {
+    /// Starts a task per source, logging and tracing to the current subscriber.
     pub fn start(store: Arc<dyn Store>) -> Self {
         let tasks = Source::ALL
             .into_iter()
-            .map(|source| tokio::spawn(run(Arc::clone(&store), source)))
+            .map(|source| tokio::spawn(run(Arc::clone(&store), source).with_current_subscriber()))
             .collect();
         Self { tasks }
     }
@@ -171,7 +177,7 @@ async fn step(
         }
         return Ok(None);
     }
-    let report = source.handle(store, &batch.items).await?;
+    let report = handle_batch(store, source, &batch.items).await?;
     tracing::debug!(
         source = source.function_name(),
         processed = report.processed,
@@ -181,6 +187,24 @@ async fn step(
     );
     save_checkpoint(store, source, &batch.checkpoint).await?;
     Ok(Some(batch.checkpoint))
+}
+
+/// Runs the handler on a batch, in a span of its own that the store calls of the handling go
+/// under, and records the batch's RU and the source's lag.
+async fn handle_batch(
+    store: &Arc<dyn Store>,
+    source: Source,
+    documents: &[Value],
+) -> StoreResult<Report> {
+    let handler = source.function_name();
+    let span = telemetry::batch_span(handler, source.container().name(), documents.len());
+    let (report, exchange) = charge::measure_exchanges(source.handle(store, documents))
+        .instrument(span)
+        .await;
+    let report = report?;
+    metrics::record_operation_charge(handler, exchange.request_units);
+    metrics::record_change_feed_lag(source.container().name(), handler, documents);
+    Ok(report)
 }
 
 async fn load_checkpoint(

@@ -122,6 +122,21 @@ impl HttpFunction {
     }
 }
 
+/// The function that a request with `method` runs when it matches the router's route
+/// `template` (`/api/users/{userId}`, the plain route in both layouts, or a trigger's
+/// `/OnUserChanged`): the operation telemetry names.
+pub fn function_for(method: &str, template: &str) -> Option<&'static str> {
+    let path = template.strip_prefix('/')?;
+    if let Some(source) = Source::ALL.iter().find(|s| s.function_name() == path) {
+        return Some(source.function_name());
+    }
+    let route = path.strip_prefix(ROUTE_PREFIX)?.strip_prefix('/')?;
+    HTTP_FUNCTIONS
+        .iter()
+        .find(|f| f.route == route && f.method.eq_ignore_ascii_case(method))
+        .map(|f| f.name)
+}
+
 /// The HTTP functions of the `tenancy` layout.
 pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
     HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
