@@ -185,7 +185,7 @@ fn served_routes(state: &AppState) -> Router<AppState> {
 /// The complete HTTP application; `extra`: the trigger routes, when the host invokes them.
 pub fn app(state: AppState, extra: Router<AppState>) -> Router {
     served_routes(&state)
-        .merge(extra.route_layer(middleware::from_fn(telemetry::http::note_route)))
+        .merge(extra)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(request_charge))

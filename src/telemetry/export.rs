@@ -31,7 +31,7 @@ use axum::http::{Uri, header};
 use azure_core::credentials::TokenCredential;
 use opentelemetry::KeyValue;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
@@ -178,7 +178,7 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
     match export {
         Export::Off => Ok(None),
         Export::Otlp { endpoint } => {
-            let client = ExportClient::new(runtime, "OTLP collector", None)?;
+            let client = ExportClient::new(runtime, "OTLP collector", None, None)?;
             let signal = |path: &str| {
                 endpoint
                     .as_ref()
@@ -187,12 +187,18 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
             let mut spans = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_http_client(client.clone());
+            if let Some(protocol) = default_protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
+                spans = spans.with_protocol(protocol);
+            }
             if let Some(url) = signal("v1/traces") {
                 spans = spans.with_endpoint(url);
             }
             let mut metrics = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_http_client(client);
+            if let Some(protocol) = default_protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
+                metrics = metrics.with_protocol(protocol);
+            }
             if let Some(url) = signal("v1/metrics") {
                 metrics = metrics.with_endpoint(url);
             }
@@ -206,7 +212,12 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
             connection_string,
             credential,
         } => {
-            let client = ExportClient::new(runtime, "Application Insights", credential.clone())?;
+            let client = ExportClient::new(
+                runtime,
+                "Application Insights",
+                credential.clone(),
+                local_plain_endpoint(connection_string),
+            )?;
             let exporter =
                 opentelemetry_application_insights::Exporter::new_from_connection_string(
                     connection_string,
@@ -215,6 +226,19 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
                 .map_err(|e| anyhow::anyhow!("APPLICATIONINSIGHTS_CONNECTION_STRING: {e}"))?;
             Ok(Some(build(exporter.clone(), exporter, schedule)))
         }
+    }
+}
+
+/// The protocol to impose on a signal's exporter: none when the variables name an HTTP one
+/// (the exporter reads them), else the specification's default, `http/protobuf` (the exporter
+/// would pick JSON, because it is built with both).
+fn default_protocol(signal_variable: &str) -> Option<Protocol> {
+    let named = [signal_variable, "OTEL_EXPORTER_OTLP_PROTOCOL"]
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()));
+    match named {
+        Some(protocol) if protocol.trim().to_ascii_lowercase().starts_with("http/") => None,
+        _ => Some(Protocol::HttpBinary),
     }
 }
 
@@ -261,6 +285,25 @@ fn resource() -> Resource {
     builder.build()
 }
 
+/// The authority of the connection string's `IngestionEndpoint` when it is plain HTTP on
+/// this machine (a local proxy, such as Azure Monitor's Entra authentication proxy, or a
+/// test's receiver). The exporter turns every endpoint into HTTPS; this one is sent as
+/// written. A remote endpoint always gets HTTPS: the instrumentation key goes with it.
+fn local_plain_endpoint(connection_string: &str) -> Option<String> {
+    let endpoint = connection_string.split(';').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case("IngestionEndpoint")
+            .then(|| value.trim().to_owned())
+    })?;
+    let uri: Uri = endpoint.parse().ok()?;
+    let local = matches!(uri.host(), Some("localhost" | "[::1]"))
+        || uri.host().is_some_and(|h| h.starts_with("127."));
+    (uri.scheme_str() == Some("http") && local)
+        .then(|| uri.authority().map(|a| a.to_string()))
+        .flatten()
+}
+
 /// The HTTP client of both exporters: the tree's reqwest, run on the application's Tokio
 /// runtime (the SDK exports from threads of its own, where an async client would find no
 /// runtime), with a Microsoft Entra token when one is configured. A failing destination is
@@ -273,6 +316,8 @@ struct ExportClient {
     credential: Option<Arc<dyn TokenCredential>>,
     destination: &'static str,
     failing: Arc<AtomicBool>,
+    /// The authority sent plain HTTP (see [`local_plain_endpoint`]).
+    plain_http: Option<String>,
 }
 
 impl std::fmt::Debug for ExportClient {
@@ -288,6 +333,7 @@ impl ExportClient {
         runtime: tokio::runtime::Handle,
         destination: &'static str,
         credential: Option<Arc<dyn TokenCredential>>,
+        plain_http: Option<String>,
     ) -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
@@ -299,10 +345,19 @@ impl ExportClient {
             credential,
             destination,
             failing: Arc::default(),
+            plain_http,
         })
     }
 
     async fn send(&self, mut request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        if let Some(authority) = &self.plain_http
+            && request.uri().authority().map(|a| a.as_str()) == Some(authority.as_str())
+        {
+            let https = request.uri().to_string();
+            if let Some(rest) = https.strip_prefix("https://") {
+                *request.uri_mut() = format!("http://{rest}").parse()?;
+            }
+        }
         if let Some(credential) = &self.credential {
             let token = credential.get_token(&[MONITOR_SCOPE], None).await?;
             let bearer = format!("Bearer {}", token.token.secret());
@@ -436,6 +491,28 @@ mod tests {
         let refused = Export::from_vars(|name| vars.get(name).map(|v| v.to_string()));
         assert!(refused.is_err());
         assert!(entra_credential("ClientId=abc").is_err());
+    }
+
+    #[test]
+    fn only_a_local_ingestion_endpoint_may_be_plain_http() {
+        let plain = |endpoint: &str| {
+            local_plain_endpoint(&format!(
+                "InstrumentationKey=k;IngestionEndpoint={endpoint}"
+            ))
+        };
+        assert_eq!(
+            plain("http://127.0.0.1:8081/"),
+            Some("127.0.0.1:8081".into())
+        );
+        assert_eq!(
+            plain("http://localhost:8081"),
+            Some("localhost:8081".into())
+        );
+        assert_eq!(
+            plain("http://westeurope-5.in.applicationinsights.azure.com/"),
+            None
+        );
+        assert_eq!(plain("https://127.0.0.1:8081/"), None);
     }
 
     #[test]

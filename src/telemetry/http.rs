@@ -12,7 +12,7 @@ use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry_http::HeaderExtractor;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use tracing::field::Empty;
+use tracing::field::{Empty, display};
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -85,7 +85,6 @@ pub async fn observe(request: Request, next: Next) -> Response {
 pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
     let span = tracing::info_span!(
         "request",
-        otel.name = %request.method(),
         otel.kind = "server",
         otel.status_code = Empty,
         http.request.method = %request.method(),
@@ -102,7 +101,7 @@ pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
         span_id = Empty,
     );
     if let Some(id) = header(request.headers(), INVOCATION_ID_HEADER) {
-        span.record("faas.invocation_id", id);
+        span.record("faas.invocation_id", display(id));
     }
     if let Some(parent) = caller_context(request.headers()) {
         let _ = span.set_parent(parent);
@@ -117,8 +116,8 @@ pub(crate) fn record_ids(span: &Span) {
     let context = span.context();
     let span_context = context.span().span_context().clone();
     if span_context.is_valid() {
-        span.record("trace_id", span_context.trace_id().to_string());
-        span.record("span_id", span_context.span_id().to_string());
+        span.record("trace_id", display(span_context.trace_id()));
+        span.record("span_id", display(span_context.span_id()));
     }
 }
 
@@ -145,8 +144,13 @@ fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
     span.record("http.response.status_code", status);
     if let Some(template) = &template {
         span.record("http.route", template.as_str());
-        span.record("otel.name", format!("{method} {template}"));
     }
+    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`.
+    let name = match &template {
+        Some(template) => format!("{method} {template}"),
+        None => method.to_string(),
+    };
+    span.context().span().update_name(name);
     if let Some(operation) = operation {
         span.record("blog.operation", operation);
     }

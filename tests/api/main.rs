@@ -17,6 +17,7 @@ mod posts;
 mod rename_race;
 mod restart;
 mod storm;
+mod telemetry;
 mod tenancy;
 mod users;
 mod verify;
