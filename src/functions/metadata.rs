@@ -170,6 +170,10 @@ pub const MAX_ITEMS_PER_INVOCATION: u32 = 100;
 #[serde(rename_all = "camelCase")]
 struct Host {
     version: &'static str,
+    /// `OpenTelemetry`: the host exports its own spans and logs as OpenTelemetry (to
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` or Application Insights), so its invocation and the
+    /// handler's spans, parented on the `traceparent` it forwards, are one trace.
+    telemetry_mode: &'static str,
     extension_bundle: ExtensionBundle,
     custom_handler: CustomHandler,
     extensions: Extensions,
@@ -210,6 +214,7 @@ struct HttpExtension {
 fn host(tenancy: Tenancy) -> Host {
     Host {
         version: "2.0",
+        telemetry_mode: "OpenTelemetry",
         extension_bundle: ExtensionBundle {
             id: "Microsoft.Azure.Functions.ExtensionBundle",
             // v4 of the bundle carries v4 of the Cosmos DB extension (containerName, ...).
@@ -490,6 +495,27 @@ mod tests {
         assert!(!in_layout(Tenancy::Single).contains(&"ListUsers"));
         assert!(in_layout(Tenancy::Multi).contains(&"ListUsers"));
         assert_eq!(in_layout(Tenancy::Multi).len(), HTTP_FUNCTIONS.len());
+    }
+
+    #[test]
+    fn the_host_exports_open_telemetry_and_operations_map_to_functions() {
+        let host: serde_json::Value =
+            serde_json::from_str(&pretty(&host(Tenancy::Single))).unwrap();
+        assert_eq!(host["telemetryMode"], "OpenTelemetry");
+        assert_eq!(
+            function_for("POST", "/api/posts/{postId}/comments"),
+            Some("AddComment")
+        );
+        assert_eq!(
+            function_for("delete", "/api/posts/{postId}/likes"),
+            Some("Unlike")
+        );
+        assert_eq!(
+            function_for("POST", "/OnPostChanged"),
+            Some("OnPostChanged")
+        );
+        assert_eq!(function_for("GET", "/api/posts/{postId}/comments/x"), None);
+        assert_eq!(function_for("GET", "/"), None);
     }
 
     #[test]
