@@ -177,30 +177,35 @@ async fn step(
         }
         return Ok(None);
     }
-    let report = handle_batch(store, source, &batch.items).await?;
-    tracing::debug!(
-        source = source.function_name(),
-        processed = report.processed,
-        written = report.written,
-        skipped = report.skipped.len(),
-        "change-feed batch handled"
+    let span = telemetry::batch_span(
+        source.function_name(),
+        source.container().name(),
+        batch.items.len(),
     );
-    save_checkpoint(store, source, &batch.checkpoint).await?;
-    Ok(Some(batch.checkpoint))
+    async {
+        let report = handle_batch(store, source, &batch.items).await?;
+        tracing::debug!(
+            source = source.function_name(),
+            processed = report.processed,
+            written = report.written,
+            skipped = report.skipped.len(),
+            "change-feed batch handled"
+        );
+        save_checkpoint(store, source, &batch.checkpoint).await?;
+        Ok(Some(batch.checkpoint))
+    }
+    .instrument(span)
+    .await
 }
 
-/// Runs the handler on a batch, in a span of its own that the store calls of the handling go
-/// under, and records the batch's RU and the source's lag.
+/// Runs the handler on a batch and records the batch's RU and the source's lag.
 async fn handle_batch(
     store: &Arc<dyn Store>,
     source: Source,
     documents: &[Value],
 ) -> StoreResult<Report> {
     let handler = source.function_name();
-    let span = telemetry::batch_span(handler, source.container().name(), documents.len());
-    let (report, exchange) = charge::measure_exchanges(source.handle(store, documents))
-        .instrument(span)
-        .await;
+    let (report, exchange) = charge::measure_exchanges(source.handle(store, documents)).await;
     let report = report?;
     metrics::record_operation_charge(handler, exchange.request_units);
     metrics::record_change_feed_lag(source.container().name(), handler, documents);

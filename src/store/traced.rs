@@ -62,26 +62,13 @@ impl TracedStore {
     where
         F: Future<Output = StoreResult<T>>,
     {
-        let span = tracing::info_span!(
-            target: SPAN_TARGET,
-            "store",
-            otel.name = %format_args!("{operation} {}", container.name()),
-            otel.kind = "client",
-            otel.status_code = Empty,
-            db.system.name = self.system,
-            db.namespace = %self.namespace,
-            db.collection.name = container.name(),
-            db.operation.name = operation,
-            db.operation.batch.size = Empty,
-            db.response.returned_rows = Empty,
-            db.response.status_code = Empty,
-            error.type = Empty,
-            azure.cosmosdb.operation.request_charge = Empty,
-            azure.cosmosdb.response.sub_status_code = Empty,
-            blog.store.logical_partitions = Empty,
-            blog.store.attempts = Empty,
-            blog.store.throttled = Empty,
-        );
+        // Only below a request, an invocation or a batch: the pump's polls and checkpoint
+        // reads would otherwise be a trace each, several a second, all of them idle.
+        let span = if Span::current().is_none() {
+            Span::none()
+        } else {
+            self.span(operation, container)
+        };
         let started = Instant::now();
         let (result, exchange) = charge::measure_exchanges(call.instrument(span.clone())).await;
         // The charge belongs to the enclosing scope too (the request's total).
@@ -117,6 +104,32 @@ impl Shape {
             partitions: Some(1),
             ..Shape::default()
         }
+    }
+}
+
+impl TracedStore {
+    /// The span of one call: the OpenTelemetry database attributes, the outcome to come.
+    fn span(&self, operation: &'static str, container: Container) -> Span {
+        tracing::info_span!(
+            target: SPAN_TARGET,
+            "store",
+            otel.name = %format_args!("{operation} {}", container.name()),
+            otel.kind = "client",
+            otel.status_code = Empty,
+            db.system.name = self.system,
+            db.namespace = %self.namespace,
+            db.collection.name = container.name(),
+            db.operation.name = operation,
+            db.operation.batch.size = Empty,
+            db.response.returned_rows = Empty,
+            db.response.status_code = Empty,
+            error.type = Empty,
+            azure.cosmosdb.operation.request_charge = Empty,
+            azure.cosmosdb.response.sub_status_code = Empty,
+            blog.store.logical_partitions = Empty,
+            blog.store.attempts = Empty,
+            blog.store.throttled = Empty,
+        )
     }
 }
 

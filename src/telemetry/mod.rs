@@ -37,8 +37,6 @@ use crate::store::traced;
 use export::{Export, Providers, Schedule};
 use metrics::{Instruments, MetricsLayer};
 
-pub use http::request_span;
-
 /// The header the Functions host puts on every request it sends to the custom handler.
 pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 

@@ -255,21 +255,26 @@ async fn a_comment_is_traced_under_the_callers_trace_and_measured(
         .headers()
         .get("x-ms-request-charge")
         .map(|v| v.to_str().unwrap().parse().unwrap());
-    telemetry.flush().await;
-
-    // The request: a server span, child of the caller's, named by its route template.
+    // The request: a server span, child of the caller's, named by its route template. It
+    // ends once the combiner's worker, which runs in it, is done: soon after the answer.
     let route = match tenancy {
         Tenancy::Single => "/api/posts/{postId}/comments",
         Tenancy::Multi => "/api/tenants/{tenantId}/posts/{postId}/comments",
     };
-    let spans = receiver.spans();
-    let request = spans
-        .iter()
-        .find(|s| {
-            s.kind == SpanKind::Server as i32
-                && attr(s, "blog.operation").as_deref() == Some("AddComment")
-        })
-        .unwrap_or_else(|| panic!("no AddComment request span in {spans:#?}"));
+    let (spans, request) = eventually(Duration::from_secs(30), || async {
+        telemetry.flush().await;
+        let spans = receiver.spans();
+        let request = spans
+            .iter()
+            .find(|s| {
+                s.kind == SpanKind::Server as i32
+                    && attr(s, "blog.operation").as_deref() == Some("AddComment")
+            })?
+            .clone();
+        Some((spans, request))
+    })
+    .await;
+    let request = &request;
     assert_eq!(hex(&request.trace_id), TRACE_ID);
     assert_eq!(hex(&request.parent_span_id), CALLER_SPAN_ID);
     assert_eq!(request.name, format!("POST {route}"));
@@ -427,25 +432,27 @@ async fn a_change_feed_batch_records_its_lag_and_cost(backend: Backend) {
     app.register("ada", "Ada").await;
     app.new_post("ada", "Hello", "world").await;
 
-    let lag = eventually(Duration::from_secs(30), || async {
+    // The batch's span ends after its checkpoint is saved, just after the lag is recorded.
+    let (lag, spans, batch) = eventually(Duration::from_secs(30), || async {
         telemetry.flush().await;
-        receiver
+        let lag = receiver
             .points("blog.change_feed.lag")
             .into_iter()
             .find(|p| {
                 p.has("blog.change_feed.source", "posts")
                     && p.has("blog.operation", "OnPostChanged")
-            })
+            })?;
+        let spans = receiver.spans();
+        let batch = spans
+            .iter()
+            .find(|s| s.name == "OnPostChanged" && s.kind == SpanKind::Consumer as i32)?
+            .clone();
+        Some((lag, spans, batch))
     })
     .await;
     assert!(lag.count >= 1 && lag.value >= 0.0, "{lag:?}");
 
     // Each batch is a trace of its own, with the handler's store calls under it.
-    let spans = receiver.spans();
-    let batch = spans
-        .iter()
-        .find(|s| s.name == "OnPostChanged" && s.kind == SpanKind::Consumer as i32)
-        .unwrap_or_else(|| panic!("no OnPostChanged batch span in {spans:#?}"));
     assert!(
         spans.iter().any(|s| s.parent_span_id == batch.span_id
             && attr(s, "db.collection.name").as_deref() == Some("feed")),
