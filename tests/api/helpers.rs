@@ -146,6 +146,14 @@ pub async fn spawn_observed(
     }
 }
 
+/// [`spawn_on_store`] with telemetry of its own, and no change-feed processing.
+pub async fn spawn_observed_on_store(store: Arc<dyn Store>, telemetry: Telemetry) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Off);
+    settings.store.tenancy = store.tenancy();
+    serve(settings, store, data_dir, Some(telemetry)).await
+}
+
 /// The application on a store the test prepared (a throttled account, say).
 pub async fn spawn_on_store(
     store: Arc<dyn Store>,

@@ -29,7 +29,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::auth::Binary;
-use crate::helpers::{Backend, OPERATION_TENANT, TestApp, eventually, spawn_observed};
+use crate::cosmos_emulator::throttled_emulator_store;
+use crate::helpers::{
+    Backend, OPERATION_TENANT, TestApp, eventually, spawn_observed, spawn_observed_on_store,
+};
 
 /// The caller's W3C trace context: the Functions host's invocation, as it forwards it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -421,6 +424,61 @@ on_every_backend_and_layout! {
     a_comment_is_traced_and_measured_on_cosmos_db: Cosmos, Single;
     a_tenants_comment_is_traced_and_measured_on_the_embedded_store: Embedded, Multi;
     a_tenants_comment_is_traced_and_measured_on_cosmos_db: Cosmos, Multi;
+}
+
+// ---- in process: throttling -----------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_calls_are_counted_and_their_spans_say_429() {
+    let receiver = Receiver::start().await;
+    let telemetry = exporting_to(&receiver);
+    // 400 RU/s enforced, and no SDK retries: the 429 reaches the app.
+    let app = spawn_observed_on_store(throttled_emulator_store(400).await, telemetry.clone()).await;
+    app.register("ada", "Ada").await;
+    let content = "x".repeat(90_000);
+    let responses =
+        futures::future::join_all((0..60).map(|_| app.create_post("ada", "big", &content))).await;
+    let answered_429 = responses
+        .iter()
+        .filter(|r| r.status() == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert!(answered_429 > 0, "nothing was throttled");
+    telemetry.flush().await;
+
+    let throttled: f64 = receiver
+        .points("blog.store.throttled")
+        .iter()
+        .filter(|p| p.has("db.collection.name", "posts"))
+        .map(|p| p.value)
+        .sum();
+    assert!(
+        throttled >= answered_429 as f64,
+        "{throttled} < {answered_429}"
+    );
+    let refused = receiver.points("http.server.request.duration");
+    assert!(
+        refused
+            .iter()
+            .any(|p| p.has("http.response.status_code", "429")
+                && p.has("blog.operation", "CreatePost")
+                && p.count >= 1),
+        "{refused:#?}"
+    );
+    let spans = eventually(Duration::from_secs(30), || async {
+        telemetry.flush().await;
+        let spans = receiver.spans();
+        spans
+            .iter()
+            .any(|s| attr(s, "blog.problem.code").as_deref() == Some("throttled"))
+            .then_some(spans)
+    })
+    .await;
+    let call = spans
+        .iter()
+        .find(|s| attr(s, "db.response.status_code").as_deref() == Some("429"))
+        .unwrap_or_else(|| panic!("no throttled store span in {spans:#?}"));
+    assert_eq!(attr(call, "error.type").as_deref(), Some("throttled"));
+    assert_eq!(attr(call, "blog.store.throttled").as_deref(), Some("1"));
 }
 
 // ---- in process: the change-feed pump ------------------------------------------------------------
