@@ -173,6 +173,9 @@ pub struct Schedule {
 
 /// The providers of `export`, sending from the current Tokio runtime; `None` when off.
 pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<Option<Providers>> {
+    if let Export::Off = export {
+        return Ok(None);
+    }
     let runtime = tokio::runtime::Handle::try_current()
         .context("telemetry export needs the Tokio runtime")?;
     match export {

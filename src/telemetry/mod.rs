@@ -239,3 +239,27 @@ pub fn batch_span(handler: &'static str, source: &'static str, documents: usize)
 pub fn in_current_context<F: Future>(future: F) -> impl Future<Output = F::Output> {
     crate::store::charge::carried(future.in_current_span()).with_current_subscriber()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_alone_need_no_runtime_and_metrics_go_nowhere() {
+        let telemetry = Telemetry::logs_only("info", std::io::sink);
+        assert_eq!(telemetry.describe(), "off");
+        // No instruments in a logs-only subscriber: recording is a no-op, not a panic.
+        telemetry.in_scope(|| metrics::record_combined_batch(3));
+    }
+
+    #[test]
+    fn the_store_spans_stay_out_of_the_logs_unless_named() {
+        let quiet = log_filter("info").to_string();
+        assert!(
+            quiet.contains(&format!("{}=off", traced::SPAN_TARGET)),
+            "{quiet}"
+        );
+        let named = format!("info,{}=info", traced::SPAN_TARGET);
+        assert!(!log_filter(&named).to_string().contains("=off"));
+    }
+}
