@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
+use cosmos_blog::changefeed;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};
 use cosmos_blog::store::{Store, Tenancy};
+use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
-use cosmos_blog::{changefeed, telemetry, transfer};
+use cosmos_blog::{changefeed, transfer};
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
 /// embedded store.
@@ -108,8 +110,41 @@ enum FunctionsCommand {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    telemetry::init();
     let cli = Cli::parse();
+    // Only a server exports traces and metrics; every command logs.
+    let serving = matches!(cli.command, None | Some(Command::Serve));
+    let telemetry = start_telemetry(serving);
+    let exit = run(cli).await;
+    // Flushes what is buffered, waiting a few seconds at most for the collector.
+    telemetry.shutdown().await;
+    exit
+}
+
+/// Installs the process's telemetry as the settings say; an export that cannot be set up is
+/// a warning, never a reason not to serve.
+fn start_telemetry(serving: bool) -> Telemetry {
+    let (config, notes) = telemetry::Config::from_env(serving);
+    let (telemetry, failure) = match Telemetry::new(config) {
+        Ok(telemetry) => (telemetry, None),
+        Err(e) => {
+            let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+            (Telemetry::logs_only(&filter, std::io::stderr), Some(e))
+        }
+    };
+    telemetry.install();
+    for note in notes {
+        tracing::warn!("{note}");
+    }
+    if let Some(e) = failure {
+        tracing::warn!("telemetry export off: {e:#}");
+    }
+    if serving {
+        tracing::info!(export = telemetry.describe(), "telemetry");
+    }
+    telemetry
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,

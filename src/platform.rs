@@ -97,6 +97,31 @@ impl Platform {
     }
 }
 
+/// The identity this process presents to Azure services: its managed identity under Azure
+/// (the platform sets `IDENTITY_ENDPOINT`), the user-assigned one when `client_id` names one;
+/// the developer's own sign-in (Azure CLI, azd) elsewhere.
+pub fn azure_credential(
+    client_id: Option<String>,
+) -> anyhow::Result<std::sync::Arc<dyn azure_core::credentials::TokenCredential>> {
+    use anyhow::Context;
+    if std::env::var_os("IDENTITY_ENDPOINT").is_some() || std::env::var_os("MSI_ENDPOINT").is_some()
+    {
+        let options = client_id.filter(|id| !id.trim().is_empty()).map(|id| {
+            azure_identity::ManagedIdentityCredentialOptions {
+                user_assigned_id: Some(azure_identity::UserAssignedId::ClientId(id)),
+                ..Default::default()
+            }
+        });
+        let credential = azure_identity::ManagedIdentityCredential::new(options)
+            .context("cannot set up the managed identity credential")?;
+        Ok(credential)
+    } else {
+        let credential = azure_identity::DeveloperToolsCredential::new(None)
+            .context("cannot set up the developer tools credential (az login / azd auth login)")?;
+        Ok(credential)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

@@ -1,5 +1,9 @@
 //! Builds the application from settings: the store, the change-feed pump, the delayed
 //! re-check and the HTTP server. Tests build it on port 0 and drive the real thing.
+//!
+//! Telemetry is the process's (`main` installs it), or the application's own when a test
+//! gives it one ([`Application::with_telemetry`]): then every request, and the pump, run with
+//! that subscriber current.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -10,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 use axum::Router;
 use tokio::net::TcpListener;
+use tower::util::MapFutureLayer;
 
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
@@ -20,6 +25,8 @@ use crate::settings::{Settings, StoreSettings};
 use crate::store::Store;
 use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
+use crate::store::traced::TracedStore;
+use crate::telemetry::Telemetry;
 
 pub struct Application {
     listener: TcpListener,
@@ -29,6 +36,8 @@ pub struct Application {
     store: Arc<dyn Store>,
     platform: Platform,
     port_file: Option<PathBuf>,
+    /// The application's own telemetry, if not the process's.
+    telemetry: Option<Telemetry>,
 }
 
 /// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
@@ -56,23 +65,52 @@ impl Application {
     }
 
     pub async fn with_store(settings: &Settings, store: Arc<dyn Store>) -> anyhow::Result<Self> {
+        Self::assemble(settings, store, None).await
+    }
+
+    /// The application with telemetry of its own instead of the process's: its requests and
+    /// its pump log, trace and measure there.
+    pub async fn with_telemetry(
+        settings: &Settings,
+        store: Arc<dyn Store>,
+        telemetry: Telemetry,
+    ) -> anyhow::Result<Self> {
+        Self::assemble(settings, store, Some(telemetry)).await
+    }
+
+    async fn assemble(
+        settings: &Settings,
+        store: Arc<dyn Store>,
+        telemetry: Option<Telemetry>,
+    ) -> anyhow::Result<Self> {
         // Settings that would let anyone act as anyone stop the server before it listens.
         let auth = Authenticator::from_settings(&settings.auth, settings.bind_address).await?;
         let address = SocketAddr::new(settings.bind_address, settings.port);
         let listener = TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
-        let state = AppState::new(
+        // Every store call of the application gets its span and its metrics.
+        let traced: Arc<dyn Store> = Arc::new(TracedStore::new(
             Arc::clone(&store),
+            settings.store.database.clone(),
+        ));
+        let state = AppState::new(
+            Arc::clone(&traced),
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );
-        let router = api::app(state, trigger_routes(settings));
-        let pump = settings
-            .runs_pump()
-            .then(|| Pump::start(Arc::clone(&store)));
+        let mut router = api::app(state, trigger_routes(settings));
+        let start_pump = || Pump::start(Arc::clone(&traced));
+        let pump = match &telemetry {
+            Some(own) => {
+                let scope = own.clone();
+                router = router.layer(MapFutureLayer::new(move |request| scope.scoped(request)));
+                settings.runs_pump().then(|| own.in_scope(start_pump))
+            }
+            None => settings.runs_pump().then(start_pump),
+        };
         let recheck = match settings.recheck() {
-            Recheck::BesideThePump(delay) => Some(RecheckTask::start(Arc::clone(&store), delay)),
+            Recheck::BesideThePump(delay) => Some(RecheckTask::start(Arc::clone(&traced), delay)),
             Recheck::Off | Recheck::OnTimer(_) => None,
         };
         Ok(Self {
@@ -83,6 +121,7 @@ impl Application {
             store,
             platform: settings.auth.platform.clone(),
             port_file: settings.port_file.clone(),
+            telemetry,
         })
     }
 
@@ -122,6 +161,9 @@ impl Application {
         }
         if let Some(recheck) = self.recheck {
             recheck.stop().await;
+        }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.flush().await;
         }
         Ok(())
     }

@@ -11,6 +11,8 @@ use cosmos_blog::auth::{AuthMode, AuthSettings};
 use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
+use cosmos_blog::telemetry::export::{Export, Schedule};
+use cosmos_blog::telemetry::{self, Telemetry};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -39,6 +41,8 @@ pub struct LoadConfig {
     pub seed: u64,
     /// Only the write mix with its lag probe (`--only write-mix`), after the catch-up.
     pub write_mix_only: bool,
+    /// Export traces and metrics over OTLP/HTTP there (`--otlp-endpoint`).
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -423,7 +427,17 @@ pub async fn serve(store: Arc<dyn Store>, concurrency: usize) -> anyhow::Result<
             ..AuthSettings::default()
         },
     };
-    let app = Application::with_store(&settings, store).await?;
+    let app = match &config.otlp_endpoint {
+        Some(endpoint) => {
+            let export = Export::Otlp {
+                endpoint: Some(endpoint.clone()),
+            };
+            let telemetry =
+                Telemetry::new(telemetry::Config::exporting(export, Schedule::default()))?;
+            Application::with_telemetry(&settings, store, telemetry).await?
+        }
+        None => Application::with_store(&settings, store).await?,
+    };
     let base = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {

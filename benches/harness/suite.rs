@@ -104,6 +104,10 @@ pub struct Args {
     /// emulator without faults, throttled, and losing answers.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
+    /// Export the load's traces and metrics over OTLP/HTTP to this collector: one nobody
+    /// answers shows what export costs the requests (nothing, is the promise).
+    #[arg(long)]
+    pub otlp_endpoint: Option<String>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
@@ -252,6 +256,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
             post_rate: args.post_rate.max(1),
             seed: args.seed,
             write_mix_only: false,
+            otlp_endpoint: args.otlp_endpoint.clone(),
         };
         crate::recheck::start_here(&store).await?;
         let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
@@ -401,6 +406,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 post_rate: args.post_rate.max(1),
                 seed: args.seed,
                 write_mix_only: true,
+                otlp_endpoint: args.otlp_endpoint.clone(),
             };
             let load = crate::load::run(Arc::clone(&store), dataset, &config, log).await?;
             if only == Only::Recheck {

@@ -1,6 +1,6 @@
 //! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()` whose handlers
 //! carry their OpenAPI description; this module puts them together with the cross-cutting
-//! layers: body limit, panic guard, tracing, RU accounting, and problem documents for
+//! layers: body limit, panic guard, telemetry, RU accounting, and problem documents for
 //! unknown routes and methods.
 
 mod deletes;
@@ -23,7 +23,6 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
@@ -42,6 +41,11 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
+
+/// The request units a request consumed, in its response's extensions: what telemetry
+/// records.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestCharge(pub f64);
 
 #[derive(Clone)]
 pub struct AppState {
@@ -160,23 +164,26 @@ pub fn routes_for(tenancy: Tenancy) -> Router<AppState> {
 /// The routes `tenancy` serves: the plain ones, or in `multi` the readiness probe and the
 /// plain `/api` routes under the tenant prefix, nothing else.
 fn served_routes(state: &AppState) -> Router<AppState> {
+    let noted = |routes: Router<AppState>| {
+        routes.route_layer(middleware::from_fn(telemetry::http::note_route))
+    };
     match state.blogs.tenancy() {
-        Tenancy::Single => routes_for(Tenancy::Single),
+        Tenancy::Single => noted(routes_for(Tenancy::Single)),
         Tenancy::Multi => {
-            // The forwarded request is a new one: the body limit is set again for it.
-            let api = routes_for(Tenancy::Multi)
+            // The forwarded request is a new one: the body limit is set again for it. Its
+            // route is the one telemetry reports (under the tenant prefix), not the catch-all.
+            let api = noted(routes_for(Tenancy::Multi))
                 .fallback(unknown_route)
                 .method_not_allowed_fallback(method_not_allowed)
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
                 .with_state(state.clone());
-            Router::new()
-                .route("/", axum::routing::get(ready))
+            noted(Router::new().route("/", axum::routing::get(ready)))
                 .merge(tenants::tenant_router(api))
         }
     }
 }
 
-/// The complete HTTP application.
+/// The complete HTTP application; `extra`: the trigger routes, when the host invokes them.
 pub fn app(state: AppState, extra: Router<AppState>) -> Router {
     served_routes(&state)
         .merge(extra)
@@ -185,9 +192,7 @@ pub fn app(state: AppState, extra: Router<AppState>) -> Router {
         .layer(middleware::from_fn(request_charge))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(panic_problem))
-        .layer(
-            TraceLayer::new_for_http().make_span_with(telemetry::request_span::<axum::body::Body>),
-        )
+        .layer(middleware::from_fn(telemetry::http::observe))
         .with_state(state)
 }
 
@@ -239,6 +244,7 @@ async fn request_charge(request: Request, next: Next) -> Response {
         && let Ok(value) = HeaderValue::from_str(&format!("{charged:.2}"))
     {
         response.headers_mut().insert(REQUEST_CHARGE_HEADER, value);
+        response.extensions_mut().insert(RequestCharge(charged));
     }
     response
 }

@@ -11,6 +11,10 @@ use crate::error::Error;
 
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
+/// The `code` of the problem a response carries, in its extensions: what telemetry records.
+#[derive(Debug, Clone, Copy)]
+pub struct ProblemCode(pub &'static str);
+
 /// An RFC 9457 problem document: what every refused or failed request answers.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Problem {
@@ -60,7 +64,9 @@ impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = self.status();
         let retry_after = self.retry_after_seconds;
+        let code = ProblemCode(self.code);
         let mut response = (status, Json(self)).into_response();
+        response.extensions_mut().insert(code);
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
         if let Some(seconds) = retry_after {

@@ -311,7 +311,7 @@ impl Combiner {
                 post_id: post_id.clone(),
                 known: None,
             };
-            tokio::spawn(worker.run());
+            tokio::spawn(crate::telemetry::in_current_context(worker.run()));
         }
     }
 }
@@ -546,6 +546,7 @@ impl Worker {
                 if_match: Some(etag),
             });
             operations.extend(groups.iter().map(|g| g.lead().operation.clone()));
+            crate::telemetry::metrics::record_combined_batch(groups.len());
             let result = self
                 .store()
                 .execute_batch(Container::Posts, &post_partition(&self.post_id), operations)

@@ -10,9 +10,14 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
+use tracing::instrument::WithSubscriber;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, tenant};
+use crate::store::{
+    Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, charge, tenant,
+};
+use crate::telemetry::{self, metrics};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
@@ -84,10 +89,11 @@ pub struct Pump {
 }
 
 impl Pump {
+    /// Starts a task per source, logging and tracing to the current subscriber.
     pub fn start(store: Arc<dyn Store>) -> Self {
         let tasks = Source::ALL
             .into_iter()
-            .map(|source| tokio::spawn(run(Arc::clone(&store), source)))
+            .map(|source| tokio::spawn(run(Arc::clone(&store), source).with_current_subscriber()))
             .collect();
         Self { tasks }
     }
@@ -165,16 +171,39 @@ async fn step(
         }
         return Ok(None);
     }
-    let report = source.handle(store, &batch.items).await?;
-    tracing::debug!(
-        source = source.function_name(),
-        processed = report.processed,
-        written = report.written,
-        skipped = report.skipped.len(),
-        "change-feed batch handled"
+    let span = telemetry::batch_span(
+        source.function_name(),
+        source.container().name(),
+        batch.items.len(),
     );
-    save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
-    Ok(Some(batch.checkpoint))
+    async {
+        let report = handle_batch(store, source, &batch.items).await?;
+        tracing::debug!(
+            source = source.function_name(),
+            processed = report.processed,
+            written = report.written,
+            skipped = report.skipped.len(),
+            "change-feed batch handled"
+        );
+        save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
+        Ok(Some(batch.checkpoint))
+    }
+    .instrument(span)
+    .await
+}
+
+/// Runs the handler on a batch and records the batch's RU and the source's lag.
+async fn handle_batch(
+    store: &Arc<dyn Store>,
+    source: Source,
+    documents: &[Value],
+) -> StoreResult<Report> {
+    let handler = source.function_name();
+    let (report, exchange) = charge::measure_exchanges(source.handle(store, documents)).await;
+    let report = report?;
+    metrics::record_operation_charge(handler, exchange.request_units);
+    metrics::record_change_feed_lag(source.container().name(), handler, documents);
+    Ok(report)
 }
 
 /// The checkpoint kept in the lease `id` of `leases`, if there is one.

@@ -16,6 +16,7 @@ use crate::api::AppState;
 use crate::api::problem::Problem;
 use crate::changefeed::Source;
 use crate::changefeed::recheck::{self, Recheck};
+use crate::telemetry::metrics;
 
 /// The host encodes `Data.documents` twice; a few more layers are tolerated, no more, so a
 /// hostile body cannot make us loop.
@@ -113,6 +114,7 @@ pub async fn invoke(source: Source, State(state): State<AppState>, body: Bytes) 
     };
     match source.handle(state.blogs.store(), &documents).await {
         Ok(report) => {
+            metrics::record_change_feed_lag(source.container().name(), function, &documents);
             let logs = report.log_lines(function);
             for line in &logs {
                 tracing::info!(function, documents = documents.len(), "{line}");

@@ -123,6 +123,21 @@ impl HttpFunction {
     }
 }
 
+/// The function that a request with `method` runs when it matches the router's route
+/// `template` (`/api/users/{userId}`, the plain route in both layouts, or a trigger's
+/// `/OnUserChanged`): the operation telemetry names.
+pub fn function_for(method: &str, template: &str) -> Option<&'static str> {
+    let path = template.strip_prefix('/')?;
+    if let Some(source) = Source::ALL.iter().find(|s| s.function_name() == path) {
+        return Some(source.function_name());
+    }
+    let route = path.strip_prefix(ROUTE_PREFIX)?.strip_prefix('/')?;
+    HTTP_FUNCTIONS
+        .iter()
+        .find(|f| f.route == route && f.method.eq_ignore_ascii_case(method))
+        .map(|f| f.name)
+}
+
 /// The HTTP functions of the `tenancy` layout.
 pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
     HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
@@ -171,6 +186,10 @@ pub const MAX_ITEMS_PER_INVOCATION: u32 = 100;
 #[serde(rename_all = "camelCase")]
 struct Host {
     version: &'static str,
+    /// `OpenTelemetry`: the host exports its own spans and logs as OpenTelemetry (to
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` or Application Insights), so its invocation and the
+    /// handler's spans, parented on the `traceparent` it forwards, are one trace.
+    telemetry_mode: &'static str,
     extension_bundle: ExtensionBundle,
     custom_handler: CustomHandler,
     extensions: Extensions,
@@ -211,6 +230,7 @@ struct HttpExtension {
 fn host(tenancy: Tenancy) -> Host {
     Host {
         version: "2.0",
+        telemetry_mode: "OpenTelemetry",
         extension_bundle: ExtensionBundle {
             id: "Microsoft.Azure.Functions.ExtensionBundle",
             // v4 of the bundle carries v4 of the Cosmos DB extension (containerName, ...).
@@ -522,6 +542,27 @@ mod tests {
         assert!(!in_layout(Tenancy::Single).contains(&"ListUsers"));
         assert!(in_layout(Tenancy::Multi).contains(&"ListUsers"));
         assert_eq!(in_layout(Tenancy::Multi).len(), HTTP_FUNCTIONS.len());
+    }
+
+    #[test]
+    fn the_host_exports_open_telemetry_and_operations_map_to_functions() {
+        let host: serde_json::Value =
+            serde_json::from_str(&pretty(&host(Tenancy::Single))).unwrap();
+        assert_eq!(host["telemetryMode"], "OpenTelemetry");
+        assert_eq!(
+            function_for("POST", "/api/posts/{postId}/comments"),
+            Some("AddComment")
+        );
+        assert_eq!(
+            function_for("delete", "/api/posts/{postId}/likes"),
+            Some("Unlike")
+        );
+        assert_eq!(
+            function_for("POST", "/OnPostChanged"),
+            Some("OnPostChanged")
+        );
+        assert_eq!(function_for("GET", "/api/posts/{postId}/comments/x"), None);
+        assert_eq!(function_for("GET", "/"), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod stage;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware;
 use axum::routing::post;
 
 pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
@@ -37,5 +38,6 @@ pub fn router(recheck: Recheck) -> Router<AppState> {
             &format!("/{}", recheck::FUNCTION_NAME),
             post(move |state, body| invoke::invoke_timer(recheck, state, body)),
         )
+        .route_layer(middleware::from_fn(crate::telemetry::http::note_route))
         .layer(DefaultBodyLimit::max(MAX_INVOCATION_BYTES))
 }

@@ -6,8 +6,8 @@
 //! queries are parameterised and paged with the SDK's continuation tokens; the change feed is
 //! the container's "latest version" feed, resumed from the SDK's continuation token.
 //!
-//! Every response's request charge goes to [`charge::record`], so the HTTP layer can report
-//! the RU cost of each request, and is traced with the operation's duration.
+//! Every response's request charge, attempts and status go to [`charge::report`], so the HTTP
+//! layer can report the RU cost of each request, and each store call's span its own.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use azure_core::credentials::{Secret, TokenCredential};
 use azure_core::http::{Etag, StatusCode};
 use azure_data_cosmos::clients::ContainerClient;
+use azure_data_cosmos::diagnostics::DiagnosticsContext;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
 use azure_data_cosmos::models::{
     ChangeFeedItem, ContainerProperties, ItemResponse, TimeToLive, TransactionalBatchResponse,
@@ -161,26 +162,10 @@ fn is_local(endpoint: &str) -> bool {
         .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]"))
 }
 
-/// Managed identity under Azure (the Functions host sets `IDENTITY_ENDPOINT`), the developer's
-/// own sign-in (Azure CLI, azd) elsewhere.
+/// Managed identity under Azure (user-assigned when `CosmosDBConnection__clientId` names
+/// one), the developer's own sign-in elsewhere.
 fn entra_credential() -> anyhow::Result<std::sync::Arc<dyn TokenCredential>> {
-    if std::env::var_os("IDENTITY_ENDPOINT").is_some() || std::env::var_os("MSI_ENDPOINT").is_some()
-    {
-        let options = std::env::var(CLIENT_ID_SETTING)
-            .ok()
-            .filter(|id| !id.trim().is_empty())
-            .map(|id| azure_identity::ManagedIdentityCredentialOptions {
-                user_assigned_id: Some(azure_identity::UserAssignedId::ClientId(id)),
-                ..Default::default()
-            });
-        let credential = azure_identity::ManagedIdentityCredential::new(options)
-            .context("cannot set up the managed identity credential")?;
-        Ok(credential)
-    } else {
-        let credential = azure_identity::DeveloperToolsCredential::new(None)
-            .context("cannot set up the developer tools credential (az login / azd auth login)")?;
-        Ok(credential)
-    }
+    crate::platform::azure_credential(std::env::var(CLIENT_ID_SETTING).ok())
 }
 
 async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<CosmosClient> {
@@ -512,22 +497,33 @@ fn map_error(error: &CosmosError) -> StoreError {
     status_error(code, retry_after, format!("{code}: {error}"))
 }
 
-/// Records the charge of one exchange with the service and traces it.
-fn observe(operation: &'static str, started: Instant, request_units: f64) {
-    charge::record(request_units);
+/// Records one exchange with the service (its charge, attempts, status) and traces it.
+fn observe(operation: &'static str, started: Instant, diagnostics: Option<&DiagnosticsContext>) {
+    let exchange = diagnostics.map(exchange_of).unwrap_or_default();
+    charge::report(&exchange);
     tracing::debug!(
         operation,
-        ru = request_units,
+        ru = exchange.request_units,
         duration_ms = started.elapsed().as_millis() as u64,
         "cosmos request"
     );
 }
 
-fn error_charge(error: &CosmosError) -> f64 {
-    error
-        .diagnostics()
-        .map(|d| d.total_request_charge().value())
-        .unwrap_or(0.0)
+/// What the SDK's diagnostics say about one operation: every request it sent, retries
+/// included, and the final status.
+fn exchange_of(diagnostics: &DiagnosticsContext) -> charge::Exchange {
+    let status = diagnostics.effective_status();
+    charge::Exchange {
+        request_units: diagnostics.total_request_charge().value(),
+        attempts: u32::try_from(diagnostics.request_count()).unwrap_or(u32::MAX),
+        throttled: diagnostics
+            .requests()
+            .iter()
+            .filter(|request| u16::from(request.status().status_code()) == 429)
+            .count() as u32,
+        status: status.map(|s| u16::from(s.status_code())),
+        sub_status: status.and_then(|s| s.sub_status()).map(|s| s.value()),
+    }
 }
 
 /// Sends one point request (again while it fails transiently, see [`retrying`]), records
@@ -544,8 +540,7 @@ where
             let started = Instant::now();
             match sent.await {
                 Ok(response) => {
-                    let charge = response.diagnostics().total_request_charge().value();
-                    observe(operation, started, charge);
+                    observe(operation, started, Some(&response.diagnostics()));
                     Ok(response)
                 }
                 Err(e) => Err(failed(operation, started, &e)),
@@ -557,7 +552,7 @@ where
 
 /// Records a failed exchange and maps its error.
 fn failed(operation: &'static str, started: Instant, error: &CosmosError) -> StoreError {
-    observe(operation, started, error_charge(error));
+    observe(operation, started, error.diagnostics().as_deref());
     let mapped = map_error(error);
     tracing::debug!(operation, error = %mapped, "cosmos request failed");
     mapped
@@ -782,8 +777,7 @@ impl Store for CosmosStore {
                 let started = Instant::now();
                 match client.execute_transactional_batch(batch, None).await {
                     Ok(response) => {
-                        let charge = response.diagnostics().total_request_charge().value();
-                        observe("execute_batch", started, charge);
+                        observe("execute_batch", started, Some(&response.diagnostics()));
                         Ok(response)
                     }
                     Err(e) => Err(failed("execute_batch", started, &e)),
@@ -900,11 +894,7 @@ impl CosmosStore {
             Some(Err(e)) => return Err(failed("query", started, &e)),
             Some(Ok(fetched)) => fetched,
         };
-        observe(
-            "query",
-            started,
-            fetched.diagnostics().total_request_charge().value(),
-        );
+        observe("query", started, Some(&fetched.diagnostics()));
         let items = fetched
             .into_items()
             .into_iter()
@@ -966,11 +956,7 @@ impl CosmosStore {
                 None => break,
                 Some(Err(e)) => return Err(failed("read_changes", started, &e)),
                 Some(Ok(page)) => {
-                    observe(
-                        "read_changes",
-                        started,
-                        page.diagnostics().total_request_charge().value(),
-                    );
+                    observe("read_changes", started, Some(&page.diagnostics()));
                     items.extend(page.into_items().into_iter().filter_map(with_lsn));
                 }
             }

@@ -61,10 +61,8 @@ impl Counters {
         tenancy: Tenancy,
         items: impl Iterator<Item = &'a Value>,
     ) {
-        for item in items {
-            if let Ok(pk) = container.partition_key_in(tenancy, item) {
-                self.touch(container, &pk);
-            }
+        for key in partition_keys(container, tenancy, items) {
+            self.partitions.insert((container, key));
         }
     }
 
@@ -122,7 +120,8 @@ impl MeteredStore {
     }
 
     /// Runs one store call, counting it as a request and collecting its RU charge, which is
-    /// passed on to the caller's own accounting scope (the HTTP layer's) unchanged.
+    /// passed on to the caller's own accounting scope (the HTTP layer's, a traced call's)
+    /// unchanged.
     async fn call<T, F>(
         &self,
         call: F,
@@ -131,16 +130,31 @@ impl MeteredStore {
     where
         F: Future<Output = StoreResult<T>>,
     {
-        let (result, request_units) = charge::measure(call).await;
-        charge::record(request_units);
+        let (result, exchange) = charge::measure_exchanges(call).await;
+        charge::report(&exchange);
         let mut counters = self.lock();
         counters.metrics.requests += 1;
-        if request_units > 0.0 {
-            *counters.metrics.request_units.get_or_insert(0.0) += request_units;
+        if exchange.request_units > 0.0 {
+            *counters.metrics.request_units.get_or_insert(0.0) += exchange.request_units;
         }
         count(&mut counters, &result);
         result
     }
+}
+
+/// The logical partition key of each item (as a JSON array text), in `container` of a
+/// `tenancy` store; items without a valid key are left out.
+pub(crate) fn partition_keys<'a>(
+    container: Container,
+    tenancy: Tenancy,
+    items: impl Iterator<Item = &'a Value>,
+) -> impl Iterator<Item = String> {
+    items.filter_map(move |item| {
+        container
+            .partition_key_in(tenancy, item)
+            .ok()
+            .map(|pk| pk.to_json_array())
+    })
 }
 
 /// Length of the compact JSON text of `value`, without building the text.

@@ -10,6 +10,7 @@ pub mod metered;
 mod partition_key;
 mod query;
 pub mod tenant;
+pub mod traced;
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@ use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, Sto
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Store, Tenancy, tenant};
+use cosmos_blog::telemetry::Telemetry;
 use cosmos_blog::verify::{VerifyReport, verify};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
@@ -140,11 +141,39 @@ pub async fn spawn_configured(
     let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
     settings.store.tenancy = tenancy;
     adjust(&mut settings);
-    let app = serve(settings, store, data_dir).await;
+    let app = serve(settings, store, data_dir, None).await;
     match tenancy {
         Tenancy::Single => app,
         Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
     }
+}
+
+/// The application of `tenancy` with telemetry of its own (`Application::with_telemetry`),
+/// addressed as [`OPERATION_TENANT`] in `multi`; `adjust` sets the rest.
+pub async fn spawn_observed(
+    backend: Backend,
+    tenancy: Tenancy,
+    telemetry: Telemetry,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let store = open_backend(backend, tenancy, &data_dir).await;
+    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
+    settings.store.tenancy = tenancy;
+    adjust(&mut settings);
+    let app = serve(settings, store, data_dir, Some(telemetry)).await;
+    match tenancy {
+        Tenancy::Single => app,
+        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
+    }
+}
+
+/// [`spawn_on_store`] with telemetry of its own, and no change-feed processing.
+pub async fn spawn_observed_on_store(store: Arc<dyn Store>, telemetry: Telemetry) -> TestApp {
+    let data_dir = TempDir::new().expect("temp dir");
+    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Off);
+    settings.store.tenancy = store.tenancy();
+    serve(settings, store, data_dir, Some(telemetry)).await
 }
 
 /// The application on a store the test prepared (a throttled account, say).
@@ -155,13 +184,20 @@ pub async fn spawn_on_store(
 ) -> TestApp {
     let mut settings = settings(data_dir.path().to_path_buf(), change_feed);
     settings.store.tenancy = store.tenancy();
-    serve(settings, store, data_dir).await
+    serve(settings, store, data_dir, None).await
 }
 
-async fn serve(settings: Settings, store: Arc<dyn Store>, data_dir: TempDir) -> TestApp {
-    let app = Application::with_store(&settings, Arc::clone(&store))
-        .await
-        .expect("application builds");
+async fn serve(
+    settings: Settings,
+    store: Arc<dyn Store>,
+    data_dir: TempDir,
+    telemetry: Option<Telemetry>,
+) -> TestApp {
+    let app = match telemetry {
+        Some(own) => Application::with_telemetry(&settings, Arc::clone(&store), own).await,
+        None => Application::with_store(&settings, Arc::clone(&store)).await,
+    }
+    .expect("application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {

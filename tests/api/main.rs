@@ -21,6 +21,7 @@ mod rename_race;
 mod restart;
 mod served;
 mod storm;
+mod telemetry;
 mod tenancy;
 mod transfer;
 mod users;

@@ -119,7 +119,7 @@ pub struct Binary {
 }
 
 /// Variables of the parent environment that would change what these tests see.
-const CLEARED: [&str; 10] = [
+const CLEARED: [&str; 14] = [
     "BLOG_AUTH",
     "BLOG_JWT_JWKS",
     "BLOG_JWT_ISSUER",
@@ -130,6 +130,10 @@ const CLEARED: [&str; 10] = [
     "CosmosDBConnection",
     "CosmosDBConnection__accountEndpoint",
     "RUST_LOG",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "APPLICATIONINSIGHTS_CONNECTION_STRING",
 ];
 
 impl Binary {
@@ -183,6 +187,16 @@ impl Binary {
     pub fn url(&self, path: &str) -> String {
         let base = self.base.as_deref().expect("Binary::ready first");
         format!("{base}{path}")
+    }
+
+    /// Asks the process to stop as the host does (SIGTERM) and waits for it to exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let signal = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(signal.success(), "SIGTERM delivered");
+        self.exit_status()
     }
 
     /// Stops the process (its store can then be opened by the test).

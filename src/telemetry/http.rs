@@ -1,0 +1,175 @@
+//! The span and the metrics of each HTTP request: API operations, and the trigger invocations
+//! the Functions host sends. [`observe`] is the outermost layer; [`note_route`] runs after
+//! routing and tells it which route (and tenant) the request took.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderMap, Method};
+use axum::middleware::Next;
+use axum::response::Response;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_http::HeaderExtractor;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing::field::{Empty, display};
+use tracing::{Instrument, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use super::INVOCATION_ID_HEADER;
+use super::metrics;
+use crate::api::RequestCharge;
+use crate::api::problem::ProblemCode;
+use crate::api::tenants::TENANT_PREFIX;
+use crate::domain::TenantId;
+use crate::functions::metadata;
+
+/// The route a request took, as the router's template (`/api/posts/{postId}/comments`);
+/// `tenant`: handed on by the tenant routes (`/api/tenants/{tenantId}/...`).
+#[derive(Debug, Clone)]
+pub struct MatchedRoute {
+    template: String,
+    tenant: bool,
+}
+
+impl MatchedRoute {
+    /// The template clients call: `http.route`.
+    pub fn template(&self) -> String {
+        match self.template.strip_prefix("/api") {
+            Some(rest) if self.tenant => format!("{TENANT_PREFIX}{rest}"),
+            _ => self.template.clone(),
+        }
+    }
+
+    /// The function of the Functions table this route and `method` are.
+    pub fn function(&self, method: &Method) -> Option<&'static str> {
+        metadata::function_for(method.as_str(), &self.template)
+    }
+}
+
+/// Route layer: notes the route the request matched in the response, for [`observe`], and
+/// the tenant it addresses on the request's span.
+pub async fn note_route(request: Request, next: Next) -> Response {
+    let tenant = request.extensions().get::<TenantId>().cloned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|path| MatchedRoute {
+            template: path.as_str().to_owned(),
+            tenant: tenant.is_some(),
+        });
+    if let Some(tenant) = &tenant {
+        Span::current().record("blog.tenant", tenant.as_str());
+    }
+    let mut response = next.run(request).await;
+    if let Some(route) = route {
+        response.extensions_mut().insert(route);
+    }
+    response
+}
+
+/// The outermost layer: runs the request in its span (a child of the caller's W3C
+/// `traceparent`, when it sends one), then records its outcome and metrics.
+pub async fn observe(request: Request, next: Next) -> Response {
+    let span = request_span(&request);
+    let method = request.method().clone();
+    let started = Instant::now();
+    let response = next.run(request).instrument(span.clone()).await;
+    finish(&span, &method, &response, started);
+    response
+}
+
+/// The span of one request. The host's invocation id is a field of it, so each line logged
+/// while handling an invocation carries the id the host logs it under; with export on, its
+/// trace and span ids too.
+pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
+    let span = tracing::info_span!(
+        "request",
+        otel.kind = "server",
+        otel.status_code = Empty,
+        http.request.method = %request.method(),
+        url.path = %request.uri().path(),
+        faas.invocation_id = Empty,
+        http.route = Empty,
+        http.response.status_code = Empty,
+        error.type = Empty,
+        blog.operation = Empty,
+        blog.tenant = Empty,
+        blog.problem.code = Empty,
+        blog.request_charge = Empty,
+        trace_id = Empty,
+        span_id = Empty,
+    );
+    if let Some(id) = header(request.headers(), INVOCATION_ID_HEADER) {
+        span.record("faas.invocation_id", display(id));
+    }
+    if let Some(parent) = caller_context(request.headers()) {
+        let _ = span.set_parent(parent);
+    }
+    record_ids(&span);
+    span
+}
+
+/// Records the span's OpenTelemetry trace and span ids as fields, for the log lines inside
+/// it; nothing when export is off (the span has no OpenTelemetry context).
+pub(crate) fn record_ids(span: &Span) {
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    if span_context.is_valid() {
+        span.record("trace_id", display(span_context.trace_id()));
+        span.record("span_id", display(span_context.span_id()));
+    }
+}
+
+/// The caller's trace context, from its W3C `traceparent` (and `tracestate`).
+fn caller_context(headers: &HeaderMap) -> Option<opentelemetry::Context> {
+    headers
+        .contains_key("traceparent")
+        .then(|| TraceContextPropagator::new().extract(&HeaderExtractor(headers)))
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
+    let status = response.status().as_u16();
+    let route = response.extensions().get::<MatchedRoute>();
+    let template = route.map(MatchedRoute::template);
+    let operation = route.and_then(|route| route.function(method));
+    let request_units = response
+        .extensions()
+        .get::<RequestCharge>()
+        .map_or(0.0, |charge| charge.0);
+    span.record("http.response.status_code", status);
+    if let Some(template) = &template {
+        span.record("http.route", template.as_str());
+    }
+    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`.
+    let name = match &template {
+        Some(template) => format!("{method} {template}"),
+        None => method.to_string(),
+    };
+    span.context().span().update_name(name);
+    if let Some(operation) = operation {
+        span.record("blog.operation", operation);
+    }
+    if let Some(ProblemCode(code)) = response.extensions().get::<ProblemCode>() {
+        span.record("blog.problem.code", *code);
+    }
+    if request_units > 0.0 {
+        span.record("blog.request_charge", request_units);
+    }
+    if status >= 500 {
+        span.record("error.type", status.to_string());
+        span.record("otel.status_code", "error");
+    }
+    metrics::record_request(&metrics::Request {
+        method: method.as_str(),
+        route: template.as_deref(),
+        operation,
+        status,
+        duration: started.elapsed(),
+        request_units,
+    });
+}
