@@ -298,7 +298,10 @@ pub fn markdown(out: &mut String, report: &LayoutsReport) {
         emulator_table(out, &emulator.rows);
     }
 
-    let _ = writeln!(out, "\n### Invariants (`verify`, per tenant in `multi`)\n");
+    let _ = writeln!(
+        out,
+        "\n### Invariants (`verify`: one scan, each tenant checked as its own model in `multi`)\n"
+    );
     let mut runs = vec![&report.embedded];
     runs.extend(report.emulator.as_ref());
     checks_table(out, &runs);

@@ -105,7 +105,7 @@ fn tenant_rng(seed: u64, rank: usize) -> fastrand::Rng {
 }
 
 /// Loads the data set into `store`, in its layout, then derives the copies with `rebuild`
-/// (per tenant in `multi`).
+/// (reading a `multi` store once, like a `single` one).
 pub async fn load(store: &Arc<dyn Store>, config: &TenantsConfig) -> anyhow::Result<TenantsData> {
     let sizes = shares(config.users, config.tenants)?;
     let started = Instant::now();
