@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
-use cosmos_blog::changefeed;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
 use cosmos_blog::startup::{Application, open_store, shutdown_signal};

@@ -132,7 +132,7 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         .await?,
     );
     let items = data.items();
-    let served = crate::load::serve(Arc::clone(&store), config.concurrency).await?;
+    let served = crate::load::serve(Arc::clone(&store), config.concurrency, None).await?;
     crate::load::catch_up(&served.client, &data).await?;
 
     faults.start();
@@ -144,6 +144,7 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         post_rate: 1,
         seed: config.seed,
         write_mix_only: true,
+        otlp_endpoint: None,
     };
     let mix = crate::load::phase(
         "write mix (20% posts, 40% comments, 40% likes)",

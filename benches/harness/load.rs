@@ -385,7 +385,7 @@ pub async fn run(
     log: impl Fn(&str),
 ) -> anyhow::Result<LoadReport> {
     let data = Arc::new(data);
-    let served = serve(store, config.concurrency).await?;
+    let served = serve(store, config.concurrency, config.otlp_endpoint.as_deref()).await?;
     let result = measure(&served.client, &data, config, log).await;
     served.stop().await?;
     result
@@ -405,7 +405,11 @@ impl Served {
     }
 }
 
-pub async fn serve(store: Arc<dyn Store>, concurrency: usize) -> anyhow::Result<Served> {
+pub async fn serve(
+    store: Arc<dyn Store>,
+    concurrency: usize,
+    otlp_endpoint: Option<&str>,
+) -> anyhow::Result<Served> {
     let settings = Settings {
         port: 0,
         port_file: None,
@@ -427,10 +431,10 @@ pub async fn serve(store: Arc<dyn Store>, concurrency: usize) -> anyhow::Result<
             ..AuthSettings::default()
         },
     };
-    let app = match &config.otlp_endpoint {
+    let app = match otlp_endpoint {
         Some(endpoint) => {
             let export = Export::Otlp {
-                endpoint: Some(endpoint.clone()),
+                endpoint: Some(endpoint.to_owned()),
             };
             let telemetry =
                 Telemetry::new(telemetry::Config::exporting(export, Schedule::default()))?;

@@ -14,9 +14,7 @@ use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
 use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{
-    Checkpoint, Container, PartitionKey, Store, StoreResult, Tenancy, charge, tenant,
-};
+use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, charge, tenant};
 use crate::telemetry::{self, metrics};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`

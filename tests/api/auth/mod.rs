@@ -192,7 +192,7 @@ impl Binary {
     /// Asks the process to stop as the host does (SIGTERM) and waits for it to exit.
     pub fn terminate(&mut self) -> ExitStatus {
         let signal = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &self.served.child.id().to_string()])
             .status()
             .expect("kill runs");
         assert!(signal.success(), "SIGTERM delivered");
