@@ -105,6 +105,17 @@ module monitoring 'app/monitoring.bicep' = {
   }
 }
 
+// The operator's workbook: requests, failures, RU per operation, 429s, change-feed lag.
+module dashboard 'app/dashboard.bicep' = {
+  name: 'dashboard'
+  scope: rg
+  params: {
+    location: location
+    appName: 'func-blog-${resourceToken}'
+    insightsId: monitoring.outputs.applicationInsightsId
+  }
+}
+
 module storage 'app/storage.bicep' = {
   name: 'storage'
   scope: rg

@@ -1,12 +1,7 @@
 // The operator's dashboard: an Azure Monitor workbook on the app's Application Insights, with
 // the queries of the README's "Observing it in production" (requests, failures, RU per
-// operation, throttling, change-feed lag). A module of its own, so that any template that
-// creates the Application Insights component can add it:
-//
-//   module dashboard 'dashboard.bicep' = {
-//     name: 'dashboard'
-//     params: { location: location, appName: appName, insightsId: insights.id }
-//   }
+// operation, throttling, change-feed lag). `main.bicep` deploys it beside the component; a
+// module of its own, so that another template that creates the component can add it too.
 
 @description('Where the workbook lives (the resource group\'s location).')
 param location string = resourceGroup().location
@@ -79,32 +74,31 @@ var queries = [
   }
 ]
 
+var intro = {
+  type: 1
+  content: {
+    json: '## ${appName}\nRequests, failures, request units, throttling and change-feed lag, from the telemetry the app exports (see the README, "Observing it in production"). Times: the last 24 hours.'
+  }
+  name: 'intro'
+}
+
+var queryItems = [for (q, i) in queries: {
+  type: 3
+  content: {
+    version: 'KqlItem/1.0'
+    query: replace(replace(q.query, '{window}', window), '{ours}', ours)
+    size: 0
+    title: q.title
+    queryType: 0
+    resourceType: 'microsoft.insights/components'
+    visualization: q.visualization
+  }
+  name: 'query-${i}'
+}]
+
 var workbook = {
   version: 'Notebook/1.0'
-  items: concat(
-    [
-      {
-        type: 1
-        content: {
-          json: '## ${appName}\nRequests, failures, request units, throttling and change-feed lag, from the telemetry the app exports (see the README, "Observing it in production"). Times: the last 24 hours.'
-        }
-        name: 'intro'
-      }
-    ],
-    map(range(0, length(queries)), i => {
-      type: 3
-      content: {
-        version: 'KqlItem/1.0'
-        query: replace(replace(queries[i].query, '{window}', window), '{ours}', ours)
-        size: 0
-        title: queries[i].title
-        queryType: 0
-        resourceType: 'microsoft.insights/components'
-        visualization: queries[i].visualization
-      }
-      name: 'query-${i}'
-    })
-  )
+  items: concat([ intro ], queryItems)
   fallbackResourceIds: [ insightsId ]
   '$schema': 'https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json'
 }
