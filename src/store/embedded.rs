@@ -28,6 +28,8 @@ use super::{
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
 const READERS: usize = 4;
+/// Page cache of the writer connection, in KiB (a negative `cache_size` is KiB).
+const WRITER_CACHE_KIB: i64 = 32 * 1024;
 /// How long a connection waits for another process's write lock (e.g. `rebuild` while the
 /// server runs) before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -314,6 +316,12 @@ impl EmbeddedStore {
         }
         let writer = Connection::open(path).map_err(sql_error)?;
         configure(&writer)?;
+        // Writes touch pages all over the indexes (ids and user ids are random): a larger
+        // cache than SQLite's 2 MiB spares the writer re-reading them from the OS (measured
+        // on a 170k-item import: a third less system time). A maximum, filled as used.
+        writer
+            .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
+            .map_err(sql_error)?;
         writer
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(sql_error)?;

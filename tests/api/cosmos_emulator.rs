@@ -111,6 +111,18 @@ async fn store_of(client: CosmosClient) -> Arc<dyn Store> {
     Arc::new(store)
 }
 
+/// Options of a client that passes a `429` on at once instead of retrying it: what a caller
+/// sees once the SDK's own throttle retries are spent.
+fn no_throttle_retries() -> OperationOptions {
+    OperationOptionsBuilder::new()
+        .with_throttling_retry_options(
+            ThrottlingRetryOptionsBuilder::new()
+                .with_max_retry_count(0)
+                .build(),
+        )
+        .build()
+}
+
 /// A [`CosmosStore`] whose containers are provisioned with `ru_per_second` (400 at least) and
 /// enforce it, on a client that does not retry throttled requests: the 429 the SDK would
 /// give up on after its retries reaches the store at once.
@@ -131,14 +143,11 @@ pub async fn throttled_emulator_store(ru_per_second: u64) -> Arc<dyn Store> {
             .expect("container config");
         accounts.create_container_with_config(DATABASE, container.name(), definition, config);
     }
-    let no_throttle_retries = OperationOptionsBuilder::new()
-        .with_throttling_retry_options(
-            ThrottlingRetryOptionsBuilder::new()
-                .with_max_retry_count(0)
-                .build(),
-        )
-        .build();
-    let client = client_of(emulator.runtime_builder().into(), Some(no_throttle_retries)).await;
+    let client = client_of(
+        emulator.runtime_builder().into(),
+        Some(no_throttle_retries()),
+    )
+    .await;
     let store = CosmosStore::from_client(client, DATABASE)
         .await
         .expect("the Cosmos DB store opens the provisioned containers");
@@ -443,13 +452,6 @@ pub async fn batch_throttling_emulator_store(
         .build(),
     );
     let runtime = emulator.runtime_builder_with_fault_rules(vec![Arc::clone(&rule)]);
-    let no_throttle_retries = OperationOptionsBuilder::new()
-        .with_throttling_retry_options(
-            ThrottlingRetryOptionsBuilder::new()
-                .with_max_retry_count(0)
-                .build(),
-        )
-        .build();
-    let store = store_of(client_of(runtime.into(), Some(no_throttle_retries)).await).await;
+    let store = store_of(client_of(runtime.into(), Some(no_throttle_retries())).await).await;
     (store, rule)
 }
