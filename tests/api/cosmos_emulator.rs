@@ -401,6 +401,22 @@ pub async fn faulty_emulator_store(
     tenancy: Tenancy,
     plans: Vec<FaultPlan>,
 ) -> (Arc<dyn Store>, Faults) {
+    faulty_store_with(tenancy, plans, None).await
+}
+
+/// [`faulty_emulator_store`] on a client that passes a `429` on at once instead of retrying
+/// it: what the store's callers see once the SDK's own throttle retries are spent.
+pub async fn faulty_emulator_store_without_throttle_retries(
+    plans: Vec<FaultPlan>,
+) -> (Arc<dyn Store>, Faults) {
+    faulty_store_with(Tenancy::Single, plans, Some(no_throttle_retries())).await
+}
+
+async fn faulty_store_with(
+    tenancy: Tenancy,
+    plans: Vec<FaultPlan>,
+    options: Option<OperationOptions>,
+) -> (Arc<dyn Store>, Faults) {
     let enabled = Arc::new(AtomicBool::new(false));
     let mut rules = Vec::new();
     let mut clock = FaultClock::default();
@@ -415,43 +431,10 @@ pub async fn faulty_emulator_store(
             .with_request_observer(Arc::clone(&clock) as Arc<dyn RequestObserver>),
     );
     let runtime = emulator.runtime_builder_with_fault_rules(rules);
-    let client = client_of(runtime.into(), None).await;
+    let client = client_of(runtime.into(), options).await;
     let store = CosmosStore::from_client_with(client, DATABASE, tenancy)
         .await
         .expect("the Cosmos DB store prepares the emulator's database");
     let faults = Faults { enabled, clock };
     (Arc::new(store), faults)
-}
-
-/// A [`CosmosStore`] on a fresh in-memory account whose first `throttles` transactional
-/// batches are answered `429` with `x-ms-retry-after-ms: retry_after`, on a client that does
-/// not retry throttled requests itself (the emulator's own throughput model charges point
-/// writes, not batches). The rule counts its hits.
-pub async fn batch_throttling_emulator_store(
-    throttles: u32,
-    retry_after: Duration,
-) -> (Arc<dyn Store>, Arc<FaultInjectionRule>) {
-    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account_config()));
-    let throttled = CustomResponseBuilder::new(azure_core::http::StatusCode::TooManyRequests)
-        .with_header("x-ms-retry-after-ms", retry_after.as_millis().to_string())
-        .with_sub_status(3200)
-        .build();
-    let rule = Arc::new(
-        FaultInjectionRuleBuilder::new(
-            "throttled-batches",
-            FaultInjectionResultBuilder::new()
-                .with_custom_response(throttled)
-                .build(),
-        )
-        .with_condition(
-            FaultInjectionConditionBuilder::new()
-                .with_operation_type(FaultOperationType::BatchItem)
-                .build(),
-        )
-        .with_hit_limit(throttles)
-        .build(),
-    );
-    let runtime = emulator.runtime_builder_with_fault_rules(vec![Arc::clone(&rule)]);
-    let store = store_of(client_of(runtime.into(), Some(no_throttle_retries())).await).await;
-    (store, rule)
 }

@@ -33,7 +33,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::cosmos_emulator::batch_throttling_emulator_store;
+use crate::cosmos_emulator::{
+    Fault, FaultOperationType, FaultPlan, faulty_emulator_store_without_throttle_retries,
+};
 use crate::helpers::{
     Backend, OPERATION_TENANT, TestApp, eventually, spawn_app_on, spawn_app_without_pump,
     spawn_on_store, spawn_unaddressed,
@@ -799,13 +801,16 @@ async fn a_throttled_import_waits_and_completes() {
             content_chars: 100,
         },
     );
-    let (store, throttles) = batch_throttling_emulator_store(6, Duration::from_millis(50)).await;
+    let throttle = Fault::Throttle {
+        retry_after: Duration::from_millis(50),
+    };
+    let first_batches = FaultPlan::new(throttle)
+        .on(FaultOperationType::BatchItem)
+        .times(6);
+    let (store, faults) = faulty_emulator_store_without_throttle_retries(vec![first_batches]).await;
+    faults.start();
     let summary = import_into(&store, &folder, None).await;
-    assert_eq!(
-        throttles.hit_count(),
-        6,
-        "the first 6 batches were throttled"
-    );
+    assert_eq!(faults.injected(), 6, "the first 6 batches were throttled");
     assert_eq!(summary.written, manifest.total());
     assert_verifies_now(&store).await;
 }
