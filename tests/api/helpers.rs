@@ -136,16 +136,7 @@ pub async fn spawn_configured(
     tenancy: Tenancy,
     adjust: impl FnOnce(&mut Settings),
 ) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, tenancy, &data_dir).await;
-    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
-    settings.store.tenancy = tenancy;
-    adjust(&mut settings);
-    let app = serve(settings, store, data_dir, None).await;
-    match tenancy {
-        Tenancy::Single => app,
-        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
-    }
+    spawn_in_layout(backend, tenancy, None, adjust).await
 }
 
 /// The application of `tenancy` with telemetry of its own (`Application::with_telemetry`),
@@ -156,12 +147,23 @@ pub async fn spawn_observed(
     telemetry: Telemetry,
     adjust: impl FnOnce(&mut Settings),
 ) -> TestApp {
+    spawn_in_layout(backend, tenancy, Some(telemetry), adjust).await
+}
+
+/// A fresh store of `backend` in `tenancy`, served with the pump; addressed as
+/// [`OPERATION_TENANT`] in `multi`.
+async fn spawn_in_layout(
+    backend: Backend,
+    tenancy: Tenancy,
+    telemetry: Option<Telemetry>,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
     let data_dir = TempDir::new().expect("temp dir");
     let store = open_backend(backend, tenancy, &data_dir).await;
     let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
     settings.store.tenancy = tenancy;
     adjust(&mut settings);
-    let app = serve(settings, store, data_dir, Some(telemetry)).await;
+    let app = serve(settings, store, data_dir, telemetry).await;
     match tenancy {
         Tenancy::Single => app,
         Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
