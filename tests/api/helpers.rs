@@ -381,21 +381,26 @@ impl TestApp {
 /// copies appear shortly after the write, not with it. The limits are generous on purpose:
 /// they only bound a failing test on a loaded CI machine; how fast copies really appear is
 /// measured by the benchmark (change-feed lag), never asserted here.
-pub async fn eventually<T, F, Fut>(within: Duration, mut check: F) -> T
+/// A failure names the line that waited (an `async fn` cannot track its caller).
+#[track_caller]
+pub fn eventually<T, F, Fut>(within: Duration, mut check: F) -> impl Future<Output = T>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
+    Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(value) = check().await {
-            return value;
+    let caller = std::panic::Location::caller();
+    async move {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "condition not met within {within:?} (waiting at {caller})"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(
-            Instant::now() < deadline,
-            "condition not met within {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

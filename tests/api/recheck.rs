@@ -174,9 +174,14 @@ impl LaggingUsers {
         self.stale_reads.load(Ordering::SeqCst)
     }
 
-    /// Before a write of `id` in `users` during the lag, keeps what readers still see.
+    /// Before a write of the user item `id` during the lag, keeps what readers still see.
+    /// Only user items lag: the stale reads counted are then the three of the race, not a
+    /// handler's second look at a post copy it wrote during the lag.
     async fn remember(&self, container: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        if container != Container::Users || !self.lagging.load(Ordering::SeqCst) {
+        if container != Container::Users
+            || !is_user_item(pk, id)
+            || !self.lagging.load(Ordering::SeqCst)
+        {
             return Ok(());
         }
         let key = (pk.to_json_array(), id.to_owned());
@@ -187,6 +192,13 @@ impl LaggingUsers {
         self.before.lock().unwrap().entry(key).or_insert(current);
         Ok(())
     }
+}
+
+/// A user's item is the one in its own partition with its id (its post copies have the
+/// posts' ids).
+fn is_user_item(pk: &PartitionKey, id: &str) -> bool {
+    let components: Vec<Value> = serde_json::from_str(&pk.to_json_array()).unwrap_or_default();
+    components.last().and_then(Value::as_str) == Some(id)
 }
 
 fn id_of(item: &Value) -> &str {
