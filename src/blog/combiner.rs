@@ -143,17 +143,22 @@ enum Preparing {
     Ready(Change),
 }
 
+/// The answers of a round, sent once the worker has settled its queue (see [`Worker::run`]).
+type Outbox = Arc<Mutex<Vec<(oneshot::Sender<Result<Applied>>, Result<Applied>)>>>;
+
 /// A prepared writer of the current round.
 struct Waiter {
     change: Change,
     reply: oneshot::Sender<Result<Applied>>,
+    outbox: Outbox,
 }
 
 impl Waiter {
     fn answer(self, result: Result<Applied>) {
-        // The writer may be gone (request cancelled); its change stands, like any write
-        // whose answer was lost.
-        let _ = self.reply.send(result);
+        self.outbox
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((self.reply, result));
     }
 
     fn pending(self) -> Pending {
@@ -310,6 +315,7 @@ impl Combiner {
                 combiner: self.clone(),
                 post_id: post_id.clone(),
                 known: None,
+                outbox: Outbox::default(),
             };
             tokio::spawn(crate::telemetry::in_current_context(worker.run()));
         }
@@ -337,6 +343,7 @@ struct Worker {
     post_id: PostId,
     /// The post's current version as of the last batch or read, with its etag.
     known: Option<(Post, ETag)>,
+    outbox: Outbox,
 }
 
 impl Worker {
@@ -357,12 +364,33 @@ impl Worker {
                     // new worker.
                     queues.remove(&post_id);
                     guard.armed = false;
-                    return;
+                    None
+                } else {
+                    let take = queue.len().min(MAX_CHANGES);
+                    Some(queue.drain(..take).collect::<Vec<_>>())
                 }
-                let take = queue.len().min(MAX_CHANGES);
-                queue.drain(..take).collect::<Vec<_>>()
             };
+            // The last round's answers go out only now: a writer that writes again once
+            // answered never joins this worker's queue when it had none left, and so pays
+            // the same (a read of the post) every time; writers that queued meanwhile keep
+            // the worker, and its knowledge of the post, busy.
+            self.send_answers();
+            let Some(round) = round else { return };
             self.round(round).await;
+        }
+    }
+
+    fn send_answers(&self) {
+        let answers = std::mem::take(
+            &mut *self
+                .outbox
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        for (reply, result) in answers {
+            // The writer may be gone (request cancelled); its change stands, like any
+            // write whose answer was lost.
+            let _ = reply.send(result);
         }
     }
 
@@ -395,15 +423,19 @@ impl Worker {
     }
 
     async fn round(&mut self, pendings: Vec<Pending>) {
-        let prepared = join_all(pendings.into_iter().map(|pending| async move {
-            let change = match pending.change {
-                Preparing::Ready(change) => change,
-                Preparing::Awaited(handed_over) => handed_over.await.ok()?,
-            };
-            Some(Waiter {
-                change,
-                reply: pending.reply,
-            })
+        let prepared = join_all(pendings.into_iter().map(|pending| {
+            let outbox = Arc::clone(&self.outbox);
+            async move {
+                let change = match pending.change {
+                    Preparing::Ready(change) => change,
+                    Preparing::Awaited(handed_over) => handed_over.await.ok()?,
+                };
+                Some(Waiter {
+                    change,
+                    reply: pending.reply,
+                    outbox,
+                })
+            }
         }));
         // The writers read their users while the round reads the post.
         let (waiters, post) = tokio::join!(prepared, self.current_post());
