@@ -18,6 +18,7 @@
 pub mod export;
 pub mod http;
 pub mod metrics;
+mod scoped;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -162,11 +163,13 @@ impl Telemetry {
     /// Runs `make` with this subscriber current: spans, logs and metrics of what it starts
     /// (the change-feed pump's tasks) come here.
     pub fn in_scope<T>(&self, make: impl FnOnce() -> T) -> T {
+        scoped::let_each_scope_decide();
         tracing::dispatcher::with_default(&self.dispatch, make)
     }
 
     /// `future`, run with this subscriber current.
     pub fn scoped<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
+        scoped::let_each_scope_decide();
         future.with_subscriber(self.dispatch.clone())
     }
 

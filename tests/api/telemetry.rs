@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -27,9 +27,6 @@ use prost::Message;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tracing::level_filters::LevelFilter;
-use tracing::span;
-use tracing::subscriber::Interest;
 
 use crate::auth::Binary;
 use crate::cosmos_emulator::throttled_emulator_store;
@@ -221,45 +218,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A subscriber that records nothing and leaves every decision to the dispatcher in scope.
-///
-/// Each test's telemetry is a scoped dispatcher, and the other tests of this binary run with
-/// none. While a single dispatcher is registered, `tracing` caches the interest of a callsite
-/// hit for the first time from what the *hitting thread's* dispatcher says: a test without
-/// telemetry that reaches the request span's callsite first, just after the first telemetry
-/// test registered its dispatcher, caches "never" for every dispatcher, and that test records
-/// no span at all. (The binary installs one global dispatcher, which every thread sees.)
-/// Registered beside the tests' own, this one makes every callsite "sometimes": each span asks
-/// the dispatcher of its task.
-struct Undecided;
-
-impl tracing::Subscriber for Undecided {
-    fn register_callsite(&self, _: &'static tracing::Metadata<'static>) -> Interest {
-        Interest::sometimes()
-    }
-    fn max_level_hint(&self) -> Option<LevelFilter> {
-        Some(LevelFilter::OFF)
-    }
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        false
-    }
-    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-        span::Id::from_u64(1)
-    }
-    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-    fn event(&self, _: &tracing::Event<'_>) {}
-    fn enter(&self, _: &span::Id) {}
-    fn exit(&self, _: &span::Id) {}
-}
-
-static BESIDE_EVERY_TEST: LazyLock<tracing::Dispatch> =
-    LazyLock::new(|| tracing::Dispatch::new(Undecided));
-
 /// Telemetry of the application under test, exporting OTLP to `receiver` only when flushed
 /// (the test calls [`Telemetry::flush`]): nothing in the tests waits on a schedule.
 fn exporting_to(receiver: &Receiver) -> Telemetry {
-    LazyLock::force(&BESIDE_EVERY_TEST);
     let hour = Some(Duration::from_secs(3600));
     Telemetry::new(Config::exporting(
         Export::Otlp {
