@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
-use cosmos_blog::startup::{Application, open_store, shutdown_signal};
+use cosmos_blog::startup::{Application, open_existing_store, open_store, shutdown_signal};
 use cosmos_blog::store::{Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
@@ -123,12 +123,10 @@ async fn main() -> ExitCode {
 /// a warning, never a reason not to serve.
 fn start_telemetry(serving: bool) -> Telemetry {
     let (config, notes) = telemetry::Config::from_env(serving);
+    let filter = config.log_filter.clone();
     let (telemetry, failure) = match Telemetry::new(config) {
         Ok(telemetry) => (telemetry, None),
-        Err(e) => {
-            let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
-            (Telemetry::logs_only(&filter, std::io::stderr), Some(e))
-        }
+        Err(e) => (Telemetry::logs_only(&filter, std::io::stderr), Some(e)),
     };
     telemetry.install();
     for note in notes {
@@ -209,15 +207,7 @@ const VERIFY_UNREADABLE: u8 = 2;
 
 async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
-        // Opening an embedded store creates it: refuse a path that holds none, which is
-        // almost certainly the wrong one.
-        let path = settings.embedded_path();
-        anyhow::ensure!(
-            settings.uses_cosmos() || path.exists(),
-            "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
-            path.display()
-        );
-        let store = open_store(settings).await?;
+        let store = open_existing_store(settings).await?;
         if repair {
             run_repair(&store).await
         } else {

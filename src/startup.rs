@@ -56,6 +56,18 @@ pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Stor
     Ok(Arc::new(store))
 }
 
+/// [`open_store`] for the commands that read a store: refuses an embedded data folder that
+/// holds none (opening would create an empty one: almost certainly the wrong folder).
+pub async fn open_existing_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
+    let path = settings.embedded_path();
+    anyhow::ensure!(
+        settings.uses_cosmos() || path.exists(),
+        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
+        path.display()
+    );
+    open_store(settings).await
+}
+
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
         // Unsafe or incomplete authentication settings fail before the store is even opened.

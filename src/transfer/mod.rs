@@ -45,7 +45,7 @@ pub use validate::{InputError, Invalid};
 
 use crate::domain::{Comment, Like, Post, TenantId, Timestamp, Tombstone, User};
 use crate::settings::StoreSettings;
-use crate::startup::open_store;
+use crate::startup::{open_existing_store, open_store};
 use crate::store::{Container, Store, Tenancy, embedded};
 
 /// The `format` of every manifest: what the folder is.
@@ -217,18 +217,6 @@ pub struct BackupArgs {
 const COSMOS_CONCURRENCY: usize = 8;
 /// On the embedded store: enough writes waiting for its one writer to commit many together.
 const EMBEDDED_CONCURRENCY: usize = 64;
-
-/// Opens the store of `settings`, refusing an embedded data folder that holds none (opening
-/// would create an empty one: almost certainly the wrong folder).
-async fn open_existing_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
-    let path = settings.embedded_path();
-    anyhow::ensure!(
-        settings.uses_cosmos() || path.exists(),
-        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
-        path.display()
-    );
-    open_store(settings).await
-}
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
 pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
