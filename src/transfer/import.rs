@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, Progress};
-use crate::changefeed::{Report, on_post_changed, on_user_changed};
+use crate::changefeed::{Report, Source};
 use crate::domain::{Post, TenantId, is_a};
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,
@@ -350,9 +350,9 @@ impl Plan {
             .sum::<usize>();
         progress.start("import: deriving the copies", Some(total as u64));
         let mut report = Report::default();
-        for (kinds, handler) in [
-            ([Kind::Users, Kind::Erasures], Handler::OnUserChanged),
-            ([Kind::Posts, Kind::Tombstones], Handler::OnPostChanged),
+        for (kinds, source) in [
+            ([Kind::Users, Kind::Erasures], Source::Users),
+            ([Kind::Posts, Kind::Tombstones], Source::Posts),
         ] {
             let mut pending: HashMap<Option<TenantId>, Vec<Value>> = HashMap::new();
             for kind in kinds {
@@ -363,17 +363,17 @@ impl Plan {
                         continue;
                     }
                     let documents = pending.entry(loaded.into.clone()).or_default();
-                    documents.push(handler.document(loaded.item));
+                    documents.push(handed_to(source, loaded.item));
                     if documents.len() >= DERIVE_PAGE {
                         let documents = std::mem::take(documents);
                         let view = views.of(&loaded.into);
-                        report.merge(handler.run(&view, documents, progress).await?);
+                        report.merge(derive(source, &view, documents, progress).await?);
                     }
                 }
             }
             for (into, documents) in pending {
                 if !documents.is_empty() {
-                    report.merge(handler.run(&views.of(&into), documents, progress).await?);
+                    report.merge(derive(source, &views.of(&into), documents, progress).await?);
                 }
             }
         }
@@ -658,45 +658,33 @@ fn retry_after(error: &StoreError) -> Duration {
     }
 }
 
-/// The handler that derives the copies of a kind of source item.
-#[derive(Debug, Clone, Copy)]
-enum Handler {
-    OnUserChanged,
-    OnPostChanged,
+/// What the handler of `source` is given of a loaded item. `OnPostChanged` reads each post's
+/// current version from the store, so a post travels in short form, which bounds what waits
+/// in memory.
+fn handed_to(source: Source, item: Value) -> Value {
+    if source != Source::Posts || !is_a::<Post>(&item) {
+        return item;
+    }
+    match serde_json::from_value::<Post>(item.clone()) {
+        Ok(post) => serde_json::to_value(post.short()).unwrap_or(item),
+        Err(_) => item,
+    }
 }
 
-impl Handler {
-    /// What the handler is given of a loaded item. It reads each post's current version from
-    /// the store, so a post travels in short form, which bounds what waits in memory.
-    fn document(self, item: Value) -> Value {
-        if !matches!(self, Handler::OnPostChanged) || !is_a::<Post>(&item) {
-            return item;
-        }
-        match serde_json::from_value::<Post>(item.clone()) {
-            Ok(post) => serde_json::to_value(post.short()).unwrap_or(item),
-            Err(_) => item,
-        }
-    }
-
-    async fn run(
-        self,
-        store: &Arc<dyn Store>,
-        documents: Vec<Value>,
-        progress: &mut Progress,
-    ) -> anyhow::Result<Report> {
-        let count = documents.len() as u64;
-        // The handlers are idempotent: a retried page writes only what is still missing.
-        let report = retrying(|| async {
-            match self {
-                Handler::OnUserChanged => on_user_changed(store, &documents).await,
-                Handler::OnPostChanged => on_post_changed(store, &documents).await,
-            }
-        })
+/// Runs the handler of `source` on `documents` of the blog `store`.
+async fn derive(
+    source: Source,
+    store: &Arc<dyn Store>,
+    documents: Vec<Value>,
+    progress: &mut Progress,
+) -> anyhow::Result<Report> {
+    let count = documents.len() as u64;
+    // The handlers are idempotent: a retried page writes only what is still missing.
+    let report = retrying(|| source.handle(store, &documents))
         .await
         .context("cannot derive the copies")?;
-        progress.advance(count);
-        Ok(report)
-    }
+    progress.advance(count);
+    Ok(report)
 }
 
 /// What an import did.
