@@ -42,6 +42,14 @@ pub fn feed_partition() -> PartitionKey {
     PartitionKey::single(Post::TYPE)
 }
 
+/// The feed's posts, newest first: the order of Q6, of the change feed's window, of the trim
+/// and of the refill.
+pub fn feed_query() -> Query {
+    Query::in_partition(feed_partition())
+        .of_type(Post::TYPE)
+        .order_by("creationDate", SortOrder::Descending)
+}
+
 #[derive(Clone)]
 pub struct Blog {
     store: Arc<dyn Store>,
@@ -533,12 +541,13 @@ impl Blog {
 
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
     pub async fn feed(&self, size: PageSize) -> Result<Vec<Post>> {
-        let query = Query::in_partition(feed_partition())
-            .of_type(Post::TYPE)
-            .order_by("creationDate", SortOrder::Descending);
         let page = self
             .store
-            .query(Container::Feed, &query, PageRequest::first(size.get()))
+            .query(
+                Container::Feed,
+                &feed_query(),
+                PageRequest::first(size.get()),
+            )
             .await?;
         page.items.into_iter().map(from_item).collect()
     }

@@ -24,7 +24,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
 use crate::blog::combiner::{Applied, Change, Combiner, CountDelta};
-use crate::blog::{FEED_SIZE, feed_partition};
+use crate::blog::{FEED_SIZE, feed_partition, feed_query};
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::error::Error;
 use crate::store::{
@@ -119,11 +119,12 @@ fn item_id(item: &Value) -> Option<String> {
 /// the short copies in `users` (see the module's note on its cost). Upserts only the missing
 /// ones; the caller trims afterwards.
 pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
-    let newest = Query::in_partition(feed_partition())
-        .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending);
     let in_feed: BTreeSet<String> = store
-        .query(Container::Feed, &newest, PageRequest::first(FEED_SIZE))
+        .query(
+            Container::Feed,
+            &feed_query(),
+            PageRequest::first(FEED_SIZE),
+        )
         .await?
         .items
         .iter()

@@ -14,11 +14,11 @@ use serde_json::Value;
 
 use super::deletes::{Cleared, clear_deleted_post, erase_user, refill_feed, sweep_orphan_copies};
 use super::pump::Source;
-use crate::blog::{FEED_SIZE, feed_partition};
+use crate::blog::{FEED_SIZE, feed_partition, feed_query};
 use crate::domain::{Comment, Deleted, Like, Post, PostId, TenantId, Tombstone, Typed, User, is_a};
 use crate::store::{
-    BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder,
-    Store, StoreError, StoreResult, Tenancy, strip_system_properties, tenant,
+    BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, Store,
+    StoreError, StoreResult, Tenancy, strip_system_properties, tenant,
 };
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
@@ -448,23 +448,12 @@ struct FeedWindow {
     admitted: HashMap<PostId, Post>,
 }
 
-/// The feed's posts, newest first: the order of Q6, of the window and of the trim.
-pub(crate) fn feed_query() -> Query {
-    Query::in_partition(feed_partition())
-        .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending)
-}
-
 impl FeedWindow {
-    fn query() -> Query {
-        feed_query()
-    }
-
     async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
         let page = store
             .query(
                 Container::Feed,
-                &Self::query(),
+                &feed_query(),
                 PageRequest::first(FEED_SIZE),
             )
             .await?;
@@ -543,7 +532,7 @@ impl FeedWindow {
 /// anything past position [`FEED_SIZE`] in one snapshot stays past it (posts only get
 /// added), and a post already deleted by another instance is simply not found.
 pub(crate) async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
-    let beyond = FeedWindow::query().skip(FEED_SIZE);
+    let beyond = feed_query().skip(FEED_SIZE);
     let page = store
         .query(Container::Feed, &beyond, PageRequest::first(1_000))
         .await?;

@@ -12,6 +12,6 @@ pub use handlers::{Report, on_post_changed, on_user_changed, rebuild};
 pub(crate) use deletes::{
     clear_deleted_post, delete_children, delete_if_orphan, erase_user, refill_feed,
 };
-pub(crate) use handlers::{current_username, feed_query, rename_item, trim_feed};
+pub(crate) use handlers::{current_username, rename_item, trim_feed};
 pub use pump::{Pump, Source};
 pub use recheck::{Recheck, RecheckReport, RecheckTask};

@@ -197,9 +197,9 @@ async fn handle_batch(
     documents: &[Value],
 ) -> StoreResult<Report> {
     let handler = source.function_name();
-    let (report, exchange) = charge::measure_exchanges(source.handle(store, documents)).await;
+    let (report, request_units) = charge::measure(source.handle(store, documents)).await;
     let report = report?;
-    metrics::record_operation_charge(handler, exchange.request_units);
+    metrics::record_operation_charge(handler, request_units);
     metrics::record_change_feed_lag(source.container().name(), handler, documents);
     Ok(report)
 }

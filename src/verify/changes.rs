@@ -25,9 +25,9 @@ use serde_json::Value;
 
 use super::Violation;
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
-use super::repair::count_children;
-use crate::blog::FEED_SIZE;
-use crate::changefeed::feed_query;
+use super::repair::{Children, count_children};
+use crate::blog::{FEED_SIZE, feed_query};
+use crate::changefeed::current_username;
 use crate::domain::{Comment, Deleted, Like, Post, Timestamp, Tombstone, User, UserId, is_a};
 use crate::store::{
     Container, FilterOp, PageRequest, Pages, PartitionKey, Query, Store, StoreResult,
@@ -194,9 +194,7 @@ impl Targeted<'_> {
         if let Some(author) = self.lock(&self.authors).get(user_id) {
             return Ok(author.clone());
         }
-        let user = self.read(Container::Users, user_id, user_id).await?;
-        let username =
-            user.and_then(|u| u.get("username").and_then(Value::as_str).map(str::to_owned));
+        let username = current_username(self.store, user_id).await?;
         let erased_at = match (&username, UserId::parse(user_id)) {
             (None, Ok(id)) => self.erasure(user_id, &Tombstone::erasure_id(&id)).await?,
             _ => None,
@@ -418,11 +416,15 @@ impl Targeted<'_> {
         deleted: bool,
         changed: &HashSet<String>,
     ) -> StoreResult<()> {
-        let (comments, likes) = if changed.is_empty() {
-            count_children(self.store, post_id).await?
-        } else {
-            self.count_and_check(post_id, changed).await?
-        };
+        // Those of the batch, as they are now, against their authors (and each like's id).
+        let Children {
+            comments,
+            likes,
+            kept,
+        } = count_children(self.store, post_id, changed).await?;
+        for item in kept {
+            self.child(&item).await?;
+        }
         let found = match source {
             Some(source) => checks::counts(post_id, source, comments, likes),
             None => {
@@ -436,36 +438,6 @@ impl Targeted<'_> {
         };
         self.report_all(found);
         Ok(())
-    }
-
-    /// Counts the partition's comments and likes, checking on the way those of `changed`
-    /// (their current versions) against their authors, and each like's id.
-    async fn count_and_check(
-        &self,
-        post_id: &str,
-        changed: &HashSet<String>,
-    ) -> StoreResult<(u64, u64)> {
-        let query = Query::in_partition(PartitionKey::single(post_id))
-            .of_types(&[Comment::TYPE, Like::TYPE]);
-        let (mut comments, mut likes) = (0, 0);
-        let mut to_check = Vec::new();
-        let mut pages = Pages::new(&**self.store, Container::Posts, &query, PAGE_SIZE);
-        while let Some(items) = pages.next().await? {
-            for item in items {
-                if is_a::<Like>(&item) {
-                    likes += 1;
-                } else {
-                    comments += 1;
-                }
-                if changed.contains(text(&item, "id")) {
-                    to_check.push(item);
-                }
-            }
-        }
-        for item in to_check {
-            self.child(&item).await?;
-        }
-        Ok((comments, likes))
     }
 
     async fn child(&self, item: &Value) -> StoreResult<()> {

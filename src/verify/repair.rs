@@ -4,6 +4,7 @@
 //! feed's trim and refill, a username, a delete's clean-up). Every repair is idempotent and
 //! safe while the application serves: it writes nothing when it finds the item already right.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -231,25 +232,45 @@ async fn set_username(store: &Arc<dyn Store>, post_id: &str, id: &str) -> StoreR
     Ok(written(n, |_| format!("userUsername set to {username:?}")))
 }
 
-/// The number of comments and of likes in a post's partition.
+/// The comments and likes of a post's partition: how many of each, and those whose id is in
+/// `keep`, as they are now.
+pub(crate) struct Children {
+    pub comments: u64,
+    pub likes: u64,
+    pub kept: Vec<Value>,
+}
+
+/// Counts the comments and likes in a post's partition, keeping those of `keep` on the way.
 pub(crate) async fn count_children(
     store: &Arc<dyn Store>,
     post_id: &str,
-) -> StoreResult<(u64, u64)> {
+    keep: &HashSet<String>,
+) -> StoreResult<Children> {
     let query =
         Query::in_partition(PartitionKey::single(post_id)).of_types(&[Comment::TYPE, Like::TYPE]);
-    let (mut comments, mut likes) = (0, 0);
+    let mut children = Children {
+        comments: 0,
+        likes: 0,
+        kept: Vec::new(),
+    };
     let mut pages = Pages::new(&**store, Container::Posts, &query, COUNT_PAGE);
     while let Some(items) = pages.next().await? {
-        for item in &items {
-            if is_a::<Like>(item) {
-                likes += 1;
+        for item in items {
+            if is_a::<Like>(&item) {
+                children.likes += 1;
             } else {
-                comments += 1;
+                children.comments += 1;
+            }
+            if item
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| keep.contains(id))
+            {
+                children.kept.push(item);
             }
         }
     }
-    Ok((comments, likes))
+    Ok(children)
 }
 
 /// Sets a post's counts to its comments and likes, with If-Match on the post read before the
@@ -265,7 +286,9 @@ async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> 
         if !is_a::<Post>(&current.item) {
             return Ok(Outcome::Unchanged);
         }
-        let (comments, likes) = count_children(store, post_id).await?;
+        let Children {
+            comments, likes, ..
+        } = count_children(store, post_id, &HashSet::new()).await?;
         let count = |field: &str| current.item.get(field).and_then(Value::as_u64);
         let before = (count("commentCount"), count("likeCount"));
         if before == (Some(comments), Some(likes)) {
