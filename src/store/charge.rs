@@ -66,14 +66,6 @@ pub fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
     }
 }
 
-/// Adds `request_units` to the current scope's total; outside a scope it does nothing.
-pub fn record(request_units: f64) {
-    report(&Exchange {
-        request_units,
-        ..Exchange::default()
-    });
-}
-
 /// Adds what the service reported (for one exchange, or a scope's sum) to the current scope.
 pub fn report(exchange: &Exchange) {
     let _ = CHARGE.try_with(|total| {
@@ -88,12 +80,20 @@ pub fn report(exchange: &Exchange) {
 mod tests {
     use super::*;
 
+    /// One exchange that cost `request_units`.
+    fn charged(request_units: f64) {
+        report(&Exchange {
+            request_units,
+            ..Exchange::default()
+        });
+    }
+
     #[tokio::test]
     async fn sums_charges_within_a_scope_only() {
-        record(5.0); // outside any scope: ignored
+        charged(5.0); // outside any scope: ignored
         let ((), total) = measure(async {
-            record(1.5);
-            record(2.25);
+            charged(1.5);
+            charged(2.25);
         })
         .await;
         assert_eq!(total, 3.75);

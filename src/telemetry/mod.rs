@@ -29,7 +29,7 @@ use opentelemetry::metrics::MeterProvider;
 use opentelemetry::trace::TracerProvider;
 use tracing::instrument::WithSubscriber;
 use tracing::{Dispatch, Instrument, Level};
-use tracing_subscriber::filter::{EnvFilter, FilterFn, Targets};
+use tracing_subscriber::filter::{EnvFilter, FilterFn, LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
@@ -94,7 +94,7 @@ impl Config {
 pub struct Telemetry {
     dispatch: Dispatch,
     providers: Option<Providers>,
-    describe: Arc<str>,
+    describe: &'static str,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -121,9 +121,13 @@ impl Telemetry {
                 .with_level(true)
                 .with_filter(trace_filter())
         });
-        let meters = providers
-            .as_ref()
-            .map(|p| MetricsLayer(Arc::new(Instruments::new(&p.meter.meter(SCOPE)))));
+        // The metrics layer only holds the instruments (found by downcast) and wants no span
+        // nor event: without a filter of its own it would have every callsite of the process,
+        // `trace!` in the SDK and hyper included, evaluated on every hit.
+        let meters = providers.as_ref().map(|p| {
+            MetricsLayer(Arc::new(Instruments::new(&p.meter.meter(SCOPE))))
+                .with_filter(LevelFilter::OFF)
+        });
         let subscriber = tracing_subscriber::registry()
             .with(logs)
             .with(traces)
@@ -131,7 +135,7 @@ impl Telemetry {
         Ok(Self {
             dispatch: Dispatch::new(subscriber),
             providers,
-            describe: config.export.describe().into(),
+            describe: config.export.describe(),
         })
     }
 
@@ -151,8 +155,8 @@ impl Telemetry {
     }
 
     /// Where telemetry goes: `off`, `otlp/http`, `application-insights`.
-    pub fn describe(&self) -> &str {
-        &self.describe
+    pub fn describe(&self) -> &'static str {
+        self.describe
     }
 
     /// Makes this the subscriber of every thread and task of the process (`main`).
@@ -217,6 +221,8 @@ fn trace_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
         ours.would_enable(metadata.target(), metadata.level())
             && (metadata.is_span() || *metadata.level() <= Level::WARN)
     })
+    // What `ours` enables at most: lower callsites are skipped without asking.
+    .with_max_level_hint(Level::INFO)
 }
 
 /// The span of one change-feed batch a handler takes from the standalone pump (under the
