@@ -170,7 +170,6 @@ fn summary_row(out: &mut String, label: &str, s: &Summary, extra: &str) {
     );
 }
 
-/// The throughput phases and the change-feed lags of a load run.
 /// Writes per second of the load's write mix, if it ran.
 pub fn write_mix_rate(load: &LoadReport) -> Option<f64> {
     load.phases
@@ -179,6 +178,7 @@ pub fn write_mix_rate(load: &LoadReport) -> Option<f64> {
         .map(|phase| phase.throughput())
 }
 
+/// The throughput phases and the change-feed lags of a load run.
 pub fn throughput_and_lag(out: &mut String, load: &LoadReport, concurrency: usize) {
     let _ = writeln!(
         out,
@@ -522,8 +522,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
                 met(ok)
             );
         }
-        if let Some(p) = load.phases.iter().find(|p| p.name.starts_with("write mix")) {
-            let v = p.throughput();
+        if let Some(v) = write_mix_rate(load) {
             let _ = writeln!(
                 out,
                 "| write mix throughput ({} clients) | ≥ {TARGET_WRITE_MIX_PER_S:.0}/s | {v:.0}/s | {} |",

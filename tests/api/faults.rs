@@ -31,7 +31,7 @@ use crate::cosmos_emulator::{
     faulty_emulator_store, on_each_data_operation,
 };
 use crate::deletes::partition_items;
-use crate::helpers::{OPERATION_TENANT, TestApp, eventually, spawn_on_store};
+use crate::helpers::{TestApp, eventually, spawn_on_store};
 
 /// One fault per this many requests, per operation.
 const EVERY: u32 = 7;
@@ -52,10 +52,7 @@ async fn app_with(plans: Vec<FaultPlan>) -> (TestApp, Faults) {
 async fn app_in(tenancy: Tenancy, plans: Vec<FaultPlan>) -> (TestApp, Faults) {
     let (store, faults) = faulty_emulator_store(tenancy, plans).await;
     let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Pump).await;
-    match tenancy {
-        Tenancy::Single => (app, faults),
-        Tenancy::Multi => (app.in_tenant(OPERATION_TENANT), faults),
-    }
+    (app.addressed(), faults)
 }
 
 async fn delete(app: &TestApp, path: &str, caller: &str) -> Response {

@@ -91,11 +91,9 @@ pub async fn spawn_app_without_pump_in(backend: Backend, tenancy: Tenancy) -> Te
 }
 
 async fn spawn_with(backend: Backend, tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
-    let app = spawn_unaddressed(backend, tenancy, change_feed).await;
-    match tenancy {
-        Tenancy::Single => app,
-        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
-    }
+    spawn_unaddressed(backend, tenancy, change_feed)
+        .await
+        .addressed()
 }
 
 /// The application of `tenancy` on a fresh store, its paths used as written (no tenant
@@ -163,11 +161,9 @@ async fn spawn_in_layout(
     let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
     settings.store.tenancy = tenancy;
     adjust(&mut settings);
-    let app = serve(settings, store, data_dir, telemetry).await;
-    match tenancy {
-        Tenancy::Single => app,
-        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
-    }
+    serve(settings, store, data_dir, telemetry)
+        .await
+        .addressed()
 }
 
 /// [`spawn_on_store`] with telemetry of its own, and no change-feed processing.
@@ -223,6 +219,15 @@ async fn serve(
 }
 
 impl TestApp {
+    /// The app as the tests of either layout address it: itself in `single`, as
+    /// [`OPERATION_TENANT`] in `multi`.
+    pub fn addressed(self) -> TestApp {
+        match self.whole_store.tenancy() {
+            Tenancy::Single => self,
+            Tenancy::Multi => self.in_tenant(OPERATION_TENANT),
+        }
+    }
+
     /// The same server addressed as `tenant` (a `multi` application): its URLs, its store.
     pub fn in_tenant(&self, tenant: &str) -> TestApp {
         assert_eq!(

@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::{
-    Backend, OPERATION_TENANT, TestApp, eventually, open_backend, spawn_configured, spawn_on_store,
-    spawn_unaddressed,
+    Backend, TestApp, eventually, open_backend, spawn_app_without_pump_in, spawn_configured,
+    spawn_on_store,
 };
 use crate::store_contract::drain_changes;
 use crate::verify::{
@@ -295,11 +295,7 @@ async fn app_on_lagging_store(backend: Backend, tenancy: Tenancy) -> (TestApp, A
         open_backend(backend, tenancy, &data_dir).await,
     ));
     let app = spawn_on_store(lagging.clone(), data_dir, ChangeFeedMode::Pump).await;
-    let app = match tenancy {
-        Tenancy::Single => app,
-        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
-    };
-    (app, lagging)
+    (app.addressed(), lagging)
 }
 
 async fn the_stale_read_race_is_repaired_by_the_recheck(backend: Backend, tenancy: Tenancy) {
@@ -391,11 +387,7 @@ async fn the_task_beside_the_pump_repairs_hand_edits(backend: Backend, tenancy: 
 // ---- drift outside the change feed: verify --repair --------------------------------------
 
 async fn verify_repair_fixes_drift_outside_the_change_feed(backend: Backend, tenancy: Tenancy) {
-    let app = spawn_unaddressed(backend, tenancy, ChangeFeedMode::Off).await;
-    let app = match tenancy {
-        Tenancy::Single => app,
-        Tenancy::Multi => app.in_tenant(OPERATION_TENANT),
-    };
+    let app = spawn_app_without_pump_in(backend, tenancy).await;
     app.register("ada", "Ada").await;
     app.register("bob", "Bob").await;
     let ada = app.new_post("ada", "ada's", "a").await["id"]

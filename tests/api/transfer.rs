@@ -42,6 +42,7 @@ use crate::helpers::{
 };
 use crate::restart::{assert_binary_verifies, command_on};
 use crate::store_contract::all_pages;
+use crate::verify::assert_holds;
 
 // ---- a blog with every kind of item --------------------------------------------------------
 
@@ -237,13 +238,7 @@ async fn import_into(store: &Arc<dyn Store>, folder: &Path, tenant: Option<&str>
 
 /// The target verifies at once: nothing but the import derived its copies.
 async fn assert_verifies_now(store: &Arc<dyn Store>) {
-    let report = verify(store).await.expect("verify scans");
-    assert!(
-        report.holds(),
-        "{}\n{}",
-        report.violation_lines(50).join("\n"),
-        report.verdict()
-    );
+    assert_holds(&verify(store).await.expect("verify scans"));
 }
 
 async fn round_trip(from: Backend, to: Backend) {

@@ -2,7 +2,7 @@
 //! store passes; each kind of tampering is named), and through the binary (exit codes, output).
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use cosmos_blog::changefeed::{on_post_changed, rebuild};
@@ -15,6 +15,7 @@ use tempfile::TempDir;
 
 use crate::backend_tests_without_pump;
 use crate::helpers::TestApp;
+use crate::restart::command_on;
 
 backend_tests_without_pump!(
     a_healthy_store_verifies_and_missing_work_shows,
@@ -464,14 +465,11 @@ fn run_binary(data_dir: &std::path::Path, subcommand: &str) -> Output {
     run_binary_with(data_dir, &[subcommand])
 }
 
-/// The binary with `args`, on the embedded store in `data_dir`.
+/// The binary with `args` (a subcommand first), on the embedded store in `data_dir`.
 pub fn run_binary_with(data_dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .args(args)
-        .env("BLOG_DATA_DIR", data_dir)
-        .env("RUST_LOG", "warn")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint")
+    let (subcommand, rest) = args.split_first().expect("a subcommand");
+    command_on(data_dir, subcommand)
+        .args(rest)
         .output()
         .expect("the binary runs")
 }
