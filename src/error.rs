@@ -10,8 +10,6 @@ use crate::store::StoreError;
 pub enum Error {
     #[error(transparent)]
     Validation(#[from] ValidationError),
-    #[error("this request needs an authenticated caller")]
-    Unauthenticated,
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("no {kind} with id {id:?}")]

@@ -15,7 +15,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
 use cosmos_blog::api::{self, AppState};
-use cosmos_blog::auth::Authenticator;
+use cosmos_blog::auth::{Authenticator, HeaderSource};
 use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -751,7 +751,7 @@ async fn on_post_changed_copies_each_post_within_its_tenant() {
 #[tokio::test]
 async fn on_user_changed_renames_the_same_user_id_within_each_tenant() {
     let h = Harness::with(Tenancy::Multi);
-    let app = h.app_with(Authenticator::TrustedHeader);
+    let app = h.app_with(Authenticator::TrustedHeader(HeaderSource::Client));
     let mut posts = Vec::new();
     for tenant in ["contoso", "fabrikam"] {
         let user = json!({"username": "ada"});
@@ -810,7 +810,7 @@ async fn on_user_changed_renames_the_same_user_id_within_each_tenant() {
 async fn forwarded_requests_reach_their_tenant_and_no_other() {
     let h = Harness::with(Tenancy::Multi);
     // Under the host with App Service Authentication on: the principal header is trusted.
-    let app = h.app_with(Authenticator::TrustedHeader);
+    let app = h.app_with(Authenticator::TrustedHeader(HeaderSource::Client));
     let put = |tenant: &str, username: &str| {
         forwarded_request(
             Method::PUT,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -37,20 +38,17 @@ where
     }
 }
 
-/// The `Idempotency-Key` header of a creating request, if sent; a key that is not valid,
-/// or sent twice, is a 400 (`invalid-field`) before anything is written.
+/// The `Idempotency-Key` header of a creating request, if sent; a key that is not valid is a
+/// 400 (`invalid-field`) before anything is written (and so is one sent twice: every request
+/// is checked for that before it is routed).
 pub struct IdempotencyKeyHeader(pub Option<IdempotencyKey>);
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKeyHeader {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let mut values = parts.headers.get_all(IDEMPOTENCY_KEY_HEADER).iter();
-        let (Some(value), None) = (values.next(), values.next()) else {
-            return match parts.headers.contains_key(IDEMPOTENCY_KEY_HEADER) {
-                true => Err(refused("must be sent once")),
-                false => Ok(Self(None)),
-            };
+        let Some(value) = parts.headers.get(IDEMPOTENCY_KEY_HEADER) else {
+            return Ok(Self(None));
         };
         let value = value
             .to_str()
@@ -78,19 +76,71 @@ fn refused(reason: &str) -> Error {
     ValidationError::new(IDEMPOTENCY_KEY_HEADER, reason).into()
 }
 
-/// `axum::Json` with problem-document rejections: 415 without a JSON content type, 413 past
-/// the body limit, 400 for malformed JSON or fields of the wrong type.
+/// `axum::Json` with problem-document rejections: 415 without a JSON content type, for a
+/// charset other than UTF-8 or for a `Content-Encoding`, 413 past the body limit, 400 for
+/// malformed JSON or fields of the wrong type.
 pub struct JsonBody<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
-    type Rejection = Problem;
+    type Rejection = Response;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(refusal) = unread_encoding(req.headers()) {
+            return Err(refusal);
+        }
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(value)) => Ok(JsonBody(value)),
-            Err(rejection) => Err(json_problem(rejection)),
+            Err(rejection) => Err(json_problem(rejection).into_response()),
         }
     }
+}
+
+/// A 415 for a body that would be misread as JSON text: a `Content-Encoding` (the server
+/// decodes none: bodies are small, and a compressed one would be a way past the body limit)
+/// or a charset other than UTF-8, the only one JSON text exchanged between systems may use
+/// (RFC 8259). The answer's `Accept-Encoding: identity` says what to send instead (RFC 7694).
+fn unread_encoding(headers: &HeaderMap) -> Option<Response> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .map(|value| value.to_str().unwrap_or("").trim())
+        .filter(|encoding| !encoding.eq_ignore_ascii_case("identity"));
+    if let Some(encoding) = encoding {
+        let mut response = Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-encoding",
+            format!(
+                "the body is sent with Content-Encoding {encoding:?}; send it unencoded (no \
+                 Content-Encoding)"
+            ),
+        )
+        .into_response();
+        response.headers_mut().insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+        return Some(response);
+    }
+    let charset = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<mime::Mime>().ok())
+        .and_then(|media| {
+            media
+                .get_param(mime::CHARSET)
+                .map(|c| c.as_str().to_owned())
+        })
+        .filter(|charset| !charset.eq_ignore_ascii_case("utf-8"));
+    charset.map(|charset| {
+        Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+            format!(
+                "the body is declared as charset {charset:?}; JSON is read as UTF-8 only: send \
+                 UTF-8 with Content-Type: application/json (charset=utf-8 or none)"
+            ),
+        )
+        .into_response()
+    })
 }
 
 fn json_problem(rejection: JsonRejection) -> Problem {

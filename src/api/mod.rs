@@ -1,8 +1,9 @@
 //! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()` whose handlers
 //! carry their OpenAPI description; this module puts them together with the cross-cutting
-//! layers: body limit, panic guard, telemetry, RU accounting, and problem documents for
-//! unknown routes and methods.
+//! layers: body limit, panic guard, telemetry, RU accounting, what every request must be
+//! (`admission`), and problem documents for unknown routes, methods and every other refusal.
 
+mod admission;
 mod deletes;
 mod docs;
 pub mod extract;
@@ -38,6 +39,8 @@ use tenants::Blogs;
 
 /// Request bodies above this are refused with 413 (SPEC 4).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+pub use admission::MAX_URI_BYTES;
 
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
@@ -165,7 +168,9 @@ pub fn routes_for(tenancy: Tenancy) -> Router<AppState> {
 /// plain `/api` routes under the tenant prefix, nothing else.
 fn served_routes(state: &AppState) -> Router<AppState> {
     let noted = |routes: Router<AppState>| {
-        routes.route_layer(middleware::from_fn(telemetry::http::note_route))
+        routes
+            .route_layer(middleware::from_fn(admission::known_query_parameters))
+            .route_layer(middleware::from_fn(telemetry::http::note_route))
     };
     match state.blogs.tenancy() {
         Tenancy::Single => noted(routes_for(Tenancy::Single)),
@@ -192,6 +197,7 @@ pub fn app(state: AppState, extra: Router<AppState>) -> Router {
         .layer(middleware::from_fn(request_charge))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(panic_problem))
+        .layer(middleware::from_fn(admission::admit))
         .layer(middleware::from_fn(telemetry::http::observe))
         .with_state(state)
 }

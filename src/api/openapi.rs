@@ -18,7 +18,7 @@ use utoipa::{IntoResponses, Modify, OpenApi, ToResponse, ToSchema};
 
 use utoipa::PartialSchema;
 use utoipa::openapi::Required;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
 
 use super::extract::PRINCIPAL_HEADER;
 use super::problem::{self, Problem};
@@ -37,7 +37,18 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
         title = "cosmos-blog",
         description = "A blog platform backend on the Azure Cosmos DB case study's V3 model. \
             Commands need an authenticated caller; queries are public. Every refusal is an \
-            RFC 9457 problem document (`application/problem+json`) with a stable `code`.",
+            RFC 9457 problem document (`application/problem+json`) with a stable `code`, \
+            also those of no operation: a path no route serves (404 `route-not-found`), a \
+            method a route does not take (405 `method-not-allowed`) and a URL over 8 KiB \
+            (414 `uri-too-long`). Each operation takes exactly the query parameters it lists: \
+            any other is a 400 (`invalid-query`, `field` names it). Each header the API reads \
+            (`x-ms-client-principal-id`, `Authorization`, `Content-Type`, `Content-Encoding`, \
+            `If-Match`, `Idempotency-Key`) is sent at most once: twice is a 400 \
+            (`invalid-field`, `field` names it). Request bodies are UTF-8 JSON, not \
+            content-encoded.",
+    ),
+    servers(
+        (url = "/", description = "The server that serves this document (`GET /api/openapi.json`)."),
     ),
     tags(
         (name = "users", description = "Users (C1, Q1) and a user's posts (Q3)."),
@@ -82,6 +93,13 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
     let mut document = super::described_routes(tenancy).into_openapi();
     add_links(&mut document, tenancy);
+    for item in document.paths.paths.values_mut() {
+        for operation in operations_of(item) {
+            mark_public(operation);
+            add_bad_request(operation);
+            link_refusals_to_registering(operation, tenancy);
+        }
+    }
     if tenancy == Tenancy::Multi {
         // A named schema, like the other ids, so that generated clients get a type for it.
         document
@@ -142,12 +160,17 @@ fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
     match answer {
         Answer::User => {
             let user = || vec![("userId", body("id"))];
-            vec![
+            let mut links = vec![
                 ("GetUser", "GetUser", user()),
                 ("RenameUser", "PutUser", user()),
                 ("ListUserPosts", "ListUserPosts", user()),
                 ("DeleteUser", "DeleteUser", user()),
-            ]
+            ];
+            // The user just registered is the caller: the next thing they can do is write.
+            if operation_id == "PutUser" {
+                links.push(("CreatePost", "CreatePost", Vec::new()));
+            }
+            links
         }
         Answer::Post => {
             let post = || vec![("postId", body("id"))];
@@ -194,17 +217,85 @@ fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
     }
 }
 
+/// The operations of a path.
+fn operations_of(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// An operation that names no security scheme is public: `security: []` says so, rather than
+/// leaving it to a document-wide default that there is none of.
+fn mark_public(operation: &mut Operation) {
+    operation.security.get_or_insert_with(Vec::new);
+}
+
+/// Every operation refuses a query parameter it does not take with a 400.
+fn add_bad_request(operation: &mut Operation) {
+    let bad_request = <BadRequest as ToResponse>::response().0;
+    operation
+        .responses
+        .responses
+        .entry("400".to_owned())
+        .or_insert_with(|| Ref::from_response_name(bad_request).into());
+}
+
+/// The expression of the principal header of the request a link follows.
+const REQUEST_PRINCIPAL: &str = "$request.header.x-ms-client-principal-id";
+
+/// A command refused because its caller has no user yet (404), or a registration refused
+/// because it names another user than the caller (`PutUser`'s 403), links to registering the
+/// caller (`PutUser` with the principal header's id), so that a client or a stateful test
+/// that holds an identity finds the way to its first user, and from there (the user's links)
+/// to every other operation.
+fn link_refusals_to_registering(operation: &mut Operation, tenancy: Tenancy) {
+    let by_principal = operation.security.iter().flatten().any(|requirement| {
+        serde_json::to_value(requirement)
+            .ok()
+            .is_some_and(|value| value.get(PRINCIPAL_SCHEME).is_some())
+    });
+    if !by_principal {
+        return;
+    }
+    let mut refusals = vec![("404", NotFound::response())];
+    if operation.operation_id.as_deref() == Some("PutUser") {
+        refusals.push(("403", Forbidden::response()));
+    }
+    for (status, named) in refusals {
+        let Some(response) = operation.responses.responses.get_mut(status) else {
+            continue;
+        };
+        let RefOr::T(mut inline) = named.1 else {
+            continue;
+        };
+        let mut link = LinkBuilder::new()
+            .operation_id("PutUser")
+            .parameter("userId", REQUEST_PRINCIPAL)
+            .description("Register the caller (`BLOG_AUTH=header` or `easyauth`).");
+        if tenancy == Tenancy::Multi {
+            link = link.parameter("tenantId", "$request.path.tenantId");
+        }
+        inline
+            .links
+            .insert("RegisterCaller".to_owned(), link.build().into());
+        *response = RefOr::T(inline);
+    }
+}
+
 /// Adds [`ANSWERS`]' links to their operations' responses; in `multi` every link also carries
 /// the tenant of the request it follows.
 fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
     for item in document.paths.paths.values_mut() {
-        let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-        ];
-        for operation in operations.into_iter().flatten() {
+        for operation in operations_of(item) {
             let Some(operation_id) = operation.operation_id.clone() else {
                 continue;
             };
@@ -228,31 +319,12 @@ fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
     }
 }
 
-/// Adds the tenant parameter to a path moved under the tenant prefix, and to each of its
-/// operations the 400 that an invalid tenant id gets (whatever the operation answers
-/// otherwise).
+/// Adds the tenant parameter to a path moved under the tenant prefix (an invalid tenant id is
+/// a 400, which every operation lists).
 fn under_tenant(item: &mut PathItem) {
     let mut parameters = vec![RefOr::T(tenant_parameter())];
     parameters.extend(item.parameters.take().unwrap_or_default());
     item.parameters = Some(parameters);
-    let operations = [
-        &mut item.get,
-        &mut item.put,
-        &mut item.post,
-        &mut item.delete,
-        &mut item.options,
-        &mut item.head,
-        &mut item.patch,
-        &mut item.trace,
-    ];
-    for operation in operations.into_iter().flatten() {
-        let bad_request = <BadRequest as ToResponse>::response().0;
-        operation
-            .responses
-            .responses
-            .entry("400".to_owned())
-            .or_insert_with(|| Ref::from_response_name(bad_request).into());
-    }
 }
 
 fn tenant_parameter() -> Parameter {
@@ -311,7 +383,9 @@ impl Modify for SecuritySchemes {
                 "The caller's user id, set by Azure App Service Authentication (Easy Auth) on \
                  authenticated requests. Trusted only where the platform vouches for it \
                  (`BLOG_AUTH=header` or `easyauth`); a standalone server that trusts it is for \
-                 development only.",
+                 development only. The value is percent-decoded: a user id that is not printable \
+                 ASCII is sent as its percent-encoded UTF-8 (`élève` as `%C3%A9l%C3%A8ve`); raw \
+                 non-ASCII bytes, or a value that is no user id, are a 400 (`invalid-field`).",
             ))),
         );
         components.add_security_scheme(
@@ -356,17 +430,20 @@ macro_rules! problem_responses {
 
 problem_responses!(
     BadRequest => "Malformed JSON (`malformed-json`), a body of the wrong shape \
-        (`invalid-body`), an invalid field, id or `Idempotency-Key` (`invalid-field`; `field` \
-        names it), an undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
-        `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
+        (`invalid-body`), an invalid field, id or header (`invalid-field`; `field` names it: \
+        a header the API reads sent twice, an invalid `Idempotency-Key`, or a principal header \
+        that is no user id), an undecodable path (`invalid-path`), a query parameter the \
+        operation does not take or cannot read (`invalid-query`; `field` names an unknown one), \
+        `limit` out of range (`invalid-field`) or a continuation token not issued for this list \
+        (`invalid-continuation`).",
     Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
         Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
         bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \
         `WWW-Authenticate: Bearer error=\"invalid_token\"`).",
     Forbidden => "The caller may not do this (`forbidden`).",
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
-        comment or like to delete (`not-found`); on commands, also when the caller has no user \
-        item yet.",
+        comment or like to delete does not (`not-found`); on commands, also when the caller \
+        has no user item yet (`user-not-found`).",
     Conflict => "Too many concurrent changes to the same item; try again (`conflict`). On \
         `POST /api/posts` with an `Idempotency-Key`: the post that key created has been \
         deleted since (`post-deleted`); a new post needs a new key.",
@@ -374,8 +451,10 @@ problem_responses!(
         (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
         new key.",
     PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
-    UnsupportedMediaType => "The body is not sent as `application/json` \
-        (`unsupported-media-type`).",
+    UnsupportedMediaType => "The body is not sent as `application/json` in UTF-8 \
+        (`unsupported-media-type`: another media type, or a `charset` other than `utf-8`), or \
+        it is sent with a `Content-Encoding` (`unsupported-encoding`, answered with \
+        `Accept-Encoding: identity`): none is decoded.",
     ServiceUnavailable => "The database cannot be reached; try again later \
         (`store-unavailable`).",
     InternalError => "Something went wrong on the server's side; it has been logged \

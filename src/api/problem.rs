@@ -6,6 +6,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use std::borrow::Cow;
 
 use crate::error::Error;
 
@@ -29,15 +30,21 @@ pub struct Problem {
     pub status: u16,
     /// What went wrong, for people.
     pub detail: String,
-    /// What went wrong, for programs: a stable code such as `invalid-field`,
-    /// `unauthenticated`, `forbidden`, `user-not-found`, `post-not-found`, `conflict`,
-    /// `post-deleted`, `idempotency-key-reused`, `body-too-large`, `unsupported-media-type`,
-    /// `throttled` or `store-unavailable`.
+    /// What went wrong, for programs: a stable code. 400: `malformed-json`, `invalid-body`,
+    /// `invalid-field`, `invalid-path`, `invalid-query`, `invalid-continuation`; 401:
+    /// `unauthenticated`, `easyauth-disabled`, `invalid-token`; 403: `forbidden`; 404:
+    /// `user-not-found`, `post-not-found`, `not-found` (a comment or like), `route-not-found`;
+    /// 405: `method-not-allowed`; 409: `conflict`, `post-deleted`; 413: `body-too-large`;
+    /// 414: `uri-too-long`; 415: `unsupported-media-type`, `unsupported-encoding`; 422:
+    /// `idempotency-key-reused`; 429: `throttled`; 500: `internal`; 503:
+    /// `store-unavailable`.
     #[schema(example = "post-not-found")]
     pub code: &'static str,
-    /// The request field that was refused, with `invalid-field`.
+    /// The request field, header or query parameter that was refused, with
+    /// `invalid-field` or `invalid-query`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<&'static str>,
+    #[schema(value_type = Option<String>)]
+    pub field: Option<Cow<'static, str>>,
     #[serde(skip)]
     pub retry_after_seconds: Option<u64>,
 }
@@ -80,15 +87,9 @@ impl From<&Error> for Problem {
     fn from(error: &Error) -> Self {
         match error {
             Error::Validation(e) => Problem {
-                field: Some(e.field),
+                field: Some(e.field.into()),
                 ..Problem::new(StatusCode::BAD_REQUEST, "invalid-field", e.to_string())
             },
-            Error::Unauthenticated => Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "this request needs the x-ms-client-principal-id header (set by App Service \
-                 Authentication)",
-            ),
             Error::Forbidden(why) => Problem::new(StatusCode::FORBIDDEN, "forbidden", *why),
             Error::NotFound { kind, .. } => {
                 let code = match *kind {

@@ -21,7 +21,6 @@ use clap::{Args, ValueEnum};
 
 use crate::api::problem::Problem;
 use crate::domain::UserId;
-use crate::error::Error;
 pub use crate::platform::Platform;
 use jwt::{JwtConfig, JwtVerifier};
 
@@ -112,10 +111,20 @@ impl AuthSettings {
     }
 }
 
+/// Who sets the principal header that is trusted: what a caller without one is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderSource {
+    /// `BLOG_AUTH=header`: the client (or a proxy in front) sends it.
+    Client,
+    /// `BLOG_AUTH=easyauth` with App Service Authentication on: the platform sets it on
+    /// signed-in requests.
+    EasyAuth,
+}
+
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
     /// The principal header is trusted (`header` mode, or `easyauth` with authentication on).
-    TrustedHeader,
+    TrustedHeader(HeaderSource),
     /// `easyauth` while App Service Authentication is off: nobody can be identified.
     EasyAuthDisabled,
     Jwt(Box<JwtVerifier>),
@@ -131,7 +140,8 @@ impl Authenticator {
 
     pub async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
         Ok(match resolved {
-            Resolved::Header { .. } | Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,
+            Resolved::Header { .. } => Self::TrustedHeader(HeaderSource::Client),
+            Resolved::EasyAuth { enabled: true } => Self::TrustedHeader(HeaderSource::EasyAuth),
             Resolved::EasyAuth { enabled: false } => Self::EasyAuthDisabled,
             Resolved::Jwt(config) => Self::Jwt(Box::new(JwtVerifier::start(config).await?)),
         })
@@ -140,21 +150,39 @@ impl Authenticator {
     /// The caller of a command, from the request's headers.
     pub async fn caller(&self, headers: &HeaderMap) -> Result<UserId, AuthError> {
         match self {
-            Self::TrustedHeader => principal(headers),
+            Self::TrustedHeader(source) => principal(headers, *source),
             Self::EasyAuthDisabled => Err(AuthError::EasyAuthDisabled),
             Self::Jwt(verifier) => verifier.caller(headers).await,
         }
     }
 }
 
-fn principal(headers: &HeaderMap) -> Result<UserId, AuthError> {
-    let value = headers
-        .get(PRINCIPAL_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .ok_or(AuthError::MissingPrincipal)?;
-    UserId::parse(value).map_err(|_| AuthError::MissingPrincipal)
+/// The caller named by the principal header. A header value is printable ASCII, so the id is
+/// sent percent-encoded (its UTF-8 bytes, `é` as `%C3%A9`) and decoded here; ids hold no `%`,
+/// so an id sent as it is decodes to itself.
+fn principal(headers: &HeaderMap, source: HeaderSource) -> Result<UserId, AuthError> {
+    let Some(value) = headers.get(PRINCIPAL_HEADER) else {
+        return Err(AuthError::MissingPrincipal(source));
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| {
+            AuthError::InvalidPrincipal(
+                "holds bytes that are not printable ASCII: percent-encode the user id's UTF-8 \
+                 bytes (`é` as `%C3%A9`)"
+                    .into(),
+            )
+        })?
+        .trim();
+    if value.is_empty() {
+        return Err(AuthError::MissingPrincipal(source));
+    }
+    let id = percent_encoding::percent_decode_str(value)
+        .decode_utf8()
+        .map_err(|_| {
+            AuthError::InvalidPrincipal("percent-decodes to bytes that are not UTF-8".into())
+        })?;
+    UserId::parse(&id).map_err(|invalid| AuthError::InvalidPrincipal(invalid.reason))
 }
 
 fn log_mode(resolved: &Resolved, bind: IpAddr) {
@@ -187,7 +215,9 @@ fn log_mode(resolved: &Resolved, bind: IpAddr) {
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("no x-ms-client-principal-id header")]
-    MissingPrincipal,
+    MissingPrincipal(HeaderSource),
+    #[error("the x-ms-client-principal-id header is no user id: {0}")]
+    InvalidPrincipal(String),
     #[error("App Service Authentication is not enabled")]
     EasyAuthDisabled,
     #[error("no bearer token")]
@@ -199,7 +229,27 @@ pub enum AuthError {
 impl AuthError {
     fn problem(&self) -> Problem {
         match self {
-            Self::MissingPrincipal => Problem::from(&Error::Unauthenticated),
+            Self::MissingPrincipal(HeaderSource::Client) => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "this request needs the x-ms-client-principal-id header: the caller's user id, \
+                 percent-encoded where it is not printable ASCII (BLOG_AUTH=header trusts it as \
+                 sent)",
+            ),
+            Self::MissingPrincipal(HeaderSource::EasyAuth) => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "this request needs a signed-in caller: sign in through App Service \
+                 Authentication, which then sets the x-ms-client-principal-id header",
+            ),
+            Self::InvalidPrincipal(why) => Problem {
+                field: Some(PRINCIPAL_HEADER.into()),
+                ..Problem::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid-field",
+                    format!("{PRINCIPAL_HEADER}: {why}"),
+                )
+            },
             Self::EasyAuthDisabled => Problem::new(
                 StatusCode::UNAUTHORIZED,
                 "easyauth-disabled",
@@ -225,7 +275,7 @@ impl AuthError {
         match self {
             Self::MissingToken => Some("Bearer"),
             Self::InvalidToken(_) => Some("Bearer error=\"invalid_token\""),
-            Self::MissingPrincipal | Self::EasyAuthDisabled => None,
+            Self::MissingPrincipal(_) | Self::InvalidPrincipal(_) | Self::EasyAuthDisabled => None,
         }
     }
 }

@@ -1,45 +1,73 @@
-//! Item ids. Cosmos DB refuses ids containing `/`, `\`, `?` or `#` (they break resource
-//! addressing) and ids over 255 bytes; control characters are refused here too because they
-//! make logs and URLs ambiguous. Every id the platform stores went through [`parse_id`].
+//! Item ids. Cosmos DB refuses ids containing `/`, `\\`, `?` or `#` (they break resource
+//! addressing) and ids over 255 bytes; control characters are refused too because they
+//! make logs and URLs ambiguous. Those are the rules of every id the store holds
+//! ([`stored_id`]). An id a client chooses now ([`parse_id`]) must also be one that people
+//! can see and that every client can put in a URL or a header unchanged:
+//!
+//! - not `.` or `..`, which URL handling resolves away as path segments;
+//! - no `%`, which clients and proxies decode (and the principal header is percent-decoded);
+//! - no space at either end (clients trim them) and no whitespace but the plain space;
+//! - no format characters (zero-width spaces and joiners, direction marks): invisible, they
+//!   make ids that look the same and differ;
+//! - at least one character that shows ([`super::visible`]);
+//! - in Unicode NFC, so that `é` is one id however it was typed. An id is refused, not
+//!   normalised: it is compared byte for byte in URLs, headers and tokens.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use unicode_general_category::{GeneralCategory, get_general_category};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use uuid::Uuid;
 
-use super::ValidationError;
+use super::{ValidationError, visible};
 
 const MAX_ID_BYTES: usize = 255;
 
-/// What [`parse_id`] accepts, for the API description: no `/`, `\`, `?`, `#` and no control
-/// character (Unicode category Cc, which is what `char::is_control` tests), in at most 255
-/// bytes of UTF-8. JSON Schema counts characters, not bytes, so the pattern says it for the
-/// ids that surely fit: up to 255 ASCII characters, or up to 63 of any kind (4 bytes at
-/// most each). A longer id of other characters within 255 bytes is taken but not described:
-/// what the description accepts, the API accepts.
-const ID_PATTERN: &str = concat!(
-    r"^(?:[\u0020-\u0022\u0024-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]{1,255}",
-    r"|[^/\\?#\u0000-\u001F\u007F-\u009F]{1,63})$"
-);
+/// The whitespace an id may hold (inside only).
+const SPACE: char = ' ';
+
+/// What [`parse_id`] accepts, for the API description. JSON Schema counts characters, not
+/// bytes, so the pattern says it for the ids that surely fit: up to 255 ASCII characters, or
+/// up to 63 of any kind (4 bytes at most each). A longer id of other characters within 255
+/// bytes is taken but not described: what the description accepts, the API accepts. NFC is
+/// said in words: a pattern cannot.
+fn id_pattern() -> String {
+    // Printable ASCII but `/ \ ? # %`, and that without the space (the ends).
+    let ascii = r"[\u0020-\u0022\u0024\u0026-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]";
+    let ascii_end = r"[\u0021\u0022\u0024\u0026-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]";
+    // Any character but those, controls, format characters and whitespace but the space.
+    let other = concat!(
+        r"[^/\\?#%\p{Cc}\p{Cf}\p{Zl}\p{Zp}",
+        r"\u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]"
+    );
+    let other_end = r"[^/\\?#%\p{Cc}\p{Cf}\p{Z}]";
+    let shows = visible::lookahead();
+    format!(
+        r"^(?!\.{{1,2}}$){shows}(?:{ascii_end}(?:{ascii}{{0,253}}{ascii_end})?|{other_end}(?:{other}{{0,61}}{other_end})?)$"
+    )
+}
 
 fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .description(Some(format!(
-            "{description} At most {MAX_ID_BYTES} bytes of UTF-8, without `/`, `\\`, `?`, `#` \
-             or control characters (the pattern: up to 255 such ASCII characters, or 63 of any \
-             kind)."
+            "{description} At most {MAX_ID_BYTES} bytes of UTF-8, in Unicode NFC, with at least \
+             one letter, digit, punctuation mark or symbol; not `.` or `..`; without `/`, `\\`, \
+             `?`, `#`, `%`, control or format characters, whitespace other than the space, or a \
+             space at either end (the pattern: up to 255 such ASCII characters, or 63 of any \
+             kind). Percent-encode it in URLs as usual."
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_ID_BYTES))
-        .pattern(Some(ID_PATTERN))
+        .pattern(Some(id_pattern()))
         .examples([example])
         .into()
 }
 
-fn parse_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
+/// The rules of every id the store holds: what Cosmos DB can address.
+fn stored_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
     if raw.is_empty() {
         return Err(ValidationError::new(field, "must not be empty"));
     }
@@ -61,6 +89,43 @@ fn parse_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
     Ok(raw.to_owned())
 }
 
+/// An id a client chooses: [`stored_id`]'s rules, and those that make it visible and
+/// addressable (see the module's description).
+fn parse_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
+    let id = stored_id(field, raw)?;
+    let refuse = |reason: String| Err(ValidationError::new(field, reason));
+    if id == "." || id == ".." {
+        return refuse(format!("must not be {id:?}: URLs resolve it away"));
+    }
+    if let Some(bad) = id.chars().find(|&c| unreachable_in_id(c)) {
+        return refuse(format!(
+            "must not contain {bad:?} (U+{:04X}): ids hold no `%`, format characters or \
+             whitespace but the space",
+            bad as u32
+        ));
+    }
+    if id.starts_with(SPACE) || id.ends_with(SPACE) {
+        return refuse("must not start or end with a space".into());
+    }
+    if !visible::has_visible(&id) {
+        return refuse("must contain a letter, digit, punctuation mark or symbol".into());
+    }
+    if !unicode_normalization::is_nfc(&id) {
+        return refuse(
+            "must be in Unicode normalization form C (NFC): `é` as U+00E9, not `e` and U+0301"
+                .into(),
+        );
+    }
+    Ok(id)
+}
+
+/// A character [`parse_id`] refuses beyond [`stored_id`]'s: `%`, a format character, or
+/// whitespace other than the space.
+fn unreachable_in_id(c: char) -> bool {
+    let format = get_general_category(c) == GeneralCategory::Format;
+    c == '%' || (c != SPACE && (c.is_whitespace() || format))
+}
+
 macro_rules! id_type {
     ($name:ident, $field:literal, $doc:literal, example = $example:literal) => {
         #[doc = $doc]
@@ -69,6 +134,7 @@ macro_rules! id_type {
         pub struct $name(String);
 
         impl $name {
+            /// An id a client sends: in a path, a header or a token.
             pub fn parse(raw: &str) -> Result<Self, ValidationError> {
                 parse_id($field, raw).map(Self)
             }
@@ -78,10 +144,12 @@ macro_rules! id_type {
             }
         }
 
+        /// Deserialising reads ids as the store holds them, some from before the rules of
+        /// [`parse_id`]: an id that was stored stays readable, exportable and importable.
         impl TryFrom<String> for $name {
             type Error = ValidationError;
             fn try_from(raw: String) -> Result<Self, Self::Error> {
-                Self::parse(&raw)
+                stored_id($field, &raw).map(Self)
             }
         }
 
@@ -191,6 +259,10 @@ mod tests {
             "user-1",
             "ünïcødé",
             "a b",
+            "漢字",
+            "😀",
+            "...",
+            ".a",
             "x".repeat(255).as_str(),
         ] {
             assert!(UserId::parse(ok).is_ok(), "{ok:?}");
@@ -207,24 +279,67 @@ mod tests {
         assert!(UserId::parse(&"é".repeat(128)).is_err());
     }
 
+    #[test]
+    fn rejects_ids_people_cannot_see_or_clients_cannot_send_unchanged() {
+        for bad in [
+            ".",
+            "..",
+            "a%b",
+            "%41",
+            " ada",
+            "ada ",
+            "a\u{a0}b",
+            "a\u{3000}b",
+            "a\u{200b}b",
+            "\u{200b}",
+            "\u{2060}ada",
+            "a\u{202e}b",
+            "\u{3164}",
+            "\u{2800}",
+            "\u{301}",
+            "e\u{301}",
+        ] {
+            assert!(UserId::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_stored_under_the_addressing_rules_alone_are_still_read() {
+        let stored: UserId = serde_json::from_value(serde_json::json!("a%b ")).unwrap();
+        assert_eq!(stored.as_str(), "a%b ");
+        assert!(serde_json::from_value::<UserId>(serde_json::json!("a/b")).is_err());
+    }
+
     /// The schema takes no id that `parse` refuses, and every ASCII id and short id that it
-    /// takes (see [`ID_PATTERN`]).
+    /// takes (see [`id_pattern`]); NFC is in the description's words only.
     #[test]
     fn the_schema_takes_only_ids_that_parse_takes() {
         let mut candidates: Vec<String> = Vec::new();
-        for c in (0..0x3100)
-            .filter_map(char::from_u32)
-            .chain(['\u{1f600}', '\u{10ffff}'])
-        {
-            candidates.extend([c.to_string(), format!("a{c}b")]);
+        for c in (0..0x3100).filter_map(char::from_u32).chain([
+            '\u{1f600}',
+            '\u{10ffff}',
+            '\u{feff}',
+            '\u{ffa0}',
+            '\u{e0041}',
+        ]) {
+            candidates.extend([
+                c.to_string(),
+                format!("a{c}b"),
+                format!("{c}ab"),
+                format!("ab{c}"),
+            ]);
         }
         for n in [62, 63, 64, 127, 128, 254, 255, 256] {
-            for fill in ["x", "é", "😀", "a b"] {
+            for fill in ["x", "é", "😀", "a b", "."] {
                 candidates.push(fill.repeat(n));
             }
         }
-        candidates.push(String::new());
-        let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        candidates.extend(["".into(), ".".into(), "..".into(), " a".into()]);
+        let candidates: Vec<&str> = candidates
+            .iter()
+            .map(String::as_str)
+            .filter(|c| unicode_normalization::is_nfc(c))
+            .collect();
         let described = |id: &str| {
             let sure_to_fit = id.is_ascii() || id.chars().count() <= 63;
             UserId::parse(id).is_ok() && sure_to_fit

@@ -8,6 +8,7 @@ mod ids;
 mod items;
 mod text;
 mod tombstone;
+mod visible;
 
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};

@@ -1,11 +1,14 @@
-//! Validated text fields. Lengths count Unicode scalar values (what a person sees as
-//! characters in most scripts), never bytes.
+//! Validated text fields. Text is kept in Unicode normalization form C (NFC), so that the
+//! same words typed on different systems are the same text; lengths count its Unicode scalar
+//! values (what a person sees as characters in most scripts), never bytes. Every field must
+//! show something (see [`super::visible`]).
 
 use serde::Serialize;
+use unicode_normalization::UnicodeNormalization;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 
-use super::ValidationError;
+use super::{ValidationError, visible};
 
 // What [`bounded`] takes, as JSON Schema patterns (the API description's request bodies say
 // exactly what is refused). Whitespace is what `str::trim` strips (Unicode White_Space);
@@ -20,19 +23,23 @@ const WHITESPACE: &str = r"[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u2
 /// Whitespace an untrimmed field may hold ([`WHITESPACE`] but its refused control characters).
 const TEXT_WHITESPACE: &str = r"[\t\n\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 /// A character that is neither whitespace nor a control character.
-const VISIBLE: &str =
+const NOT_BLANK: &str =
     r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
 
-/// The pattern of a field that [`bounded`] takes, given its rules: something besides
-/// whitespace, no refused control character, and for a trimmed field at most `max_chars`
-/// between the first and the last non-whitespace character (an untrimmed field's bound is
-/// its `maxLength`).
+/// The pattern of a field that [`bounded`] takes, given its rules: a character that shows,
+/// no refused control character, and for a trimmed field at most `max_chars` between the
+/// first and the last non-whitespace character (an untrimmed field's bound is its
+/// `maxLength`). Lengths are those of the text as sent: NFC can make a text of some scripts
+/// longer, which only matters within a few characters of the bound.
 fn pattern(max_chars: usize, trim: bool) -> String {
+    let shows = visible::lookahead();
     if trim {
         let inner = max_chars.saturating_sub(2);
-        format!("^{WHITESPACE}*{VISIBLE}(?:{ALLOWED}{{0,{inner}}}{VISIBLE})?{WHITESPACE}*$")
+        format!(
+            "^{shows}{WHITESPACE}*{NOT_BLANK}(?:{ALLOWED}{{0,{inner}}}{NOT_BLANK})?{WHITESPACE}*$"
+        )
     } else {
-        format!("^{TEXT_WHITESPACE}*{VISIBLE}{ALLOWED}*$")
+        format!("^{shows}{TEXT_WHITESPACE}*{NOT_BLANK}{ALLOWED}*$")
     }
 }
 
@@ -41,8 +48,11 @@ fn schema(description: &str, example: &str, max_chars: usize, trim: bool) -> Ref
     let builder = ObjectBuilder::new()
         .schema_type(Type::String)
         .description(Some(format!(
-            "{description} Not only whitespace; no control characters but tab, line feed and \
-             carriage return. Lengths count Unicode code points."
+            "{description} At least one letter, digit, punctuation mark or symbol (Unicode \
+             categories L, N, P, S, not the blank Hangul fillers or Braille pattern): text of \
+             only spaces, zero-width or formatting characters is refused. No control \
+             characters but tab, line feed and carriage return. Stored in Unicode NFC; \
+             lengths count its code points."
         )))
         .min_length(Some(1))
         .pattern(Some(pattern(max_chars, trim)))
@@ -60,7 +70,12 @@ fn bounded(
     max_chars: usize,
     trim: bool,
 ) -> Result<String, ValidationError> {
-    let text = if trim { raw.trim() } else { raw };
+    let normalized: String = raw.nfc().collect();
+    let text = if trim {
+        normalized.trim()
+    } else {
+        normalized.as_str()
+    };
     if text.trim().is_empty() {
         return Err(ValidationError::new(field, "must not be empty"));
     }
@@ -73,6 +88,13 @@ fn bounded(
         return Err(ValidationError::new(
             field,
             format!("must not contain the control character {bad:?}"),
+        ));
+    }
+    if !visible::has_visible(text) {
+        return Err(ValidationError::new(
+            field,
+            "must contain a letter, digit, punctuation mark or symbol: whitespace, zero-width \
+             and formatting characters alone show nothing",
         ));
     }
     let chars = text.chars().count();
@@ -206,6 +228,22 @@ mod tests {
         let contents = [candidates.as_slice(), &[long.as_str(), longer.as_str()]].concat();
         assert_schema_agrees::<CommentContent>(&contents, |c| CommentContent::parse(c).is_ok());
         assert_schema_agrees::<PostContent>(&candidates, |c| PostContent::parse(c).is_ok());
+    }
+
+    #[test]
+    fn text_that_shows_nothing_is_refused_and_text_is_kept_in_nfc() {
+        for blank in [
+            "\u{200b}",
+            "\u{3164}\u{3164}",
+            "\u{2800}",
+            "\u{200d}\u{2060}",
+            "\u{301}",
+        ] {
+            assert!(Username::parse(blank).is_err(), "{blank:?}");
+            assert!(CommentContent::parse(blank).is_err(), "{blank:?}");
+        }
+        assert!(Username::parse("a\u{200d}b").is_ok());
+        assert_eq!(Title::parse("Cafe\u{301}").unwrap().as_str(), "Caf\u{e9}");
     }
 
     #[test]

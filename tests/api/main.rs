@@ -11,6 +11,7 @@ mod erasure_restart;
 mod errors;
 mod faults;
 mod feed;
+mod hostile;
 mod hot_posts;
 mod idempotency;
 mod interactions;

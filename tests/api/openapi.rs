@@ -233,7 +233,8 @@ fn broken_links(doc: &Value) -> Vec<String> {
                     ) {
                         (Some(name), _) => own.get(name).is_some_and(|(place, _)| *place == "path"),
                         (_, Some(pointer)) => schema_at(doc, body, pointer).is_some(),
-                        _ => false,
+                        // The caller's id, on an operation whose caller sends it.
+                        _ => expression == PRINCIPAL_EXPRESSION && by_principal(operation),
                     };
                     if !found {
                         problems.push(format!(
@@ -245,6 +246,18 @@ fn broken_links(doc: &Value) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The principal header of the request a link follows.
+const PRINCIPAL_EXPRESSION: &str = "$request.header.x-ms-client-principal-id";
+
+/// Whether the operation's caller may be named by the principal header.
+fn by_principal(operation: &Value) -> bool {
+    operation["security"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|requirement| requirement.get("principalHeader").is_some())
 }
 
 fn walk<'v>(value: &'v Value, visit: &mut impl FnMut(&'v str, &'v Value)) {
@@ -478,6 +491,23 @@ fn answers_link_to_the_operations_on_what_they_name() {
         assert!(page.contains("NextPage->ListComments"), "{page:?}");
         let user = links("/api/users/{userId}", "put", "201");
         assert!(user.contains("ListUserPosts->ListUserPosts"), "{user:?}");
+        // A stateful client holding an identity: refused as unregistered, it registers, and
+        // the new user leads on to writing.
+        assert!(user.contains("CreatePost->CreatePost"), "{user:?}");
+        for (path, method, status) in [
+            ("/api/posts", "post", "404"),
+            ("/api/posts/{postId}/comments", "post", "404"),
+            ("/api/users/{userId}", "put", "403"),
+        ] {
+            let refused = links(path, method, status);
+            assert!(
+                refused.contains("RegisterCaller->PutUser"),
+                "{method} {path} {status}: {refused:?}"
+            );
+        }
+        let public = &doc["paths"][template("/api/feed")]["get"]["security"];
+        assert_eq!(public, &serde_json::json!([]), "public operations say so");
+        assert!(doc["servers"].as_array().is_some_and(|s| !s.is_empty()));
         let post = &doc["paths"][template("/api/posts")]["post"]["responses"]["201"];
         let tenant = &post["links"]["GetPost"]["parameters"]["tenantId"];
         match tenancy {
