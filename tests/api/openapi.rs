@@ -1141,6 +1141,12 @@ fn calls(post: &str) -> Vec<Call> {
         get("/api/docs/swagger-ui.css", 200),
         get("/api/docs/swagger-ui-bundle.js", 200),
         get("/", 200),
+        // A query parameter an operation does not take is a 400, on every operation.
+        get("/api/openapi.json?format=yaml", 400),
+        get("/api/docs?theme=dark", 400),
+        get("/api/docs/swagger-ui.css?v=1", 400),
+        get("/api/docs/swagger-ui-bundle.js?v=1", 400),
+        get("/?probe=1", 400),
     ]
 }
 
