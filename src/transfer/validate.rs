@@ -252,8 +252,8 @@ fn read<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
     T::deserialize(value).map_err(|e| e.to_string())
 }
 
-/// `raw` as the API would have stored it (`parse` trims some fields): anything else was not
-/// written by the platform.
+/// `raw` as the API would have stored it (`parse` trims some fields and keeps text in NFC):
+/// anything else was not written by the platform.
 fn exactly<T>(
     field: &str,
     raw: &str,
@@ -262,7 +262,9 @@ fn exactly<T>(
 ) -> Result<(), String> {
     let parsed = parse(raw).map_err(|e| e.to_string())?;
     if text(&parsed) != raw {
-        return Err(format!("{field} has surrounding whitespace"));
+        return Err(format!(
+            "{field} is not as the API stores it (without surrounding whitespace, in NFC)"
+        ));
     }
     Ok(())
 }
