@@ -9,8 +9,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::errors::{assert_problem, everything};
-use crate::helpers::{TestApp, eventually};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, operation_tests};
 
 operation_tests!(
     hostile_requests_are_refused_precisely_and_write_nothing,
