@@ -14,9 +14,9 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::path::ParameterIn;
 
-use super::problem::{self, Problem};
 use crate::auth::PRINCIPAL_HEADER;
 use crate::domain::IDEMPOTENCY_KEY_HEADER;
+use crate::problem::{self, Problem};
 use crate::store::Tenancy;
 
 /// The request headers the API reads, each of which must come at most once: a request that
@@ -131,7 +131,7 @@ fn bare_code(status: StatusCode) -> (&'static str, &'static str) {
 /// refused is exactly what the description does not list.
 static QUERY_PARAMETERS: LazyLock<HashMap<(Method, String), BTreeSet<String>>> =
     LazyLock::new(|| {
-        let document = super::described_routes(Tenancy::Multi).into_openapi();
+        let document = super::routes::described_routes(Tenancy::Multi).into_openapi();
         let mut taken = HashMap::new();
         for (path, item) in document.paths.paths {
             let operations = [
