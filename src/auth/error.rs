@@ -3,8 +3,21 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::{HeaderSource, PRINCIPAL_HEADER};
 use crate::problem::Problem;
+
+/// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
+/// cannot forge it there because the platform strips incoming copies.
+pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
+
+/// Who sets the principal header that is trusted: what a caller without one is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderSource {
+    /// `BLOG_AUTH=header`: the client (or a proxy in front) sends it.
+    Client,
+    /// `BLOG_AUTH=easyauth` with App Service Authentication on: the platform sets it on
+    /// signed-in requests.
+    EasyAuth,
+}
 
 /// Why a command's caller could not be established: a 401 problem with its own code, or a
 /// 400 for a principal header that names no user id.

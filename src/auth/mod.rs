@@ -19,25 +19,11 @@ use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 
-pub use self::error::AuthError;
+pub use self::error::{AuthError, HeaderSource, PRINCIPAL_HEADER};
 pub use self::settings::{AuthMode, AuthSettings, Resolved};
 use crate::domain::UserId;
 pub use crate::platform::Platform;
 use jwt::JwtVerifier;
-
-/// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
-/// cannot forge it there because the platform strips incoming copies.
-pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
-
-/// Who sets the principal header that is trusted: what a caller without one is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderSource {
-    /// `BLOG_AUTH=header`: the client (or a proxy in front) sends it.
-    Client,
-    /// `BLOG_AUTH=easyauth` with App Service Authentication on: the platform sets it on
-    /// signed-in requests.
-    EasyAuth,
-}
 
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
