@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use cosmos_blog::auth::AuthSettings;
+use cosmos_blog::auth::{AuthSettings, PRINCIPAL_HEADER};
 use cosmos_blog::platform::Platform;
 use cosmos_blog::settings::Settings;
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
@@ -17,6 +19,7 @@ use tokio::sync::oneshot;
 pub struct Blog {
     /// `http://127.0.0.1:PORT`
     pub address: String,
+    api: reqwest::Client,
     _stop: oneshot::Sender<()>,
     _data_dir: TempDir,
 }
@@ -47,6 +50,7 @@ impl Blog {
         }));
         Self {
             address,
+            api: reqwest::Client::new(),
             _stop: stop,
             _data_dir: data_dir,
         }
@@ -55,6 +59,76 @@ impl Blog {
     /// The absolute URL of `path` on this blog.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
+    }
+
+    /// Registers `user_id` as `username` through the API (as a script or another server
+    /// would: no browser, so no `Origin`).
+    pub async fn register(&self, user_id: &str, username: &str) {
+        let response = self
+            .api_call(Method::PUT, &format!("/api/users/{user_id}"), user_id)
+            .json(&json!({ "username": username }))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+    }
+
+    /// Writes a post through the API; returns its id.
+    pub async fn new_post(&self, author: &str, title: &str, content: &str) -> String {
+        let response = self
+            .api_call(Method::POST, "/api/posts", author)
+            .json(&json!({ "title": title, "content": content }))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::CREATED, "create post");
+        let post: Value = response.json().await.expect("post JSON");
+        post["id"].as_str().expect("the post's id").to_owned()
+    }
+
+    /// Comments on a post through the API.
+    pub async fn comment(&self, author: &str, post_id: &str, content: &str) {
+        let response = self
+            .api_call(
+                Method::POST,
+                &format!("/api/posts/{post_id}/comments"),
+                author,
+            )
+            .json(&json!({ "content": content }))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::CREATED, "comment");
+    }
+
+    /// Likes a post through the API.
+    pub async fn like(&self, caller: &str, post_id: &str) {
+        let response = self
+            .api_call(Method::POST, &format!("/api/posts/{post_id}/likes"), caller)
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::CREATED, "like");
+    }
+
+    /// The first page of a list the API reads straight from the store (a post's likes or
+    /// comments): what was stored, whatever the pages show.
+    pub async fn stored_items(&self, path: &str) -> Vec<Value> {
+        let response = self
+            .api
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent");
+        assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+        let page: Value = response.json().await.expect("a page of items");
+        page["items"].as_array().expect("items").clone()
+    }
+
+    fn api_call(&self, method: Method, path: &str, caller: &str) -> reqwest::RequestBuilder {
+        self.api
+            .request(method, self.url(path))
+            .header(PRINCIPAL_HEADER, caller)
     }
 }
 
