@@ -10,6 +10,7 @@ use axum::routing::get;
 use fantoccini::Locator;
 
 use crate::blog::Blog;
+use crate::chromium::Script;
 use crate::pages::Visitor;
 
 pub async fn a_form_from_another_origin_is_refused(v: Visitor, blog: &Blog) {
@@ -50,8 +51,9 @@ pub async fn a_form_from_another_origin_is_refused(v: Visitor, blog: &Blog) {
     assert!(comments.is_empty(), "no comment was stored: {comments:?}");
 
     // The same reader, on the blog's own page, can like: the refusals were the origin's.
-    v.open(&format!("/posts/{post_id}")).await;
-    v.press("form[data-like='like'] button").await;
+    let post = format!("/posts/{post_id}");
+    v.open(&post).await;
+    v.like_or_unlike(&post, "like", Script::On).await;
     let likes = blog
         .stored_items(&format!("/api/posts/{post_id}/likes"))
         .await;

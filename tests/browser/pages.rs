@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 
+use crate::chromium::Script;
+
 /// How long a page may take to show what the change feed derives (generous: a loaded CI
 /// machine; the real lag is measured by the benchmark, never asserted here).
 const CHANGE_FEED_LIMIT: Duration = Duration::from_secs(20);
@@ -198,6 +200,41 @@ impl Visitor {
             self.describe().await
         );
         path
+    }
+
+    /// Presses Like or Unlike. With script, the page stays and says so; without, the form posts
+    /// and the post page loads again.
+    pub async fn like_or_unlike(&self, post: &str, action: &str, script: Script) {
+        let button = format!("form[data-like='{action}'] button");
+        match script {
+            Script::On => {
+                self.find(&button)
+                    .await
+                    .click()
+                    .await
+                    .expect("the button is pressed");
+                let said = match action {
+                    "like" => "You like this post.",
+                    _ => "Like removed.",
+                };
+                self.client
+                    .wait()
+                    .for_element(Locator::XPath(&format!(
+                        "//*[@id='like-status' and normalize-space()='{said}']"
+                    )))
+                    .await
+                    .unwrap_or_else(|e| panic!("the page says {said:?} without reloading: {e}"));
+            }
+            Script::Off => {
+                self.press(&button).await;
+                assert_eq!(self.path().await, post, "the form leads back to the post");
+                assert_eq!(
+                    self.text_of("#like-status").await,
+                    "",
+                    "no script, no status"
+                );
+            }
+        }
     }
 
     /// Fails if a dialog (`alert`, `confirm`, `prompt`) is open: no page of the blog opens one.

@@ -9,7 +9,8 @@ use crate::pages::Visitor;
 
 const SCREENSHOTS: &str = "BLOG_SCREENSHOTS";
 
-const TOUR: &str = "A short tour of what the blog does.
+const TOUR: &str = "A short tour of what the blog does: the front page lists the newest posts \
+with their counts, and every post has a page of its own, with its comments and its likes.
 
 | Page | What it shows |
 |------|---------------|
@@ -26,7 +27,8 @@ pub async fn the_front_page_and_a_post_page(v: Visitor, blog: &Blog) {
         .new_post(
             "grace",
             "Compilers for everyone",
-            "Programs should read like English. Here is why.",
+            "Programs should read like English, and a compiler can make them. Here is how the \
+             first one came about, and what it taught us about who gets to write software.",
         )
         .await;
     blog.comment("ada", &older, "Agreed: notes first, engines second.")
