@@ -17,8 +17,12 @@ if [ ! -x "$lighthouse" ]; then
     npm install --prefix "$LIGHTHOUSE_DIR" --no-audit --no-fund lighthouse@12 >&2
 fi
 
-cargo build --release --quiet
-binary="${CARGO_TARGET_DIR:-target}/release/cosmos-blog"
+# BINARY: a release build already at hand (else it is built here).
+binary=${BINARY:-}
+if [ -z "$binary" ]; then
+    cargo build --release --quiet
+    binary="${CARGO_TARGET_DIR:-target}/release/cosmos-blog"
+fi
 
 data=$(mktemp -d)
 server=""
@@ -27,7 +31,7 @@ cleanup() {
     rm -rf "$data"
 }
 trap cleanup EXIT
-"$binary" serve --port 0 --port-file "$data/port" --data-dir "$data" --auth header \
+"$binary" --port 0 --port-file "$data/port" --data-dir "$data" --auth header \
     --change-feed pump >"$data/server.log" 2>&1 &
 server=$!
 until [ -s "$data/port" ]; do
