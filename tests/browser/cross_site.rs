@@ -9,14 +9,16 @@ use axum::response::Html;
 use axum::routing::get;
 use fantoccini::Locator;
 
-use crate::blog::Blog;
+use testkit::TestApp;
+
+use crate::blog;
 use crate::chromium::Script;
 use crate::pages::Visitor;
 
-pub async fn a_form_from_another_origin_is_refused(v: Visitor, blog: &Blog) {
-    blog.register("alice", "Alice").await;
-    let post_id = blog.new_post("alice", "Target", "A post to like.").await;
-    let attacker = serve_attacker(blog.address.clone(), post_id.clone()).await;
+pub async fn a_form_from_another_origin_is_refused(v: Visitor, app: &TestApp) {
+    app.register("alice", "Alice").await;
+    let post_id = blog::new_post(app, "alice", "Target", "A post to like.").await;
+    let attacker = serve_attacker(app.address.clone(), post_id.clone()).await;
     v.sign_up("bob", "Bob").await;
 
     for host in ["127.0.0.1", "localhost"] {
@@ -35,28 +37,22 @@ pub async fn a_form_from_another_origin_is_refused(v: Visitor, blog: &Blog) {
             let answer = refused.text().await.expect("the answer's text");
             let landed = v.client.current_url().await.expect("a URL");
             assert!(
-                landed.as_str().starts_with(&blog.address),
+                landed.as_str().starts_with(&app.address),
                 "{page}: the form was posted to the blog (landed on {landed}): {answer}"
             );
         }
     }
 
-    let likes = blog
-        .stored_items(&format!("/api/posts/{post_id}/likes"))
-        .await;
+    let likes = blog::stored_items(app, &format!("/api/posts/{post_id}/likes")).await;
     assert!(likes.is_empty(), "no like was stored: {likes:?}");
-    let comments = blog
-        .stored_items(&format!("/api/posts/{post_id}/comments"))
-        .await;
+    let comments = blog::stored_items(app, &format!("/api/posts/{post_id}/comments")).await;
     assert!(comments.is_empty(), "no comment was stored: {comments:?}");
 
     // The same reader, on the blog's own page, can like: the refusals were the origin's.
     let post = format!("/posts/{post_id}");
     v.open(&post).await;
     v.like_or_unlike(&post, "like", Script::On).await;
-    let likes = blog
-        .stored_items(&format!("/api/posts/{post_id}/likes"))
-        .await;
+    let likes = blog::stored_items(app, &format!("/api/posts/{post_id}/likes")).await;
     assert_eq!(likes.len(), 1, "the blog's own form likes: {likes:?}");
 }
 

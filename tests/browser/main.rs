@@ -11,51 +11,50 @@ mod journey;
 mod pages;
 mod screenshots;
 
-use blog::Blog;
 use chromium::{Script, with_browser};
 use pages::Visitor;
 
 #[tokio::test]
 async fn two_people_use_the_blog_with_javascript() {
-    let blog = Blog::spawn().await;
+    let app = blog::spawn().await;
     with_browser(
         "two_people_use_the_blog_with_javascript",
         Script::On,
-        |client| journey::two_people_use_the_blog(Visitor::new(client, &blog.address), Script::On),
+        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::On),
     )
     .await;
 }
 
 #[tokio::test]
 async fn two_people_use_the_blog_without_javascript() {
-    let blog = Blog::spawn().await;
+    let app = blog::spawn().await;
     with_browser(
         "two_people_use_the_blog_without_javascript",
         Script::Off,
-        |client| journey::two_people_use_the_blog(Visitor::new(client, &blog.address), Script::Off),
+        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::Off),
     )
     .await;
 }
 
 #[tokio::test]
 async fn hostile_text_never_runs() {
-    let blog = Blog::spawn().await;
+    let app = blog::spawn().await;
     with_browser("hostile_text_never_runs", Script::On, |client| {
-        hostile::hostile_text_never_runs(Visitor::new(client, &blog.address))
+        hostile::hostile_text_never_runs(Visitor::new(client, &app.address))
     })
     .await;
 }
 
 #[tokio::test]
 async fn a_form_from_another_origin_is_refused() {
-    let blog = Blog::spawn().await;
+    let app = blog::spawn().await;
     with_browser(
         "a_form_from_another_origin_is_refused",
         Script::On,
         |client| {
             cross_site::a_form_from_another_origin_is_refused(
-                Visitor::new(client, &blog.address),
-                &blog,
+                Visitor::new(client, &app.address),
+                &app,
             )
         },
     )
@@ -64,9 +63,9 @@ async fn a_form_from_another_origin_is_refused() {
 
 #[tokio::test]
 async fn the_front_page_and_a_post_page() {
-    let blog = Blog::spawn().await;
+    let app = blog::spawn().await;
     with_browser("the_front_page_and_a_post_page", Script::On, |client| {
-        screenshots::the_front_page_and_a_post_page(Visitor::new(client, &blog.address), &blog)
+        screenshots::the_front_page_and_a_post_page(Visitor::new(client, &app.address), &app)
     })
     .await;
 }

@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
-use crate::blog::Blog;
+use testkit::TestApp;
+
+use crate::blog;
 use crate::pages::Visitor;
 
 const SCREENSHOTS: &str = "BLOG_SCREENSHOTS";
@@ -20,25 +22,29 @@ with their counts, and every post has a page of its own, with its comments and i
 Posts are *Markdown*: tables, ~~mistakes~~ corrections and links such as
 <https://learn.microsoft.com/azure/cosmos-db/>.";
 
-pub async fn the_front_page_and_a_post_page(v: Visitor, blog: &Blog) {
-    blog.register("ada", "Ada Lovelace").await;
-    blog.register("grace", "Grace Hopper").await;
-    let older = blog
-        .new_post(
-            "grace",
-            "Compilers for everyone",
-            "Programs should read like English, and a compiler can make them. Here is how the \
+pub async fn the_front_page_and_a_post_page(v: Visitor, app: &TestApp) {
+    app.register("ada", "Ada Lovelace").await;
+    app.register("grace", "Grace Hopper").await;
+    let older = blog::new_post(
+        app,
+        "grace",
+        "Compilers for everyone",
+        "Programs should read like English, and a compiler can make them. Here is how the \
              first one came about, and what it taught us about who gets to write software.",
-        )
-        .await;
-    blog.comment("ada", &older, "Agreed: notes first, engines second.")
-        .await;
-    let tour = blog.new_post("ada", "Welcome to the blog", TOUR).await;
-    blog.comment("grace", &tour, "Lovely start. The table renders nicely.")
-        .await;
-    blog.comment("ada", &tour, "Thank you! More soon.").await;
-    blog.like("grace", &tour).await;
-    blog.like("ada", &older).await;
+    )
+    .await;
+    blog::comment(app, "ada", &older, "Agreed: notes first, engines second.").await;
+    let tour = blog::new_post(app, "ada", "Welcome to the blog", TOUR).await;
+    blog::comment(
+        app,
+        "grace",
+        &tour,
+        "Lovely start. The table renders nicely.",
+    )
+    .await;
+    blog::comment(app, "ada", &tour, "Thank you! More soon.").await;
+    blog::like(app, "grace", &tour).await;
+    blog::like(app, "ada", &older).await;
 
     let front = v
         .reload_until("/", "both posts with their counts", |text| {
