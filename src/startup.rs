@@ -16,6 +16,9 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tower::util::MapFutureLayer;
 
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
@@ -27,6 +30,7 @@ use crate::store::cosmos::CosmosStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::traced::TracedStore;
 use crate::telemetry::Telemetry;
+use crate::web;
 
 pub struct Application {
     listener: TcpListener,
@@ -111,7 +115,7 @@ impl Application {
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );
-        let mut router = api::app(state, trigger_routes(settings));
+        let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);
         let start_pump = || Pump::start(Arc::clone(&traced));
         let pump = match &telemetry {
             Some(own) => {
@@ -179,6 +183,40 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// The whole HTTP application: the API (with `triggers`, the Functions host's trigger
+/// routes, when it invokes them) behind the web pages, and CORS for `cors_origins`.
+pub fn app(state: AppState, triggers: Router<AppState>, cors_origins: &[String]) -> Router {
+    let allowed = web::AllowedOrigins(cors_origins.to_vec());
+    let api = api::app(state.clone(), triggers);
+    let router = web::router(state, api, allowed);
+    match cors(cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
+}
+
+/// The CORS layer that lets pages of `origins` call the API; `None` when there are none.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| HeaderValue::from_str(origin.trim()).ok())
+        .collect();
+    if origins.is_empty() {
+        return None;
+    }
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                HeaderName::from_static("idempotency-key"),
+            ])
+            .expose_headers([HeaderName::from_static(api::REQUEST_CHARGE_HEADER)]),
+    )
 }
 
 /// Writes `port` to `path` through a file beside it and a rename, so that a reader never

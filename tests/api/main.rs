@@ -26,6 +26,7 @@ mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod web;
 
 // The Cosmos DB store: its in-memory emulator wiring, the `Store` contract on both
 // backends, and what only the Cosmos DB store has.
