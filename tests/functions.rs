@@ -27,10 +27,7 @@ use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-#[allow(dead_code)]
-#[path = "api/served.rs"]
-mod served;
-use served::Served;
+use testkit::served::Served;
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";

@@ -2,55 +2,16 @@
 //! rot: generator, profiler, a few seconds of HTTP load, start-up timing and the report.
 //! It checks the shapes the product promises (SPEC 7), never timings: those are reported.
 
-// The harness's own modules, compiled here exactly as the bench compiles them.
-#[allow(dead_code)]
-#[path = "api/cosmos_emulator.rs"]
-mod cosmos_emulator;
-#[path = "../benches/harness/deletes.rs"]
-mod deletes;
-#[path = "../benches/harness/faults.rs"]
-mod faults;
-#[path = "../benches/harness/generate.rs"]
-mod generate;
-#[path = "../benches/harness/hotpost.rs"]
-mod hotpost;
-#[path = "../benches/harness/invariants.rs"]
-mod invariants;
-#[path = "../benches/harness/layouts.rs"]
-mod layouts;
-#[path = "../benches/harness/layouts_report.rs"]
-mod layouts_report;
-#[path = "../benches/harness/load.rs"]
-mod load;
-#[path = "../benches/harness/profile.rs"]
-mod profile;
-#[path = "../benches/harness/recheck.rs"]
-mod recheck;
-#[path = "../benches/harness/report.rs"]
-mod report;
-#[path = "../benches/harness/routing.rs"]
-mod routing;
-#[path = "../benches/harness/startup.rs"]
-mod startup;
-#[path = "../benches/harness/stats.rs"]
-mod stats;
-#[path = "../benches/harness/suite.rs"]
-mod suite;
-#[path = "../benches/harness/tenants.rs"]
-mod tenants;
-#[path = "../benches/harness/transfer.rs"]
-mod transfer;
-#[path = "../benches/harness/versions.rs"]
-mod versions;
+use std::path::Path;
+use std::time::Duration;
 
 use clap::Parser;
 
-use std::time::Duration;
-
 use cosmos_blog::store::Tenancy;
-use layouts::{LayoutOp, LayoutRow};
-use profile::Row;
-use versions::{Op, Version};
+use cosmos_blog_harness::layouts::{LayoutOp, LayoutRow};
+use cosmos_blog_harness::profile::Row;
+use cosmos_blog_harness::versions::{Op, Version};
+use cosmos_blog_harness::{hotpost, layouts, stats, suite, tenants};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
@@ -87,7 +48,13 @@ async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
         "--out",
         out.path().to_str().unwrap(),
     ]);
-    let outcome = suite::run(&args, "harness_smoke").await.unwrap();
+    let outcome = suite::run(
+        &args,
+        "harness_smoke",
+        Path::new(env!("CARGO_BIN_EXE_cosmos-blog")),
+    )
+    .await
+    .unwrap();
 
     let data = &outcome.dataset;
     assert_eq!(data.users.len(), 5);

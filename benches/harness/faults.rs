@@ -15,12 +15,12 @@ use std::time::Duration;
 use cosmos_blog::store::Tenancy;
 use cosmos_blog::verify::{VerifyReport, ViolationKind};
 
-use crate::cosmos_emulator::{
+use crate::generate::{GenConfig, generate};
+use crate::load::{LoadConfig, Phase};
+use testkit::emulator::{
     Fault, FaultInjectionErrorType, FaultPlan, Faults, faulty_emulator_store,
     on_each_data_operation,
 };
-use crate::generate::{GenConfig, generate};
-use crate::load::{LoadConfig, Phase};
 
 #[derive(Debug, Clone)]
 pub struct FaultsConfig {

@@ -112,7 +112,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
     let temp = tempfile::tempdir()?;
     let inner: Arc<dyn Store> = match backend {
         HotBackend::Embedded => Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?),
-        HotBackend::DelayedEmulator => crate::cosmos_emulator::delayed_emulator_store(delay).await,
+        HotBackend::DelayedEmulator => testkit::emulator::delayed_emulator_store(delay).await,
     };
     let metered = MeteredStore::new(inner);
     let settings = Settings {

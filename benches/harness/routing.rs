@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 
 use azure_core::http::Request;
 use azure_core::http::headers::HeaderName;
-use azure_data_cosmos_driver::in_memory_emulator::{
-    ContainerConfig, InMemoryEmulatorHttpClient, RequestObserver,
-};
 use cosmos_blog::store::cosmos::CosmosStore;
 use cosmos_blog::store::{Container, Store, Tenancy};
 
-use crate::cosmos_emulator::{DATABASE, account_config, client_of};
+use testkit::emulator::{
+    ContainerConfig, DATABASE, InMemoryEmulatorHttpClient, RequestObserver, account_config,
+    client_of,
+};
 
 const IS_QUERY: HeaderName = HeaderName::from_static("x-ms-documentdb-isquery");
 const IS_QUERY_PLAN: HeaderName = HeaderName::from_static("x-ms-cosmos-is-query-plan-request");

@@ -24,6 +24,10 @@ impl Latencies {
         self.samples.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
     /// `p` in 0..=100; zero when there are no samples.
     pub fn percentile(&mut self, p: f64) -> Duration {
         if self.samples.is_empty() {

@@ -1,7 +1,7 @@
 //! The whole harness run: generate, profile, load, start-up, report. Shared by the bench
 //! binary (`cargo bench --bench harness`) and the CI smoke test (`tests/harness_smoke.rs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -201,7 +201,7 @@ async fn compare_layouts(
     Ok(report)
 }
 
-pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
+pub async fn run(args: &Args, command: &str, binary: &Path) -> anyhow::Result<Outcome> {
     let quiet = args.quiet;
     let log = logger(quiet);
     let temp = tempfile::tempdir()?;
@@ -295,7 +295,7 @@ pub async fn run(args: &Args, command: &str) -> anyhow::Result<Outcome> {
         None
     } else {
         log("start-up time and idle memory of the binary");
-        let binary = PathBuf::from(env!("CARGO_BIN_EXE_cosmos-blog"));
+        let binary = binary.to_path_buf();
         let runs = args.startup_runs;
         Some(tokio::task::spawn_blocking(move || crate::startup::measure(&binary, runs)).await??)
     };

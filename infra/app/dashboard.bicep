@@ -1,5 +1,5 @@
 // The operator's dashboard: an Azure Monitor workbook on the app's Application Insights, with
-// the queries of the README's "Observing it in production" (requests, failures, RU per
+// the queries of docs/observing.md (requests, failures, RU per
 // operation, throttling, change-feed lag). `main.bicep` deploys it beside the component; a
 // module of its own, so that another template that creates the component can add it too.
 
@@ -77,7 +77,7 @@ var queries = [
 var intro = {
   type: 1
   content: {
-    json: '## ${appName}\nRequests, failures, request units, throttling and change-feed lag, from the telemetry the app exports (see the README, "Observing it in production"). Times: the last 24 hours.'
+    json: '## ${appName}\nRequests, failures, request units, throttling and change-feed lag, from the telemetry the app exports (see docs/observing.md in the repository). Times: the last 24 hours.'
   }
   name: 'intro'
 }

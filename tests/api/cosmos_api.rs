@@ -11,8 +11,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::cosmos_emulator::{emulator_store, throttled_emulator_store};
 use crate::helpers::{ids, spawn_on_store};
+use testkit::emulator::{emulator_store, throttled_emulator_store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_carry_the_request_charge() {

@@ -11,7 +11,7 @@ use cosmos_blog::store::{
 };
 use serde_json::json;
 
-use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
+use testkit::emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
 
 #[tokio::test]
 async fn start_up_is_idempotent() {

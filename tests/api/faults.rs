@@ -26,12 +26,12 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::cosmos_emulator::{
+use crate::deletes::partition_items;
+use crate::helpers::{TestApp, eventually, spawn_on_store};
+use testkit::emulator::{
     DATA_OPERATIONS, Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults,
     faulty_emulator_store, on_each_data_operation,
 };
-use crate::deletes::partition_items;
-use crate::helpers::{TestApp, eventually, spawn_on_store};
 
 /// One fault per this many requests, per operation.
 const EVERY: u32 = 7;

@@ -119,7 +119,7 @@ pub async fn open_backend(
             EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
                 .expect("embedded store"),
         ),
-        Backend::Cosmos => crate::cosmos_emulator::emulator_store_in(tenancy).await,
+        Backend::Cosmos => testkit::emulator::emulator_store_in(tenancy).await,
     }
 }
 

@@ -27,8 +27,8 @@ use tempfile::TempDir;
 use tokio::sync::watch;
 
 use crate::backend_tests;
-use crate::cosmos_emulator::delayed_emulator_store;
 use crate::helpers::{Backend, TestApp, eventually, spawn_on_store};
+use testkit::emulator::delayed_emulator_store;
 
 backend_tests!(
     three_hundred_mixed_writes_on_one_post_keep_counts_exact,
@@ -303,7 +303,7 @@ async fn fresh_store(backend: Backend, dir: &TempDir) -> Arc<dyn Store> {
         Backend::Embedded => {
             Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).expect("embedded store"))
         }
-        Backend::Cosmos => crate::cosmos_emulator::emulator_store().await,
+        Backend::Cosmos => testkit::emulator::emulator_store().await,
     }
 }
 

@@ -19,7 +19,6 @@ mod posts;
 mod recheck;
 mod rename_race;
 mod restart;
-mod served;
 mod storm;
 mod telemetry;
 mod tenancy;
@@ -28,10 +27,9 @@ mod users;
 mod verify;
 mod web;
 
-// The Cosmos DB store: its in-memory emulator wiring, the `Store` contract on both
-// backends, and what only the Cosmos DB store has.
+// The Cosmos DB store (on the in-memory emulator of `testkit::emulator`): the `Store`
+// contract on both backends, and what only the Cosmos DB store has.
 mod cosmos_api;
-mod cosmos_emulator;
 mod cosmos_store;
 mod store_contract;
 mod tenancy_store;

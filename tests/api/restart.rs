@@ -14,7 +14,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::helpers::{assert_store_verifies, eventually, ids};
-use crate::served::Served;
+use testkit::served::Served;
 
 /// The binary serving the embedded store in `data_dir` (see [`binary_command`]).
 pub fn start_binary(data_dir: &std::path::Path) -> Served {

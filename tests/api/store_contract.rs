@@ -46,7 +46,7 @@ macro_rules! contract_tests {
             $(
                 #[tokio::test]
                 async fn $name() {
-                    super::$name(crate::cosmos_emulator::emulator_store().await).await;
+                    super::$name(testkit::emulator::emulator_store().await).await;
                 }
             )*
         }

@@ -29,10 +29,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::auth::Binary;
-use crate::cosmos_emulator::throttled_emulator_store;
 use crate::helpers::{
     Backend, OPERATION_TENANT, TestApp, eventually, spawn_observed, spawn_observed_on_store,
 };
+use testkit::emulator::throttled_emulator_store;
 
 /// The caller's W3C trace context: the Functions host's invocation, as it forwards it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

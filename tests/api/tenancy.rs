@@ -18,7 +18,7 @@ use tempfile::TempDir;
 
 use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_in, spawn_app_on};
 use crate::restart::{binary_command, verify_command};
-use crate::served::Served;
+use testkit::served::Served;
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";

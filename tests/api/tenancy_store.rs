@@ -18,8 +18,8 @@ use cosmos_blog::store::{
 use cosmos_blog::verify::{ViolationKind, verify};
 use serde_json::{Value, json};
 
-use crate::cosmos_emulator::{DATABASE, emulator_client, emulator_store_in};
 use crate::store_contract::{all_pages, drain_changes};
+use testkit::emulator::{DATABASE, emulator_client, emulator_store_in};
 
 /// Declares each test twice: on a `multi` embedded store and on a `multi` Cosmos DB store
 /// (the SDK's in-memory emulator, MultiHash containers).

@@ -33,9 +33,6 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::cosmos_emulator::{
-    Fault, FaultOperationType, FaultPlan, faulty_emulator_store_without_throttle_retries,
-};
 use crate::helpers::{
     Backend, OPERATION_TENANT, TestApp, eventually, spawn_app_on, spawn_app_without_pump,
     spawn_on_store, spawn_unaddressed,
@@ -43,6 +40,9 @@ use crate::helpers::{
 use crate::restart::{assert_binary_verifies, command_on};
 use crate::store_contract::all_pages;
 use crate::verify::assert_holds;
+use testkit::emulator::{
+    Fault, FaultOperationType, FaultPlan, faulty_emulator_store_without_throttle_retries,
+};
 
 // ---- a blog with every kind of item --------------------------------------------------------
 
@@ -775,7 +775,7 @@ async fn an_invalid_export_leaves_cosmos_db_untouched() {
         invalid.errors[0].to_string(),
         "likes.jsonl:6: like's post gone is not in the export"
     );
-    let store = crate::cosmos_emulator::emulator_store().await;
+    let store = testkit::emulator::emulator_store().await;
     assert!(contents(&store).await.is_empty());
 }
 
@@ -1012,7 +1012,7 @@ async fn what_a_delete_under_way_would_remove_is_not_loaded() {
     *manifest.counts.get_mut(&Kind::Tombstones).unwrap() += 1;
     write_manifest(&folder, &manifest);
 
-    let store = crate::cosmos_emulator::emulator_store().await;
+    let store = testkit::emulator::emulator_store().await;
     let summary = import_into(&store, &folder, None).await;
     assert_eq!(
         summary.left_over, 5,
@@ -1053,7 +1053,7 @@ async fn counts_and_usernames_come_from_the_exports_items() {
     edit_line(&folder, Kind::Comments, 1, |comment| {
         comment["userUsername"] = json!("An Old Name")
     });
-    let store = crate::cosmos_emulator::emulator_store().await;
+    let store = testkit::emulator::emulator_store().await;
     import_into(&store, &folder, None).await;
     assert_verifies_now(&store).await;
     let posts = all_pages(

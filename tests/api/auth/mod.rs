@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::helpers::TestApp;
-use crate::served::Served;
+use testkit::served::Served;
 
 /// Runs each body `async fn name(backend: Backend)` on every backend (these tests choose
 /// their own settings, so `backend_tests!`, which spawns the default app, does not fit).

@@ -1,7 +1,7 @@
 //! The one way tests start the real binary as a server: on port 0, so the system hands it a
 //! port no one else holds, with `--port-file` to learn which. (Picking a free port first and
 //! passing it on races: another test's server, or anything else, can take it in between,
-//! and a restart would have to win it back.) Shared by the test crates through `#[path]`.
+//! and a restart would have to win it back.)
 
 use std::path::PathBuf;
 use std::process::{Child, Command};

@@ -1,8 +1,8 @@
 //! The Cosmos DB store on the SDK's in-memory emulator: a whole Cosmos DB account inside the
 //! test process, reached through the real SDK pipeline (requests, headers, retries, paging).
 //! All emulator wiring lives here, so the `__internal_in_memory_emulator` feature stays a
-//! dev-dependency concern and never reaches the shipped binary. The benchmark harness
-//! (`benches/harness`) includes this file too, for its hot-post and fault phases.
+//! concern of the test crates and never reaches the shipped binary. The benchmark harness
+//! (`benches/harness`) uses it too, for its hot-post, routing and fault phases.
 //!
 //! Faults come from the SDK's own fault injection (`fault_injection` feature of the driver),
 //! below its retry policy, so a fault meets the same retries as one of the real service; see
@@ -25,8 +25,12 @@ use azure_data_cosmos_driver::fault_injection::{
 };
 pub use azure_data_cosmos_driver::fault_injection::{FaultInjectionErrorType, FaultOperationType};
 use azure_data_cosmos_driver::in_memory_emulator::{
-    ConsistencyLevel, ContainerConfig, InMemoryEmulatorHttpClient, RequestObserver,
-    VirtualAccountConfig, VirtualRegion,
+    ConsistencyLevel, VirtualAccountConfig, VirtualRegion,
+};
+/// For an emulator of a chosen shape (physical partitions, throughput) and observers of the
+/// requests it receives.
+pub use azure_data_cosmos_driver::in_memory_emulator::{
+    ContainerConfig, InMemoryEmulatorHttpClient, RequestObserver,
 };
 use cosmos_blog::store::cosmos::{CosmosStore, sdk_operation_options};
 use cosmos_blog::store::{Container, Store, Tenancy};

@@ -5,33 +5,11 @@
 //! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`. With `--tenants N`
 //! it also compares the `single` and `multi` layouts on a multi-tenant data set.
 
-// The Cosmos DB emulator wiring of the integration tests, for the hot-post and fault
-// phases; the harness uses only part of it.
-#[allow(dead_code)]
-#[path = "../../tests/api/cosmos_emulator.rs"]
-mod cosmos_emulator;
-mod deletes;
-mod faults;
-mod generate;
-mod hotpost;
-mod invariants;
-mod layouts;
-mod layouts_report;
-mod load;
-mod profile;
-mod recheck;
-mod report;
-mod routing;
-mod startup;
-mod stats;
-mod suite;
-mod tenants;
-mod transfer;
-mod versions;
-
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
+use cosmos_blog_harness::suite;
 
 fn main() -> ExitCode {
     let args = suite::Args::parse();
@@ -58,7 +36,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    match runtime.block_on(suite::run(&args, command.trim_end())) {
+    match runtime.block_on(suite::run(&args, command.trim_end(), binary())) {
         Ok(outcome) => {
             eprintln!(
                 "harness: {} items, {} profile rows, {} delete costs, {} load phases, {} re-checked changes, {} hot-post runs, start-up p50 {}",
@@ -97,4 +75,9 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The application's binary, built by cargo for its benches.
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_cosmos-blog"))
 }

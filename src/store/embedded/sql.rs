@@ -1,0 +1,155 @@
+//! The translation of a [`Query`] into SQL over the items' JSON bodies, with keyset
+//! continuation tokens.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rusqlite::Connection;
+use rusqlite::types::Value as SqlValue;
+use serde_json::Value;
+
+use super::schema::LIVE;
+use super::{parse_body, sql_error};
+use crate::store::{
+    Container, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder, StoreError, StoreResult,
+};
+
+/// The SQL expression of a top-level field of the item body.
+fn field_expr(field: &str) -> String {
+    // Every write checks that the body's id is the key's (`checked_item`): the key column
+    // answers for it, through the primary key (import asks a partition for ids).
+    if field == "id" {
+        return "id".to_owned();
+    }
+    // Field names come from the platform's code and are identifiers (checked by `Query`).
+    format!("json_extract(body, '$.{field}')")
+}
+
+fn filter_param(value: &Value) -> SqlValue {
+    match value {
+        Value::String(s) => SqlValue::Text(s.clone()),
+        Value::Bool(b) => SqlValue::Integer(i64::from(*b)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => SqlValue::Integer(i),
+            None => SqlValue::Real(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::Null => SqlValue::Null,
+        other => SqlValue::Text(other.to_string()),
+    }
+}
+
+/// Keyset position after the last item of a page: (sort value, partition key, id).
+fn encode_position(position: &(String, String, String)) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(position).unwrap_or_default())
+}
+
+fn decode_position(token: &str) -> StoreResult<(String, String, String)> {
+    URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| StoreError::BadRequest("malformed continuation token".into()))
+}
+
+pub(super) fn run_query(
+    conn: &Connection,
+    container: Container,
+    query: &Query,
+    page: &PageRequest,
+) -> StoreResult<Page<Value>> {
+    let sort_expr = match query.order_by {
+        Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
+        None => "''".to_owned(),
+    };
+    let descending = matches!(query.order_by, Some((_, SortOrder::Descending)));
+    let mut sql =
+        format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ? AND {LIVE}");
+    let mut params: Vec<SqlValue> = vec![SqlValue::Text(container.name().to_owned())];
+    match &query.scope {
+        QueryScope::Partition(pk) => {
+            sql.push_str(" AND pk = ?");
+            params.push(SqlValue::Text(pk.to_json_array()));
+        }
+        // The keys under a prefix are one range of the primary key's text form.
+        QueryScope::Prefix(prefix) => {
+            let (low, high) = prefix.prefix_range();
+            sql.push_str(" AND pk >= ? AND pk < ?");
+            params.extend([SqlValue::Text(low), SqlValue::Text(high)]);
+        }
+        QueryScope::CrossPartition => {}
+    }
+    for filter in &query.filters {
+        let expr = field_expr(filter.field);
+        match (&filter.value, filter.op) {
+            (Value::Null, FilterOp::Eq) => sql.push_str(&format!(" AND {expr} IS NULL")),
+            (Value::Null, FilterOp::Ne) => sql.push_str(&format!(" AND {expr} IS NOT NULL")),
+            (Value::Array(values), FilterOp::In) => {
+                let marks = vec!["?"; values.len()].join(", ");
+                sql.push_str(&format!(" AND {expr} IN ({marks})"));
+                params.extend(values.iter().map(filter_param));
+            }
+            (value, op) => {
+                sql.push_str(&format!(" AND {expr} {} ?", op.sql()));
+                params.push(filter_param(value));
+            }
+        }
+    }
+    let direction = if descending { "DESC" } else { "ASC" };
+    // Without a sort field the order is the primary key's, (pk, id): keyed on that alone, each
+    // page is one range of the key (or of `items_by_user`, which ends with it), not a scan and
+    // sort of the whole container per page.
+    let sorted = query.order_by.is_some();
+    if let Some(token) = &page.continuation {
+        let (sort, pk, id) = decode_position(token)?;
+        let after = if descending { "<" } else { ">" };
+        if sorted {
+            sql.push_str(&format!(" AND ({sort_expr}, pk, id) {after} (?, ?, ?)"));
+            params.push(SqlValue::Text(sort));
+        } else {
+            sql.push_str(&format!(" AND (pk, id) {after} (?, ?)"));
+        }
+        params.extend([SqlValue::Text(pk), SqlValue::Text(id)]);
+    }
+    let sort_key = if sorted {
+        format!("1 {direction}, ")
+    } else {
+        String::new()
+    };
+    sql.push_str(&format!(
+        " ORDER BY {sort_key}pk {direction}, id {direction} LIMIT ? OFFSET ?"
+    ));
+    let max_items = page.max_items.max(1);
+    params.push(SqlValue::Integer(i64::from(max_items) + 1));
+    let offset = if page.continuation.is_some() {
+        0
+    } else {
+        query.offset
+    };
+    params.push(SqlValue::Integer(i64::from(offset)));
+
+    let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
+    let rows = statement
+        .query_map(rusqlite::params_from_iter(params), |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+            ))
+        })
+        .map_err(sql_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql_error)?;
+
+    let has_more = rows.len() > max_items as usize;
+    let mut items = Vec::with_capacity(rows.len().min(max_items as usize));
+    let mut last = None;
+    for (sort, pk, id, body) in rows.into_iter().take(max_items as usize) {
+        items.push(parse_body(&body)?);
+        last = Some((sort, pk, id));
+    }
+    let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
+    Ok(Page {
+        items,
+        continuation,
+    })
+}
