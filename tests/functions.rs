@@ -1461,11 +1461,11 @@ fn stage_multi_writes_the_tenant_routes_and_starts_the_binary_in_multi() {
     };
     assert_eq!(
         read("GetUser/function.json")["bindings"][0]["route"],
-        "tenants/{tenantId}/users/{userId}"
+        "api/tenants/{tenantId}/users/{userId}"
     );
     assert_eq!(
         read("ListUsers/function.json")["bindings"][0]["route"],
-        "tenants/{tenantId}/users"
+        "api/tenants/{tenantId}/users"
     );
     assert_eq!(
         handler_arguments(&read("host.json")),

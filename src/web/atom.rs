@@ -9,7 +9,7 @@ use atom_syndication::{
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::context::PageBase;
+use super::context::{PageBase, site_root};
 use super::pages::{post_href, user_href};
 use crate::api::extract::PathParam;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
@@ -71,22 +71,6 @@ pub async fn author_feed(
         &author_page,
     );
     Ok(answer(&feed, &posts))
-}
-
-/// `https://host` as the request names it (behind a proxy, as the proxy says), or empty.
-fn site_root(headers: &HeaderMap) -> String {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let Some(host) = header("x-forwarded-host").or_else(|| header(header::HOST.as_str())) else {
-        return String::new();
-    };
-    let scheme = header("x-forwarded-proto").unwrap_or(
-        if host.starts_with("127.0.0.1") || host.starts_with("localhost") {
-            "http"
-        } else {
-            "https"
-        },
-    );
-    format!("{scheme}://{host}")
 }
 
 fn date(post: &Post) -> FixedDateTime {

@@ -147,6 +147,12 @@ impl PageContext {
         &self.headers
     }
 
+    /// `https://host` as the request names it (behind a proxy, as the proxy says), or empty:
+    /// what makes a path an absolute URL for feed readers and link previews.
+    pub fn site_root(&self) -> String {
+        site_root(&self.headers)
+    }
+
     /// The layout's part of a page.
     pub fn layout(&self, title: impl Into<String>, description: impl Into<String>) -> Layout {
         let here = encode(&self.here);
@@ -222,6 +228,17 @@ impl PageContext {
         }
         response
     }
+}
+
+/// `https://host` as `headers` name it (behind a proxy, as the proxy says), or empty.
+pub fn site_root(headers: &HeaderMap) -> String {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(host) = header("x-forwarded-host").or_else(|| header(header::HOST.as_str())) else {
+        return String::new();
+    };
+    let loopback = host.starts_with("127.0.0.1") || host.starts_with("localhost");
+    let scheme = header("x-forwarded-proto").unwrap_or(if loopback { "http" } else { "https" });
+    format!("{scheme}://{host}")
 }
 
 /// A page's head and chrome: title, description, navigation, sign-in state.

@@ -571,7 +571,7 @@ pub async fn sign_in_page(mut context: PageContext, Query(query): Query<ReturnTo
         Identity::ReadOnly => {
             return Err(Problem::new(
                 StatusCode::NOT_FOUND,
-                "route-not-found",
+                "read-only-pages",
                 "these pages only read: write through the API with a bearer token",
             )
             .into());
@@ -606,7 +606,7 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
     if context.identity != Identity::Development {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
-            "route-not-found",
+            "development-only",
             "signing in here is for development (BLOG_AUTH=header) only",
         )
         .into());

@@ -31,6 +31,7 @@ use crate::api::problem::{self, Problem};
 use crate::domain::TenantId;
 use crate::error::Error;
 use crate::store::Tenancy;
+use crate::telemetry;
 pub use context::{PageBase, PageContext};
 pub use guard::AllowedOrigins;
 
@@ -84,7 +85,7 @@ fn site_pages() -> Router<AppState> {
 /// (`BLOG_CORS_ORIGINS`).
 pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
     let blog = match state.blogs.tenancy() {
-        Tenancy::Single => blog_pages()
+        Tenancy::Single => observed(blog_pages())
             .layer(middleware::from_fn(answer_conditionally))
             .with_state(state.clone()),
         Tenancy::Multi => tenant_pages(state.clone()),
@@ -99,7 +100,7 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
             "/",
             any(move |request: Request| front_door(home.clone(), ready.clone(), request)),
         )
-        .merge(site_pages().with_state(state.clone()))
+        .merge(observed(site_pages()).with_state(state.clone()))
         .fallback_service(blog.fallback_service(api))
         .layer(CatchPanicLayer::custom(panic_page))
         .layer(middleware::from_fn_with_state(
@@ -108,6 +109,14 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
         ))
         .layer(middleware::from_fn_with_state(state, error_pages))
         .layer(middleware::from_fn(guard::page_headers))
+}
+
+/// Pages are traced and measured like the API's operations (the API application has its own
+/// layers, so a request it answers is observed once).
+fn observed(pages: Router<AppState>) -> Router<AppState> {
+    pages
+        .route_layer(middleware::from_fn(telemetry::http::note_route))
+        .layer(middleware::from_fn(telemetry::http::observe))
 }
 
 /// `/` is the front page for a browser, and the API's readiness probe for everyone else
@@ -136,7 +145,7 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
 /// The `multi` layout's pages: `/tenants/{tenantId}/<rest>` is the blog page `/<rest>` of that
 /// tenant. `/tenants/{tenantId}` alone is its front page.
 fn tenant_pages(state: AppState) -> Router {
-    let pages = blog_pages()
+    let pages = observed(blog_pages())
         .layer(middleware::from_fn(answer_conditionally))
         .fallback(|| async { crate::api::route_not_found() })
         .with_state(state);

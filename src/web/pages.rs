@@ -178,7 +178,7 @@ pub fn post_page_of(
     l.og = Some(OpenGraph {
         title: post.title.clone(),
         description,
-        url: view.href.clone(),
+        url: format!("{}{}", context.site_root(), view.href),
     });
     let (comment_text, comment_error) =
         comment.map_or((String::new(), None), |(t, e)| (t, Some(e)));

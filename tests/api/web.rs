@@ -416,15 +416,14 @@ async fn the_author_page_lists_their_posts_a_page_at_a_time(app: TestApp) {
     for n in 0..51 {
         ids.push(app.new_post("ada", &format!("post {n}"), "c").await["id"].clone());
     }
-    let mut reader = Browser::new(&app, None);
-    let page = eventually(WITHIN, || {
-        let mut reader = Browser::new(&app, None);
-        async move {
-            let (_, page, _) = reader.get("/users/ada").await;
-            (select(&page, "ol.posts > li").len() == 50).then_some(page)
-        }
+    eventually(WITHIN, || async {
+        (app.all_pages("/api/users/ada/posts", 100).await.len() == ids.len()).then_some(())
     })
     .await;
+    let mut reader = Browser::new(&app, None);
+    let (status, page, _) = reader.get("/users/ada").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(select(&page, "ol.posts > li").len(), 50, "a page of posts");
     assert_eq!(select_text(&page, "h1"), ["Ada"]);
     assert_eq!(
         select_text(&page, "ol.posts h2 a")[0],
