@@ -24,12 +24,10 @@ use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
 use crate::platform::Platform;
-use crate::settings::{Settings, StoreSettings};
-use crate::store::Store;
-use crate::store::cosmos::CosmosStore;
-use crate::store::embedded::EmbeddedStore;
-use crate::store::traced::TracedStore;
+use crate::settings::Settings;
+use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
+use crate::telemetry::traced::TracedStore;
 use crate::web;
 
 pub struct Application {
@@ -44,39 +42,11 @@ pub struct Application {
     telemetry: Option<Telemetry>,
 }
 
-/// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
-/// the embedded store otherwise.
-pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
-    if settings.uses_cosmos() {
-        let store = CosmosStore::connect(settings)
-            .await
-            .context("cannot open the Azure Cosmos DB store")?;
-        return Ok(Arc::new(store));
-    }
-    let path = settings.embedded_path();
-    let store = EmbeddedStore::open_with(&path, settings.tenancy)
-        .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
-    tracing::info!(path = %path.display(), "using the embedded store");
-    Ok(Arc::new(store))
-}
-
-/// [`open_store`] for the commands that read a store: refuses an embedded data folder that
-/// holds none (opening would create an empty one: almost certainly the wrong folder).
-pub async fn open_existing_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
-    let path = settings.embedded_path();
-    anyhow::ensure!(
-        settings.uses_cosmos() || path.exists(),
-        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
-        path.display()
-    );
-    open_store(settings).await
-}
-
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
         // Unsafe or incomplete authentication settings fail before the store is even opened.
         settings.auth.resolve(settings.bind_address)?;
-        let store = open_store(&settings.store).await?;
+        let store = store::open(&settings.store).await?;
         Self::with_store(settings, store).await
     }
 
@@ -185,6 +155,20 @@ impl Application {
     }
 }
 
+/// Writes `port` to `path` through a file beside it and a rename, so that a reader never
+/// sees a partial number.
+pub fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, format!("{port}\n"))
+        .and_then(|()| std::fs::rename(&partial, path))
+        .with_context(|| format!("cannot write the port file {}", path.display()))
+}
+
+/// The port in a file [`write_port_file`] wrote; `None` while there is none.
+pub fn read_port_file(path: &Path) -> Option<u16> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
 /// The whole HTTP application: the API (with `triggers`, the Functions host's trigger
 /// routes, when it invokes them) behind the web pages, and CORS for `cors_origins`.
 pub fn app(state: AppState, triggers: Router<AppState>, cors_origins: &[String]) -> Router {
@@ -217,20 +201,6 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
             ])
             .expose_headers([HeaderName::from_static(api::REQUEST_CHARGE_HEADER)]),
     )
-}
-
-/// Writes `port` to `path` through a file beside it and a rename, so that a reader never
-/// sees a partial number.
-pub fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
-    let partial = path.with_extension("partial");
-    std::fs::write(&partial, format!("{port}\n"))
-        .and_then(|()| std::fs::rename(&partial, path))
-        .with_context(|| format!("cannot write the port file {}", path.display()))
-}
-
-/// The port in a file [`write_port_file`] wrote; `None` while there is none.
-pub fn read_port_file(path: &Path) -> Option<u16> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

@@ -20,15 +20,13 @@ use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::startup;
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
-};
+use cosmos_blog::store::{Container, PartitionKey, Store, StoreError, StoreResult, Tenancy};
 use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use testkit::served::Served;
+use testkit::double::{Call, Double, Hooks};
+use testkit::{Served, binary};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
@@ -49,7 +47,7 @@ fn fixture(name: &str) -> Vec<u8> {
 /// unreachable Cosmos DB account.
 struct Harness {
     _dir: tempfile::TempDir,
-    store: Arc<FlakyStore>,
+    store: Arc<Double<Outage>>,
     /// What the `Recheck` timer function does (off unless a test says).
     recheck: Recheck,
 }
@@ -64,10 +62,7 @@ impl Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let embedded =
             EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), tenancy).expect("store");
-        let store = Arc::new(FlakyStore {
-            inner: Arc::new(embedded),
-            down: AtomicBool::new(false),
-        });
+        let store = Double::named(Arc::new(embedded), Outage::default(), "flaky");
         Self {
             _dir: dir,
             store,
@@ -231,87 +226,20 @@ fn ids(page: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Delegates to the embedded store, or fails every call with a transient error while down.
-struct FlakyStore {
-    inner: Arc<dyn Store>,
+/// Hooks that fail every store call with a transient error while the store is down.
+#[derive(Default)]
+struct Outage {
     down: AtomicBool,
 }
 
-impl FlakyStore {
-    fn check(&self) -> StoreResult<()> {
+#[async_trait]
+impl Hooks for Outage {
+    async fn before(&self, _: &Call<'_>, _: &dyn Store) -> StoreResult<()> {
         if self.down.load(Ordering::SeqCst) {
             Err(StoreError::Unavailable("test: store is down".into()))
         } else {
             Ok(())
         }
-    }
-}
-
-#[async_trait]
-impl Store for FlakyStore {
-    fn backend(&self) -> &'static str {
-        "flaky"
-    }
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-    async fn read_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        self.check()?;
-        self.inner.read_item(c, pk, id).await
-    }
-    async fn create_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.create_item(c, pk, item).await
-    }
-    async fn upsert_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.upsert_item(c, pk, item).await
-    }
-    async fn replace_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.replace_item(c, pk, item, if_match).await
-    }
-    async fn delete_item(&self, c: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        self.check()?;
-        self.inner.delete_item(c, pk, id).await
-    }
-    async fn execute_batch(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        self.check()?;
-        self.inner.execute_batch(c, pk, operations).await
-    }
-    async fn query(
-        &self,
-        c: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        self.check()?;
-        self.inner.query(c, query, page).await
-    }
-    async fn read_changes(
-        &self,
-        c: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        self.check()?;
-        self.inner.read_changes(c, since, max_items).await
     }
 }
 
@@ -1166,211 +1094,29 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
 }
 
 #[test]
-fn page_functions_bind_one_trigger_at_the_site_root_routes() {
-    for tenancy in LAYOUTS {
-        let files = metadata::script_root_files(tenancy);
-        for function in metadata::page_functions(tenancy) {
-            let path = Path::new(function.name).join("function.json");
-            let file = files
-                .iter()
-                .find(|f| f.path == path)
-                .expect("function.json");
-            let json: Value = serde_json::from_str(&file.content).expect("json");
-            let trigger = &json["bindings"][0];
-            assert_eq!(trigger["type"], "httpTrigger");
-            assert_eq!(trigger["authLevel"], "anonymous");
-            assert_eq!(trigger["methods"], json!([function.method]));
-            let route = trigger["route"].as_str().expect("route");
-            assert!(!route.starts_with("api/"), "{route}");
-            assert_eq!(route, function.host_route_in(tenancy));
-        }
-    }
-    let single = metadata::script_root_files(Tenancy::Single);
-    let front = single
-        .iter()
-        .find(|f| f.path == Path::new("FrontPage").join("function.json"))
-        .expect("the front page");
-    assert!(front.content.contains(metadata::ROOT_ROUTE));
-}
-
-#[tokio::test]
-async fn every_page_function_reaches_a_page_of_the_app() {
-    // The host forwards a page function's path unchanged: the application must serve it.
-    for tenancy in LAYOUTS {
-        let h = Harness::with(tenancy);
-        let app = h.app();
-        for function in metadata::page_functions(tenancy) {
-            let method: Method = function.method.to_uppercase().parse().expect("method");
-            let path = fill(&function.path_in(tenancy));
-            let request = Request::builder()
-                .method(method.clone())
-                .uri(&path)
-                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(Body::from("csrf="))
-                .expect("request");
-            let (status, problem) = send(app.clone(), request).await;
-            assert!(
-                !matches!(
-                    problem["code"].as_str(),
-                    Some("route-not-found" | "method-not-allowed")
-                ),
-                "{tenancy}: {method} {path} is not served ({status})"
-            );
-        }
-    }
-}
-
-/// A browser's request as the host forwards it: its `Accept`, its cookies, Fetch Metadata.
-fn forwarded_page_request(
-    method: Method,
-    path: &str,
-    caller: Option<&str>,
-    form: Option<&str>,
-) -> Request<Body> {
-    let mut request = forwarded_request(method, path, caller, None);
-    let headers = request.headers_mut();
-    headers.insert(
-        header::ACCEPT,
-        "text/html,application/xhtml+xml".parse().unwrap(),
-    );
-    headers.insert("sec-fetch-site", "same-origin".parse().unwrap());
-    headers.insert(
-        header::ORIGIN,
-        "https://cosmos-blog.azurewebsites.net".parse().unwrap(),
-    );
-    if let Some(form) = form {
-        headers.insert(
-            header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded".parse().unwrap(),
-        );
-        *request.body_mut() = Body::from(form.to_owned());
-    }
-    request
-}
-
-async fn html_of(
-    app: &Router,
-    request: Request<Body>,
-) -> (StatusCode, axum::http::HeaderMap, String) {
-    let response = app.clone().oneshot(request).await.expect("infallible");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    (
-        status,
-        headers,
-        String::from_utf8_lossy(&bytes).into_owned(),
-    )
-}
-
-#[tokio::test]
-async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
-    let h = Harness::new();
-    let app = h.app_with(Authenticator::TrustedHeader);
-    let put = forwarded_request(
-        Method::PUT,
-        "/api/users/u-ada",
-        Some("u-ada"),
-        Some(json!({"username": "ada"})),
-    );
-    assert_eq!(send(app.clone(), put).await.0, StatusCode::CREATED);
-
-    // Signed out: the page links to Easy Auth's login, which returns to the page.
-    let (status, _, html) =
-        html_of(&app, forwarded_page_request(Method::GET, "/", None, None)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(
-        html.contains("href=\"/.auth/login/aad?post_login_redirect_uri=%2F\""),
-        "{html}"
-    );
-    let (status, headers, _) = html_of(
-        &app,
-        forwarded_page_request(Method::GET, "/sign-in?return=%2Fwrite", None, None),
-    )
-    .await;
-    assert_eq!(status, StatusCode::SEE_OTHER);
-    assert_eq!(
-        headers[header::LOCATION],
-        "/.auth/login/aad?post_login_redirect_uri=%2Fwrite"
-    );
-
-    // Signed in (Easy Auth's principal header): the write form, then its post.
-    let (status, headers, html) = html_of(
-        &app,
-        forwarded_page_request(Method::GET, "/write", Some("u-ada"), None),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{html}");
-    assert!(html.contains("/.auth/logout"), "Easy Auth's sign-out");
-    let cookie = headers[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let token = cookie
-        .strip_prefix("blog_csrf=")
-        .expect("the form token's cookie")
-        .to_owned();
-    let mut post = forwarded_page_request(
-        Method::POST,
-        "/write",
-        Some("u-ada"),
-        Some(&format!("csrf={token}&title=From+the+host&content=Hello")),
-    );
-    post.headers_mut()
-        .insert(header::COOKIE, cookie.parse().unwrap());
-    let (status, headers, html) = html_of(&app, post).await;
-    assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
-    let location = headers[header::LOCATION].to_str().unwrap().to_owned();
-    assert!(location.starts_with("/posts/"), "{location}");
-    let (status, _, html) = html_of(
-        &app,
-        forwarded_page_request(Method::GET, &location, None, None),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(html.contains("<h1>From the host</h1>"), "{html}");
-}
-
-/// Runs the binary with `args` in `cwd`; its exit status.
-fn run_binary(cwd: &Path, args: &[&str]) -> std::process::ExitStatus {
-    std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .args(args)
-        .current_dir(cwd)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run cosmos-blog")
-}
-
-#[test]
 fn functions_generate_writes_the_multi_layout_only_where_it_is_told() {
     let work = tempfile::tempdir().expect("tempdir");
     // Without --root it would replace the repository's single-tenant files: refused.
-    let refused = run_binary(
-        work.path(),
-        &["functions", "generate", "--tenancy", "multi"],
-    );
+    let refused = binary!()
+        .current_dir(work.path())
+        .args(["functions", "generate", "--tenancy", "multi"])
+        .status();
     assert!(!refused.success());
     assert_eq!(std::fs::read_dir(work.path()).expect("dir").count(), 0);
 
     let root = work.path().join("multi");
     let root_arg = root.to_str().expect("utf-8 path");
-    let written = run_binary(
-        work.path(),
-        &[
+    let written = binary!()
+        .current_dir(work.path())
+        .args([
             "functions",
             "generate",
             "--tenancy",
             "multi",
             "--root",
             root_arg,
-        ],
-    );
+        ])
+        .status();
     assert!(written.success());
     let files = metadata::repository_files(Tenancy::Multi);
     for file in &files {
@@ -1591,30 +1337,20 @@ async fn start_binary_with(
     args: &[String],
     env: &[(&str, &str)],
 ) -> (Served, u16) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
-    command
+    let binary = binary!()
         .args(args)
-        .env("BLOG_DATA_DIR", data)
+        .on_data(data)
         .env("RUST_LOG", "info")
-        .env_remove("FUNCTIONS_WORKER_RUNTIME")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint")
-        .env_remove("BLOG_BIND_ADDRESS")
-        .env_remove("BLOG_CHANGE_FEED")
-        .env_remove("BLOG_AUTH")
-        .env_remove("BLOG_TENANCY")
-        .env_remove("WEBSITE_AUTH_ENABLED")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
+        .envs(env)
         .stderr(stderr);
-    if under_host {
-        // What the host sets: the worker runtime app setting (the port comes from `Served`,
+    let binary = if under_host {
+        // What the host sets: the worker runtime app setting (the port comes from `serve`,
         // in FUNCTIONS_CUSTOMHANDLER_PORT as the host passes it).
-        command.env("FUNCTIONS_WORKER_RUNTIME", "custom");
+        binary.env("FUNCTIONS_WORKER_RUNTIME", "custom")
     } else {
-        command.args(["--port", "0"]);
-    }
-    let mut served = Served::spawn(&mut command);
+        binary.args(["--port", "0"])
+    };
+    let mut served = binary.serve();
     let port = served.port().await;
     let response = reqwest::get(format!("http://127.0.0.1:{port}/"))
         .await
@@ -1740,4 +1476,175 @@ async fn log_lines_carry_the_level_and_the_invocation_id() {
         assert_eq!(line.split_whitespace().nth(1), Some(level), "{line}");
         assert!(!line.contains('\u{1b}'), "no colour codes: {line}");
     }
+}
+
+#[test]
+fn page_functions_bind_one_trigger_at_the_site_root_routes() {
+    for tenancy in LAYOUTS {
+        let files = metadata::script_root_files(tenancy);
+        for function in metadata::page_functions(tenancy) {
+            let path = Path::new(function.name).join("function.json");
+            let file = files
+                .iter()
+                .find(|f| f.path == path)
+                .expect("function.json");
+            let json: Value = serde_json::from_str(&file.content).expect("json");
+            let trigger = &json["bindings"][0];
+            assert_eq!(trigger["type"], "httpTrigger");
+            assert_eq!(trigger["authLevel"], "anonymous");
+            assert_eq!(trigger["methods"], json!([function.method]));
+            let route = trigger["route"].as_str().expect("route");
+            assert!(!route.starts_with("api/"), "{route}");
+            assert_eq!(route, function.host_route_in(tenancy));
+        }
+    }
+    let single = metadata::script_root_files(Tenancy::Single);
+    let front = single
+        .iter()
+        .find(|f| f.path == Path::new("FrontPage").join("function.json"))
+        .expect("the front page");
+    assert!(front.content.contains(metadata::ROOT_ROUTE));
+}
+
+#[tokio::test]
+async fn every_page_function_reaches_a_page_of_the_app() {
+    // The host forwards a page function's path unchanged: the application must serve it.
+    for tenancy in LAYOUTS {
+        let h = Harness::with(tenancy);
+        let app = h.app();
+        for function in metadata::page_functions(tenancy) {
+            let method: Method = function.method.to_uppercase().parse().expect("method");
+            let path = fill(&function.path_in(tenancy));
+            let request = Request::builder()
+                .method(method.clone())
+                .uri(&path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from("csrf="))
+                .expect("request");
+            let (status, problem) = send(app.clone(), request).await;
+            assert!(
+                !matches!(
+                    problem["code"].as_str(),
+                    Some("route-not-found" | "method-not-allowed")
+                ),
+                "{tenancy}: {method} {path} is not served ({status})"
+            );
+        }
+    }
+}
+
+/// A browser's request as the host forwards it: its `Accept`, its cookies, Fetch Metadata.
+fn forwarded_page_request(
+    method: Method,
+    path: &str,
+    caller: Option<&str>,
+    form: Option<&str>,
+) -> Request<Body> {
+    let mut request = forwarded_request(method, path, caller, None);
+    let headers = request.headers_mut();
+    headers.insert(
+        header::ACCEPT,
+        "text/html,application/xhtml+xml".parse().unwrap(),
+    );
+    headers.insert("sec-fetch-site", "same-origin".parse().unwrap());
+    headers.insert(
+        header::ORIGIN,
+        "https://cosmos-blog.azurewebsites.net".parse().unwrap(),
+    );
+    if let Some(form) = form {
+        headers.insert(
+            header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded".parse().unwrap(),
+        );
+        *request.body_mut() = Body::from(form.to_owned());
+    }
+    request
+}
+
+async fn html_of(
+    app: &Router,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let response = app.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
+    let h = Harness::new();
+    let app = h.app_with(Authenticator::TrustedHeader);
+    let put = forwarded_request(
+        Method::PUT,
+        "/api/users/u-ada",
+        Some("u-ada"),
+        Some(json!({"username": "ada"})),
+    );
+    assert_eq!(send(app.clone(), put).await.0, StatusCode::CREATED);
+
+    // Signed out: the page links to Easy Auth's login, which returns to the page.
+    let (status, _, html) =
+        html_of(&app, forwarded_page_request(Method::GET, "/", None, None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("href=\"/.auth/login/aad?post_login_redirect_uri=%2F\""),
+        "{html}"
+    );
+    let (status, headers, _) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, "/sign-in?return=%2Fwrite", None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        headers[header::LOCATION],
+        "/.auth/login/aad?post_login_redirect_uri=%2Fwrite"
+    );
+
+    // Signed in (Easy Auth's principal header): the write form, then its post.
+    let (status, headers, html) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, "/write", Some("u-ada"), None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("/.auth/logout"), "Easy Auth's sign-out");
+    let cookie = headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let token = cookie
+        .strip_prefix("blog_csrf=")
+        .expect("the form token's cookie")
+        .to_owned();
+    let mut post = forwarded_page_request(
+        Method::POST,
+        "/write",
+        Some("u-ada"),
+        Some(&format!("csrf={token}&title=From+the+host&content=Hello")),
+    );
+    post.headers_mut()
+        .insert(header::COOKIE, cookie.parse().unwrap());
+    let (status, headers, html) = html_of(&app, post).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
+    let location = headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/posts/"), "{location}");
+    let (status, _, html) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, &location, None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<h1>From the host</h1>"), "{html}");
 }

@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::api::extract::PathParam;
-use crate::api::problem::Problem;
+use crate::problem::Problem;
 
 pub const ROUTE: &str = "/assets/{file}";
 

@@ -14,9 +14,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use super::assets;
 use super::guard;
 use crate::api::AppState;
-use crate::api::problem::Problem;
 use crate::auth::Authenticator;
 use crate::domain::{TenantId, UserId};
+use crate::problem::Problem;
 
 /// What a path segment or a query value may keep unencoded (RFC 3986's unreserved).
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC

@@ -17,7 +17,6 @@ use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
 use super::pages::{post_href, post_page_of};
 use crate::api::extract::{PathPair, PathParam};
-use crate::api::problem::Problem;
 use crate::api::tenants::CurrentBlog;
 use crate::auth::DEVELOPMENT_CALLER_COOKIE;
 use crate::blog::PageSize;
@@ -25,6 +24,7 @@ use crate::domain::{
     CommentContent, CommentId, PostContent, PostId, Title, UserId, Username, ValidationError,
 };
 use crate::error::Error;
+use crate::problem::Problem;
 
 /// What a form handler answers when it does not go on: a problem (shown as an error page)
 /// or a form shown again.

@@ -22,8 +22,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use crate::api::problem::Problem;
 use crate::auth::cookie;
+use crate::problem::Problem;
 
 /// The cookie and the form field that carry the CSRF token.
 pub const CSRF_COOKIE: &str = "blog_csrf";

@@ -27,9 +27,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::AppState;
 use crate::api::extract::{PathPair, PathParam};
-use crate::api::problem::{self, Problem};
 use crate::domain::TenantId;
 use crate::error::Error;
+use crate::problem::{self, Problem};
 use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};

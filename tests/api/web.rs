@@ -12,7 +12,7 @@ use reqwest::{Method, Response, StatusCode};
 use scraper::{Html, Selector};
 use serde_json::Value;
 
-use crate::helpers::{TestApp, eventually};
+use testkit::{TestApp, eventually, operation_tests};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -944,7 +944,7 @@ async fn the_front_page_is_light(app: TestApp) {
     );
 }
 
-crate::operation_tests!(
+operation_tests!(
     front_page_shows_the_feed_with_links_counts_and_escaped_text,
     pages_carry_the_security_headers_and_answer_conditional_gets,
     the_post_page_renders_sanitised_markdown_pages_comments_and_links_likes,
@@ -961,11 +961,13 @@ crate::operation_tests!(
 /// In `multi`, a tenant's pages and feeds never show another tenant's posts.
 mod tenants {
     use super::*;
-    use crate::helpers::{Backend, spawn_app_in};
     use cosmos_blog::store::Tenancy;
+    use testkit::Backend;
 
     async fn isolated(backend: Backend) {
-        let north = spawn_app_in(backend, Tenancy::Multi)
+        let north = TestApp::spawn(backend)
+            .layout(Tenancy::Multi)
+            .start()
             .await
             .in_tenant("north");
         let south = north.in_tenant("south");
