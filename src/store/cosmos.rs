@@ -22,9 +22,10 @@ use azure_data_cosmos::models::{
     ChangeFeedItem, ContainerProperties, ItemResponse, TimeToLive, TransactionalBatchResponse,
 };
 use azure_data_cosmos::options::{
-    BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, ConnectionPoolOptions,
-    ItemWriteOptions, MaxItemCountHint, OperationOptions, OperationOptionsBuilder, Precondition,
-    QueryOptions, Region, ServerCertificateValidation, ThrottlingRetryOptionsBuilder,
+    BatchReplaceOptions, BinaryEncodingOptions, ChangeFeedOptions, ChangeFeedStartFrom,
+    ConnectionPoolOptions, ItemWriteOptions, MaxItemCountHint, OperationOptions,
+    OperationOptionsBuilder, Precondition, QueryOptions, Region, ServerCertificateValidation,
+    ThrottlingRetryOptionsBuilder,
 };
 use azure_data_cosmos::{
     AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosError,
@@ -154,6 +155,16 @@ fn parse_connection_string(connection: &str) -> anyhow::Result<(String, String)>
     }
 }
 
+/// The SDK's own switch for Cosmos binary JSON; when the user sets it, it wins.
+const BINARY_ENCODING_SETTING: &str = "AZURE_COSMOS_BINARY_ENCODING_ENABLED";
+
+/// Binary JSON on the wire is the SDK's default, but the Linux (vNext) emulator refuses it:
+/// for an emulator endpoint the client speaks text JSON unless the user chose otherwise with
+/// the SDK's own variable. An account in Azure keeps the SDK's default.
+fn binary_encoding_for(local: bool, user_choice: Option<&str>) -> Option<BinaryEncodingOptions> {
+    (local && user_choice.is_none()).then(|| BinaryEncodingOptions::new().with_enabled(false))
+}
+
 /// The emulator listens on localhost with a self-signed certificate.
 fn is_local(endpoint: &str) -> bool {
     azure_core::http::Url::parse(endpoint)
@@ -185,7 +196,11 @@ async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<
         .build()
         .await
         .context("cannot start the Cosmos DB runtime")?;
-    let builder = CosmosClientBuilder::new().with_runtime(runtime);
+    let mut builder = CosmosClientBuilder::new().with_runtime(runtime);
+    let user_choice = std::env::var(BINARY_ENCODING_SETTING).ok();
+    if let Some(encoding) = binary_encoding_for(local, user_choice.as_deref()) {
+        builder = builder.with_binary_encoding_options(encoding);
+    }
     // Under Azure Functions REGION_NAME is the app's region: prefer the account's nearest
     // region to it. Elsewhere the account's own region order applies.
     let routing = match std::env::var("REGION_NAME") {
@@ -1065,5 +1080,13 @@ mod tests {
                 assert_eq!(definition["kind"], kind, "{container:?} in {tenancy}");
             }
         }
+    }
+
+    #[test]
+    fn the_emulator_gets_text_json_unless_the_user_chose() {
+        let text = BinaryEncodingOptions::new().with_enabled(false);
+        assert_eq!(binary_encoding_for(true, None), Some(text));
+        assert_eq!(binary_encoding_for(true, Some("true")), None);
+        assert_eq!(binary_encoding_for(false, None), None);
     }
 }
