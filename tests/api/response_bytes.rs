@@ -7,8 +7,7 @@ use cosmos_blog::domain::{Comment, Like, Post, User};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::helpers::{TestApp, eventually};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, operation_tests};
 
 operation_tests!(every_query_route_answers_the_bytes_of_its_types);
 
