@@ -1,14 +1,49 @@
 //! A blog platform backend on the Azure Cosmos DB case study's V3 model, served as an Azure
 //! Functions custom handler or standalone on an embedded store.
+//!
+//! # How it is built: floors
+//!
+//! Every module sits on a floor, and **a module imports only from the floors below it**: never
+//! from a neighbour on its own floor, never from above. Ground floor first:
+//!
+//! 1. `domain`, `platform`: what users, posts, comments and likes are, with their validation;
+//!    which host the process runs on.
+//! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
+//!    decorators that meter and scope it, its settings and `open`.
+//! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table
+//!    of operations the app serves, one Functions function each, with their routes.
+//! 4. `problem`: how a refusal or failure is told over HTTP (RFC 9457).
+//! 5. `telemetry`: logs, traces and metrics, the traced store among them.
+//! 6. `auth`, `blog`: who is calling; the blog's commands and queries on the model.
+//! 7. `copies`: the rules that derive the denormalised copies from their sources: the two
+//!    change-feed handlers, the cascades of a delete, the rebuild.
+//! 8. `api`, `verify`: the HTTP API; the checks and repairs of every invariant of the model.
+//! 9. `changefeed`: what drives the rules: the standalone pump, the delayed re-check.
+//! 10. `functions`, `settings`, `transfer`: the Functions packaging and trigger adapter; the
+//!     process's settings; export and import.
+//! 11. `startup`: puts the application together from its settings (`main`, the binary, sits
+//!     on top of it all).
+//!
+//! Why this order: the store knows nothing of what is stored in it beyond the domain's words,
+//! so it can be tested and swapped alone; telemetry observes the store and the HTTP layer
+//! without either knowing it is watched; the blog's commands and the copies' rules are the
+//! model, written once and used by the API, the checks, the pump and the Functions triggers
+//! alike; whatever decides *when* something runs (a request, a trigger, a timer, a command)
+//! sits above what it runs. A floor's module can then be read, and changed, knowing only the
+//! floors below it. `tests/layers.rs` reads this list and fails on an import that runs
+//! upward or sideways, or on files that import each other in a loop.
 
 pub mod api;
 pub mod auth;
 pub mod blog;
 pub mod changefeed;
+pub mod copies;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod operations;
 pub mod platform;
+pub mod problem;
 pub mod settings;
 pub mod startup;
 pub mod store;

@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
 use cosmos_blog::settings::{Settings, StoreSettings};
-use cosmos_blog::startup::{Application, open_existing_store, open_store, shutdown_signal};
-use cosmos_blog::store::{Store, Tenancy};
+use cosmos_blog::startup::{Application, shutdown_signal};
+use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::{changefeed, transfer};
@@ -180,7 +180,7 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
 }
 
 async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
-    let store = open_store(settings).await?;
+    let store = store::open(settings).await?;
     let report = changefeed::rebuild(&store).await?;
     for line in report.log_lines("rebuild") {
         println!("{line}");
@@ -207,7 +207,7 @@ const VERIFY_UNREADABLE: u8 = 2;
 
 async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
-        let store = open_existing_store(settings).await?;
+        let store = store::open_existing(settings).await?;
         if repair {
             run_repair(&store).await
         } else {

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
 use crate::changefeed::recheck::{self, Recheck};
-use crate::store::Tenancy;
+pub use crate::store::StoreSettings;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
@@ -57,46 +57,11 @@ pub struct Settings {
     pub auth: AuthSettings,
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct StoreSettings {
-    /// Folder of the embedded store's database file (used when no Cosmos DB setting is given).
-    #[arg(long, env = "BLOG_DATA_DIR", default_value = "data")]
-    pub data_dir: PathBuf,
-
-    /// Cosmos DB connection string (`AccountEndpoint=...;AccountKey=...;`).
-    #[arg(long, env = "CosmosDBConnection", hide_env_values = true)]
-    pub cosmos_connection: Option<String>,
-
-    /// Cosmos DB account endpoint, for Microsoft Entra ID (managed identity) authentication.
-    #[arg(long, env = "CosmosDBConnection__accountEndpoint")]
-    pub cosmos_endpoint: Option<String>,
-
-    /// Cosmos DB database name.
-    #[arg(long, env = "COSMOS_DATABASE", default_value = "blog")]
-    pub database: String,
-
-    /// Data layout: `single` (one blog, the V3 model) or `multi` (many blogs on hierarchical
-    /// partition keys, served under `/api/tenants/{tenantId}/`). Chosen once per store: the
-    /// containers' keys depend on it.
-    #[arg(long, env = "BLOG_TENANCY", value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
-    pub tenancy: Tenancy,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ChangeFeedMode {
     Auto,
     Pump,
     Off,
-}
-
-impl StoreSettings {
-    pub fn uses_cosmos(&self) -> bool {
-        self.cosmos_connection.is_some() || self.cosmos_endpoint.is_some()
-    }
-
-    pub fn embedded_path(&self) -> PathBuf {
-        self.data_dir.join("blog.sqlite3")
-    }
 }
 
 impl Settings {

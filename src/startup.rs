@@ -21,12 +21,10 @@ use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
 use crate::platform::Platform;
-use crate::settings::{Settings, StoreSettings};
-use crate::store::Store;
-use crate::store::cosmos::CosmosStore;
-use crate::store::embedded::EmbeddedStore;
-use crate::store::traced::TracedStore;
+use crate::settings::Settings;
+use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
+use crate::telemetry::traced::TracedStore;
 
 pub struct Application {
     listener: TcpListener,
@@ -40,39 +38,11 @@ pub struct Application {
     telemetry: Option<Telemetry>,
 }
 
-/// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
-/// the embedded store otherwise.
-pub async fn open_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
-    if settings.uses_cosmos() {
-        let store = CosmosStore::connect(settings)
-            .await
-            .context("cannot open the Azure Cosmos DB store")?;
-        return Ok(Arc::new(store));
-    }
-    let path = settings.embedded_path();
-    let store = EmbeddedStore::open_with(&path, settings.tenancy)
-        .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
-    tracing::info!(path = %path.display(), "using the embedded store");
-    Ok(Arc::new(store))
-}
-
-/// [`open_store`] for the commands that read a store: refuses an embedded data folder that
-/// holds none (opening would create an empty one: almost certainly the wrong folder).
-pub async fn open_existing_store(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
-    let path = settings.embedded_path();
-    anyhow::ensure!(
-        settings.uses_cosmos() || path.exists(),
-        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
-        path.display()
-    );
-    open_store(settings).await
-}
-
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Self> {
         // Unsafe or incomplete authentication settings fail before the store is even opened.
         settings.auth.resolve(settings.bind_address)?;
-        let store = open_store(&settings.store).await?;
+        let store = store::open(&settings.store).await?;
         Self::with_store(settings, store).await
     }
 

@@ -25,7 +25,7 @@ use crate::report::{self, Inputs, Machine};
 use crate::startup::StartupReport;
 use crate::transfer::TransferReport;
 
-/// Cost and performance harness of the blog backend (issue 5).
+/// Cost and performance harness of the blog backend.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "harness")]
 pub struct Args {

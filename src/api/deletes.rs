@@ -5,9 +5,9 @@ use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
+use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
 use super::extract::{Caller, PathPair, PathParam};
-use super::openapi::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
+use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, UserId};
 use crate::error::Result;

@@ -10,11 +10,11 @@ use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::problem::Problem;
 use crate::auth::{AuthError, Authenticator};
 use crate::blog::PageSize;
 use crate::domain::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey, UserId, ValidationError};
 use crate::error::Error;
+use crate::problem::Problem;
 
 pub use crate::auth::PRINCIPAL_HEADER;
 

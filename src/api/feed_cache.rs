@@ -128,7 +128,7 @@ mod tests {
             .await
             .unwrap();
         let item = serde_json::to_value(&post).unwrap();
-        crate::changefeed::on_post_changed(blog.store(), &[item])
+        crate::copies::on_post_changed(blog.store(), &[item])
             .await
             .unwrap();
 

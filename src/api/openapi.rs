@@ -3,73 +3,24 @@
 //! Each handler carries its own `#[utoipa::path]` (method, path, parameters, body, every
 //! status it answers) and is mounted with `utoipa_axum::routes!`, which registers the route
 //! in the router and the operation in the document in one step: a route cannot be served
-//! without being described. This module adds what belongs to the whole document: its info,
-//! tags, the two security schemes and the problem responses that operations refer to.
+//! without being described. The shared parts are in `description`; this module puts the
+//! document together, for each layout, with the links between operations.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use utoipa::openapi::header::HeaderBuilder;
+use axum::extract::FromRef;
 use utoipa::openapi::link::LinkBuilder;
-use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
-use utoipa::{IntoResponses, Modify, OpenApi, ToResponse, ToSchema};
-
-use utoipa::PartialSchema;
-use utoipa::openapi::Required;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::{Ref, RefOr, Required};
+use utoipa::{PartialSchema, ToResponse, ToSchema};
 
-use super::extract::PRINCIPAL_HEADER;
-use super::problem::{self, Problem};
-use crate::domain::{IdempotencyKey, TenantId};
+use super::description::BadRequest;
+use super::docs::ServedDocument;
+use super::routes;
+use super::state::AppState;
+use crate::domain::TenantId;
+use crate::operations;
 use crate::store::Tenancy;
-
-/// Security scheme of the principal header (App Service Authentication, `BLOG_AUTH=header`
-/// or `easyauth`). Operations name it in `security(...)`; keep the two spellings equal.
-pub const PRINCIPAL_SCHEME: &str = "principalHeader";
-/// Security scheme of bearer JWTs (`BLOG_AUTH=jwt`).
-pub const BEARER_SCHEME: &str = "bearerJwt";
-
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "cosmos-blog",
-        description = "A blog platform backend on the Azure Cosmos DB case study's V3 model. \
-            Commands need an authenticated caller; queries are public. Every refusal is an \
-            RFC 9457 problem document (`application/problem+json`) with a stable `code`.",
-    ),
-    tags(
-        (name = "users", description = "Users (C1, Q1) and a user's posts (Q3)."),
-        (name = "posts", description = "Posts (C2, Q2), their comments (C3, Q4) and likes (C4, Q5)."),
-        (name = "feed", description = "The 100 most recent posts (Q6)."),
-        (name = "documentation", description = "This description and a page to try it."),
-        (name = "host", description = "For the Azure Functions host."),
-    ),
-    components(
-        schemas(Problem, IdempotencyKey),
-        responses(
-            BadRequest,
-            Unauthorized,
-            Forbidden,
-            NotFound,
-            Conflict,
-            UnprocessableContent,
-            PayloadTooLarge,
-            UnsupportedMediaType,
-            TooManyRequests,
-            ServiceUnavailable,
-            InternalError,
-        ),
-    ),
-    modifiers(&SecuritySchemes),
-)]
-struct ApiDoc;
-
-/// What every part of the document shares; [`super::described_routes`] adds the operations.
-pub(super) fn base() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
-}
 
 /// The complete document of the `single` layout (the committed `openapi.json`).
 pub fn document() -> utoipa::openapi::OpenApi {
@@ -80,7 +31,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// `/api/tenants/{tenantId}` and takes the tenant as a path-level parameter (declared once
 /// for all the path's operations, as OpenAPI allows).
 pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
-    let mut document = super::described_routes(tenancy).into_openapi();
+    let mut document = routes::described_routes(tenancy).into_openapi();
     add_links(&mut document, tenancy);
     if tenancy == Tenancy::Multi {
         // A named schema, like the other ids, so that generated clients get a type for it.
@@ -94,7 +45,7 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
             let path = match path.strip_prefix("/api") {
                 Some(rest) => {
                     under_tenant(&mut item);
-                    format!("{}{rest}", super::tenants::TENANT_PREFIX)
+                    format!("{}{rest}", operations::tenant_prefix())
                 }
                 None => path,
             };
@@ -291,151 +242,12 @@ pub fn json_for(tenancy: Tenancy) -> String {
 static SINGLE_JSON: LazyLock<String> = LazyLock::new(|| json_for(Tenancy::Single));
 static MULTI_JSON: LazyLock<String> = LazyLock::new(|| json_for(Tenancy::Multi));
 
-/// The document `tenancy` serves.
-pub(super) fn served_json(tenancy: Tenancy) -> &'static str {
-    match tenancy {
-        Tenancy::Single => SINGLE_JSON.as_str(),
-        Tenancy::Multi => MULTI_JSON.as_str(),
+/// The document the deployment serves: its layout's, computed once.
+impl FromRef<AppState> for ServedDocument {
+    fn from_ref(state: &AppState) -> Self {
+        ServedDocument(match state.blogs.tenancy() {
+            Tenancy::Single => SINGLE_JSON.as_str(),
+            Tenancy::Multi => MULTI_JSON.as_str(),
+        })
     }
 }
-
-struct SecuritySchemes;
-
-impl Modify for SecuritySchemes {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            PRINCIPAL_SCHEME,
-            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
-                PRINCIPAL_HEADER,
-                "The caller's user id, set by Azure App Service Authentication (Easy Auth) on \
-                 authenticated requests. Trusted only where the platform vouches for it \
-                 (`BLOG_AUTH=header` or `easyauth`); a standalone server that trusts it is for \
-                 development only.",
-            ))),
-        );
-        components.add_security_scheme(
-            BEARER_SCHEME,
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("JWT")
-                    .description(Some(
-                        "`Authorization: Bearer <JWT>` (`BLOG_AUTH=jwt`); the caller is the \
-                         token's subject.",
-                    ))
-                    .build(),
-            ),
-        );
-    }
-}
-
-/// A response whose body is a [`Problem`].
-fn problem_response(description: &str) -> ResponseBuilder {
-    ResponseBuilder::new().description(description).content(
-        problem::CONTENT_TYPE,
-        ContentBuilder::new()
-            .schema(Some(Ref::from_schema_name("Problem")))
-            .build(),
-    )
-}
-
-/// Declares unit types that implement [`ToResponse`] as a named problem response, so that a
-/// handler says `(status = 404, response = NotFound)`.
-macro_rules! problem_responses {
-    ($($name:ident => $description:literal),* $(,)?) => {$(
-        pub struct $name;
-
-        impl<'s> ToResponse<'s> for $name {
-            fn response() -> (&'s str, RefOr<Response>) {
-                (stringify!($name), problem_response($description).build().into())
-            }
-        }
-    )*};
-}
-
-problem_responses!(
-    BadRequest => "Malformed JSON (`malformed-json`), a body of the wrong shape \
-        (`invalid-body`), an invalid field, id or `Idempotency-Key` (`invalid-field`; `field` \
-        names it), an undecodable path (`invalid-path`), a bad query parameter (`invalid-query`, or \
-        `invalid-field` for `limit`) or continuation token (`invalid-continuation`).",
-    Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
-        Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
-        bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \
-        `WWW-Authenticate: Bearer error=\"invalid_token\"`).",
-    Forbidden => "The caller may not do this (`forbidden`).",
-    NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
-        comment or like to delete (`not-found`); on commands, also when the caller has no user \
-        item yet.",
-    Conflict => "Too many concurrent changes to the same item; try again (`conflict`). On \
-        `POST /api/posts` with an `Idempotency-Key`: the post that key created has been \
-        deleted since (`post-deleted`); a new post needs a new key.",
-    UnprocessableContent => "The `Idempotency-Key` was sent before with a different request \
-        (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
-        new key.",
-    PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
-    UnsupportedMediaType => "The body is not sent as `application/json` \
-        (`unsupported-media-type`).",
-    ServiceUnavailable => "The database cannot be reached; try again later \
-        (`store-unavailable`).",
-    InternalError => "Something went wrong on the server's side; it has been logged \
-        (`internal`).",
-);
-
-/// The database throttled the request; `Retry-After` says when to try again.
-pub struct TooManyRequests;
-
-impl<'s> ToResponse<'s> for TooManyRequests {
-    fn response() -> (&'s str, RefOr<Response>) {
-        let retry_after = HeaderBuilder::new()
-            .schema(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .minimum(Some(1)),
-            ))
-            .description(Some("Seconds to wait before retrying."))
-            .build();
-        let response = problem_response(
-            "The database is busy (`throttled`); retry after the seconds in `Retry-After`.",
-        )
-        .header("Retry-After", retry_after)
-        .build();
-        ("TooManyRequests", response.into())
-    }
-}
-
-/// Declares a group of the named responses above that operations list together:
-/// `responses((status = 200, ...), JsonBodyFailures, StoreFailures)`.
-macro_rules! response_group {
-    ($(#[$doc:meta])* $group:ident { $($status:literal => $response:ident),* $(,)? }) => {
-        $(#[$doc])*
-        pub struct $group;
-
-        impl IntoResponses for $group {
-            fn responses() -> BTreeMap<String, RefOr<Response>> {
-                BTreeMap::from([$((
-                    $status.to_string(),
-                    Ref::from_response_name(<$response as ToResponse>::response().0).into(),
-                )),*])
-            }
-        }
-    };
-}
-
-response_group!(
-    /// What every operation that reads or writes the store may also answer.
-    StoreFailures {
-        429 => TooManyRequests,
-        500 => InternalError,
-        503 => ServiceUnavailable,
-    }
-);
-
-response_group!(
-    /// What reading a JSON request body may answer.
-    JsonBodyFailures {
-        400 => BadRequest,
-        413 => PayloadTooLarge,
-        415 => UnsupportedMediaType,
-    }
-);

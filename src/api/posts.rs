@@ -9,17 +9,18 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::description::{
+    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
+    UnprocessableContent,
+};
 use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
     PathParam,
 };
 use super::feed_cache::page_body;
-use super::openapi::{
-    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
-    UnprocessableContent,
-};
+use super::pages::{CommentPage, LikePage, PageBody, PostPage};
+use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
-use super::{AppState, CommentPage, LikePage, PageBody, PostPage};
 use crate::blog::Outcome;
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
 use crate::error::Result;

@@ -3,9 +3,7 @@
 //! handed to the same routes as `/api/...`, with its tenant alongside, and every store
 //! access of the handlers goes through that tenant's view of the store ([`TenantStore`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, Request};
@@ -15,99 +13,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use tower::ServiceExt;
 
+use super::blogs::BlogScope;
 use super::extract::PathPair;
-use super::feed_cache::FeedCache;
-use super::problem::Problem;
-use super::{AppState, route_not_found};
+use super::refusals::route_not_found;
+use super::state::AppState;
 use crate::blog::Blog;
 use crate::domain::TenantId;
 use crate::error::Error;
-use crate::store::tenant::TenantStore;
-use crate::store::{Store, Tenancy};
-
-/// The tenant routes' common prefix: `/api/tenants/{tenantId}` then an `/api` route's rest.
-pub const TENANT_PREFIX: &str = "/api/tenants/{tenantId}";
-
-/// Tenants kept ready (their combiner and feed cache) at most; beyond it the idle ones are
-/// dropped and made again on their next request.
-const MAX_KEPT_TENANTS: usize = 4096;
-
-/// One blog: its operations and its front-page cache.
-pub struct BlogScope {
-    pub blog: Blog,
-    pub feed: FeedCache,
-}
-
-impl BlogScope {
-    fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
-        Self {
-            blog: Blog::new(store),
-            feed: FeedCache::new(feed_cache_ttl),
-        }
-    }
-}
-
-/// The blogs of a deployment: one, or one per tenant made on demand.
-pub struct Blogs {
-    /// The whole store: what the change-feed triggers read and write.
-    store: Arc<dyn Store>,
-    feed_cache_ttl: Duration,
-    /// The blog of a `single` store.
-    single: Option<Arc<BlogScope>>,
-    tenants: Mutex<HashMap<TenantId, Arc<BlogScope>>>,
-}
-
-impl Blogs {
-    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
-        let single = (store.tenancy() == Tenancy::Single)
-            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), feed_cache_ttl)));
-        Self {
-            store,
-            feed_cache_ttl,
-            single,
-            tenants: Mutex::default(),
-        }
-    }
-
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
-    pub fn tenancy(&self) -> Tenancy {
-        self.store.tenancy()
-    }
-
-    /// The blog a request addresses: the only one, or its tenant's (`None`: a `multi`
-    /// deployment's request without a tenant, which cannot be routed here).
-    fn scope(&self, tenant: Option<&TenantId>) -> Option<Arc<BlogScope>> {
-        match (&self.single, tenant) {
-            (Some(single), _) => Some(Arc::clone(single)),
-            (None, Some(tenant)) => Some(self.of_tenant(tenant)),
-            (None, None) => None,
-        }
-    }
-
-    /// The tenant's blog. Concurrent requests of a tenant share one, so its comments and
-    /// likes are combined and its feed cached.
-    pub fn of_tenant(&self, tenant: &TenantId) -> Arc<BlogScope> {
-        let mut tenants = self
-            .tenants
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(scope) = tenants.get(tenant) {
-            return Arc::clone(scope);
-        }
-        if tenants.len() >= MAX_KEPT_TENANTS {
-            // Keep the tenants with a request in flight; a dropped one only loses its cache.
-            tenants.retain(|_, scope| Arc::strong_count(scope) > 1);
-        }
-        let store: Arc<dyn Store> =
-            Arc::new(TenantStore::new(Arc::clone(&self.store), tenant.clone()));
-        let scope = Arc::new(BlogScope::new(store, self.feed_cache_ttl));
-        tenants.insert(tenant.clone(), Arc::clone(&scope));
-        scope
-    }
-}
+use crate::operations::tenant_prefix;
+use crate::problem::Problem;
 
 /// The blog the request addresses.
 pub struct CurrentScope(pub Arc<BlogScope>);
@@ -147,7 +61,7 @@ impl FromRequestParts<AppState> for CurrentBlog {
 /// so the plain routes answer 404.
 pub fn tenant_router(api: Router) -> Router<AppState> {
     Router::new().route(
-        &format!("{TENANT_PREFIX}/{{*rest}}"),
+        &format!("{}/{{*rest}}", tenant_prefix()),
         // `PathPair`, not `Path`: a path that does not decode (invalid UTF-8, in the tenant or
         // the rest) is an `invalid-path` problem, as on the plain routes.
         any(move |PathPair(tenant, _): PathPair, request: Request| {
@@ -194,29 +108,6 @@ fn plain_uri(uri: &Uri) -> Option<Uri> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::embedded::EmbeddedStore;
-
-    #[test]
-    fn a_tenant_keeps_one_blog_and_idle_tenants_are_dropped_beyond_the_bound() {
-        let dir = tempfile::TempDir::new().unwrap();
-        let store =
-            EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), Tenancy::Multi).unwrap();
-        let blogs = Blogs::new(Arc::new(store), Duration::ZERO);
-        let tenant = |n: usize| TenantId::parse(&format!("t{n}")).unwrap();
-        assert!(blogs.scope(None).is_none(), "multi needs a tenant");
-        let busy = blogs.of_tenant(&tenant(0));
-        assert!(Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))));
-        let idle = Arc::downgrade(&blogs.of_tenant(&tenant(1)));
-        for n in 2..=MAX_KEPT_TENANTS {
-            blogs.of_tenant(&tenant(n));
-        }
-        assert!(
-            Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))),
-            "in use: kept"
-        );
-        assert!(idle.upgrade().is_none(), "idle: dropped");
-        assert!(blogs.tenants.lock().unwrap().len() <= MAX_KEPT_TENANTS);
-    }
 
     #[test]
     fn a_tenant_uri_becomes_the_plain_uri_with_its_encoding_kept() {

@@ -7,12 +7,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
-use super::openapi::{
+use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
+use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
+use super::pages::{PageBody, PostPage, UserPage};
+use super::state::AppState;
 use super::tenants::CurrentBlog;
-use super::{AppState, PageBody, PostPage, UserPage};
 use crate::blog::Outcome;
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::Result;

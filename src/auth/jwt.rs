@@ -20,7 +20,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{AuthError, AuthSettings};
+use super::AuthError;
 use crate::domain::UserId;
 
 /// Clock skew tolerated on `exp` and `nbf`.
@@ -31,7 +31,8 @@ pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// Keys are downloaded again after this long, so that a key the IdP withdrew stops working.
 const MAX_KEY_AGE: Duration = Duration::from_secs(3600);
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
-const DEFAULT_CLAIM: &str = "sub";
+/// The claim that holds the caller's user id unless `BLOG_JWT_CLAIM` names another.
+pub const DEFAULT_CLAIM: &str = "sub";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwtConfig {
@@ -46,43 +47,6 @@ pub struct JwtConfig {
 pub enum KeySource {
     Url(Url),
     File(PathBuf),
-}
-
-impl JwtConfig {
-    pub fn from_settings(settings: &AuthSettings) -> anyhow::Result<Self> {
-        let given = |value: &Option<String>| {
-            value
-                .as_deref()
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-        };
-        let (jwks, issuer, audience) = (
-            given(&settings.jwt_jwks),
-            given(&settings.jwt_issuer),
-            given(&settings.jwt_audience),
-        );
-        let missing: Vec<&str> = [
-            ("BLOG_JWT_JWKS", jwks.is_none()),
-            ("BLOG_JWT_ISSUER", issuer.is_none()),
-            ("BLOG_JWT_AUDIENCE", audience.is_none()),
-        ]
-        .into_iter()
-        .filter_map(|(name, missing)| missing.then_some(name))
-        .collect();
-        let (Some(jwks), Some(issuer), Some(audience)) = (jwks, issuer, audience) else {
-            anyhow::bail!(
-                "BLOG_AUTH=jwt needs {} (the key set, the token issuer and the audience)",
-                missing.join(", ")
-            );
-        };
-        Ok(Self {
-            jwks: KeySource::parse(&jwks)?,
-            issuer,
-            audience,
-            claim: given(&settings.jwt_claim).unwrap_or_else(|| DEFAULT_CLAIM.to_owned()),
-        })
-    }
 }
 
 impl KeySource {

@@ -11,106 +11,23 @@
 //! Start-up resolves the settings and the platform's environment into one [`Authenticator`];
 //! the `Caller` extractor asks it for the caller of every command.
 
+mod error;
 pub mod jwt;
+mod settings;
 
 use std::net::IpAddr;
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use clap::{Args, ValueEnum};
+use axum::http::HeaderMap;
 
-use crate::api::problem::Problem;
+pub use self::error::AuthError;
+pub use self::settings::{AuthMode, AuthSettings, Resolved};
 use crate::domain::UserId;
-use crate::error::Error;
 pub use crate::platform::Platform;
-use jwt::{JwtConfig, JwtVerifier};
+use jwt::JwtVerifier;
 
 /// Set by Azure App Service Authentication ("Easy Auth") on authenticated requests; clients
 /// cannot forge it there because the platform strips incoming copies.
 pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuthMode {
-    /// Trust x-ms-client-principal-id as sent (local development only).
-    Header,
-    /// Trust x-ms-client-principal-id only when App Service Authentication is on.
-    #[value(name = "easyauth")]
-    EasyAuth,
-    /// Validate `Authorization: Bearer <JWT>` against a JWKS.
-    Jwt,
-}
-
-#[derive(Debug, Clone, Default, Args)]
-pub struct AuthSettings {
-    /// How commands identify their caller: `header`, `easyauth` or `jwt`. Default: `easyauth`
-    /// under the Functions host or on App Service (any plan), else `header` (which only starts
-    /// on a loopback address).
-    #[arg(long = "auth", env = "BLOG_AUTH", value_enum, ignore_case = true)]
-    pub mode: Option<AuthMode>,
-
-    /// jwt: the signing keys, an https URL of a JWKS document or the path of a JWKS file.
-    #[arg(long, env = "BLOG_JWT_JWKS")]
-    pub jwt_jwks: Option<String>,
-
-    /// jwt: the required `iss` claim.
-    #[arg(long, env = "BLOG_JWT_ISSUER")]
-    pub jwt_issuer: Option<String>,
-
-    /// jwt: the required `aud` claim.
-    #[arg(long, env = "BLOG_JWT_AUDIENCE")]
-    pub jwt_audience: Option<String>,
-
-    /// jwt: the claim holding the caller's user id [default: sub] (Microsoft Entra ID: `oid`).
-    #[arg(long, env = "BLOG_JWT_CLAIM")]
-    pub jwt_claim: Option<String>,
-
-    /// What the hosting platform says, read from its environment (not a user setting).
-    #[arg(skip = Platform::from_env())]
-    pub platform: Platform,
-}
-
-/// The settings resolved against the platform and the bind address, before any key is loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resolved {
-    /// `explicit`: chosen with BLOG_AUTH, not defaulted.
-    Header {
-        explicit: bool,
-    },
-    EasyAuth {
-        enabled: bool,
-    },
-    Jwt(JwtConfig),
-}
-
-impl AuthSettings {
-    /// The mode in force, or why the server must not start with these settings.
-    pub fn resolve(&self, bind: IpAddr) -> anyhow::Result<Resolved> {
-        // Fail closed: `header` is a default only where no hosting platform is in sight.
-        let mode = self.mode.unwrap_or(if self.platform.hosted() {
-            AuthMode::EasyAuth
-        } else {
-            AuthMode::Header
-        });
-        match mode {
-            AuthMode::Header => {
-                let explicit = self.mode.is_some();
-                anyhow::ensure!(
-                    explicit || bind.is_loopback(),
-                    "refusing to serve on {bind} with BLOG_AUTH defaulted to `header`: that mode \
-                     trusts the x-ms-client-principal-id header as sent, so anyone who can reach \
-                     the server could act as any user. Bind to 127.0.0.1, or choose BLOG_AUTH=jwt \
-                     (or BLOG_AUTH=header explicitly, if something in front of the server sets \
-                     that header)"
-                );
-                Ok(Resolved::Header { explicit })
-            }
-            AuthMode::EasyAuth => Ok(Resolved::EasyAuth {
-                enabled: self.platform.easy_auth_enabled(),
-            }),
-            AuthMode::Jwt => JwtConfig::from_settings(self).map(Resolved::Jwt),
-        }
-    }
-}
 
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
@@ -180,67 +97,6 @@ fn log_mode(resolved: &Resolved, bind: IpAddr) {
             claim = %config.claim,
             "auth mode jwt: commands need a bearer token"
         ),
-    }
-}
-
-/// Why a command's caller could not be established. Each is a 401 problem with its own code.
-#[derive(Debug, thiserror::Error)]
-pub enum AuthError {
-    #[error("no x-ms-client-principal-id header")]
-    MissingPrincipal,
-    #[error("App Service Authentication is not enabled")]
-    EasyAuthDisabled,
-    #[error("no bearer token")]
-    MissingToken,
-    #[error("invalid bearer token: {0}")]
-    InvalidToken(String),
-}
-
-impl AuthError {
-    fn problem(&self) -> Problem {
-        match self {
-            Self::MissingPrincipal => Problem::from(&Error::Unauthenticated),
-            Self::EasyAuthDisabled => Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "easyauth-disabled",
-                "commands are refused because App Service Authentication (Easy Auth) is not \
-                 enabled on this app, so the caller cannot be identified; enable it with an \
-                 identity provider",
-            ),
-            Self::MissingToken => Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthenticated",
-                "this request needs an Authorization: Bearer <token> header",
-            ),
-            Self::InvalidToken(why) => Problem::new(
-                StatusCode::UNAUTHORIZED,
-                "invalid-token",
-                format!("the bearer token was refused: {why}"),
-            ),
-        }
-    }
-
-    /// RFC 6750: a request without a token is challenged without an error code.
-    fn challenge(&self) -> Option<&'static str> {
-        match self {
-            Self::MissingToken => Some("Bearer"),
-            Self::InvalidToken(_) => Some("Bearer error=\"invalid_token\""),
-            Self::MissingPrincipal | Self::EasyAuthDisabled => None,
-        }
-    }
-}
-
-impl IntoResponse for AuthError {
-    fn into_response(self) -> Response {
-        tracing::debug!(error = %self, "request refused");
-        let mut response = self.problem().into_response();
-        if let Some(challenge) = self.challenge() {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(challenge),
-            );
-        }
-        response
     }
 }
 

@@ -44,7 +44,7 @@ use futures::future::join_all;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::{from_item, post_partition, to_item};
+use super::storage::{from_item, post_partition, to_item};
 use crate::domain::{Post, PostId, is_a};
 use crate::error::{Error, Result};
 use crate::store::{BatchOperation, Container, ETag, Store, StoreError};

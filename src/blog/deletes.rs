@@ -8,7 +8,8 @@
 use serde_json::Value;
 
 use super::combiner::{Change, CountDelta};
-use super::{Attempt, Blog, post_partition, to_item, until_not_stale, user_partition};
+use super::storage::{post_partition, to_item, user_partition};
+use super::{Attempt, Blog, until_not_stale};
 use crate::domain::{Comment, CommentId, LikeId, PostId, Tombstone, User, UserId};
 use crate::error::{Error, Result};
 use crate::store::{BatchOperation, Container, StoreError};

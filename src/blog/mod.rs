@@ -4,19 +4,22 @@
 
 pub(crate) mod combiner;
 mod deletes;
+mod feed;
 mod paging;
+mod storage;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use combiner::{Applied, Change, Combiner, CountDelta};
+pub use feed::{FEED_SIZE, feed_partition, feed_query};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
+use storage::{from_item, post_partition, to_item, user_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, Post, PostContent, PostId, Title,
@@ -33,21 +36,6 @@ use crate::store::{
 pub enum Outcome {
     Created,
     Existing,
-}
-
-/// The feed holds this many of the most recent posts (SPEC 2).
-pub const FEED_SIZE: u32 = 100;
-/// All feed items share one logical partition: the value of their `/type` key.
-pub fn feed_partition() -> PartitionKey {
-    PartitionKey::single(Post::TYPE)
-}
-
-/// The feed's posts, newest first: the order of Q6, of the change feed's window, of the trim
-/// and of the refill.
-pub fn feed_query() -> Query {
-    Query::in_partition(feed_partition())
-        .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending)
 }
 
 #[derive(Clone)]
@@ -100,14 +88,6 @@ where
         })
 }
 
-fn to_item(value: &impl Serialize) -> Result<Value> {
-    serde_json::to_value(value).map_err(Error::from)
-}
-
-fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
-    serde_json::from_value(value).map_err(Error::from)
-}
-
 /// A [`Change`]'s `refused` for an item whose id says what it is (a like, derived from the
 /// liker; a comment, from an idempotency key): a conflict means it is there already.
 fn already_there(cause: &StoreError) -> Result<()> {
@@ -115,14 +95,6 @@ fn already_there(cause: &StoreError) -> Result<()> {
         StoreError::Conflict => Ok(()),
         other => Err(other.clone().into()),
     }
-}
-
-fn user_partition(user_id: &UserId) -> PartitionKey {
-    PartitionKey::single(user_id.as_str())
-}
-
-fn post_partition(post_id: &PostId) -> PartitionKey {
-    PartitionKey::single(post_id.as_str())
 }
 
 impl Blog {

@@ -13,8 +13,8 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
-use super::{Report, on_post_changed, on_user_changed};
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, charge, tenant};
+use crate::copies::{Report, Source};
+use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, charge};
 use crate::telemetry::{self, metrics};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
@@ -23,62 +23,9 @@ const BATCH_SIZE: usize = 100;
 /// With no change signal (Cosmos DB), poll this often.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 
-/// A container whose change log drives a handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Users,
-    Posts,
-}
-
-impl Source {
-    pub const ALL: [Source; 2] = [Source::Users, Source::Posts];
-
-    pub fn container(self) -> Container {
-        match self {
-            Source::Users => Container::Users,
-            Source::Posts => Container::Posts,
-        }
-    }
-
-    /// The Azure Functions name of the handler (and of its lease prefix).
-    pub fn function_name(self) -> &'static str {
-        match self {
-            Source::Users => "OnUserChanged",
-            Source::Posts => "OnPostChanged",
-        }
-    }
-
-    /// Runs the handler on a batch of `store`'s change feed. The feed of a `multi` store
-    /// mixes tenants: each tenant's documents are handled in its own view, so every copy
-    /// stays within its tenant.
-    pub async fn handle(self, store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
-        let (groups, strays) = tenant::by_model(store, documents);
-        let mut report = Report::default();
-        if strays > 0 {
-            report
-                .skipped
-                .push(format!("{strays} documents without a valid tenantId"));
-        }
-        for (_, view, documents) in groups {
-            report.merge(self.handle_model(&view, &documents).await?);
-        }
-        Ok(report)
-    }
-
-    async fn handle_model(
-        self,
-        store: &Arc<dyn Store>,
-        documents: &[Value],
-    ) -> StoreResult<Report> {
-        match self {
-            Source::Users => on_user_changed(store, documents).await,
-            Source::Posts => on_post_changed(store, documents).await,
-        }
-    }
-
-    fn lease_id(self) -> String {
-        format!("standalone.{}", self.container().name())
-    }
+/// The pump's checkpoint of `source` in `leases`, apart from the triggers' and the re-check's.
+fn lease_id(source: Source) -> String {
+    format!("standalone.{}", source.container().name())
 }
 
 /// The running pump; dropping it does not stop it, [`Pump::stop`] does.
@@ -111,7 +58,7 @@ impl Pump {
 async fn run(store: Arc<dyn Store>, source: Source) {
     let container = source.container();
     let mut checkpoint = loop {
-        match load_checkpoint(&store, &source.lease_id()).await {
+        match load_checkpoint(&store, &lease_id(source)).await {
             Ok(checkpoint) => break checkpoint,
             Err(e) => {
                 tracing::warn!(source = source.function_name(), error = %e, "cannot read checkpoint; retrying");
@@ -164,7 +111,7 @@ async fn step(
     if batch.items.is_empty() {
         // Some stores move the position even on an empty read; keep it if so.
         if checkpoint != Some(&batch.checkpoint) {
-            save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
+            save_checkpoint(store, &lease_id(source), &batch.checkpoint).await?;
             return Ok(Some(batch.checkpoint));
         }
         return Ok(None);
@@ -183,7 +130,7 @@ async fn step(
             skipped = report.skipped.len(),
             "change-feed batch handled"
         );
-        save_checkpoint(store, &source.lease_id(), &batch.checkpoint).await?;
+        save_checkpoint(store, &lease_id(source), &batch.checkpoint).await?;
         Ok(Some(batch.checkpoint))
     }
     .instrument(span)

@@ -34,7 +34,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use super::pump::{Source, load_checkpoint, retry_policy, save_checkpoint};
+use super::pump::{load_checkpoint, retry_policy, save_checkpoint};
+use crate::copies::Source;
 use crate::store::{Checkpoint, Store, StoreResult, tenant};
 use crate::verify::{Repairs, check_changes};
 

@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::AppState;
-use crate::api::problem::Problem;
-use crate::changefeed::Source;
 use crate::changefeed::recheck::{self, Recheck};
+use crate::copies::Source;
+use crate::problem::Problem;
 use crate::telemetry::metrics;
 
 /// The host encodes `Data.documents` twice; a few more layers are tolerated, no more, so a

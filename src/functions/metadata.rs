@@ -10,16 +10,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::changefeed::Source;
 use crate::changefeed::recheck;
+use crate::copies::Source;
+pub use crate::operations::{
+    HTTP_FUNCTIONS, HttpFunction, ROUTE_PREFIX, TENANT_ROUTE_PREFIX, function_for, http_functions,
+};
 use crate::store::Tenancy;
 
 /// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
 pub const EXECUTABLE: &str = "cosmos-blog";
-
-/// The host's HTTP route prefix. The HTTP routes below leave it out; requests are forwarded
-/// with their original path, so axum sees `/api/...`.
-pub const ROUTE_PREFIX: &str = "api";
 
 /// The app setting that holds the Cosmos DB connection (string, or `__accountEndpoint`).
 pub const CONNECTION_SETTING: &str = "CosmosDBConnection";
@@ -27,121 +26,8 @@ pub const CONNECTION_SETTING: &str = "CosmosDBConnection";
 /// The folder, beside `host.json`, that holds the function folders in the repository.
 pub const FUNCTIONS_DIR: &str = "functions";
 
-/// Where the `multi` layout serves every HTTP function, below [`ROUTE_PREFIX`]: the host
-/// matches `api/tenants/{tenantId}/users/{userId}` and forwards it unchanged to the router's
-/// tenant routes (`api::tenants::TENANT_PREFIX`, which a test keeps equal to this).
-pub const TENANT_ROUTE_PREFIX: &str = "tenants/{tenantId}";
-
 /// The flag that pins the binary's layout; `host.json` passes it (see [`handler_arguments`]).
 pub const TENANCY_FLAG: &str = "--tenancy";
-
-/// One HTTP-triggered function: one operation of SPEC 4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpFunction {
-    pub name: &'static str,
-    /// Lower-case HTTP method, as `function.json` spells it.
-    pub method: &'static str,
-    /// Route template of the `single` layout, without the `api/` prefix, with axum's
-    /// `{param}` placeholders (the Functions host uses the same syntax). The `multi` layout
-    /// serves it under [`TENANT_ROUTE_PREFIX`] (see [`HttpFunction::route_in`]).
-    pub route: &'static str,
-    /// `Some(layout)`: only that layout has the function (Q7 lists a tenant's users).
-    pub only_in: Option<Tenancy>,
-}
-
-const fn http(name: &'static str, method: &'static str, route: &'static str) -> HttpFunction {
-    HttpFunction {
-        name,
-        method,
-        route,
-        only_in: None,
-    }
-}
-
-/// Every operation of SPEC 4 and of the issues since, one function each, so each shows up on
-/// its own in the portal and in Application Insights. The names are the operation ids of the
-/// OpenAPI document.
-pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
-    http("PutUser", "put", "users/{userId}"),
-    http("GetUser", "get", "users/{userId}"),
-    http("ListUserPosts", "get", "users/{userId}/posts"),
-    http("CreatePost", "post", "posts"),
-    http("EditPost", "put", "posts/{postId}"),
-    http("GetPost", "get", "posts/{postId}"),
-    http("AddComment", "post", "posts/{postId}/comments"),
-    http("ListComments", "get", "posts/{postId}/comments"),
-    http("LikePost", "post", "posts/{postId}/likes"),
-    http("ListLikes", "get", "posts/{postId}/likes"),
-    http("GetFeed", "get", "feed"),
-    http("DeleteUser", "delete", "users/{userId}"),
-    http("DeletePost", "delete", "posts/{postId}"),
-    http(
-        "DeleteComment",
-        "delete",
-        "posts/{postId}/comments/{commentId}",
-    ),
-    http("Unlike", "delete", "posts/{postId}/likes"),
-    http("GetOpenApi", "get", "openapi.json"),
-    http("GetApiDocs", "get", "docs"),
-    http("GetApiDocsStyles", "get", "docs/swagger-ui.css"),
-    http("GetApiDocsScript", "get", "docs/swagger-ui-bundle.js"),
-    http("ListUsers", "get", "users").only_in(Tenancy::Multi),
-];
-
-impl HttpFunction {
-    const fn only_in(self, tenancy: Tenancy) -> Self {
-        Self {
-            only_in: Some(tenancy),
-            ..self
-        }
-    }
-
-    /// Whether the `tenancy` layout has this function.
-    pub fn is_in(&self, tenancy: Tenancy) -> bool {
-        self.only_in.is_none_or(|only| only == tenancy)
-    }
-
-    /// The route template of `function.json` in `tenancy`, e.g. `users/{userId}` or
-    /// `tenants/{tenantId}/users/{userId}`.
-    pub fn route_in(&self, tenancy: Tenancy) -> String {
-        match tenancy {
-            Tenancy::Single => self.route.to_owned(),
-            Tenancy::Multi => format!("{TENANT_ROUTE_PREFIX}/{}", self.route),
-        }
-    }
-
-    /// The path clients call in `tenancy`, which the host forwards unchanged: e.g.
-    /// `/api/tenants/{tenantId}/users/{userId}`.
-    pub fn path_in(&self, tenancy: Tenancy) -> String {
-        format!("/{ROUTE_PREFIX}/{}", self.route_in(tenancy))
-    }
-
-    /// The path of the plain route in `api::routes_for(tenancy)`, e.g. `/api/users/{userId}`:
-    /// what clients call in `single`, and what a tenant route is handed to in `multi`.
-    pub fn axum_path(&self) -> String {
-        format!("/{ROUTE_PREFIX}/{}", self.route)
-    }
-}
-
-/// The function that a request with `method` runs when it matches the router's route
-/// `template` (`/api/users/{userId}`, the plain route in both layouts, or a trigger's
-/// `/OnUserChanged`): the operation telemetry names.
-pub fn function_for(method: &str, template: &str) -> Option<&'static str> {
-    let path = template.strip_prefix('/')?;
-    if let Some(source) = Source::ALL.iter().find(|s| s.function_name() == path) {
-        return Some(source.function_name());
-    }
-    let route = path.strip_prefix(ROUTE_PREFIX)?.strip_prefix('/')?;
-    HTTP_FUNCTIONS
-        .iter()
-        .find(|f| f.route == route && f.method.eq_ignore_ascii_case(method))
-        .map(|f| f.name)
-}
-
-/// The HTTP functions of the `tenancy` layout.
-pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
-    HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
-}
 
 /// The arguments the host starts the binary with: the layout whose routes the metadata
 /// declares. The routes are fixed when the script root is made, so the package, not an app
@@ -532,10 +418,6 @@ mod tests {
         assert_eq!(
             get_user.path_in(Tenancy::Multi),
             "/api/tenants/{tenantId}/users/{userId}"
-        );
-        assert_eq!(
-            format!("/{ROUTE_PREFIX}/{TENANT_ROUTE_PREFIX}"),
-            crate::api::tenants::TENANT_PREFIX
         );
         let in_layout =
             |tenancy| -> Vec<&str> { http_functions(tenancy).map(|f| f.name).collect() };

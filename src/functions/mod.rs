@@ -14,8 +14,8 @@ use axum::routing::post;
 pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
 
 use crate::api::AppState;
-use crate::changefeed::Source;
 use crate::changefeed::recheck::{self, Recheck};
+use crate::copies::Source;
 
 /// Trigger invocations carry whole batches of documents (up to
 /// [`metadata::MAX_ITEMS_PER_INVOCATION`] items of up to 2 MB, escaped twice), far above the

@@ -1,12 +1,17 @@
 //! Request-unit accounting. The HTTP layer opens a scope per request; the Cosmos DB store adds
 //! each response's charge to it; the total goes out in the `x-ms-request-charge` header.
 //!
-//! The store call spans (`store::traced`) open scopes of their own, which also collect what the
+//! The store call spans (`telemetry::traced`) open scopes of their own, which also collect what the
 //! service said about each exchange ([`Exchange`]: attempts, throttling, status), and pass the
 //! charge on to the enclosing scope.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+
+/// The request units a request consumed, in its response's extensions: what telemetry
+/// records.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestCharge(pub f64);
 
 tokio::task_local! {
     static CHARGE: Arc<Mutex<Exchange>>;

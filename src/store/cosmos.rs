@@ -35,12 +35,12 @@ use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::settings::StoreSettings;
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
     charge, checked_item, strip_system_properties,
 };
-use crate::settings::StoreSettings;
 
 /// The service refuses batches of more operations than this.
 const MAX_BATCH_OPERATIONS: usize = 100;

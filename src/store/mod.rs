@@ -7,18 +7,21 @@ pub mod charge;
 pub mod cosmos;
 pub mod embedded;
 pub mod metered;
+mod open;
 mod partition_key;
 mod query;
+mod settings;
 pub mod tenant;
-pub mod traced;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use open::{open, open_existing};
 pub use partition_key::{PartitionKey, PartitionKeyError, PartitionKeyValue};
 pub use query::{Filter, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder};
+pub use settings::StoreSettings;
 
 /// The data layout of a deployment, chosen once: the containers' partition keys depend on it
 /// and cannot change after they exist.

@@ -16,13 +16,14 @@ use tracing::field::{Empty, display};
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::INVOCATION_ID_HEADER;
 use super::metrics;
-use crate::api::RequestCharge;
-use crate::api::problem::ProblemCode;
-use crate::api::tenants::TENANT_PREFIX;
 use crate::domain::TenantId;
-use crate::functions::metadata;
+use crate::operations;
+use crate::problem::ProblemCode;
+use crate::store::charge::RequestCharge;
+
+/// The header the Functions host puts on every request it sends to the custom handler.
+pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 
 /// The route a request took, as the router's template (`/api/posts/{postId}/comments`);
 /// `tenant`: handed on by the tenant routes (`/api/tenants/{tenantId}/...`).
@@ -36,14 +37,14 @@ impl MatchedRoute {
     /// The template clients call: `http.route`.
     pub fn template(&self) -> String {
         match self.template.strip_prefix("/api") {
-            Some(rest) if self.tenant => format!("{TENANT_PREFIX}{rest}"),
+            Some(rest) if self.tenant => format!("{}{rest}", operations::tenant_prefix()),
             _ => self.template.clone(),
         }
     }
 
     /// The function of the Functions table this route and `method` are.
     pub fn function(&self, method: &Method) -> Option<&'static str> {
-        metadata::function_for(method.as_str(), &self.template)
+        operations::function_for(method.as_str(), &self.template)
     }
 }
 

@@ -7,7 +7,7 @@
 //! - **Traces**: the `tracing` spans become OpenTelemetry spans: one per HTTP request or
 //!   trigger invocation ([`http`]), parented on the caller's W3C `traceparent` (the host's
 //!   invocation), one per change-feed batch of the standalone pump, and one per store call
-//!   below them (`store::traced`), with its RU charge.
+//!   below them ([`traced`]), with its RU charge.
 //! - **Metrics**: see [`metrics`].
 //!
 //! Where they go is chosen by the standard settings ([`export`]). Everything runs through
@@ -19,6 +19,9 @@ pub mod export;
 pub mod http;
 pub mod metrics;
 mod scoped;
+pub mod traced;
+
+pub use http::INVOCATION_ID_HEADER;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -34,12 +37,8 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
-use crate::store::traced;
 use export::{Export, Providers, Schedule};
 use metrics::{Instruments, MetricsLayer};
-
-/// The header the Functions host puts on every request it sends to the custom handler.
-pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 
 /// The instrumentation scope of our spans and metrics.
 const SCOPE: &str = "cosmos-blog";

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, Progress};
-use crate::changefeed::{Report, Source};
+use crate::copies::{Report, Source};
 use crate::domain::{Post, TenantId, is_a};
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,

@@ -44,9 +44,7 @@ pub use progress::Progress;
 pub use validate::{InputError, Invalid};
 
 use crate::domain::{Comment, Like, Post, TenantId, Timestamp, Tombstone, User};
-use crate::settings::StoreSettings;
-use crate::startup::{open_existing_store, open_store};
-use crate::store::{Container, Store, Tenancy, embedded};
+use crate::store::{self, Container, Store, StoreSettings, Tenancy, embedded};
 
 /// The `format` of every manifest: what the folder is.
 pub const FORMAT: &str = "cosmos-blog-export";
@@ -220,7 +218,7 @@ const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
 pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = open_existing_store(&args.store).await?;
+    let store = store::open_existing(&args.store).await?;
     let options = ExportOptions {
         tenant: args.tenant.clone(),
     };
@@ -260,7 +258,7 @@ pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
             anyhow::bail!("{invalid}; nothing was written");
         }
     };
-    let store = open_store(&args.store).await?;
+    let store = store::open(&args.store).await?;
     let summary = plan.import(&store, &mut progress).await?;
     for line in summary.lines() {
         println!("{line}");

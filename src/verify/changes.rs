@@ -27,7 +27,7 @@ use super::Violation;
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
 use super::repair::{Children, count_children};
 use crate::blog::{FEED_SIZE, feed_query};
-use crate::changefeed::current_username;
+use crate::copies::current_username;
 use crate::domain::{Comment, Deleted, Like, Post, Timestamp, Tombstone, User, UserId, is_a};
 use crate::store::{
     Container, FilterOp, PageRequest, Pages, PartitionKey, Query, Store, StoreResult,

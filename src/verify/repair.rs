@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::changefeed::{
+use crate::copies::{
     clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
     on_post_changed, refill_feed, rename_item, trim_feed,
 };

@@ -1,7 +1,7 @@
 //! A [`Store`] wrapper that makes every store call observable: a span per call, a child of
 //! whatever runs it (an HTTP request, a trigger invocation, a change-feed batch), with the
 //! OpenTelemetry database attributes and what the service reported (RU, status and
-//! sub-status, attempts), and the database-client metrics (see `telemetry::metrics`).
+//! sub-status, attempts), and the database-client metrics (see [`super::metrics`]).
 //!
 //! Both backends get the same spans; only Cosmos DB reports RU, statuses of successful calls,
 //! and retries. The spans use their own target, [`SPAN_TARGET`], which the default log
@@ -16,15 +16,16 @@ use serde_json::Value;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
-use super::charge::{self, Exchange};
-use super::metered::partition_keys;
-use super::{
+use super::metrics::{self, StoreCall};
+use crate::store::charge::{self, Exchange};
+use crate::store::metered::partition_keys;
+use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
 };
-use crate::telemetry::metrics::{self, StoreCall};
 
-/// The target of the store call spans.
+/// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
+/// from where the wrapper first lived.
 pub const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
 /// Wraps `inner` so that each call has a span and is measured.

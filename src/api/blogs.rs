@@ -1,0 +1,121 @@
+//! The blogs a deployment serves: one, or one per tenant made on demand, each with its
+//! operations and its front-page cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::feed_cache::FeedCache;
+use crate::blog::Blog;
+use crate::domain::TenantId;
+use crate::store::tenant::TenantStore;
+use crate::store::{Store, Tenancy};
+
+/// Tenants kept ready (their combiner and feed cache) at most; beyond it the idle ones are
+/// dropped and made again on their next request.
+const MAX_KEPT_TENANTS: usize = 4096;
+
+/// One blog: its operations and its front-page cache.
+pub struct BlogScope {
+    pub blog: Blog,
+    pub feed: FeedCache,
+}
+
+impl BlogScope {
+    fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
+        Self {
+            blog: Blog::new(store),
+            feed: FeedCache::new(feed_cache_ttl),
+        }
+    }
+}
+
+/// The blogs of a deployment: one, or one per tenant made on demand.
+pub struct Blogs {
+    /// The whole store: what the change-feed triggers read and write.
+    store: Arc<dyn Store>,
+    feed_cache_ttl: Duration,
+    /// The blog of a `single` store.
+    single: Option<Arc<BlogScope>>,
+    tenants: Mutex<HashMap<TenantId, Arc<BlogScope>>>,
+}
+
+impl Blogs {
+    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
+        let single = (store.tenancy() == Tenancy::Single)
+            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), feed_cache_ttl)));
+        Self {
+            store,
+            feed_cache_ttl,
+            single,
+            tenants: Mutex::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn tenancy(&self) -> Tenancy {
+        self.store.tenancy()
+    }
+
+    /// The blog a request addresses: the only one, or its tenant's (`None`: a `multi`
+    /// deployment's request without a tenant, which cannot be routed here).
+    pub(super) fn scope(&self, tenant: Option<&TenantId>) -> Option<Arc<BlogScope>> {
+        match (&self.single, tenant) {
+            (Some(single), _) => Some(Arc::clone(single)),
+            (None, Some(tenant)) => Some(self.of_tenant(tenant)),
+            (None, None) => None,
+        }
+    }
+
+    /// The tenant's blog. Concurrent requests of a tenant share one, so its comments and
+    /// likes are combined and its feed cached.
+    pub fn of_tenant(&self, tenant: &TenantId) -> Arc<BlogScope> {
+        let mut tenants = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(scope) = tenants.get(tenant) {
+            return Arc::clone(scope);
+        }
+        if tenants.len() >= MAX_KEPT_TENANTS {
+            // Keep the tenants with a request in flight; a dropped one only loses its cache.
+            tenants.retain(|_, scope| Arc::strong_count(scope) > 1);
+        }
+        let store: Arc<dyn Store> =
+            Arc::new(TenantStore::new(Arc::clone(&self.store), tenant.clone()));
+        let scope = Arc::new(BlogScope::new(store, self.feed_cache_ttl));
+        tenants.insert(tenant.clone(), Arc::clone(&scope));
+        scope
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+
+    #[test]
+    fn a_tenant_keeps_one_blog_and_idle_tenants_are_dropped_beyond_the_bound() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store =
+            EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), Tenancy::Multi).unwrap();
+        let blogs = Blogs::new(Arc::new(store), Duration::ZERO);
+        let tenant = |n: usize| TenantId::parse(&format!("t{n}")).unwrap();
+        assert!(blogs.scope(None).is_none(), "multi needs a tenant");
+        let busy = blogs.of_tenant(&tenant(0));
+        assert!(Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))));
+        let idle = Arc::downgrade(&blogs.of_tenant(&tenant(1)));
+        for n in 2..=MAX_KEPT_TENANTS {
+            blogs.of_tenant(&tenant(n));
+        }
+        assert!(
+            Arc::ptr_eq(&busy, &blogs.of_tenant(&tenant(0))),
+            "in use: kept"
+        );
+        assert!(idle.upgrade().is_none(), "idle: dropped");
+        assert!(blogs.tenants.lock().unwrap().len() <= MAX_KEPT_TENANTS);
+    }
+}

@@ -1,0 +1,34 @@
+//! What every handler is given: the blogs the deployment serves and who the caller is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::FromRef;
+
+use super::blogs::Blogs;
+use crate::auth::Authenticator;
+use crate::store::Store;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub blogs: Arc<Blogs>,
+    pub auth: Arc<Authenticator>,
+}
+
+impl AppState {
+    /// `store`: the whole store, whose layout decides the routes (one blog, or one per
+    /// tenant); `feed_cache_ttl`: how long a feed read may be served from memory (zero:
+    /// never); `auth`: who the caller of a command is.
+    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration, auth: Authenticator) -> Self {
+        Self {
+            blogs: Arc::new(Blogs::new(store, feed_cache_ttl)),
+            auth: Arc::new(auth),
+        }
+    }
+}
+
+impl FromRef<AppState> for Arc<Authenticator> {
+    fn from_ref(state: &AppState) -> Arc<Authenticator> {
+        Arc::clone(&state.auth)
+    }
+}

@@ -1,0 +1,25 @@
+//! The blog's items in the store: as JSON values, and the partition each lives in.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::domain::{PostId, UserId};
+use crate::error::{Error, Result};
+use crate::store::PartitionKey;
+
+pub(super) fn to_item(value: &impl Serialize) -> Result<Value> {
+    serde_json::to_value(value).map_err(Error::from)
+}
+
+pub(super) fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
+    serde_json::from_value(value).map_err(Error::from)
+}
+
+pub(super) fn user_partition(user_id: &UserId) -> PartitionKey {
+    PartitionKey::single(user_id.as_str())
+}
+
+pub(super) fn post_partition(post_id: &PostId) -> PartitionKey {
+    PartitionKey::single(post_id.as_str())
+}

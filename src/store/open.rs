@@ -1,0 +1,38 @@
+//! Opens the store the settings choose.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::Store;
+use super::cosmos::CosmosStore;
+use super::embedded::EmbeddedStore;
+use super::settings::StoreSettings;
+
+/// Opens the store the settings choose: Cosmos DB when a Cosmos setting is present,
+/// the embedded store otherwise.
+pub async fn open(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
+    if settings.uses_cosmos() {
+        let store = CosmosStore::connect(settings)
+            .await
+            .context("cannot open the Azure Cosmos DB store")?;
+        return Ok(Arc::new(store));
+    }
+    let path = settings.embedded_path();
+    let store = EmbeddedStore::open_with(&path, settings.tenancy)
+        .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
+    tracing::info!(path = %path.display(), "using the embedded store");
+    Ok(Arc::new(store))
+}
+
+/// [`open`] for the commands that read a store: refuses an embedded data folder that holds
+/// none (opening would create an empty one: almost certainly the wrong folder).
+pub async fn open_existing(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
+    let path = settings.embedded_path();
+    anyhow::ensure!(
+        settings.uses_cosmos() || path.exists(),
+        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
+        path.display()
+    );
+    open(settings).await
+}
