@@ -1,4 +1,6 @@
-//! Azure Functions packaging and invocation (SPEC 5.4, 6), shown without the Functions host:
+//! Azure Functions packaging (the script root with one `function.json` per function) and
+//! invocation (the change-feed triggers, the timer and the HTTP routes), shown without the
+//! Functions host:
 //! the host's trigger payloads are replayed byte for byte from `tests/fixtures/functions/`,
 //! and its forwarded HTTP requests as it sends them; the metadata of both data layouts is
 //! checked against the router, and the staged script root is inspected.
@@ -26,7 +28,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use testkit::double::{Call, Double, Hooks};
-use testkit::{Served, binary};
+use testkit::{Served, binary, eventually_ok};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
@@ -495,15 +497,12 @@ async fn recheck_timer_invocations_answer_the_host_and_repair_what_the_triggers_
         .expect("post");
 
     // Each tick re-checks what is a delay old: the post once its commit second is past.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let repaired = loop {
+    let repaired = eventually_ok(Duration::from_secs(30), || async {
         let logs = tick(&h).await;
-        if let Some(line) = logs.iter().find(|l| l.starts_with("Recheck: repaired")) {
-            break line.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{logs:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        let repaired = logs.iter().find(|l| l.starts_with("Recheck: repaired"));
+        repaired.cloned().ok_or_else(|| format!("{logs:?}"))
+    })
+    .await;
     assert!(
         repaired.starts_with("Recheck: repaired missing-user-copy posts/p-x/p-x"),
         "{repaired}"

@@ -16,6 +16,7 @@ mod openapi;
 mod posts;
 mod recheck;
 mod rename_race;
+mod response_bytes;
 mod restart;
 mod storm;
 mod telemetry;
