@@ -50,3 +50,4 @@ pub mod store;
 pub mod telemetry;
 pub mod transfer;
 pub mod verify;
+pub mod web;

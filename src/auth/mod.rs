@@ -29,9 +29,17 @@ use jwt::JwtVerifier;
 /// cannot forge it there because the platform strips incoming copies.
 pub const PRINCIPAL_HEADER: &str = "x-ms-client-principal-id";
 
+/// The cookie that carries the caller's id in `header` mode, set by the development sign-in
+/// page, so that a browser (which cannot send a header of its own) can act as a user.
+pub const DEVELOPMENT_CALLER_COOKIE: &str = "blog_dev_user";
+
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
-    /// The principal header is trusted (`header` mode, or `easyauth` with authentication on).
+    /// `header` mode (development): the principal header as sent, or else the development
+    /// sign-in's cookie.
+    DevelopmentHeader,
+    /// `easyauth` with App Service Authentication on: the principal header, which the platform
+    /// sets and strips from clients.
     TrustedHeader,
     /// `easyauth` while App Service Authentication is off: nobody can be identified.
     EasyAuthDisabled,
@@ -48,7 +56,8 @@ impl Authenticator {
 
     pub async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
         Ok(match resolved {
-            Resolved::Header { .. } | Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,
+            Resolved::Header { .. } => Self::DevelopmentHeader,
+            Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,
             Resolved::EasyAuth { enabled: false } => Self::EasyAuthDisabled,
             Resolved::Jwt(config) => Self::Jwt(Box::new(JwtVerifier::start(config).await?)),
         })
@@ -58,6 +67,7 @@ impl Authenticator {
     pub async fn caller(&self, headers: &HeaderMap) -> Result<UserId, AuthError> {
         match self {
             Self::TrustedHeader => principal(headers),
+            Self::DevelopmentHeader => principal(headers).or_else(|_| development_cookie(headers)),
             Self::EasyAuthDisabled => Err(AuthError::EasyAuthDisabled),
             Self::Jwt(verifier) => verifier.caller(headers).await,
         }
@@ -72,6 +82,30 @@ fn principal(headers: &HeaderMap) -> Result<UserId, AuthError> {
         .filter(|v| !v.is_empty())
         .ok_or(AuthError::MissingPrincipal)?;
     UserId::parse(value).map_err(|_| AuthError::MissingPrincipal)
+}
+
+/// The caller's id in the [`DEVELOPMENT_CALLER_COOKIE`] cookie.
+fn development_cookie(headers: &HeaderMap) -> Result<UserId, AuthError> {
+    cookie(headers, DEVELOPMENT_CALLER_COOKIE)
+        .and_then(|value| {
+            let id = percent_encoding::percent_decode_str(&value)
+                .decode_utf8()
+                .ok()?;
+            UserId::parse(&id).ok()
+        })
+        .ok_or(AuthError::MissingPrincipal)
+}
+
+/// The value of the cookie `name` in the request's `Cookie` headers (the first one sent).
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"').to_owned())
 }
 
 fn log_mode(resolved: &Resolved, bind: IpAddr) {
