@@ -157,6 +157,7 @@ module entraApi 'app/entra-api.bicep' = if (empty(apiClientId)) {
   params: {
     uniqueName: 'cosmos-blog-api-${resourceToken}'
     displayName: 'cosmos-blog API (${environmentName})'
+    siteHostName: 'func-blog-${resourceToken}.azurewebsites.net'
   }
 }
 

@@ -18,7 +18,8 @@
 //! 7. `copies`: the rules that derive the denormalised copies from their sources: the two
 //!    change-feed handlers, the cascades of a delete, the rebuild.
 //! 8. `api`, `verify`: the HTTP API; the checks and repairs of every invariant of the model.
-//! 9. `changefeed`: what drives the rules: the standalone pump, the delayed re-check.
+//! 9. `changefeed`, `web`: what drives the rules: the standalone pump, the delayed re-check;
+//!    the web pages, on the API's answers.
 //! 10. `functions`, `settings`, `transfer`: the Functions packaging and trigger adapter; the
 //!     process's settings; export and import.
 //! 11. `startup`: puts the application together from its settings (`main`, the binary, sits
@@ -50,3 +51,4 @@ pub mod store;
 pub mod telemetry;
 pub mod transfer;
 pub mod verify;
+pub mod web;

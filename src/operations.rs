@@ -102,6 +102,12 @@ impl HttpFunction {
         }
     }
 
+    /// The route of `function.json` below the host's empty prefix: [`ROUTE_PREFIX`] and then
+    /// [`HttpFunction::route_in`], e.g. `api/users/{userId}`.
+    pub fn host_route_in(&self, tenancy: Tenancy) -> String {
+        format!("{ROUTE_PREFIX}/{}", self.route_in(tenancy))
+    }
+
     /// The path clients call in `tenancy`, which the host forwards unchanged: e.g.
     /// `/api/tenants/{tenantId}/users/{userId}`.
     pub fn path_in(&self, tenancy: Tenancy) -> String {

@@ -16,6 +16,9 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tower::util::MapFutureLayer;
 
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
@@ -25,6 +28,7 @@ use crate::settings::Settings;
 use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
 use crate::telemetry::traced::TracedStore;
+use crate::web;
 
 pub struct Application {
     listener: TcpListener,
@@ -81,7 +85,7 @@ impl Application {
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );
-        let mut router = api::app(state, trigger_routes(settings));
+        let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);
         let start_pump = || Pump::start(Arc::clone(&traced));
         let pump = match &telemetry {
             Some(own) => {
@@ -163,6 +167,40 @@ pub fn write_port_file(path: &Path, port: u16) -> anyhow::Result<()> {
 /// The port in a file [`write_port_file`] wrote; `None` while there is none.
 pub fn read_port_file(path: &Path) -> Option<u16> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The whole HTTP application: the API (with `triggers`, the Functions host's trigger
+/// routes, when it invokes them) behind the web pages, and CORS for `cors_origins`.
+pub fn app(state: AppState, triggers: Router<AppState>, cors_origins: &[String]) -> Router {
+    let allowed = web::AllowedOrigins(cors_origins.to_vec());
+    let api = api::app(state.clone(), triggers);
+    let router = web::router(state, api, allowed);
+    match cors(cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
+}
+
+/// The CORS layer that lets pages of `origins` call the API; `None` when there are none.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|origin| HeaderValue::from_str(origin.trim()).ok())
+        .collect();
+    if origins.is_empty() {
+        return None;
+    }
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                HeaderName::from_static("idempotency-key"),
+            ])
+            .expose_headers([HeaderName::from_static(api::REQUEST_CHARGE_HEADER)]),
+    )
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

@@ -1,4 +1,6 @@
-//! Azure Functions packaging and invocation (SPEC 5.4, 6), shown without the Functions host:
+//! Azure Functions packaging (the script root with one `function.json` per function) and
+//! invocation (the change-feed triggers, the timer and the HTTP routes), shown without the
+//! Functions host:
 //! the host's trigger payloads are replayed byte for byte from `tests/fixtures/functions/`,
 //! and its forwarded HTTP requests as it sends them; the metadata of both data layouts is
 //! checked against the router, and the staged script root is inspected.
@@ -15,9 +17,10 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
 use cosmos_blog::api::{self, AppState};
-use cosmos_blog::auth::{Authenticator, HeaderSource};
+use cosmos_blog::auth::Authenticator;
 use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
+use cosmos_blog::startup;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PartitionKey, Store, StoreError, StoreResult, Tenancy};
 use cosmos_blog::telemetry;
@@ -25,7 +28,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use testkit::double::{Call, Double, Hooks};
-use testkit::{Served, binary};
+use testkit::{Served, binary, eventually_ok};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
@@ -82,7 +85,7 @@ impl Harness {
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
         let state = AppState::new(self.dyn_store(), Duration::ZERO, auth);
-        api::app(state, functions::router(self.recheck))
+        startup::app(state, functions::router(self.recheck), &[])
     }
 
     async fn invoke(&self, function: &str, body: Vec<u8>) -> (StatusCode, String, Value) {
@@ -494,15 +497,12 @@ async fn recheck_timer_invocations_answer_the_host_and_repair_what_the_triggers_
         .expect("post");
 
     // Each tick re-checks what is a delay old: the post once its commit second is past.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let repaired = loop {
+    let repaired = eventually_ok(Duration::from_secs(30), || async {
         let logs = tick(&h).await;
-        if let Some(line) = logs.iter().find(|l| l.starts_with("Recheck: repaired")) {
-            break line.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "{logs:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        let repaired = logs.iter().find(|l| l.starts_with("Recheck: repaired"));
+        repaired.cloned().ok_or_else(|| format!("{logs:?}"))
+    })
+    .await;
     assert!(
         repaired.starts_with("Recheck: repaired missing-user-copy posts/p-x/p-x"),
         "{repaired}"
@@ -676,7 +676,7 @@ async fn on_post_changed_copies_each_post_within_its_tenant() {
 #[tokio::test]
 async fn on_user_changed_renames_the_same_user_id_within_each_tenant() {
     let h = Harness::with(Tenancy::Multi);
-    let app = h.app_with(Authenticator::TrustedHeader(HeaderSource::Client));
+    let app = h.app_with(Authenticator::TrustedHeader);
     let mut posts = Vec::new();
     for tenant in ["contoso", "fabrikam"] {
         let user = json!({"username": "ada"});
@@ -735,7 +735,7 @@ async fn on_user_changed_renames_the_same_user_id_within_each_tenant() {
 async fn forwarded_requests_reach_their_tenant_and_no_other() {
     let h = Harness::with(Tenancy::Multi);
     // Under the host with App Service Authentication on: the principal header is trusted.
-    let app = h.app_with(Authenticator::TrustedHeader(HeaderSource::Client));
+    let app = h.app_with(Authenticator::TrustedHeader);
     let put = |tenant: &str, username: &str| {
         forwarded_request(
             Method::PUT,
@@ -844,7 +844,9 @@ fn host_json_forwards_http_to_the_api_paths() {
         "cosmos-blog"
     );
     assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
-    assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
+    // No host prefix: the pages are at the site's root, the API functions' routes start with
+    // `api/` themselves.
+    assert_eq!(host["extensions"]["http"]["routePrefix"], "");
     // The package decides the layout its routes are for.
     assert_eq!(handler_arguments(&host), ["--tenancy", "single"]);
     let multi = generated_host_json(Tenancy::Multi);
@@ -1070,12 +1072,14 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
             assert_eq!(trigger["methods"], json!([function.method]));
             let route = trigger["route"].as_str().expect("route");
             match tenancy {
-                Tenancy::Single => assert_eq!(route, function.route),
+                Tenancy::Single => assert_eq!(route, format!("api/{}", function.route)),
                 Tenancy::Multi => {
-                    assert_eq!(route, format!("tenants/{{tenantId}}/{}", function.route))
+                    assert_eq!(
+                        route,
+                        format!("api/tenants/{{tenantId}}/{}", function.route)
+                    )
                 }
             }
-            assert!(!route.starts_with("api/"));
             assert_eq!(
                 bindings[1],
                 json!({"type": "http", "direction": "out", "name": "res"})
@@ -1202,11 +1206,11 @@ fn stage_multi_writes_the_tenant_routes_and_starts_the_binary_in_multi() {
     };
     assert_eq!(
         read("GetUser/function.json")["bindings"][0]["route"],
-        "tenants/{tenantId}/users/{userId}"
+        "api/tenants/{tenantId}/users/{userId}"
     );
     assert_eq!(
         read("ListUsers/function.json")["bindings"][0]["route"],
-        "tenants/{tenantId}/users"
+        "api/tenants/{tenantId}/users"
     );
     assert_eq!(
         handler_arguments(&read("host.json")),
@@ -1471,4 +1475,175 @@ async fn log_lines_carry_the_level_and_the_invocation_id() {
         assert_eq!(line.split_whitespace().nth(1), Some(level), "{line}");
         assert!(!line.contains('\u{1b}'), "no colour codes: {line}");
     }
+}
+
+#[test]
+fn page_functions_bind_one_trigger_at_the_site_root_routes() {
+    for tenancy in LAYOUTS {
+        let files = metadata::script_root_files(tenancy);
+        for function in metadata::page_functions(tenancy) {
+            let path = Path::new(function.name).join("function.json");
+            let file = files
+                .iter()
+                .find(|f| f.path == path)
+                .expect("function.json");
+            let json: Value = serde_json::from_str(&file.content).expect("json");
+            let trigger = &json["bindings"][0];
+            assert_eq!(trigger["type"], "httpTrigger");
+            assert_eq!(trigger["authLevel"], "anonymous");
+            assert_eq!(trigger["methods"], json!([function.method]));
+            let route = trigger["route"].as_str().expect("route");
+            assert!(!route.starts_with("api/"), "{route}");
+            assert_eq!(route, function.host_route_in(tenancy));
+        }
+    }
+    let single = metadata::script_root_files(Tenancy::Single);
+    let front = single
+        .iter()
+        .find(|f| f.path == Path::new("FrontPage").join("function.json"))
+        .expect("the front page");
+    assert!(front.content.contains(metadata::ROOT_ROUTE));
+}
+
+#[tokio::test]
+async fn every_page_function_reaches_a_page_of_the_app() {
+    // The host forwards a page function's path unchanged: the application must serve it.
+    for tenancy in LAYOUTS {
+        let h = Harness::with(tenancy);
+        let app = h.app();
+        for function in metadata::page_functions(tenancy) {
+            let method: Method = function.method.to_uppercase().parse().expect("method");
+            let path = fill(&function.path_in(tenancy));
+            let request = Request::builder()
+                .method(method.clone())
+                .uri(&path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(Body::from("csrf="))
+                .expect("request");
+            let (status, problem) = send(app.clone(), request).await;
+            assert!(
+                !matches!(
+                    problem["code"].as_str(),
+                    Some("route-not-found" | "method-not-allowed")
+                ),
+                "{tenancy}: {method} {path} is not served ({status})"
+            );
+        }
+    }
+}
+
+/// A browser's request as the host forwards it: its `Accept`, its cookies, Fetch Metadata.
+fn forwarded_page_request(
+    method: Method,
+    path: &str,
+    caller: Option<&str>,
+    form: Option<&str>,
+) -> Request<Body> {
+    let mut request = forwarded_request(method, path, caller, None);
+    let headers = request.headers_mut();
+    headers.insert(
+        header::ACCEPT,
+        "text/html,application/xhtml+xml".parse().unwrap(),
+    );
+    headers.insert("sec-fetch-site", "same-origin".parse().unwrap());
+    headers.insert(
+        header::ORIGIN,
+        "https://cosmos-blog.azurewebsites.net".parse().unwrap(),
+    );
+    if let Some(form) = form {
+        headers.insert(
+            header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded".parse().unwrap(),
+        );
+        *request.body_mut() = Body::from(form.to_owned());
+    }
+    request
+}
+
+async fn html_of(
+    app: &Router,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, String) {
+    let response = app.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
+    let h = Harness::new();
+    let app = h.app_with(Authenticator::TrustedHeader);
+    let put = forwarded_request(
+        Method::PUT,
+        "/api/users/u-ada",
+        Some("u-ada"),
+        Some(json!({"username": "ada"})),
+    );
+    assert_eq!(send(app.clone(), put).await.0, StatusCode::CREATED);
+
+    // Signed out: the page links to Easy Auth's login, which returns to the page.
+    let (status, _, html) =
+        html_of(&app, forwarded_page_request(Method::GET, "/", None, None)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("href=\"/.auth/login/aad?post_login_redirect_uri=%2F\""),
+        "{html}"
+    );
+    let (status, headers, _) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, "/sign-in?return=%2Fwrite", None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        headers[header::LOCATION],
+        "/.auth/login/aad?post_login_redirect_uri=%2Fwrite"
+    );
+
+    // Signed in (Easy Auth's principal header): the write form, then its post.
+    let (status, headers, html) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, "/write", Some("u-ada"), None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains("/.auth/logout"), "Easy Auth's sign-out");
+    let cookie = headers[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let token = cookie
+        .strip_prefix("blog_csrf=")
+        .expect("the form token's cookie")
+        .to_owned();
+    let mut post = forwarded_page_request(
+        Method::POST,
+        "/write",
+        Some("u-ada"),
+        Some(&format!("csrf={token}&title=From+the+host&content=Hello")),
+    );
+    post.headers_mut()
+        .insert(header::COOKIE, cookie.parse().unwrap());
+    let (status, headers, html) = html_of(&app, post).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{html}");
+    let location = headers[header::LOCATION].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/posts/"), "{location}");
+    let (status, _, html) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, &location, None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<h1>From the host</h1>"), "{html}");
 }

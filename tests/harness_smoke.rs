@@ -1,6 +1,7 @@
 //! Runs the whole benchmark harness (`benches/harness`) at a tiny scale so that it cannot
 //! rot: generator, profiler, a few seconds of HTTP load, start-up timing and the report.
-//! It checks the shapes the product promises (SPEC 7), never timings: those are reported.
+//! It checks the shapes the product promises (which model wins each operation, as in the
+//! case study's figures), never timings: those are reported.
 
 use std::path::Path;
 use std::time::Duration;

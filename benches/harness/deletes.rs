@@ -1,4 +1,4 @@
-//! The cost of deletes (issue 10), in store requests: each delete through the blog (what
+//! The cost of deletes, in store requests: each delete through the blog (what
 //! the API request costs) and the change-feed work it sets off (what the handlers then cost),
 //! measured through a [`MeteredStore`] on items made for it in the harness's store.
 

@@ -1,4 +1,4 @@
-//! The fault phase (issue 19): the write mix of the load phase (20 % posts, 40 % comments,
+//! The fault phase: the write mix of the load phase (20 % posts, 40 % comments,
 //! 40 % likes from concurrent clients) through the real application and its change-feed
 //! pump, on the Cosmos DB in-memory emulator, three times: without faults, with 5 % of the
 //! requests throttled (429, retry after 10 ms), and with 1 % of the answers lost after the

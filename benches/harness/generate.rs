@@ -6,7 +6,7 @@
 //! partition (at most 100 operations each, the Cosmos DB limit), carrying its final counts,
 //! so the data is what the product would hold after the same commands, in a fraction of the
 //! requests. The copies in `users` and `feed` are then derived by the product's own
-//! `changefeed::rebuild`, exactly as after a failure (SPEC 5.3).
+//! `changefeed::rebuild`, exactly as after a lost change-feed checkpoint.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

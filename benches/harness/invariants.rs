@@ -1,4 +1,4 @@
-//! The harness ends its data generation and its HTTP load with `verify` (issue 9): the copies
+//! The harness ends its data generation and its HTTP load with `verify`: the copies
 //! it measured must also be right.
 //!
 //! The profiler writes V1-model items into the same store on purpose (normalised: no

@@ -1,7 +1,7 @@
-//! `--tenants N`: the two data layouts compared on the same multi-tenant data (issue 11).
+//! `--tenants N`: the two data layouts compared on the same multi-tenant data.
 //!
 //! The skewed data set of [`crate::tenants`] is loaded into a `single` store and a `multi`
-//! store, and the operations a tenant's user makes — the ten of SPEC 2, Q7, and a rename with
+//! store, and the operations a tenant's user makes — the case study's ten, Q7, and a rename with
 //! the username fan-out that follows it — run in both, through a [`MeteredStore`], on the
 //! same targets. In `multi` they run in the tenant's view ([`TenantStore`]), as the API runs
 //! them. Reported per operation and layout: requests, logical partitions, the scope of its

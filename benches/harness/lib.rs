@@ -4,6 +4,7 @@
 //! `chart.svg`. `benches/harness.rs` runs it (`cargo bench --bench harness -- --help`), and
 //! `tests/harness_smoke.rs` runs it at a tiny scale so that it cannot rot.
 
+pub mod ceiling;
 pub mod deletes;
 pub mod faults;
 pub mod generate;

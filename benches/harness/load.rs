@@ -54,6 +54,10 @@ pub enum Kind {
     CreatePost,
     Comment,
     Like,
+    /// The readiness probe `GET /`: the server's cheapest route, the ceiling of the others.
+    Ready,
+    Comments,
+    Likes,
 }
 
 impl Kind {
@@ -66,6 +70,9 @@ impl Kind {
             Kind::CreatePost => "C2 POST /api/posts",
             Kind::Comment => "C3 POST /api/posts/{id}/comments",
             Kind::Like => "C4 POST /api/posts/{id}/likes",
+            Kind::Ready => "GET / (readiness)",
+            Kind::Comments => "Q4 GET /api/posts/{id}/comments",
+            Kind::Likes => "Q5 GET /api/posts/{id}/likes",
         }
     }
 }
@@ -157,6 +164,9 @@ impl Client {
             Kind::Post => self.http.get(format!("{base}/api/posts/{post}")),
             Kind::UserPosts => self.http.get(format!("{base}/api/users/{user}/posts")),
             Kind::Feed => self.http.get(format!("{base}/api/feed")),
+            Kind::Ready => self.http.get(format!("{base}/")),
+            Kind::Comments => self.http.get(format!("{base}/api/posts/{post}/comments")),
+            Kind::Likes => self.http.get(format!("{base}/api/posts/{post}/likes")),
             Kind::CreatePost => self
                 .http
                 .post(format!("{base}/api/posts"))

@@ -1,4 +1,4 @@
-//! The delayed re-check's cost (issue 20): what it asks of the store per 1,000 changes, and
+//! The delayed re-check's cost: what it asks of the store per 1,000 changes, and
 //! how long it takes to catch up with the changes of the write mix.
 //!
 //! Its checkpoints are moved to the end of the feeds before the write mix, so it checks

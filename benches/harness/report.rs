@@ -1,4 +1,5 @@
-//! The report: Markdown laid out like SPEC 7 with the case study's figures beside ours,
+//! The report: Markdown laid out like the case study's table of measurements, its figures
+//! beside ours,
 //! and an SVG chart (written by hand: a few rectangles do not need a plotting library).
 
 use std::fmt::Write as _;
@@ -13,18 +14,19 @@ use crate::startup::StartupReport;
 use crate::stats::ms;
 use crate::versions::{Op, Version};
 
-/// The targets of issue 5 for the embedded backend (reported, never asserted).
+/// The targets set for the embedded backend (reported, never asserted).
 pub const TARGET_Q2_HTTP_P50_MS: f64 = 1.0;
 pub const TARGET_FEED_READS_PER_S: f64 = 10_000.0;
 pub const TARGET_LAG_P99_MS: f64 = 100.0;
 pub const TARGET_STARTUP_MS: f64 = 100.0;
 pub const TARGET_RSS_MIB: f64 = 50.0;
-/// Issue 9: the copies keep up with the saturating write mix...
+/// The copies keep up with the saturating write mix...
 pub const TARGET_LAG_UNDER_WRITES_P99_MS: f64 = 1_000.0;
 /// ... without lowering its throughput below the figure measured before (787/s at 1,000
 /// users, with the copies falling behind).
 pub const TARGET_WRITE_MIX_PER_S: f64 = 787.0;
-/// Issue 9: N = 1000 writers on one post, Cosmos DB emulator with 5 ms per request.
+/// At most this many store requests per write with N = 1000 writers on one post, on the
+/// Cosmos DB emulator with 5 ms per request (writers share transactional batches).
 pub const TARGET_HOT_POST_REQUESTS: f64 = 2.0;
 
 pub struct Machine {

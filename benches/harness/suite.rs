@@ -25,7 +25,7 @@ use crate::report::{self, Inputs, Machine};
 use crate::startup::StartupReport;
 use crate::transfer::TransferReport;
 
-/// Cost and performance harness of the blog backend (issue 5).
+/// Cost and performance harness of the blog backend.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "harness")]
 pub struct Args {
@@ -123,6 +123,9 @@ pub enum Only {
     /// The write mix, then the delayed re-check of its changes.
     Recheck,
     Faults,
+    /// The readiness route and the query routes Q1–Q6 taking turns on one data set, each
+    /// route's throughput as a share of the readiness route's; export off, then on.
+    Ceiling,
 }
 
 pub struct Outcome {
@@ -433,6 +436,26 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                     ));
                 }
             }
+        }
+        Only::Ceiling => {
+            let temp = tempfile::tempdir()?;
+            let store: Arc<dyn Store> =
+                Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
+            let dataset = generate_data(&store, args).await?;
+            out.push_str(&format!("\nData set: {} items.\n", dataset.items()));
+            let config = LoadConfig {
+                phase: Duration::from_secs_f64(args.load_seconds),
+                concurrency: args.concurrency.max(1),
+                sequential: args.sequential,
+                post_rate: args.post_rate.max(1),
+                seed: args.seed,
+                write_mix_only: false,
+                otlp_endpoint: None,
+            };
+            let runs =
+                crate::ceiling::run(store, dataset, &config, args.otlp_endpoint.as_deref(), log)
+                    .await?;
+            crate::ceiling::markdown(&mut out, &runs, config.concurrency);
         }
         Only::Faults => {
             let phases = crate::faults::run(&faults_config(args), log).await?;

@@ -1,4 +1,4 @@
-//! Moving the data set (issue 17): `export` of the generated store, then `import` of the
+//! Moving the data set: `export` of the generated store, then `import` of the
 //! export into an empty embedded store, copies derived; items per second of each, against
 //! the targets (reported, never asserted), and `verify` on the imported store.
 

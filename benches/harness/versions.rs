@@ -61,7 +61,7 @@ pub enum Op {
 }
 
 impl Op {
-    /// In the order of SPEC 2 and 7.
+    /// In the order of the case study's operations and figures.
     pub const ALL: [Op; 10] = [
         Op::C1,
         Op::Q1,
@@ -94,7 +94,7 @@ impl Op {
         matches!(self, Op::Q1 | Op::Q2 | Op::Q3 | Op::Q4 | Op::Q5 | Op::Q6)
     }
 
-    /// The case study's figures (SPEC 7): (ms, RU) for V1, V2, V3.
+    /// The case study's figures, measured on the real service: (ms, RU) for V1, V2, V3.
     pub fn case_study(self) -> [(f64, f64); 3] {
         match self {
             Op::C1 => [(7.0, 5.71), (7.0, 5.71), (7.0, 5.71)],

@@ -5,6 +5,8 @@
 // the tenant's v2.0 endpoint, as function.bicep's Easy Auth expects), and pre-authorizes the
 // Azure CLI and azd (one client id) for that scope, so that
 // `az account get-access-token --resource <identifierUri>` works without a consent prompt.
+// It also lets people sign in to the pages through App Service Authentication (its callback
+// is a redirect URI).
 // `azd down` does not delete it: `az ad app delete --id <clientId>`.
 
 extension microsoftGraphV1
@@ -12,6 +14,8 @@ extension microsoftGraphV1
 @description('Tenant-unique, immutable name of the registration (idempotent redeployments).')
 param uniqueName string
 param displayName string
+@description('The function app\'s host name: App Service Authentication\'s sign-in returns there.')
+param siteHostName string
 
 // Azure CLI's public client id, which azd uses too.
 var azureCliClientId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
@@ -26,6 +30,12 @@ resource api 'Microsoft.Graph/applications@v1.0' = {
   signInAudience: 'AzureADMyOrg'
   identifierUris: [ identifierUri ]
   owners: { relationships: [ deployer().objectId ] }
+  // The pages' "Sign in" goes through App Service Authentication's login, which comes back to
+  // its callback with an ID token (no client secret to keep).
+  web: {
+    redirectUris: [ 'https://${siteHostName}/.auth/login/aad/callback' ]
+    implicitGrantSettings: { enableIdTokenIssuance: true }
+  }
   api: {
     requestedAccessTokenVersion: 2
     oauth2PermissionScopes: [

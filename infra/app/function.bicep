@@ -75,6 +75,8 @@ var appSettings = [
   { name: 'RUST_LOG', value: 'info' }
   // Trust the principal header only while App Service Authentication is on (it is, below).
   { name: 'BLOG_AUTH', value: 'easyauth' }
+  // The front page is a function at the site's root: the host's own home page must not answer there.
+  { name: 'AzureWebJobsDisableHomepage', value: 'true' }
 ]
 
 resource app 'Microsoft.Web/sites@2024-04-01' = {

@@ -31,6 +31,7 @@ use crate::store::Tenancy;
 use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
 pub use pages::{CommentPage, LikePage, PageBody, PostPage, UserPage};
+pub use refusals::route_not_found;
 use refusals::{method_not_allowed, panic_problem, unknown_route};
 use routes::ready;
 pub use routes::{routes, routes_for};

@@ -11,7 +11,7 @@ pub(super) async fn unknown_route() -> Problem {
 }
 
 /// The answer to a path no route serves (also a tenant path that cannot be handed on).
-pub(super) fn route_not_found() -> Problem {
+pub fn route_not_found() -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
 }
 

@@ -25,10 +25,18 @@ use crate::domain::UserId;
 pub use crate::platform::Platform;
 use jwt::JwtVerifier;
 
+/// The cookie that carries the caller's id in `header` mode, set by the development sign-in
+/// page, so that a browser (which cannot send a header of its own) can act as a user.
+pub const DEVELOPMENT_CALLER_COOKIE: &str = "blog_dev_user";
+
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
-    /// The principal header is trusted (`header` mode, or `easyauth` with authentication on).
-    TrustedHeader(HeaderSource),
+    /// `header` mode (development): the principal header as sent, or else (when the header is
+    /// absent) the development sign-in's cookie.
+    DevelopmentHeader,
+    /// `easyauth` with App Service Authentication on: the principal header, which the platform
+    /// sets and strips from clients.
+    TrustedHeader,
     /// `easyauth` while App Service Authentication is off: nobody can be identified.
     EasyAuthDisabled,
     Jwt(Box<JwtVerifier>),
@@ -44,8 +52,8 @@ impl Authenticator {
 
     pub async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
         Ok(match resolved {
-            Resolved::Header { .. } => Self::TrustedHeader(HeaderSource::Client),
-            Resolved::EasyAuth { enabled: true } => Self::TrustedHeader(HeaderSource::EasyAuth),
+            Resolved::Header { .. } => Self::DevelopmentHeader,
+            Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,
             Resolved::EasyAuth { enabled: false } => Self::EasyAuthDisabled,
             Resolved::Jwt(config) => Self::Jwt(Box::new(JwtVerifier::start(config).await?)),
         })
@@ -54,7 +62,11 @@ impl Authenticator {
     /// The caller of a command, from the request's headers.
     pub async fn caller(&self, headers: &HeaderMap) -> Result<UserId, AuthError> {
         match self {
-            Self::TrustedHeader(source) => principal(headers, *source),
+            Self::TrustedHeader => principal(headers, HeaderSource::EasyAuth),
+            Self::DevelopmentHeader if headers.contains_key(PRINCIPAL_HEADER) => {
+                principal(headers, HeaderSource::Client)
+            }
+            Self::DevelopmentHeader => development_cookie(headers),
             Self::EasyAuthDisabled => Err(AuthError::EasyAuthDisabled),
             Self::Jwt(verifier) => verifier.caller(headers).await,
         }
@@ -87,6 +99,30 @@ fn principal(headers: &HeaderMap, source: HeaderSource) -> Result<UserId, AuthEr
             AuthError::InvalidPrincipal("percent-decodes to bytes that are not UTF-8".into())
         })?;
     UserId::parse(&id).map_err(|invalid| AuthError::InvalidPrincipal(invalid.reason))
+}
+
+/// The caller's id in the [`DEVELOPMENT_CALLER_COOKIE`] cookie.
+fn development_cookie(headers: &HeaderMap) -> Result<UserId, AuthError> {
+    cookie(headers, DEVELOPMENT_CALLER_COOKIE)
+        .and_then(|value| {
+            let id = percent_encoding::percent_decode_str(&value)
+                .decode_utf8()
+                .ok()?;
+            UserId::parse(&id).ok()
+        })
+        .ok_or(AuthError::MissingPrincipal(HeaderSource::Client))
+}
+
+/// The value of the cookie `name` in the request's `Cookie` headers (the first one sent).
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"').to_owned())
 }
 
 fn log_mode(resolved: &Resolved, bind: IpAddr) {

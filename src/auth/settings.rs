@@ -43,6 +43,11 @@ pub struct AuthSettings {
     #[arg(long, env = "BLOG_JWT_CLAIM")]
     pub jwt_claim: Option<String>,
 
+    /// Origins (`https://front.example`, comma-separated) whose pages may call the API with
+    /// CORS, and write to it from their site. Empty by default: only this site's own pages.
+    #[arg(long, env = "BLOG_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+
     /// What the hosting platform says, read from its environment (not a user setting).
     #[arg(skip = Platform::from_env())]
     pub platform: Platform,

@@ -20,6 +20,18 @@ use crate::store::Tenancy;
 /// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
 pub const EXECUTABLE: &str = "cosmos-blog";
 
+/// The host's own HTTP route prefix (`host.json`): none, so that the pages can be at the
+/// site's root; every API function's route starts with [`ROUTE_PREFIX`] itself.
+pub const HOST_ROUTE_PREFIX: &str = "";
+
+/// The route of a function at the site's root. The host never matches an empty route (it
+/// serves its own home page there, or 204 with `AzureWebJobsDisableHomepage`); an optional
+/// parameter that must be empty matches `/` and nothing else.
+pub const ROOT_ROUTE: &str = "{root:maxlength(0)?}";
+
+/// The app setting that turns the host's default home page off, so `/` reaches the front page.
+pub const DISABLE_HOMEPAGE_SETTING: &str = "AzureWebJobsDisableHomepage";
+
 /// The app setting that holds the Cosmos DB connection (string, or `__accountEndpoint`).
 pub const CONNECTION_SETTING: &str = "CosmosDBConnection";
 
@@ -28,6 +40,111 @@ pub const FUNCTIONS_DIR: &str = "functions";
 
 /// The flag that pins the binary's layout; `host.json` passes it (see [`handler_arguments`]).
 pub const TENANCY_FLAG: &str = "--tenancy";
+
+/// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageScope {
+    Blog,
+    Site,
+}
+
+/// One HTTP-triggered function of the web pages (`web::router`): a page, a form's post, a
+/// feed or the assets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFunction {
+    pub name: &'static str,
+    pub method: &'static str,
+    /// The path below the blog's (or the site's) root, without the leading `/`; empty for the
+    /// root itself.
+    pub route: &'static str,
+    pub scope: PageScope,
+}
+
+const fn page(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Blog,
+    }
+}
+
+const fn site(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Site,
+    }
+}
+
+/// Every page and form of the web front end, one function each (a test keeps this equal to
+/// what `web::router` serves). In the `single` layout the front page is also the readiness
+/// probe of clients that do not ask for HTML.
+pub const PAGE_FUNCTIONS: &[PageFunction] = &[
+    page("FrontPage", "get", ""),
+    page("FrontPageFeed", "get", "feed.atom"),
+    page("PostPage", "get", "posts/{postId}"),
+    page("PostLikesPage", "get", "posts/{postId}/likes"),
+    page("LikeForm", "post", "posts/{postId}/like"),
+    page("UnlikeForm", "post", "posts/{postId}/unlike"),
+    page("CommentForm", "post", "posts/{postId}/comments"),
+    page(
+        "DeleteCommentForm",
+        "post",
+        "posts/{postId}/comments/{commentId}/delete",
+    ),
+    page("EditPostPage", "get", "posts/{postId}/edit"),
+    page("EditPostForm", "post", "posts/{postId}/edit"),
+    page("DeletePostForm", "post", "posts/{postId}/delete"),
+    page("AuthorPage", "get", "users/{userId}"),
+    page("AuthorFeed", "get", "users/{userId}/feed.atom"),
+    page("WritePage", "get", "write"),
+    page("WriteForm", "post", "write"),
+    page("AccountPage", "get", "account"),
+    page("AccountForm", "post", "account"),
+    page("DeleteAccountPage", "get", "account/delete"),
+    page("DeleteAccountForm", "post", "account/delete"),
+    site("SignInPage", "get", "sign-in"),
+    site("SignInForm", "post", "sign-in"),
+    site("SignOutForm", "post", "sign-out"),
+    site("PageAsset", "get", "assets/{file}"),
+];
+
+/// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).
+pub const TENANT_PAGES_ROUTE_PREFIX: &str = "tenants/{tenantId}";
+
+impl PageFunction {
+    /// The route of `function.json` in `tenancy` (the host's prefix is empty).
+    pub fn host_route_in(&self, tenancy: Tenancy) -> String {
+        match (self.scope, tenancy, self.route) {
+            (PageScope::Site, _, route) | (PageScope::Blog, Tenancy::Single, route)
+                if !route.is_empty() =>
+            {
+                route.to_owned()
+            }
+            (PageScope::Blog, Tenancy::Multi, "") => TENANT_PAGES_ROUTE_PREFIX.to_owned(),
+            (PageScope::Blog, Tenancy::Multi, route) => {
+                format!("{TENANT_PAGES_ROUTE_PREFIX}/{route}")
+            }
+            _ => ROOT_ROUTE.to_owned(),
+        }
+    }
+
+    /// The path a browser calls in `tenancy`, e.g. `/posts/{postId}` or
+    /// `/tenants/{tenantId}/posts/{postId}`.
+    pub fn path_in(&self, tenancy: Tenancy) -> String {
+        match self.host_route_in(tenancy).as_str() {
+            ROOT_ROUTE => "/".to_owned(),
+            route => format!("/{route}"),
+        }
+    }
+}
+
+/// The page functions of the `tenancy` layout.
+pub fn page_functions(_tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
+    PAGE_FUNCTIONS.iter()
+}
 
 /// The arguments the host starts the binary with: the layout whose routes the metadata
 /// declares. The routes are fixed when the script root is made, so the package, not an app
@@ -132,7 +249,7 @@ fn host(tenancy: Tenancy) -> Host {
         },
         extensions: Extensions {
             http: HttpExtension {
-                route_prefix: ROUTE_PREFIX,
+                route_prefix: HOST_ROUTE_PREFIX,
             },
         },
     }
@@ -216,6 +333,14 @@ struct CosmosTriggerBinding {
 }
 
 fn http_function_json(function: &HttpFunction, tenancy: Tenancy) -> FunctionJson {
+    http_trigger_json(function.method, function.host_route_in(tenancy))
+}
+
+fn page_function_json(function: &PageFunction, tenancy: Tenancy) -> FunctionJson {
+    http_trigger_json(function.method, function.host_route_in(tenancy))
+}
+
+fn http_trigger_json(method: &'static str, route: String) -> FunctionJson {
     FunctionJson {
         bindings: vec![
             Binding::HttpTrigger(HttpTriggerBinding {
@@ -223,8 +348,8 @@ fn http_function_json(function: &HttpFunction, tenancy: Tenancy) -> FunctionJson
                 direction: "in",
                 name: "req",
                 auth_level: "anonymous",
-                methods: [function.method],
-                route: function.route_in(tenancy),
+                methods: [method],
+                route,
             }),
             Binding::HttpOut(HttpOutBinding {
                 kind: "http",
@@ -291,6 +416,7 @@ fn pretty<T: Serialize>(value: &T) -> String {
 pub fn function_names(tenancy: Tenancy) -> Vec<&'static str> {
     http_functions(tenancy)
         .map(|f| f.name)
+        .chain(page_functions(tenancy).map(|f| f.name))
         .chain(Source::ALL.iter().map(|s| s.function_name()))
         .chain(TIMER_FUNCTIONS.iter().map(|t| t.name))
         .collect()
@@ -303,6 +429,7 @@ pub fn function_names(tenancy: Tenancy) -> Vec<&'static str> {
 pub fn script_root_files(tenancy: Tenancy) -> Vec<GeneratedFile> {
     let functions = http_functions(tenancy)
         .map(|f| (f.name, pretty(&http_function_json(f, tenancy))))
+        .chain(page_functions(tenancy).map(|f| (f.name, pretty(&page_function_json(f, tenancy)))))
         .chain(
             Source::ALL
                 .iter()
@@ -445,6 +572,56 @@ mod tests {
         );
         assert_eq!(function_for("GET", "/api/posts/{postId}/comments/x"), None);
         assert_eq!(function_for("GET", "/"), None);
+    }
+
+    #[test]
+    fn pages_are_at_the_site_root_and_the_api_keeps_its_prefix() {
+        let host: serde_json::Value =
+            serde_json::from_str(&pretty(&host(Tenancy::Single))).unwrap();
+        assert_eq!(host["extensions"]["http"]["routePrefix"], "");
+        let get_user = HTTP_FUNCTIONS.iter().find(|f| f.name == "GetUser").unwrap();
+        assert_eq!(
+            get_user.host_route_in(Tenancy::Single),
+            "api/users/{userId}"
+        );
+        assert_eq!(
+            get_user.host_route_in(Tenancy::Multi),
+            "api/tenants/{tenantId}/users/{userId}"
+        );
+        let front = PAGE_FUNCTIONS
+            .iter()
+            .find(|f| f.name == "FrontPage")
+            .unwrap();
+        assert_eq!(front.host_route_in(Tenancy::Single), ROOT_ROUTE);
+        assert_eq!(front.path_in(Tenancy::Single), "/");
+        assert_eq!(front.path_in(Tenancy::Multi), "/tenants/{tenantId}");
+        let post = PAGE_FUNCTIONS
+            .iter()
+            .find(|f| f.name == "PostPage")
+            .unwrap();
+        assert_eq!(
+            post.path_in(Tenancy::Multi),
+            "/tenants/{tenantId}/posts/{postId}"
+        );
+        let asset = PAGE_FUNCTIONS
+            .iter()
+            .find(|f| f.name == "PageAsset")
+            .unwrap();
+        assert_eq!(asset.path_in(Tenancy::Multi), "/assets/{file}");
+        assert_eq!(
+            format!("/{TENANT_PAGES_ROUTE_PREFIX}"),
+            crate::web::TENANT_PAGES_PREFIX
+        );
+        for tenancy in [Tenancy::Single, Tenancy::Multi] {
+            let mut routes: Vec<(String, &str)> = http_functions(tenancy)
+                .map(|f| (f.host_route_in(tenancy), f.method))
+                .chain(page_functions(tenancy).map(|f| (f.host_route_in(tenancy), f.method)))
+                .collect();
+            let count = routes.len();
+            routes.sort();
+            routes.dedup();
+            assert_eq!(routes.len(), count, "{tenancy}: a route and method twice");
+        }
     }
 
     #[test]

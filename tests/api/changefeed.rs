@@ -1,4 +1,4 @@
-//! The denormalisation pipelines (SPEC 5): username fan-out, post copies, idempotence,
+//! The denormalisation pipelines (the change-feed handlers of `users` and `posts`): username fan-out, post copies, idempotence,
 //! date normalisation, bad documents, rebuild.
 
 use std::sync::Arc;

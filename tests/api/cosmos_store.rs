@@ -1,6 +1,7 @@
 //! What only the Cosmos DB store has: preparing the database at start-up, request-charge
 //! accounting, and a smoke test against a real account when one is configured.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use cosmos_blog::settings::StoreSettings;
@@ -12,6 +13,7 @@ use cosmos_blog::store::{
 use serde_json::json;
 
 use testkit::emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
+use testkit::eventually_ok;
 
 #[tokio::test]
 async fn start_up_is_idempotent() {
@@ -210,20 +212,19 @@ async fn live_account_smoke_test() {
         .expect("query");
     assert_eq!(page.items, vec![comment]);
 
-    let mut seen = false;
-    for _ in 0..20 {
+    let checkpoint = Mutex::new(checkpoint);
+    eventually_ok(Duration::from_secs(10), || async {
+        let since = checkpoint.lock().unwrap().clone();
         let batch = store
-            .read_changes(Container::Posts, checkpoint.as_ref(), 1_000)
+            .read_changes(Container::Posts, since.as_ref(), 1_000)
             .await
             .expect("read changes");
-        seen |= batch.items.iter().any(|i| i["id"] == post_id.as_str());
-        checkpoint = Some(batch.checkpoint);
-        if seen {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    assert!(seen, "the new post shows in the change feed");
+        let seen = batch.items.iter().any(|i| i["id"] == post_id.as_str());
+        *checkpoint.lock().unwrap() = Some(batch.checkpoint);
+        seen.then_some(())
+            .ok_or("the new post does not show in the change feed")
+    })
+    .await;
 
     for id in ["c1", post_id.as_str()] {
         store

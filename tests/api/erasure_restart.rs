@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PageRequest, Query, Store};
+use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -48,7 +49,24 @@ impl Client {
         let post: Value = response.json().await.expect("post");
         post["id"].as_str().expect("id").to_owned()
     }
+
+    /// Whether the API no longer serves one of `posts` (a tombstone reads as not found).
+    async fn any_gone(&self, posts: &[String]) -> bool {
+        let answers = join_all(posts.iter().map(|post| {
+            self.http
+                .get(format!("{}/api/posts/{post}", self.base))
+                .send()
+        }))
+        .await;
+        answers
+            .into_iter()
+            .any(|answer| answer.is_ok_and(|answer| answer.status() == StatusCode::NOT_FOUND))
+    }
 }
+
+/// Posts of the erased user: enough that their erasure (a read and a tombstone each, then
+/// their copies removed) lasts far longer than the test takes to see it begin and kill.
+const ERASED_POSTS: usize = 200;
 
 async fn everything(store: &EmbeddedStore, container: Container) -> Vec<Value> {
     store
@@ -130,7 +148,7 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
         assert_eq!(status, StatusCode::CREATED);
     }
     let mut bobs_posts = Vec::new();
-    for n in 0..20 {
+    for n in 0..ERASED_POSTS {
         bobs_posts.push(client.post("bob", &format!("bob {n}")).await);
     }
     let mut others_posts = Vec::new();
@@ -138,7 +156,7 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
         others_posts.push(client.post(user, "reader's post").await);
     }
     for (n, user) in others.iter().enumerate() {
-        for post in bobs_posts.iter().skip(n % 3).step_by(3) {
+        for post in bobs_posts.iter().take(20).skip(n % 3).step_by(3) {
             let like = client
                 .send(
                     reqwest::Method::POST,
@@ -177,13 +195,25 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
         .send(reqwest::Method::DELETE, "/api/users/bob", "bob", None)
         .await;
     assert_eq!(erase, StatusCode::ACCEPTED);
-    // Long enough for the pump to start on the erasure, far too short to finish it.
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    // The kill comes once the erasure has begun: one of bob's posts is gone (one in ten of
+    // them is looked at, so that looking does not slow the server down).
+    let watched: Vec<String> = bobs_posts.iter().step_by(10).cloned().collect();
+    eventually(Duration::from_secs(60), || async {
+        client.any_gone(&watched).await.then_some(())
+    })
+    .await;
     server.kill();
 
     let store = EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).expect("store");
     let halfway = erasure_finished(&store, "bob").await;
     eprintln!("at the kill: {halfway:?}");
+    assert!(halfway.is_err(), "the erasure had finished before the kill");
+    let tombstones = everything(&store, Container::Posts)
+        .await
+        .into_iter()
+        .filter(|item| item["userId"] == "bob" && item["type"] == "tombstone")
+        .count();
+    assert!(tombstones > 0, "the erasure had not begun at the kill");
 
     // Restarted on the same data, on the port the system gives it this time.
     let mut server = binary!().on_data(data_dir.path()).serve();

@@ -1,5 +1,5 @@
-//! The Cosmos DB store under the service's faults (issue 19), on the SDK's in-memory emulator
-//! with its fault injection (wired in `cosmos_emulator`): throttling, timeouts, unavailability,
+//! The Cosmos DB store under the service's faults, on the SDK's in-memory emulator with its
+//! fault injection (wired in `testkit::emulator`): throttling, timeouts, unavailability,
 //! partition moves, "retry with", lost connections and lost answers, including the answer of a
 //! batch that committed (`ResponseTimeoutAfterService`).
 //!

@@ -17,6 +17,7 @@ mod openapi;
 mod posts;
 mod recheck;
 mod rename_race;
+mod response_bytes;
 mod restart;
 mod storm;
 mod telemetry;
@@ -24,6 +25,7 @@ mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod web;
 
 // The Cosmos DB store (on the in-memory emulator of `testkit::emulator`): the `Store`
 // contract on both backends, and what only the Cosmos DB store has.

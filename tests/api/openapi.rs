@@ -1,4 +1,5 @@
-//! The OpenAPI description (issue 12) of each data layout (issue 11): the committed
+//! The OpenAPI description of each data layout (`single`, and `multi` with its tenant
+//! routes): the committed
 //! `openapi.json` and `openapi.multi.json` are the generated ones; each document is valid
 //! OpenAPI 3.1; it describes every route and method the application of its layout serves and
 //! nothing else; and for every operation, real responses of the running application validate

@@ -1,4 +1,4 @@
-//! Drift repairs itself (issue 20): the delayed re-check and `verify --repair`, on both
+//! Drift repairs itself: the delayed re-check and `verify --repair`, on both
 //! backends and in both layouts.
 //!
 //! - The stale-read race: reads of `users` lag behind a rename, so both handlers miss a
@@ -13,7 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use cosmos_blog::changefeed::{RecheckReport, rebuild, recheck};
@@ -27,7 +27,7 @@ use tempfile::TempDir;
 use crate::store_contract::drain_changes;
 use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lines, upsert};
 use testkit::double::{Call, Double, Hooks};
-use testkit::{Backend, TestApp, binary, eventually, open_backend};
+use testkit::{Backend, TestApp, binary, eventually, eventually_ok, open_backend};
 
 /// Runs each named test body (`async fn name(backend, tenancy)`) on both backends in both
 /// layouts.
@@ -104,24 +104,24 @@ async fn recheck_until(
     app: &TestApp,
     done: impl Fn(&RecheckReport, &VerifyReport) -> bool,
 ) -> Vec<RecheckReport> {
-    let deadline = Instant::now() + PATIENCE;
-    let mut reports = Vec::new();
-    loop {
+    let reports = Mutex::new(Vec::new());
+    eventually_ok(PATIENCE, || async {
         let pass = recheck::run(&app.whole_store, DELAY, recheck::TIMER_BUDGET).await;
         let pass = pass.expect("the re-check runs");
         let verdict = verify(&app.whole_store).await.expect("verify");
         let finished = done(&pass, &verdict);
+        let mut reports = reports.lock().unwrap();
         reports.push(pass);
         if finished {
-            return reports;
+            return Ok(());
         }
-        assert!(
-            Instant::now() < deadline,
-            "not done after {PATIENCE:?}: {reports:#?}\n{}",
+        Err(format!(
+            "not done: {reports:#?}\n{}",
             verdict.violation_lines(20).join("\n")
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        ))
+    })
+    .await;
+    reports.into_inner().unwrap()
 }
 
 fn repaired(reports: &[RecheckReport]) -> Vec<String> {

@@ -1,4 +1,4 @@
-//! The rename race (issue 9): a post, comment or like written while its author is renamed
+//! The rename race: a post, comment or like written while its author is renamed
 //! carries the name read before the rename; if the rename's fan-out query ran before the item
 //! was visible, only the item's own change can correct it. These tests force that order.
 

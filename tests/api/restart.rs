@@ -3,7 +3,8 @@
 //! converges with nothing duplicated and nothing missing.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -13,6 +14,29 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use testkit::{assert_store_verifies, binary, eventually, ids};
+
+/// Posts written in the burst.
+const WRITES: usize = 60;
+/// Clients writing at once.
+const WRITERS: usize = 4;
+/// The kill comes with this many posts acknowledged: in the middle of the burst.
+const KILL_AFTER: usize = 10;
+
+/// Creates post `n` of ada; its id if the server acknowledged it.
+async fn create_post(client: &reqwest::Client, base: &str, n: usize) -> Option<String> {
+    let response = client
+        .post(format!("{base}/api/posts"))
+        .header("x-ms-client-principal-id", "ada")
+        .json(&json!({"title": format!("post {n}"), "content": "x"}))
+        .send()
+        .await
+        .ok()?;
+    if response.status() != StatusCode::CREATED {
+        return None;
+    }
+    let post: serde_json::Value = response.json().await.ok()?;
+    post["id"].as_str().map(str::to_owned)
+}
 
 async fn all_items(
     store: &Arc<dyn Store>,
@@ -43,41 +67,49 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
         .unwrap();
     assert_eq!(put.status(), StatusCode::CREATED);
 
-    // A burst of writes; the server is killed while they are in flight.
-    let writers: Vec<_> = (0..60)
-        .map(|n| {
+    // A burst of writes from a few clients, each sending its next post as soon as the last
+    // one is answered. The client whose answer is the KILL_AFTER-th acknowledgement kills the
+    // server at once, while the others' writes are in flight.
+    let server = Arc::new(Mutex::new(server));
+    let next = Arc::new(AtomicUsize::new(0));
+    let acknowledged = Arc::new(Mutex::new(BTreeSet::new()));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|_| {
             let (client, base) = (client.clone(), base.clone());
+            let (server, next) = (Arc::clone(&server), Arc::clone(&next));
+            let acknowledged = Arc::clone(&acknowledged);
             tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(n * 5)).await;
-                let response = client
-                    .post(format!("{base}/api/posts"))
-                    .header("x-ms-client-principal-id", "ada")
-                    .json(&json!({"title": format!("post {n}"), "content": "x"}))
-                    .send()
-                    .await
-                    .ok()?;
-                if response.status() != StatusCode::CREATED {
-                    return None;
+                loop {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    if n >= WRITES {
+                        return;
+                    }
+                    let Some(id) = create_post(&client, &base, n).await else {
+                        continue;
+                    };
+                    let mut acknowledged = acknowledged.lock().unwrap();
+                    acknowledged.insert(id);
+                    if acknowledged.len() == KILL_AFTER {
+                        server.lock().unwrap().kill();
+                    }
                 }
-                let post: serde_json::Value = response.json().await.ok()?;
-                post["id"].as_str().map(str::to_owned)
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    server.kill();
-    let mut acknowledged = BTreeSet::new();
     for writer in writers {
-        if let Ok(Some(id)) = writer.await {
-            acknowledged.insert(id);
-        }
+        writer.await.expect("writer task");
     }
+    let acknowledged = std::mem::take(&mut *acknowledged.lock().unwrap());
     assert!(
         !acknowledged.is_empty(),
         "some writes should land before the kill"
     );
+    assert!(
+        acknowledged.len() < WRITES,
+        "the kill came in the middle of the burst"
+    );
     eprintln!(
-        "{} of 60 posts acknowledged before the kill",
+        "{} of {WRITES} posts acknowledged before the kill",
         acknowledged.len()
     );
 

@@ -1,4 +1,4 @@
-//! The storm (issue 9): a randomized workload, bounded in operations, that interleaves posts,
+//! The storm: a randomized workload, bounded in operations, that interleaves posts,
 //! edits, comments, likes and renames of many users from concurrent clients. On the embedded
 //! store it drives the real binary and kills it once (SIGKILL) in the middle, restarts it on
 //! the same data and finishes; on the Cosmos DB emulator it drives the in-process app. Either
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::restart::assert_binary_verifies;
-use testkit::{Backend, TestApp, assert_store_verifies, binary};
+use testkit::{Backend, Served, TestApp, assert_store_verifies, binary};
 
 const USERS: usize = 20;
 /// Enough posts (about a third) to push the feed past its bound of 100.
@@ -206,22 +206,50 @@ async fn operate(client: &Client, ledger: &Mutex<Ledger>, rng: &mut fastrand::Rn
 }
 
 /// The shared budget of operations: each client takes the next number until `until` is
-/// reached or `stop` is set.
+/// reached or `stop` is set. The client that takes the number of the planned kill kills the
+/// server and stops every client.
 struct Budget {
     started: AtomicUsize,
     stop: AtomicBool,
+    /// The server to kill, and when: once this many operations have started.
+    kill: Mutex<Option<(usize, Served)>>,
+    /// Operations started when the server was killed.
+    killed_after: Mutex<Option<usize>>,
 }
 
 impl Budget {
+    fn new(kill: Option<(usize, Served)>) -> Self {
+        Self {
+            started: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            kill: Mutex::new(kill),
+            killed_after: Mutex::new(None),
+        }
+    }
+
     fn take(&self, until: usize) -> Option<usize> {
         if self.stop.load(Ordering::SeqCst) {
             return None;
         }
-        self.started
+        let n = self
+            .started
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
                 (n < until).then_some(n + 1)
             })
-            .ok()
+            .ok()?;
+        self.kill_if_planned_at(n);
+        Some(n)
+    }
+
+    fn kill_if_planned_at(&self, n: usize) {
+        let mut kill = self.kill.lock().unwrap();
+        if kill.as_ref().is_some_and(|(at, _)| *at == n + 1) {
+            self.stop.store(true, Ordering::SeqCst);
+            if let Some((_, mut server)) = kill.take() {
+                server.kill();
+            }
+            *self.killed_after.lock().unwrap() = Some(self.started.load(Ordering::SeqCst));
+        }
     }
 }
 
@@ -329,23 +357,13 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
 
     // The kill comes after a third to two thirds of the operations, while some are in flight.
     let kill_at = OPERATIONS / 3 + fastrand::Rng::with_seed(seed).usize(..OPERATIONS / 3);
-    let budget = Arc::new(Budget {
-        started: AtomicUsize::new(0),
-        stop: AtomicBool::new(false),
-    });
-    let killer = {
-        let budget = Arc::clone(&budget);
-        tokio::spawn(async move {
-            while budget.started.load(Ordering::SeqCst) < kill_at {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            budget.stop.store(true, Ordering::SeqCst);
-            server.kill();
-            budget.started.load(Ordering::SeqCst)
-        })
-    };
+    let budget = Arc::new(Budget::new(Some((kill_at, server))));
     storm(&client, &ledger, &budget, seed).await;
-    let killed_after = killer.await.unwrap();
+    let killed_after = budget
+        .killed_after
+        .lock()
+        .unwrap()
+        .expect("the server was killed");
     assert!(
         killed_after < OPERATIONS,
         "the kill came after every operation"
@@ -381,10 +399,7 @@ pub async fn storm_in_process(app: &TestApp) {
     eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
     let client = Client::new(&app.address);
     let ledger = register_users(&client).await;
-    let budget = Arc::new(Budget {
-        started: AtomicUsize::new(0),
-        stop: AtomicBool::new(false),
-    });
+    let budget = Arc::new(Budget::new(None));
     storm(&client, &ledger, &budget, seed).await;
     assert_eq!(budget.started.load(Ordering::SeqCst), OPERATIONS);
     assert_eq!(ledger.lock().unwrap().lost, 0, "every request was answered");

@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 
 use crate::auth::binary_with_env;
 use testkit::emulator::throttled_emulator_store;
-use testkit::{Backend, OPERATION_TENANT, TestApp, eventually};
+use testkit::{Backend, OPERATION_TENANT, TestApp, eventually, eventually_ok};
 
 /// The caller's W3C trace context: the Functions host's invocation, as it forwards it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -273,9 +273,8 @@ async fn a_comment_is_traced_under_the_callers_trace_and_measured(
         Tenancy::Single => "/api/posts/{postId}/comments",
         Tenancy::Multi => "/api/tenants/{tenantId}/posts/{postId}/comments",
     };
-    // Not `eventually`: a failure lists what did arrive.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let (spans, request) = loop {
+    // A failure lists what did arrive.
+    let (spans, request) = eventually_ok(Duration::from_secs(60), || async {
         telemetry.flush().await;
         let spans = receiver.spans();
         let request = spans.iter().find(|s| {
@@ -283,17 +282,17 @@ async fn a_comment_is_traced_under_the_callers_trace_and_measured(
                 && attr(s, "blog.operation").as_deref() == Some("AddComment")
         });
         if let Some(request) = request.cloned() {
-            break (spans, request);
+            return Ok((spans, request));
         }
-        if std::time::Instant::now() > deadline {
-            let seen: Vec<String> = spans
-                .iter()
-                .map(|s| format!("{} kind={} {:?}", s.name, s.kind, attributes(&s.attributes)))
-                .collect();
-            panic!("no AddComment request span within 60 s; the spans exported: {seen:#?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        let seen: Vec<String> = spans
+            .iter()
+            .map(|s| format!("{} kind={} {:?}", s.name, s.kind, attributes(&s.attributes)))
+            .collect();
+        Err(format!(
+            "no AddComment request span; the spans exported: {seen:#?}"
+        ))
+    })
+    .await;
     let request = &request;
     assert_eq!(hex(&request.trace_id), TRACE_ID);
     assert_eq!(hex(&request.parent_span_id), CALLER_SPAN_ID);

@@ -1,4 +1,4 @@
-//! Taking the data along (issue 17): export, import and backup.
+//! Taking the data along: export, import and backup.
 //!
 //! - A blog built through the API (users, renames, posts, comments, likes, deletes, an
 //!   erased account) goes through export and import into an empty store, on each backend,

@@ -1,80 +1,37 @@
-//! The real application for a browser: served on a port the system chose, on a fresh embedded
-//! store, with the change-feed pump and the development sign-in (`header` mode on loopback).
+//! The real application for a browser: testkit's application on a fresh embedded store, with
+//! the change-feed pump and the development sign-in (`header` mode on loopback), plus the API
+//! calls the browser tests make around what the browser does.
 
-use std::sync::Arc;
+use reqwest::StatusCode;
+use serde_json::Value;
+use testkit::{Backend, TestApp};
 
-use clap::Parser;
-use cosmos_blog::auth::AuthSettings;
-use cosmos_blog::platform::Platform;
-use cosmos_blog::settings::Settings;
-use cosmos_blog::startup::Application;
-use cosmos_blog::store::Store;
-use cosmos_blog::store::embedded::EmbeddedStore;
-use tempfile::TempDir;
-use tokio::sync::oneshot;
-
-/// A running blog; dropping it stops the server and removes its store.
-pub struct Blog {
-    /// `http://127.0.0.1:PORT`
-    pub address: String,
-    _stop: oneshot::Sender<()>,
-    _data_dir: TempDir,
+pub async fn spawn() -> TestApp {
+    TestApp::spawn(Backend::Embedded).start().await
 }
 
-/// The settings as flags: parsed like the binary's own, so every setting added later keeps its
-/// default here. Explicit flags win over the environment the tests run in.
-#[derive(Parser)]
-struct Flags {
-    #[command(flatten)]
-    settings: Settings,
+/// Writes a post through the API (as a script would: no browser, so no `Origin`); returns
+/// its id.
+pub async fn new_post(app: &TestApp, author: &str, title: &str, content: &str) -> String {
+    let post = app.new_post(author, title, content).await;
+    post["id"].as_str().expect("the post's id").to_owned()
 }
 
-impl Blog {
-    pub async fn spawn() -> Self {
-        let data_dir = TempDir::new().expect("temp dir");
-        let settings = settings_for(&data_dir);
-        let store: Arc<dyn Store> = Arc::new(
-            EmbeddedStore::open_with(&settings.store.embedded_path(), settings.store.tenancy)
-                .expect("embedded store"),
-        );
-        let app = Application::with_store(&settings, Arc::clone(&store))
-            .await
-            .expect("application builds");
-        let address = format!("http://127.0.0.1:{}", app.port());
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(app.run_until(async {
-            let _ = stopped.await;
-        }));
-        Self {
-            address,
-            _stop: stop,
-            _data_dir: data_dir,
-        }
-    }
-
-    /// The absolute URL of `path` on this blog.
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.address)
-    }
+/// Comments on a post through the API.
+pub async fn comment(app: &TestApp, author: &str, post_id: &str, content: &str) {
+    let response = app.comment(author, post_id, content).await;
+    assert_eq!(response.status(), StatusCode::CREATED, "comment");
 }
 
-fn settings_for(data_dir: &TempDir) -> Settings {
-    let data_dir = data_dir.path().to_str().expect("a UTF-8 temp dir");
-    let flags = Flags::try_parse_from([
-        "cosmos-blog",
-        "--port=0",
-        "--bind-address=127.0.0.1",
-        "--auth=header",
-        "--change-feed=pump",
-        "--tenancy=single",
-        &format!("--data-dir={data_dir}"),
-    ])
-    .expect("valid flags");
-    Settings {
-        auth: AuthSettings {
-            platform: Platform::default(),
-            ..flags.settings.auth
-        },
-        ..flags.settings
-    }
+/// Likes a post through the API.
+pub async fn like(app: &TestApp, caller: &str, post_id: &str) {
+    let response = app.like(caller, post_id).await;
+    assert_eq!(response.status(), StatusCode::CREATED, "like");
+}
+
+/// The first page of a list the API reads straight from the store (a post's likes or
+/// comments): what was stored, whatever the pages show.
+pub async fn stored_items(app: &TestApp, path: &str) -> Vec<Value> {
+    let page = app.get_json(path).await;
+    page["items"].as_array().expect("items").clone()
 }

@@ -43,13 +43,33 @@ where
     };
     let driver = Driver::start(&tools.chromedriver);
     let client = driver.session(&tools.chromium, script).await;
-    let outcome = AssertUnwindSafe(test(client.clone())).catch_unwind().await;
+    let outcome = AssertUnwindSafe(async {
+        assert_script_is(&client, script).await;
+        test(client.clone()).await;
+    })
+    .catch_unwind()
+    .await;
     let closed = client.close().await;
     drop(driver);
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
     closed.expect("the browser session closes");
+}
+
+/// Checks that pages run their script exactly when asked: a page whose inline script retitles
+/// it keeps its first title with [`Script::Off`].
+async fn assert_script_is(client: &Client, script: Script) {
+    client
+        .goto("data:text/html,<title>before</title><script>document.title='after'</script>")
+        .await
+        .expect("a data: page opens");
+    let expected = match script {
+        Script::On => "after",
+        Script::Off => "before",
+    };
+    let title = client.title().await.expect("the page's title");
+    assert_eq!(title, expected, "the browser runs page scripts: {script:?}");
 }
 
 /// The two programs a browser test needs.

@@ -1,33 +1,71 @@
 //! The blog in a real browser: headless Chromium, driven over WebDriver, reads and writes the
-//! pages of the real application with JavaScript on and off, and hostile text never runs.
-//! Without Chromium these tests say how to install it and skip (they fail where `CI` is set).
+//! pages of the real application with JavaScript on and off, hostile text never runs, and
+//! another origin's forms are refused. Without Chromium these tests say how to install it and
+//! skip (they fail where `CI` is set). One browser session per test.
 
 mod blog;
 mod chromium;
+mod cross_site;
+mod hostile;
+mod journey;
+mod pages;
+mod screenshots;
 
-use fantoccini::Locator;
-
-use blog::Blog;
 use chromium::{Script, with_browser};
+use pages::Visitor;
 
 #[tokio::test]
-async fn a_headless_browser_opens_the_served_application() {
-    let blog = Blog::spawn().await;
+async fn two_people_use_the_blog_with_javascript() {
+    let app = blog::spawn().await;
     with_browser(
-        "a_headless_browser_opens_the_served_application",
+        "two_people_use_the_blog_with_javascript",
         Script::On,
-        |client| async move {
-            client
-                .goto(&blog.url("/api/docs"))
-                .await
-                .expect("the page opens");
-            client
-                .wait()
-                .for_element(Locator::Css("#swagger-ui .title"))
-                .await
-                .expect("Swagger UI renders the API's title with its script");
-            assert_eq!(client.title().await.expect("a title"), "cosmos-blog API");
+        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::On),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn two_people_use_the_blog_without_javascript() {
+    let app = blog::spawn().await;
+    with_browser(
+        "two_people_use_the_blog_without_javascript",
+        Script::Off,
+        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::Off),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hostile_text_never_runs() {
+    let app = blog::spawn().await;
+    with_browser("hostile_text_never_runs", Script::On, |client| {
+        hostile::hostile_text_never_runs(Visitor::new(client, &app.address))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_form_from_another_origin_is_refused() {
+    let app = blog::spawn().await;
+    with_browser(
+        "a_form_from_another_origin_is_refused",
+        Script::On,
+        |client| {
+            cross_site::a_form_from_another_origin_is_refused(
+                Visitor::new(client, &app.address),
+                &app,
+            )
         },
     )
+    .await;
+}
+
+#[tokio::test]
+async fn the_front_page_and_a_post_page() {
+    let app = blog::spawn().await;
+    with_browser("the_front_page_and_a_post_page", Script::On, |client| {
+        screenshots::the_front_page_and_a_post_page(Visitor::new(client, &app.address), &app)
+    })
     .await;
 }

@@ -1,7 +1,7 @@
 //! The reader connections, taken by each read off the async runtime, and each reader's
 //! cache of feed pages.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 use serde_json::Value;
@@ -16,6 +16,9 @@ pub(super) struct Reader {
     /// Most recent first, at most [`CACHED_FEED_PAGES`].
     feed: Vec<CachedPage>,
 }
+
+/// Statements each reader keeps prepared.
+const READER_STATEMENTS: usize = 64;
 
 /// Feed pages a reader keeps: one per feed in the `single` layout, and in `multi` the feeds
 /// of the tenants read most recently (each tenant has its own).
@@ -35,6 +38,10 @@ struct CachedPage {
 
 impl Reader {
     pub(super) fn new(conn: Connection) -> Self {
+        // Every kind of read keeps its statement prepared: the API's queries, the pump's,
+        // and the rebuild's are a few dozen SQL texts, more than rusqlite's default of 16,
+        // and a statement prepared again costs more than the read of a partition.
+        conn.set_prepared_statement_cache_capacity(READER_STATEMENTS);
         Self {
             conn,
             feed: Vec::new(),
@@ -50,7 +57,8 @@ impl Reader {
         // than it is (one needless re-read), never newer.
         let data_version: i64 = self
             .conn
-            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
             .map_err(sql_error)?;
         // Pages of an older version can never be served again.
         self.feed
@@ -80,31 +88,54 @@ impl Reader {
     }
 }
 
+/// How much a read may touch, which decides where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// One item or one logical partition (a page of at most a hundred items): from the page
+    /// cache this takes microseconds, less than handing it to another thread and back (the
+    /// wake-ups of that hop were a fifth of the server's samples under a query load), so it
+    /// runs on the calling thread when a reader is free.
+    Partition,
+    /// Many partitions or the change log: may take long, so it runs on a blocking thread,
+    /// off the async runtime.
+    Wide,
+}
+
 impl EmbeddedStore {
-    /// Runs `work` on a free reader connection, off the async runtime.
+    /// Runs `work` on a free reader connection: a [`Reach::Partition`] read on the calling
+    /// thread when a reader is free, anything else off the async runtime.
     pub(super) async fn read<T: Send + 'static>(
         &self,
+        reach: Reach,
         work: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        self.with_reader(move |reader| work(&reader.conn)).await
+        self.with_reader(reach, move |reader| work(&reader.conn))
+            .await
     }
 
     pub(super) async fn with_reader<T: Send + 'static>(
         &self,
+        reach: Reach,
         work: impl FnOnce(&mut Reader) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
+        if reach == Reach::Partition
+            && let Some(mut reader) = free_reader(&self.shared.readers)
+        {
+            return work(&mut reader);
+        }
         let shared = Arc::clone(&self.shared);
         tokio::task::spawn_blocking(move || {
-            let mut reader = shared
-                .readers
-                .iter()
-                .find_map(|reader| reader.try_lock().ok())
-                .unwrap_or_else(|| lock(&shared.readers[0]));
+            let mut reader =
+                free_reader(&shared.readers).unwrap_or_else(|| lock(&shared.readers[0]));
             work(&mut reader)
         })
         .await
         .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
     }
+}
+
+fn free_reader(readers: &[Mutex<Reader>]) -> Option<MutexGuard<'_, Reader>> {
+    readers.iter().find_map(|reader| reader.try_lock().ok())
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@ use async_trait::async_trait;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 
+use super::readers::Reach;
 use super::schema::LIVE;
 use super::sql::run_query;
 use super::writer::{apply, written};
 use super::{EmbeddedStore, etag_for, parse_body, parse_checkpoint, sql_error};
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
+    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
 };
 
 #[async_trait]
@@ -33,7 +34,7 @@ impl Store for EmbeddedStore {
         id: &str,
     ) -> StoreResult<Option<Document>> {
         let (pk, id) = (pk.to_json_array(), id.to_owned());
-        self.read(move |conn| {
+        self.read(Reach::Partition, move |conn| {
             let row = conn
                 .prepare_cached(&format!(
                     "SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 \
@@ -158,10 +159,16 @@ impl Store for EmbeddedStore {
         let query = query.clone();
         if container == Container::Feed {
             return self
-                .with_reader(move |reader| reader.feed_query(&query, &page))
+                .with_reader(Reach::Partition, move |reader| {
+                    reader.feed_query(&query, &page)
+                })
                 .await;
         }
-        self.read(move |conn| run_query(conn, container, &query, &page))
+        let reach = match query.scope {
+            QueryScope::Partition(_) => Reach::Partition,
+            QueryScope::Prefix(_) | QueryScope::CrossPartition => Reach::Wide,
+        };
+        self.read(reach, move |conn| run_query(conn, container, &query, &page))
             .await
     }
 
@@ -173,7 +180,7 @@ impl Store for EmbeddedStore {
     ) -> StoreResult<ChangeBatch> {
         let after = parse_checkpoint(since)?;
         let limit = i64::try_from(max_items.max(1)).unwrap_or(i64::MAX);
-        self.read(move |conn| {
+        self.read(Reach::Wide, move |conn| {
             let mut statement = conn
                 .prepare_cached(
                     "SELECT body, lsn, ts FROM items WHERE container = ?1 AND lsn > ?2

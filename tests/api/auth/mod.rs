@@ -1,4 +1,4 @@
-//! Authentication modes (issue 8): `header` and `easyauth` in `modes`, `jwt` in `jwt`; through
+//! Authentication modes (who the caller is): `header` and `easyauth` in `modes`, `jwt` in `jwt`; through
 //! the HTTP API of the real application (on both backends wherever the store plays a role)
 //! and through the real binary started with the platform's environment variables.
 

@@ -1,0 +1,196 @@
+//! The ceiling phase (`--only ceiling`): every query route beside the server's cheapest one,
+//! the readiness probe `GET /`, on one data set and one server. Each query is one request to
+//! one logical partition, so it should cost little more than that probe: the phase prints
+//! each route's throughput as a share of the probe's.
+//!
+//! The routes take turns in short runs, round after round, so that whatever else the machine
+//! does (other processes, the pump settling) falls on all of them alike. It runs once with
+//! telemetry export off and once exporting to an OTLP/HTTP collector.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cosmos_blog::store::Store;
+
+use crate::generate::Dataset;
+use crate::load::{Client, Kind, LoadConfig, Summary, catch_up, phase, serve};
+use crate::stats::ms;
+
+/// The routes, the readiness probe (the ceiling) first.
+pub const ROUTES: [Kind; 7] = [
+    Kind::Ready,
+    Kind::User,
+    Kind::Post,
+    Kind::UserPosts,
+    Kind::Comments,
+    Kind::Likes,
+    Kind::Feed,
+];
+
+/// Runs of every route, each `config.phase / ROUNDS` long.
+pub const ROUNDS: u32 = 3;
+
+/// One route's figures over all rounds.
+#[derive(Debug, Clone)]
+pub struct RouteFigures {
+    pub kind: Kind,
+    pub served: usize,
+    pub errors: usize,
+    pub elapsed: Duration,
+    /// The median of the rounds' medians.
+    pub p50: Duration,
+    /// The worst round's 99th percentile.
+    pub p99: Duration,
+}
+
+impl RouteFigures {
+    pub fn throughput(&self) -> f64 {
+        self.served as f64 / self.elapsed.as_secs_f64().max(f64::EPSILON)
+    }
+}
+
+/// The figures of one server: telemetry export off, or on.
+#[derive(Debug, Clone)]
+pub struct CeilingRun {
+    pub export: String,
+    pub routes: Vec<RouteFigures>,
+}
+
+impl CeilingRun {
+    fn ceiling(&self) -> f64 {
+        self.routes
+            .iter()
+            .find(|route| route.kind == Kind::Ready)
+            .map_or(0.0, RouteFigures::throughput)
+    }
+
+    fn figures(&self, kind: Kind) -> Option<&RouteFigures> {
+        self.routes.iter().find(|route| route.kind == kind)
+    }
+}
+
+/// Serves `store` with telemetry export off, then exporting to `otlp_endpoint` (or, without
+/// one, to a collector in this process that accepts everything), and measures both.
+pub async fn run(
+    store: Arc<dyn Store>,
+    data: Dataset,
+    config: &LoadConfig,
+    otlp_endpoint: Option<&str>,
+    log: impl Fn(&str),
+) -> anyhow::Result<Vec<CeilingRun>> {
+    let data = Arc::new(data);
+    let collector = match otlp_endpoint {
+        Some(endpoint) => endpoint.to_owned(),
+        None => format!("http://{}", accepting_collector().await?),
+    };
+    let mut runs = Vec::new();
+    for endpoint in [None, Some(collector.as_str())] {
+        let export = match endpoint {
+            None => "telemetry export off".to_owned(),
+            Some(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
+        };
+        log(&format!("ceiling, {export}"));
+        let served = serve(Arc::clone(&store), config.concurrency, endpoint).await?;
+        let routes = measure(&served.client, &data, config, &log).await;
+        served.stop().await?;
+        runs.push(CeilingRun {
+            export,
+            routes: routes?,
+        });
+    }
+    Ok(runs)
+}
+
+async fn measure(
+    client: &Client,
+    data: &Arc<Dataset>,
+    config: &LoadConfig,
+    log: &impl Fn(&str),
+) -> anyhow::Result<Vec<RouteFigures>> {
+    log("waiting for the change-feed pump to catch up with the loaded data");
+    catch_up(client, data).await?;
+    let turn = config.phase / ROUNDS;
+    let mut rounds: Vec<Vec<(Summary, Duration)>> = vec![Vec::new(); ROUTES.len()];
+    for round in 1..=ROUNDS {
+        log(&format!("round {round} of {ROUNDS}"));
+        for (kind, runs) in ROUTES.iter().zip(&mut rounds) {
+            let measured = phase(kind.label(), client, data, &[(*kind, 1)], config, turn).await?;
+            runs.push((measured.total, measured.elapsed));
+        }
+    }
+    Ok(ROUTES
+        .iter()
+        .zip(rounds)
+        .map(|(kind, runs)| combine(*kind, &runs))
+        .collect())
+}
+
+fn combine(kind: Kind, runs: &[(Summary, Duration)]) -> RouteFigures {
+    let mut medians: Vec<Duration> = runs.iter().map(|(summary, _)| summary.p50).collect();
+    medians.sort_unstable();
+    let errors: usize = runs.iter().map(|(summary, _)| summary.errors).sum();
+    RouteFigures {
+        kind,
+        served: runs
+            .iter()
+            .map(|(summary, _)| summary.requests)
+            .sum::<usize>()
+            - errors,
+        errors,
+        elapsed: runs.iter().map(|(_, elapsed)| *elapsed).sum(),
+        p50: medians.get(medians.len() / 2).copied().unwrap_or_default(),
+        p99: runs
+            .iter()
+            .map(|(summary, _)| summary.p99)
+            .max()
+            .unwrap_or_default(),
+    }
+}
+
+/// An OTLP/HTTP collector on a loopback port that answers every export with an empty
+/// success, as a collector that keeps up does; it lives as long as the process.
+async fn accepting_collector() -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let accept_all = axum::Router::new().fallback(|| async { axum::http::StatusCode::OK });
+    tokio::spawn(async move { axum::serve(listener, accept_all).await });
+    Ok(address)
+}
+
+/// The figures of both runs as markdown: one table, a row per route.
+pub fn markdown(out: &mut String, runs: &[CeilingRun], concurrency: usize) {
+    let [off, on] = runs else {
+        return;
+    };
+    out.push_str(&format!(
+        "\n### The ceiling: each route beside the readiness route\n\n\
+         {concurrency} connections; the routes take turns, {ROUNDS} rounds. Export off, then \
+         {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
+         | route | req/s (off) | share of `GET /` | p50 ms | p99 ms | req/s (export on) | share | p99 ms | on vs off |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+        on.export
+    ));
+    for kind in ROUTES {
+        let (Some(a), Some(b)) = (off.figures(kind), on.figures(kind)) else {
+            continue;
+        };
+        let errors = if a.errors + b.errors > 0 {
+            format!(" ({} errors)", a.errors + b.errors)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "| {}{errors} | {:.0} | {:.0} % | {:.2} | {:.2} | {:.0} | {:.0} % | {:.2} | {:+.1} % |\n",
+            kind.label(),
+            a.throughput(),
+            100.0 * a.throughput() / off.ceiling().max(f64::EPSILON),
+            ms(a.p50),
+            ms(a.p99),
+            b.throughput(),
+            100.0 * b.throughput() / on.ceiling().max(f64::EPSILON),
+            ms(b.p99),
+            100.0 * (b.throughput() / a.throughput().max(f64::EPSILON) - 1.0),
+        ));
+    }
+}

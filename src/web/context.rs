@@ -1,0 +1,272 @@
+//! What every page needs besides its own content: where the blog's pages are (its base
+//! path), who is looking, how one signs in and out in this authentication mode, the form
+//! token, and the asset URLs; and how a rendered page becomes a response.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use super::assets;
+use super::guard;
+use crate::api::AppState;
+use crate::auth::Authenticator;
+use crate::domain::{TenantId, UserId};
+use crate::problem::Problem;
+
+/// What a path segment or a query value may keep unencoded (RFC 3986's unreserved).
+const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `text` percent-encoded for a path segment or a query value.
+pub fn encode(text: &str) -> String {
+    utf8_percent_encode(text, COMPONENT).to_string()
+}
+
+/// Where the addressed blog's pages start: empty in `single`, `/tenants/{tenantId}` in
+/// `multi` (in a request's extensions, set where the tenant route hands the request on).
+#[derive(Debug, Clone, Default)]
+pub struct PageBase(pub String);
+
+impl PageBase {
+    pub fn of_tenant(tenant: &TenantId) -> Self {
+        Self(format!("/tenants/{}", encode(tenant.as_str())))
+    }
+}
+
+/// How a reader signs in and out, by authentication mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// `header` (development): a sign-in page sets a cookie.
+    Development,
+    /// `easyauth`: App Service Authentication's own endpoints.
+    EasyAuth,
+    /// `jwt`: a browser has no token to send, so the pages only read.
+    ReadOnly,
+}
+
+impl Identity {
+    fn of(auth: &Authenticator) -> Self {
+        match auth {
+            Authenticator::DevelopmentHeader => Self::Development,
+            Authenticator::TrustedHeader | Authenticator::EasyAuthDisabled => Self::EasyAuth,
+            Authenticator::Jwt(_) => Self::ReadOnly,
+        }
+    }
+}
+
+/// The request's page context: every page handler takes it.
+pub struct PageContext {
+    pub base: String,
+    /// The path (and query) the browser asked for, as it sent it: where sign-in returns.
+    pub here: String,
+    pub viewer: Option<UserId>,
+    pub identity: Identity,
+    headers: HeaderMap,
+    /// The form token, once a page with a form asked for it.
+    csrf: Option<(String, Option<HeaderValue>)>,
+}
+
+impl FromRequestParts<AppState> for PageContext {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        Ok(Self::new(&state.auth, &parts.headers, &parts.extensions, &parts.uri).await)
+    }
+}
+
+impl PageContext {
+    async fn new(
+        auth: &Arc<Authenticator>,
+        headers: &HeaderMap,
+        extensions: &axum::http::Extensions,
+        uri: &axum::http::Uri,
+    ) -> Self {
+        let base = extensions.get::<PageBase>().cloned().unwrap_or_default().0;
+        let identity = Identity::of(auth);
+        let viewer = match identity {
+            Identity::ReadOnly => None,
+            _ => auth.caller(headers).await.ok(),
+        };
+        let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
+        let here = match path_and_query {
+            "/" if !base.is_empty() => format!("{base}/"),
+            other => format!("{base}{other}"),
+        };
+        let mut context = Self {
+            base,
+            here,
+            viewer,
+            identity,
+            headers: headers.clone(),
+            csrf: None,
+        };
+        if context.viewer.is_some() {
+            context.ensure_form_token();
+        }
+        context
+    }
+
+    /// The context of an error page, made before the request is handled.
+    pub async fn for_error(state: &AppState, request: &Parts) -> Self {
+        let mut context = Self::new(
+            &state.auth,
+            &request.headers,
+            &request.extensions,
+            &request.uri,
+        )
+        .await;
+        if let Some(tenant) = request
+            .uri
+            .path()
+            .strip_prefix("/tenants/")
+            .and_then(|rest| rest.split('/').next())
+        {
+            context.base = format!("/tenants/{tenant}");
+        }
+        context
+    }
+
+    /// A form token for this page (a cookie is set with it when the browser has none).
+    pub fn ensure_form_token(&mut self) -> &str {
+        let headers = &self.headers;
+        &self
+            .csrf
+            .get_or_insert_with(|| guard::form_token(headers))
+            .0
+    }
+
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// `https://host` as the request names it (behind a proxy, as the proxy says), or empty:
+    /// what makes a path an absolute URL for feed readers and link previews.
+    pub fn site_root(&self) -> String {
+        site_root(&self.headers)
+    }
+
+    /// The layout's part of a page.
+    pub fn layout(&self, title: impl Into<String>, description: impl Into<String>) -> Layout {
+        let here = encode(&self.here);
+        let (sign_in, sign_out) = match self.identity {
+            Identity::Development => (format!("/sign-in?return={here}"), None),
+            Identity::EasyAuth => (
+                format!("/.auth/login/aad?post_login_redirect_uri={here}"),
+                Some(format!(
+                    "/.auth/logout?post_logout_redirect_uri={}",
+                    encode(&format!("{}/", self.base))
+                )),
+            ),
+            Identity::ReadOnly => (String::new(), None),
+        };
+        Layout {
+            title: title.into(),
+            description: description.into(),
+            home: format!("{}/", self.base),
+            base: self.base.clone(),
+            viewer: self.viewer.as_ref().map(|v| v.as_str().to_owned()),
+            viewer_href: self
+                .viewer
+                .as_ref()
+                .map(|v| format!("{}/users/{}", self.base, encode(v.as_str())))
+                .unwrap_or_default(),
+            read_only: self.identity == Identity::ReadOnly,
+            sign_in,
+            sign_out_link: sign_out,
+            here: self.here.clone(),
+            csrf: self
+                .csrf
+                .as_ref()
+                .map(|(t, _)| t.clone())
+                .unwrap_or_default(),
+            css: assets::css_url(),
+            script: assets::script_url(),
+            feed: format!("{}/feed.atom", self.base),
+            author_feed: None,
+            og: None,
+        }
+    }
+
+    /// `page` as the response, with `status`, the form token's cookie if new, and caching
+    /// that suits it: a signed-in reader's pages are theirs alone.
+    pub fn respond(&self, status: StatusCode, page: &impl Template) -> Response {
+        let html = match page.render() {
+            Ok(html) => html,
+            Err(e) => {
+                tracing::error!(error = %e, "a page did not render");
+                return Problem::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "something went wrong on our side; it has been logged",
+                )
+                .into_response();
+            }
+        };
+        let mut response = (status, html).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        let cache = if self.viewer.is_some() || self.csrf.is_some() {
+            "private, no-cache"
+        } else {
+            "no-cache"
+        };
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+        headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+        if let Some((_, Some(set_cookie))) = &self.csrf {
+            headers.append(header::SET_COOKIE, set_cookie.clone());
+        }
+        response
+    }
+}
+
+/// `https://host` as `headers` name it (behind a proxy, as the proxy says), or empty.
+pub fn site_root(headers: &HeaderMap) -> String {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(host) = header("x-forwarded-host").or_else(|| header(header::HOST.as_str())) else {
+        return String::new();
+    };
+    let loopback = host.starts_with("127.0.0.1") || host.starts_with("localhost");
+    let scheme = header("x-forwarded-proto").unwrap_or(if loopback { "http" } else { "https" });
+    format!("{scheme}://{host}")
+}
+
+/// A page's head and chrome: title, description, navigation, sign-in state.
+pub struct Layout {
+    pub title: String,
+    pub description: String,
+    pub home: String,
+    pub base: String,
+    pub viewer: Option<String>,
+    pub viewer_href: String,
+    pub read_only: bool,
+    /// Where "Sign in" goes (empty when the pages only read).
+    pub sign_in: String,
+    /// Easy Auth's sign-out link; `None` where signing out is a form (development).
+    pub sign_out_link: Option<String>,
+    pub here: String,
+    pub csrf: String,
+    pub css: &'static str,
+    pub script: &'static str,
+    pub feed: String,
+    /// An author's feed, on the author's page.
+    pub author_feed: Option<String>,
+    pub og: Option<OpenGraph>,
+}
+
+/// A post page's Open Graph tags.
+pub struct OpenGraph {
+    pub title: String,
+    pub description: String,
+    pub url: String,
+}

@@ -1,0 +1,263 @@
+//! The browser is hostile territory: what keeps another site from writing in a reader's name,
+//! and what every page's response says to the browser about itself.
+//!
+//! - Cross-site requests: every unsafe request (not GET, HEAD or OPTIONS), to a page or to the
+//!   JSON API, whose `Sec-Fetch-Site` says another site sent it, or whose `Origin` is neither
+//!   this site nor an allowed CORS origin, is refused with a 403 problem before any handler
+//!   runs. A request with neither header (curl, another server) is not a browser's and stays
+//!   allowed: a browser always sends one of them with an unsafe request.
+//! - Forms carry a CSRF token as well (signed double submit): the token is in a cookie and in
+//!   a hidden field, and the two must agree and carry this server's signature.
+//! - Headers: a strict Content-Security-Policy (nothing inline, nothing from other origins,
+//!   no framing), `nosniff` and a referrer policy on every response outside `/api`.
+
+use std::sync::LazyLock;
+
+use aws_lc_rs::hmac;
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::auth::cookie;
+use crate::problem::Problem;
+
+/// The cookie and the form field that carry the CSRF token.
+pub const CSRF_COOKIE: &str = "blog_csrf";
+pub const CSRF_FIELD: &str = "csrf";
+
+/// The app setting that pins the key the CSRF tokens are signed with: needed when several
+/// instances serve one site (a token one signed must pass on the others). Without it each
+/// process draws a key of its own.
+pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
+     base-uri 'none'; frame-ancestors 'none'";
+
+static CSRF_KEY: LazyLock<hmac::Key> = LazyLock::new(|| {
+    let secret = match std::env::var(CSRF_KEY_SETTING) {
+        Ok(pinned) if !pinned.is_empty() => pinned.into_bytes(),
+        _ => {
+            let mut drawn = [0u8; 32];
+            // The system's generator failing is a broken machine: a zero key would still be
+            // unknown to other sites' pages, which is all the token has to be.
+            let _ = SystemRandom::new().fill(&mut drawn);
+            drawn.to_vec()
+        }
+    };
+    hmac::Key::new(hmac::HMAC_SHA256, &secret)
+});
+
+/// The allowed CORS origins (`BLOG_CORS_ORIGINS`), which may also write cross-site.
+#[derive(Debug, Clone, Default)]
+pub struct AllowedOrigins(pub Vec<String>);
+
+/// A CSRF token: a random nonce and its signature.
+fn new_token() -> String {
+    let mut nonce = [0u8; 18];
+    let _ = SystemRandom::new().fill(&mut nonce);
+    let nonce = URL_SAFE_NO_PAD.encode(nonce);
+    let tag = hmac::sign(&CSRF_KEY, nonce.as_bytes());
+    format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+}
+
+fn is_signed(token: &str) -> bool {
+    let Some((nonce, tag)) = token.split_once('.') else {
+        return false;
+    };
+    URL_SAFE_NO_PAD
+        .decode(tag)
+        .is_ok_and(|tag| hmac::verify(&CSRF_KEY, nonce.as_bytes(), &tag).is_ok())
+}
+
+/// The token a page's forms carry: the request's own cookie when it is one of ours, else a
+/// new one with the `Set-Cookie` that stores it.
+pub fn form_token(headers: &HeaderMap) -> (String, Option<HeaderValue>) {
+    if let Some(existing) = cookie(headers, CSRF_COOKIE).filter(|t| is_signed(t)) {
+        return (existing, None);
+    }
+    let token = new_token();
+    let set_cookie = HeaderValue::from_str(&format!(
+        "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+    ))
+    .ok();
+    (token, set_cookie)
+}
+
+/// Whether a posted form's token is the one in its cookie, signed by this server.
+pub fn token_matches(headers: &HeaderMap, posted: &str) -> bool {
+    cookie(headers, CSRF_COOKIE).is_some_and(|stored| stored == posted && is_signed(&stored))
+}
+
+pub fn forged_form() -> Problem {
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "csrf-token",
+        "this form was not sent from one of this site's pages (or it is too old): reload the \
+         page and send it again",
+    )
+}
+
+/// Refuses unsafe requests that another site's page sent (see the module's comment).
+pub async fn refuse_cross_site(
+    State(allowed): State<AllowedOrigins>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if is_safe(request.method()) || !is_cross_site(request.headers(), &allowed) {
+        return next.run(request).await;
+    }
+    tracing::debug!(method = %request.method(), path = request.uri().path(), "cross-site write refused");
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "cross-site-request",
+        "this request came from another site's page; nothing was changed",
+    )
+    .into_response()
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+fn is_cross_site(headers: &HeaderMap, allowed: &AllowedOrigins) -> bool {
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let allowed_origin = origin.is_some_and(|o| allowed.0.iter().any(|a| a == o));
+    if allowed_origin {
+        return false;
+    }
+    // Each value counts: a request that says both "same-origin" and "cross-site" is refused.
+    let mut sites = headers
+        .get_all("sec-fetch-site")
+        .iter()
+        .map(|v| v.to_str().unwrap_or("cross-site"))
+        .peekable();
+    if sites.peek().is_some() {
+        return sites.any(|site| !matches!(site, "same-origin" | "none"));
+    }
+    origin.is_some_and(|origin| !is_own_origin(headers, origin))
+}
+
+/// Whether `origin` names the host the request was sent to (as the client or a proxy in
+/// front says: `Host`, or `X-Forwarded-Host`). The scheme is left out: TLS may end before
+/// this server. A page can set neither header on a cross-site request.
+fn is_own_origin(headers: &HeaderMap, origin: &str) -> bool {
+    let Some((_, authority)) = origin.split_once("://") else {
+        return false; // `null` and other opaque origins
+    };
+    ["x-forwarded-host", header::HOST.as_str()]
+        .iter()
+        .filter_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .any(|host| host.eq_ignore_ascii_case(authority))
+}
+
+/// The headers every response outside `/api` carries.
+pub async fn page_headers(request: Request, next: Next) -> Response {
+    let is_api = request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    if !is_api {
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
+        headers.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        );
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn fetch_metadata_and_origin_tell_cross_site_requests() {
+        let none = AllowedOrigins::default();
+        let front = AllowedOrigins(vec!["https://front.example".into()]);
+        for (pairs, cross) in [
+            (vec![], false),
+            (vec![("sec-fetch-site", "same-origin")], false),
+            (vec![("sec-fetch-site", "none")], false),
+            (vec![("sec-fetch-site", "same-site")], true),
+            (vec![("sec-fetch-site", "cross-site")], true),
+            (
+                vec![
+                    ("sec-fetch-site", "same-origin"),
+                    ("sec-fetch-site", "cross-site"),
+                ],
+                true,
+            ),
+            (
+                vec![("host", "blog.example"), ("origin", "https://blog.example")],
+                false,
+            ),
+            (
+                vec![
+                    ("host", "blog.example"),
+                    ("origin", "https://elsewhere.example"),
+                ],
+                true,
+            ),
+            (vec![("host", "blog.example"), ("origin", "null")], true),
+            (
+                vec![
+                    ("host", "10.0.0.4:8080"),
+                    ("x-forwarded-host", "blog.example"),
+                    ("origin", "https://blog.example"),
+                ],
+                false,
+            ),
+        ] {
+            assert_eq!(is_cross_site(&headers(&pairs), &none), cross, "{pairs:?}");
+        }
+        let from_front = headers(&[
+            ("sec-fetch-site", "cross-site"),
+            ("origin", "https://front.example"),
+        ]);
+        assert!(is_cross_site(&from_front, &none));
+        assert!(
+            !is_cross_site(&from_front, &front),
+            "an allowed CORS origin"
+        );
+    }
+
+    #[test]
+    fn a_token_passes_only_with_its_own_signed_cookie() {
+        let (token, set_cookie) = form_token(&HeaderMap::new());
+        assert!(set_cookie.is_some());
+        let cookie_header = HeaderValue::from_str(&format!("a=b; {CSRF_COOKIE}={token}")).unwrap();
+        let mut with_cookie = HeaderMap::new();
+        with_cookie.insert(header::COOKIE, cookie_header);
+        assert!(token_matches(&with_cookie, &token));
+        assert_eq!(form_token(&with_cookie), (token.clone(), None), "reused");
+        assert!(!token_matches(&with_cookie, "other"));
+        assert!(!token_matches(&HeaderMap::new(), &token), "no cookie");
+        let unsigned = "abc.def";
+        let mut forged = HeaderMap::new();
+        forged.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("{CSRF_COOKIE}={unsigned}")).unwrap(),
+        );
+        assert!(!token_matches(&forged, unsigned), "not signed by us");
+    }
+}

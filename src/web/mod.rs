@@ -1,0 +1,312 @@
+//! The blog's web front end: HTML pages, forms, Atom feeds and their static assets, served by
+//! the same binary as the API and built on the same operations ([`crate::blog`]): a page, an
+//! API route and a Functions function are three faces of one operation.
+//!
+//! One door, [`router`]: it serves the pages and hands every other request to the API
+//! application it wraps. `GET /` is the front page for a browser (a request that accepts
+//! HTML) and stays the API's readiness probe for everyone else. In the `multi` layout the
+//! pages of a tenant are under `/tenants/{tenantId}/`, served by the same routes with the
+//! tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
+
+mod assets;
+mod atom;
+mod context;
+mod forms;
+pub mod guard;
+pub mod markdown;
+mod pages;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use tower::ServiceExt;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::api::AppState;
+use crate::api::extract::{PathPair, PathParam};
+use crate::domain::TenantId;
+use crate::error::Error;
+use crate::problem::{self, Problem};
+use crate::store::Tenancy;
+use crate::telemetry;
+pub use context::{PageBase, PageContext};
+pub use guard::AllowedOrigins;
+
+/// Where a tenant's pages are in the `multi` layout.
+pub const TENANT_PAGES_PREFIX: &str = "/tenants/{tenantId}";
+
+/// Every page and form of one blog, relative to the blog's root. Which HTTP functions serve
+/// them under the Functions host: `functions::metadata::PAGE_FUNCTIONS` (a test keeps the
+/// two equal).
+fn blog_pages() -> Router<AppState> {
+    Router::new()
+        .route("/", get(pages::front_page))
+        .route("/feed.atom", get(atom::front_feed))
+        .route("/posts/{postId}", get(pages::post_page))
+        .route("/posts/{postId}/likes", get(pages::likes_page))
+        .route("/posts/{postId}/like", post(forms::like))
+        .route("/posts/{postId}/unlike", post(forms::unlike))
+        .route("/posts/{postId}/comments", post(forms::add_comment))
+        .route(
+            "/posts/{postId}/comments/{commentId}/delete",
+            post(forms::delete_comment),
+        )
+        .route(
+            "/posts/{postId}/edit",
+            get(forms::edit_post_page).post(forms::edit_post),
+        )
+        .route("/posts/{postId}/delete", post(forms::delete_post))
+        .route("/users/{userId}", get(pages::author_page))
+        .route("/users/{userId}/feed.atom", get(atom::author_feed))
+        .route(
+            "/write",
+            get(forms::write_page_get).post(forms::create_post),
+        )
+        .route("/account", get(forms::account_page).post(forms::rename))
+        .route(
+            "/account/delete",
+            get(forms::delete_account_page).post(forms::delete_account),
+        )
+}
+
+/// The pages that belong to the site rather than to one blog: sign-in and the assets.
+fn site_pages() -> Router<AppState> {
+    Router::new()
+        .route("/sign-in", get(forms::sign_in_page).post(forms::sign_in))
+        .route("/sign-out", post(forms::sign_out))
+        .route(assets::ROUTE, get(assets::serve))
+}
+
+/// The whole application: the pages, and `api` (the API application, with its own layers)
+/// for every request no page answers. `allowed`: the origins whose pages may call the API
+/// (`BLOG_CORS_ORIGINS`).
+pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
+    let blog = match state.blogs.tenancy() {
+        Tenancy::Single => observed(blog_pages())
+            .layer(middleware::from_fn(answer_conditionally))
+            .with_state(state.clone()),
+        Tenancy::Multi => tenant_pages(state.clone()),
+    };
+    let home = match state.blogs.tenancy() {
+        Tenancy::Single => blog.clone(),
+        Tenancy::Multi => Router::new().route("/", get(no_blog_here)),
+    };
+    let ready = api.clone();
+    Router::new()
+        .route(
+            "/",
+            any(move |request: Request| front_door(home.clone(), ready.clone(), request)),
+        )
+        .merge(observed(site_pages()).with_state(state.clone()))
+        .fallback_service(blog.fallback_service(api))
+        .layer(CatchPanicLayer::custom(panic_page))
+        .layer(middleware::from_fn_with_state(
+            allowed,
+            guard::refuse_cross_site,
+        ))
+        .layer(middleware::from_fn_with_state(state, error_pages))
+        .layer(middleware::from_fn(guard::page_headers))
+}
+
+/// Pages are traced and measured like the API's operations (the API application has its own
+/// layers, so a request it answers is observed once).
+fn observed(pages: Router<AppState>) -> Router<AppState> {
+    pages
+        .route_layer(middleware::from_fn(telemetry::http::note_route))
+        .layer(middleware::from_fn(telemetry::http::observe))
+}
+
+/// `/` is the front page for a browser, and the API's readiness probe for everyone else
+/// (the Functions host, load balancers, the tests and tools that already call it).
+async fn front_door(pages: Router, api: Router, request: Request) -> Response {
+    let target = if wants_html(request.headers()) {
+        pages
+    } else {
+        api
+    };
+    match target.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// Whether the client asked for HTML (a browser's navigation does; API clients do not).
+pub fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|accept| accept.contains("text/html"))
+}
+
+/// The `multi` layout's pages: `/tenants/{tenantId}/<rest>` is the blog page `/<rest>` of that
+/// tenant. `/tenants/{tenantId}` alone is its front page.
+fn tenant_pages(state: AppState) -> Router {
+    let pages = observed(blog_pages())
+        .layer(middleware::from_fn(answer_conditionally))
+        .fallback(|| async { crate::api::route_not_found() })
+        .with_state(state);
+    let (front, root) = (pages.clone(), pages.clone());
+    Router::new()
+        .route(
+            &format!("{TENANT_PAGES_PREFIX}/{{*rest}}"),
+            any(move |PathPair(tenant, _): PathPair, request: Request| {
+                forward_to_tenant(pages.clone(), tenant, request)
+            }),
+        )
+        .route(
+            TENANT_PAGES_PREFIX,
+            any(move |PathParam(tenant): PathParam, request: Request| {
+                forward_to_tenant(front.clone(), tenant, request)
+            }),
+        )
+        .route(
+            &format!("{TENANT_PAGES_PREFIX}/"),
+            any(move |PathParam(tenant): PathParam, request: Request| {
+                forward_to_tenant(root.clone(), tenant, request)
+            }),
+        )
+}
+
+/// `/` of a multi-tenant site, for a browser: the site has no blog of its own.
+async fn no_blog_here() -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "route-not-found",
+        "this site holds many blogs: each one is at /tenants/{its id}/",
+    )
+}
+
+async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> Response {
+    let tenant = match TenantId::parse(&tenant) {
+        Ok(tenant) => tenant,
+        Err(invalid) => return Error::Validation(invalid).into_response(),
+    };
+    let Some(uri) = blog_uri(request.uri()) else {
+        return crate::api::route_not_found().into_response();
+    };
+    let base = PageBase::of_tenant(&tenant);
+    let (parts, body) = request.into_parts();
+    let mut plain = Request::new(body);
+    *plain.method_mut() = parts.method;
+    *plain.uri_mut() = uri;
+    *plain.version_mut() = parts.version;
+    *plain.headers_mut() = parts.headers;
+    plain.extensions_mut().insert(tenant);
+    plain.extensions_mut().insert(base);
+    match pages.oneshot(plain).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// `/tenants/{tenantId}/<rest>?<query>` as `/<rest>?<query>` (`/` for the tenant's root).
+fn blog_uri(uri: &Uri) -> Option<Uri> {
+    let after = uri.path().strip_prefix("/tenants/")?;
+    let rest = after.find('/').map_or("/", |at| &after[at..]);
+    let path = match uri.query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest.to_owned(),
+    };
+    path.parse().ok()
+}
+
+/// Public pages and feeds answer conditional GETs: the `ETag` is a digest of the body, and
+/// an `If-None-Match` that names it is answered `304` without the body.
+async fn answer_conditionally(request: Request, next: Next) -> Response {
+    let conditional =
+        request.method() == axum::http::Method::GET || request.method() == axum::http::Method::HEAD;
+    let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let response = next.run(request).await;
+    if !conditional
+        || response.status() != StatusCode::OK
+        || response.headers().contains_key(header::SET_COOKIE)
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes);
+    let tag = format!(
+        "\"{}\"",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            &digest.as_ref()[..16]
+        )
+    );
+    let Ok(etag) = HeaderValue::from_str(&tag) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    parts.headers.insert(header::ETAG, etag);
+    let matches = if_none_match
+        .as_ref()
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v == "*"
+                || v.split(',')
+                    .any(|t| t.trim().trim_start_matches("W/") == tag)
+        });
+    if matches {
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers.remove(header::CONTENT_LENGTH);
+        return Response::from_parts(parts, axum::body::Body::empty());
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an
+/// error page in the site's layout, with the same status and the problem's code.
+async fn error_pages(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let as_page = !request.uri().path().starts_with("/api/") && wants_html(request.headers());
+    if !as_page {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let context = PageContext::for_error(&state, &parts).await;
+    let response = next.run(Request::from_parts(parts, body)).await;
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == problem::CONTENT_TYPE.as_bytes());
+    if !is_problem {
+        return response;
+    }
+    let status = response.status();
+    let Ok(bytes) = axum::body::to_bytes(response.into_body(), usize::MAX).await else {
+        return status.into_response();
+    };
+    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let code = problem["code"].as_str().unwrap_or("error").to_owned();
+    let detail = problem["detail"].as_str().unwrap_or_default().to_owned();
+    pages::error_page(&context, status, code, detail)
+}
+
+fn panic_page(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a page handler panicked");
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "something went wrong on our side; it has been logged",
+    )
+    .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_page_uri_becomes_the_blog_uri() {
+        let uri: Uri = "/tenants/t%201/posts/a%2Fb?comments=x".parse().unwrap();
+        assert_eq!(blog_uri(&uri).unwrap(), "/posts/a%2Fb?comments=x");
+        let root: Uri = "/tenants/t".parse().unwrap();
+        assert_eq!(blog_uri(&root).unwrap(), "/");
+        let slash: Uri = "/tenants/t/".parse().unwrap();
+        assert_eq!(blog_uri(&slash).unwrap(), "/");
+    }
+}

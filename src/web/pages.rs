@@ -1,0 +1,358 @@
+//! The pages that read: the front page (Q6 from the feed cache), a post with its comments
+//! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
+//! error page. Each makes the store requests of the API queries it shows, no more.
+
+use askama::Template;
+use axum::extract::Query;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::context::{Layout, OpenGraph, PageContext, encode};
+use super::markdown;
+use crate::api::extract::PathParam;
+use crate::api::tenants::{CurrentBlog, CurrentScope};
+use crate::blog::PageSize;
+use crate::domain::{Comment, Like, Post, PostId, UserId};
+use crate::error::Result;
+
+/// How many of the feed's posts the front page shows (the feed holds 100; the page stays
+/// light on a phone).
+pub const FRONT_PAGE_POSTS: usize = 30;
+
+/// Comments, likes and an author's posts per page.
+const PAGE_SIZE: PageSize = PageSize::DEFAULT;
+
+/// A post as a list or a page shows it; every text is escaped by the template.
+pub struct PostView {
+    pub href: String,
+    pub title: String,
+    pub author: String,
+    pub author_href: String,
+    /// ISO 8601, for `<time datetime>`.
+    pub date: String,
+    /// The day, for people.
+    pub day: String,
+    pub short: String,
+    pub comments: u64,
+    pub likes: u64,
+}
+
+impl PostView {
+    pub fn of(post: &Post, base: &str) -> Self {
+        let date = post.creation_date.to_string();
+        Self {
+            href: post_href(base, &post.id),
+            title: post.title.clone(),
+            author: post.user_username.clone(),
+            author_href: user_href(base, &post.user_id),
+            day: date.get(..10).unwrap_or(&date).to_owned(),
+            date,
+            short: post.short().content,
+            comments: post.comment_count,
+            likes: post.like_count,
+        }
+    }
+}
+
+pub fn post_href(base: &str, post_id: &PostId) -> String {
+    format!("{base}/posts/{}", encode(post_id.as_str()))
+}
+
+pub fn user_href(base: &str, user_id: &UserId) -> String {
+    format!("{base}/users/{}", encode(user_id.as_str()))
+}
+
+/// `?continuation=` of a list page.
+#[derive(Deserialize)]
+pub struct Paging {
+    #[serde(default)]
+    continuation: Option<String>,
+}
+
+impl Paging {
+    fn token(&self) -> Option<&str> {
+        self.continuation.as_deref().filter(|t| !t.is_empty())
+    }
+}
+
+fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
+    continuation.map(|token| format!("{path}?continuation={}", encode(token)))
+}
+
+#[derive(Template)]
+#[template(path = "front.html")]
+struct FrontPage {
+    l: Layout,
+    posts: Vec<PostView>,
+}
+
+/// `/`: the newest posts, from the feed cache like `GET /api/feed`.
+pub async fn front_page(
+    context: PageContext,
+    CurrentScope(scope): CurrentScope,
+) -> Result<Response> {
+    let items = scope.feed.items(&scope.blog).await?;
+    let posts = items
+        .iter()
+        .take(FRONT_PAGE_POSTS)
+        .map(|item| serde_json::from_str::<Post>(item).map(|p| PostView::of(&p, &context.base)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let page = FrontPage {
+        l: context.layout(
+            "Cosmos Blog: latest posts",
+            "The newest posts on this blog, with their authors, comments and likes.",
+        ),
+        posts,
+    };
+    Ok(context.respond(StatusCode::OK, &page))
+}
+
+pub struct CommentView {
+    pub id: String,
+    pub author: String,
+    pub author_href: String,
+    pub date: String,
+    pub day: String,
+    pub text: String,
+    pub deletable: bool,
+    pub delete_href: String,
+}
+
+#[derive(Template)]
+#[template(path = "post.html")]
+pub struct PostPage {
+    pub l: Layout,
+    pub post: PostView,
+    pub content_html: String,
+    pub likes_href: String,
+    pub is_author: bool,
+    pub comments: Vec<CommentView>,
+    pub later: Option<String>,
+    pub comment_text: String,
+    pub comment_error: Option<String>,
+}
+
+/// `?comments=` of a post page: the continuation of its comments.
+#[derive(Deserialize)]
+pub struct CommentPaging {
+    #[serde(default)]
+    comments: Option<String>,
+}
+
+/// `/posts/{postId}`: the post (Q2) and a page of its comments (Q4), read side by side.
+pub async fn post_page(
+    context: PageContext,
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(post_id): PathParam,
+    Query(paging): Query<CommentPaging>,
+) -> Result<Response> {
+    let post_id = PostId::parse(&post_id)?;
+    let continuation = paging.comments.as_deref().filter(|t| !t.is_empty());
+    let (post, comments) = tokio::join!(
+        blog.get_post(&post_id),
+        blog.comments(&post_id, PAGE_SIZE, continuation)
+    );
+    let (post, comments) = (post?, comments?);
+    let page = post_page_of(&context, &post, comments.items, comments.continuation, None);
+    Ok(context.respond(StatusCode::OK, &page))
+}
+
+/// The post page; `comment`: a refused comment's text and why, shown beside the form.
+pub fn post_page_of(
+    context: &PageContext,
+    post: &Post,
+    comments: Vec<Comment>,
+    continuation: Option<String>,
+    comment: Option<(String, String)>,
+) -> PostPage {
+    let base = &context.base;
+    let view = PostView::of(post, base);
+    let is_author = context.viewer.as_ref() == Some(&post.user_id);
+    let comments = comments
+        .iter()
+        .map(|c| comment_view(c, base, &view.href, context.viewer.as_ref(), is_author))
+        .collect();
+    let description = post.short().content;
+    let mut l = context.layout(format!("{} · Cosmos Blog", post.title), description.clone());
+    l.og = Some(OpenGraph {
+        title: post.title.clone(),
+        description,
+        url: format!("{}{}", context.site_root(), view.href),
+    });
+    let (comment_text, comment_error) =
+        comment.map_or((String::new(), None), |(t, e)| (t, Some(e)));
+    PostPage {
+        l,
+        likes_href: format!("{}/likes", view.href),
+        later: continuation
+            .map(|token| format!("{}?comments={}#comments", view.href, encode(&token))),
+        content_html: markdown::to_safe_html(&post.content),
+        post: view,
+        is_author,
+        comments,
+        comment_text,
+        comment_error,
+    }
+}
+
+fn comment_view(
+    comment: &Comment,
+    base: &str,
+    post_href: &str,
+    viewer: Option<&UserId>,
+    viewer_is_post_author: bool,
+) -> CommentView {
+    let date = comment.creation_date.to_string();
+    CommentView {
+        id: comment.id.as_str().to_owned(),
+        author: comment.user_username.clone(),
+        author_href: user_href(base, &comment.user_id),
+        day: date.get(..10).unwrap_or(&date).to_owned(),
+        date,
+        text: comment.content.clone(),
+        deletable: viewer_is_post_author || viewer == Some(&comment.user_id),
+        delete_href: format!(
+            "{post_href}/comments/{}/delete",
+            encode(comment.id.as_str())
+        ),
+    }
+}
+
+pub struct LikeView {
+    pub author: String,
+    pub author_href: String,
+    pub date: String,
+    pub day: String,
+}
+
+#[derive(Template)]
+#[template(path = "likes.html")]
+struct LikesPage {
+    l: Layout,
+    title: String,
+    post_href: String,
+    likes: Vec<LikeView>,
+    next: Option<String>,
+}
+
+/// `/posts/{postId}/likes`: a page of the post's likes (Q5). The post's title comes from
+/// the post (Q2), read beside it.
+pub async fn likes_page(
+    context: PageContext,
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(post_id): PathParam,
+    Query(paging): Query<Paging>,
+) -> Result<Response> {
+    let post_id = PostId::parse(&post_id)?;
+    let (post, likes) = tokio::join!(
+        blog.get_post(&post_id),
+        blog.likes(&post_id, PAGE_SIZE, paging.token())
+    );
+    let (post, likes) = (post?, likes?);
+    let post_href = post_href(&context.base, &post_id);
+    let page = LikesPage {
+        l: context.layout(
+            format!("Likes of {} · Cosmos Blog", post.title),
+            format!("Who liked “{}”.", post.title),
+        ),
+        title: post.title.clone(),
+        likes: likes
+            .items
+            .iter()
+            .map(|like| like_view(like, &context.base))
+            .collect(),
+        next: next_href(&format!("{post_href}/likes"), likes.continuation.as_deref()),
+        post_href,
+    };
+    Ok(context.respond(StatusCode::OK, &page))
+}
+
+fn like_view(like: &Like, base: &str) -> LikeView {
+    let date = like.creation_date.to_string();
+    LikeView {
+        author: like.user_username.clone(),
+        author_href: user_href(base, &like.user_id),
+        day: date.get(..10).unwrap_or(&date).to_owned(),
+        date,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "author.html")]
+struct AuthorPage {
+    l: Layout,
+    username: String,
+    feed: String,
+    posts: Vec<PostView>,
+    next: Option<String>,
+}
+
+/// `/users/{userId}`: the author's posts (Q3), newest first, and their username, which every
+/// post carries; an author without posts costs the user's read (Q1) that Q3 makes anyway.
+pub async fn author_page(
+    context: PageContext,
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(user_id): PathParam,
+    Query(paging): Query<Paging>,
+) -> Result<Response> {
+    let user_id = UserId::parse(&user_id)?;
+    let posts = blog.user_posts(&user_id, PAGE_SIZE, paging.token()).await?;
+    let username = match posts.items.first() {
+        Some(post) => post.user_username.clone(),
+        None => blog.get_user(&user_id).await?.username,
+    };
+    let href = user_href(&context.base, &user_id);
+    let feed = format!("{href}/feed.atom");
+    let mut l = context.layout(
+        format!("{username} · Cosmos Blog"),
+        format!("Posts by {username}."),
+    );
+    l.author_feed = Some(feed.clone());
+    let page = AuthorPage {
+        l,
+        username,
+        feed,
+        posts: posts
+            .items
+            .iter()
+            .map(|p| PostView::of(p, &context.base))
+            .collect(),
+        next: next_href(&href, posts.continuation.as_deref()),
+    };
+    Ok(context.respond(StatusCode::OK, &page))
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    l: Layout,
+    heading: String,
+    detail: String,
+    status: u16,
+    code: String,
+}
+
+/// The error page of a problem: its status, its code and its detail, in the layout.
+pub fn error_page(
+    context: &PageContext,
+    status: StatusCode,
+    code: String,
+    detail: String,
+) -> Response {
+    let heading = match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::UNAUTHORIZED => "Please sign in",
+        StatusCode::FORBIDDEN => "Not allowed",
+        s if s.is_server_error() => "Something went wrong",
+        _ => "That did not work",
+    };
+    let page = ErrorPage {
+        l: context.layout(format!("{heading} · Cosmos Blog"), detail.clone()),
+        heading: heading.to_owned(),
+        detail,
+        status: status.as_u16(),
+        code,
+    };
+    context.respond(status, &page)
+}
