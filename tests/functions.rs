@@ -19,15 +19,13 @@ use cosmos_blog::auth::Authenticator;
 use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
-};
+use cosmos_blog::store::{Container, PartitionKey, Store, StoreError, StoreResult, Tenancy};
 use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use testkit::served::Served;
+use testkit::double::{Call, Double, Hooks};
+use testkit::{Served, binary};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
@@ -48,7 +46,7 @@ fn fixture(name: &str) -> Vec<u8> {
 /// unreachable Cosmos DB account.
 struct Harness {
     _dir: tempfile::TempDir,
-    store: Arc<FlakyStore>,
+    store: Arc<Double<Outage>>,
     /// What the `Recheck` timer function does (off unless a test says).
     recheck: Recheck,
 }
@@ -63,10 +61,7 @@ impl Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let embedded =
             EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), tenancy).expect("store");
-        let store = Arc::new(FlakyStore {
-            inner: Arc::new(embedded),
-            down: AtomicBool::new(false),
-        });
+        let store = Double::named(Arc::new(embedded), Outage::default(), "flaky");
         Self {
             _dir: dir,
             store,
@@ -230,87 +225,20 @@ fn ids(page: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Delegates to the embedded store, or fails every call with a transient error while down.
-struct FlakyStore {
-    inner: Arc<dyn Store>,
+/// Hooks that fail every store call with a transient error while the store is down.
+#[derive(Default)]
+struct Outage {
     down: AtomicBool,
 }
 
-impl FlakyStore {
-    fn check(&self) -> StoreResult<()> {
+#[async_trait]
+impl Hooks for Outage {
+    async fn before(&self, _: &Call<'_>, _: &dyn Store) -> StoreResult<()> {
         if self.down.load(Ordering::SeqCst) {
             Err(StoreError::Unavailable("test: store is down".into()))
         } else {
             Ok(())
         }
-    }
-}
-
-#[async_trait]
-impl Store for FlakyStore {
-    fn backend(&self) -> &'static str {
-        "flaky"
-    }
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-    async fn read_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        self.check()?;
-        self.inner.read_item(c, pk, id).await
-    }
-    async fn create_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.create_item(c, pk, item).await
-    }
-    async fn upsert_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.upsert_item(c, pk, item).await
-    }
-    async fn replace_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.check()?;
-        self.inner.replace_item(c, pk, item, if_match).await
-    }
-    async fn delete_item(&self, c: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        self.check()?;
-        self.inner.delete_item(c, pk, id).await
-    }
-    async fn execute_batch(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        self.check()?;
-        self.inner.execute_batch(c, pk, operations).await
-    }
-    async fn query(
-        &self,
-        c: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        self.check()?;
-        self.inner.query(c, query, page).await
-    }
-    async fn read_changes(
-        &self,
-        c: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        self.check()?;
-        self.inner.read_changes(c, since, max_items).await
     }
 }
 
@@ -1160,41 +1088,30 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
     assert!(names(Tenancy::Multi).contains(&"ListUsers"));
 }
 
-/// Runs the binary with `args` in `cwd`; its exit status.
-fn run_binary(cwd: &Path, args: &[&str]) -> std::process::ExitStatus {
-    std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .args(args)
-        .current_dir(cwd)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run cosmos-blog")
-}
-
 #[test]
 fn functions_generate_writes_the_multi_layout_only_where_it_is_told() {
     let work = tempfile::tempdir().expect("tempdir");
     // Without --root it would replace the repository's single-tenant files: refused.
-    let refused = run_binary(
-        work.path(),
-        &["functions", "generate", "--tenancy", "multi"],
-    );
+    let refused = binary!()
+        .current_dir(work.path())
+        .args(["functions", "generate", "--tenancy", "multi"])
+        .status();
     assert!(!refused.success());
     assert_eq!(std::fs::read_dir(work.path()).expect("dir").count(), 0);
 
     let root = work.path().join("multi");
     let root_arg = root.to_str().expect("utf-8 path");
-    let written = run_binary(
-        work.path(),
-        &[
+    let written = binary!()
+        .current_dir(work.path())
+        .args([
             "functions",
             "generate",
             "--tenancy",
             "multi",
             "--root",
             root_arg,
-        ],
-    );
+        ])
+        .status();
     assert!(written.success());
     let files = metadata::repository_files(Tenancy::Multi);
     for file in &files {
@@ -1415,30 +1332,20 @@ async fn start_binary_with(
     args: &[String],
     env: &[(&str, &str)],
 ) -> (Served, u16) {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
-    command
+    let binary = binary!()
         .args(args)
-        .env("BLOG_DATA_DIR", data)
+        .on_data(data)
         .env("RUST_LOG", "info")
-        .env_remove("FUNCTIONS_WORKER_RUNTIME")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint")
-        .env_remove("BLOG_BIND_ADDRESS")
-        .env_remove("BLOG_CHANGE_FEED")
-        .env_remove("BLOG_AUTH")
-        .env_remove("BLOG_TENANCY")
-        .env_remove("WEBSITE_AUTH_ENABLED")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
+        .envs(env)
         .stderr(stderr);
-    if under_host {
-        // What the host sets: the worker runtime app setting (the port comes from `Served`,
+    let binary = if under_host {
+        // What the host sets: the worker runtime app setting (the port comes from `serve`,
         // in FUNCTIONS_CUSTOMHANDLER_PORT as the host passes it).
-        command.env("FUNCTIONS_WORKER_RUNTIME", "custom");
+        binary.env("FUNCTIONS_WORKER_RUNTIME", "custom")
     } else {
-        command.args(["--port", "0"]);
-    }
-    let mut served = Served::spawn(&mut command);
+        binary.args(["--port", "0"])
+    };
+    let mut served = binary.serve();
     let port = served.port().await;
     let response = reqwest::get(format!("http://127.0.0.1:{port}/"))
         .await

@@ -1,6 +1,17 @@
 //! What the test crates of cosmos-blog share (`tests/api`, `tests/functions.rs`,
-//! `tests/harness_smoke.rs`) and the benchmark harness (`benches/harness`): the Cosmos DB
-//! store on the SDK's in-memory emulator and the launcher of the real binary.
+//! `tests/harness_smoke.rs`) and the benchmark harness (`benches/harness`) uses:
+//! - [`TestApp::spawn`]: the application in this process, on a store of either backend;
+//! - [`binary!`]: the real binary, run to the end or serving;
+//! - [`double::Double`]: a store that forwards to a real one through a test's hooks;
+//! - [`eventually`]: the one way to wait for something;
+//! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator.
 
+pub mod app;
+pub mod binary;
+pub mod double;
 pub mod emulator;
-pub mod served;
+pub mod poll;
+
+pub use app::{Backend, OPERATION_TENANT, Spawn, TestApp, ids, open_backend, settings};
+pub use binary::{Binary, Served};
+pub use poll::{assert_store_verifies, eventually, eventually_ok};

@@ -9,8 +9,7 @@ use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, Ten
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_without_pump_in};
-use crate::operation_tests;
+use testkit::{Backend, TestApp, eventually, ids, operation_tests};
 
 operation_tests!(
     a_username_change_reaches_every_item_and_copy,
@@ -200,7 +199,11 @@ async fn rebuild_rederives_every_copy_from_the_sources_multi_cosmos() {
 
 /// `rebuild` of the whole store: in `multi` it re-derives each tenant's copies.
 async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend, tenancy: Tenancy) {
-    let app = spawn_app_without_pump_in(backend, tenancy).await;
+    let app = TestApp::spawn(backend)
+        .layout(tenancy)
+        .without_pump()
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     let mut created = Vec::new();
     for n in 0..3 {

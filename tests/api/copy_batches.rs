@@ -9,8 +9,7 @@ use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
 use serde_json::{Value, json};
 
-use crate::backend_tests;
-use crate::helpers::{TestApp, ids};
+use testkit::{TestApp, backend_tests, ids};
 
 backend_tests!(a_batch_of_posts_is_one_write_per_partition);
 

@@ -5,23 +5,20 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use cosmos_blog::changefeed::on_post_changed;
-use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{ids, spawn_on_store};
 use testkit::emulator::{emulator_store, throttled_emulator_store};
+use testkit::{TestApp, ids};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_carry_the_request_charge() {
-    let app = spawn_on_store(
-        emulator_store().await,
-        TempDir::new().unwrap(),
-        ChangeFeedMode::Off,
-    )
-    .await;
+    let app = TestApp::spawn_on(emulator_store().await)
+        .without_pump()
+        .start()
+        .await;
     let created = app.put_user("ada", "Ada").await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let read = app.get("/api/users/ada").await;
@@ -35,12 +32,10 @@ async fn responses_carry_the_request_charge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_throttled_store_is_a_429_with_retry_after() {
-    let app = spawn_on_store(
-        throttled_emulator_store(400).await,
-        TempDir::new().unwrap(),
-        ChangeFeedMode::Off,
-    )
-    .await;
+    let app = TestApp::spawn_on(throttled_emulator_store(400).await)
+        .without_pump()
+        .start()
+        .await;
     assert_eq!(
         app.put_user("ada", "Ada").await.status(),
         StatusCode::CREATED

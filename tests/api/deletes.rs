@@ -9,8 +9,7 @@ use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
-use crate::helpers::{TestApp, eventually, ids};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, ids, operation_tests};
 
 operation_tests!(
     only_the_author_deletes_a_post_and_it_is_gone_at_once,

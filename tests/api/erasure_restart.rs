@@ -10,8 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::eventually;
-use crate::restart::start_binary;
+use testkit::{binary, eventually};
 
 struct Client {
     http: reqwest::Client,
@@ -112,7 +111,7 @@ async fn erasure_finished(store: &EmbeddedStore, erased: &str) -> Result<(), Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_killed_halfway_converges_after_restart() {
     let data_dir = TempDir::new().expect("temp dir");
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     let mut client = Client {
         http: reqwest::Client::new(),
         base: server.base().await,
@@ -187,7 +186,7 @@ async fn an_erasure_killed_halfway_converges_after_restart() {
     eprintln!("at the kill: {halfway:?}");
 
     // Restarted on the same data, on the port the system gives it this time.
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     client.base = server.base().await;
     eventually(Duration::from_secs(60), || async {
         erasure_finished(&store, "bob").await.ok()

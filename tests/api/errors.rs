@@ -7,8 +7,7 @@ use cosmos_blog::store::{Container, PageRequest, Query};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, eventually};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, operation_tests};
 
 operation_tests!(
     refusals_are_problem_documents_and_write_nothing,

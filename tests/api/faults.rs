@@ -18,20 +18,18 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use cosmos_blog::changefeed::rebuild;
-use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::{Container, PageRequest, Query, Tenancy};
 use cosmos_blog::verify::verify;
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
-use tempfile::TempDir;
 
 use crate::deletes::partition_items;
-use crate::helpers::{TestApp, eventually, spawn_on_store};
 use testkit::emulator::{
     DATA_OPERATIONS, Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults,
     faulty_emulator_store, on_each_data_operation,
 };
+use testkit::{TestApp, eventually};
 
 /// One fault per this many requests, per operation.
 const EVERY: u32 = 7;
@@ -51,8 +49,8 @@ async fn app_with(plans: Vec<FaultPlan>) -> (TestApp, Faults) {
 /// [`app_with`] in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
 async fn app_in(tenancy: Tenancy, plans: Vec<FaultPlan>) -> (TestApp, Faults) {
     let (store, faults) = faulty_emulator_store(tenancy, plans).await;
-    let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Pump).await;
-    (app.addressed(), faults)
+    let app = TestApp::spawn_on(store).start().await;
+    (app, faults)
 }
 
 async fn delete(app: &TestApp, path: &str, caller: &str) -> Response {
@@ -494,7 +492,7 @@ async fn an_account_delete_whose_answer_is_lost_is_accepted_fault() {
     );
     let (store, faults) = faulty_emulator_store(Tenancy::Single, plans).await;
     // No change feed: the account delete is the only batch of `users`.
-    let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Off).await;
+    let app = TestApp::spawn_on(store).without_pump().start().await;
     app.register("bob", "Bob").await;
     faults.start();
     let deleted = delete(&app, "/api/users/bob", "bob").await;

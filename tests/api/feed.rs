@@ -6,8 +6,7 @@ use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::helpers::{TestApp, eventually, ids};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, ids, operation_tests};
 
 operation_tests!(
     the_feed_keeps_the_100_most_recent_posts_newest_first,

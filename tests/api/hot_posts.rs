@@ -2,8 +2,8 @@
 //! combiner in `blog::combiner`), keep every status of C3/C4, and keep the counts exactly
 //! equal to the items, on both backends.
 //!
-//! The tests that need a round to hold given writers run the app on a [`GatedStore`]: it
-//! holds the batches on `posts` until the test opens the gate, and counts the users read, so
+//! The tests that need a round to hold given writers run the app on a [`GatedStore`] (a
+//! store double with the [`Gate`] hooks): it holds the batches on `posts` until the test opens the gate, and counts the users read, so
 //! a test knows when writers wait in the queue (a writer joins its post's queue before it
 //! reads its user).
 
@@ -13,12 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult,
+    Container, PageRequest, PartitionKey, Query, Store, StoreError, StoreResult,
 };
 use futures::future::join_all;
 use reqwest::StatusCode;
@@ -26,9 +24,9 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::watch;
 
-use crate::backend_tests;
-use crate::helpers::{Backend, TestApp, eventually, spawn_on_store};
+use testkit::double::{Call, CallKind, Double, Hooks};
 use testkit::emulator::delayed_emulator_store;
+use testkit::{Backend, TestApp, backend_tests, eventually};
 
 backend_tests!(
     three_hundred_mixed_writes_on_one_post_keep_counts_exact,
@@ -146,7 +144,7 @@ async fn a_round_on_an_unknown_post_is_a_404_for_everyone(app: TestApp) {
 async fn on_a_distant_account_writers_share_batches() {
     let metered = MeteredStore::new(delayed_emulator_store(Duration::from_millis(5)).await);
     let store: Arc<dyn Store> = Arc::new(metered.clone());
-    let app = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Off).await;
+    let app = TestApp::spawn_on(store).without_pump().start().await;
     let post_id = post_by_ada(&app).await;
     let fans: Vec<String> = (0..100).map(|n| format!("fan-{n}")).collect();
     register_all(&app, &fans).await;
@@ -168,25 +166,24 @@ async fn on_a_distant_account_writers_share_batches() {
 
 // ---- rounds held open by a gate -------------------------------------------------------------
 
-/// Delegates to a real store, holding every batch on `posts` while the gate is closed and
-/// failing the batch whose number is in `fail_batch` (1-based; 0: none) as unreachable.
-struct GatedStore {
-    inner: Arc<dyn Store>,
+/// Hooks that hold every batch on `posts` while the gate is closed, fail the batch whose
+/// number is in `fail_batch` (1-based; 0: none) as unreachable, and count the reads of
+/// `users`.
+struct Gate {
     open: watch::Sender<bool>,
     batches: AtomicUsize,
     user_reads: AtomicUsize,
     fail_batch: AtomicUsize,
 }
 
-impl GatedStore {
-    fn new(inner: Arc<dyn Store>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
+impl Gate {
+    fn new() -> Self {
+        Self {
             open: watch::Sender::new(true),
             batches: AtomicUsize::new(0),
             user_reads: AtomicUsize::new(0),
             fail_batch: AtomicUsize::new(0),
-        })
+        }
     }
 
     fn close(&self) {
@@ -207,68 +204,9 @@ impl GatedStore {
 }
 
 #[async_trait]
-impl Store for GatedStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    async fn read_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        let result = self.inner.read_item(container, pk, id).await;
-        if container == Container::Users {
-            self.user_reads.fetch_add(1, Ordering::SeqCst);
-        }
-        result
-    }
-
-    async fn create_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        self.inner.create_item(container, pk, item).await
-    }
-
-    async fn upsert_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        self.inner.upsert_item(container, pk, item).await
-    }
-
-    async fn replace_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.inner.replace_item(container, pk, item, if_match).await
-    }
-
-    async fn delete_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<()> {
-        self.inner.delete_item(container, pk, id).await
-    }
-
-    async fn execute_batch(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        if container == Container::Posts {
+impl Hooks for Gate {
+    async fn before(&self, call: &Call<'_>, _: &dyn Store) -> StoreResult<()> {
+        if call.kind == CallKind::Batch && call.container == Container::Posts {
             let number = self.batches.fetch_add(1, Ordering::SeqCst) + 1;
             let mut open = self.open.subscribe();
             let _ = open.wait_for(|open| *open).await;
@@ -276,27 +214,17 @@ impl Store for GatedStore {
                 return Err(StoreError::Unavailable("injected by the test".into()));
             }
         }
-        self.inner.execute_batch(container, pk, operations).await
+        Ok(())
     }
 
-    async fn query(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        self.inner.query(container, query, page).await
-    }
-
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        self.inner.read_changes(container, since, max_items).await
+    fn after(&self, call: &Call<'_>) {
+        if call.kind == CallKind::Read && call.container == Container::Users {
+            self.user_reads.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
+
+type GatedStore = Double<Gate>;
 
 async fn fresh_store(backend: Backend, dir: &TempDir) -> Arc<dyn Store> {
     match backend {
@@ -310,9 +238,16 @@ async fn fresh_store(backend: Backend, dir: &TempDir) -> Arc<dyn Store> {
 /// The app (no change-feed pump: only the API reads users) on a gated store.
 async fn gated_app(backend: Backend) -> (TestApp, Arc<GatedStore>) {
     let dir = TempDir::new().unwrap();
-    let gated = GatedStore::new(fresh_store(backend, &dir).await);
+    let gated = Double::new(fresh_store(backend, &dir).await, Gate::new());
     let store: Arc<dyn Store> = gated.clone();
-    (spawn_on_store(store, dir, ChangeFeedMode::Off).await, gated)
+    (
+        TestApp::spawn_on(store)
+            .data_dir(dir)
+            .without_pump()
+            .start()
+            .await,
+        gated,
+    )
 }
 
 /// Closes the gate and starts a comment by ada that holds the round running at the gate;
@@ -368,7 +303,7 @@ macro_rules! gated_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name($crate::helpers::Backend::Embedded).await;
+                    super::$name(::testkit::Backend::Embedded).await;
                 }
             )*
         }
@@ -376,7 +311,7 @@ macro_rules! gated_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name($crate::helpers::Backend::Cosmos).await;
+                    super::$name(::testkit::Backend::Cosmos).await;
                 }
             )*
         }
@@ -499,8 +434,12 @@ async fn a_cancelled_writer_strands_nobody(backend: Backend) {
 async fn two_instances_on_one_post_keep_counts_exact(backend: Backend) {
     let dir = TempDir::new().unwrap();
     let store = fresh_store(backend, &dir).await;
-    let first = spawn_on_store(Arc::clone(&store), dir, ChangeFeedMode::Off).await;
-    let second = spawn_on_store(store, TempDir::new().unwrap(), ChangeFeedMode::Off).await;
+    let first = TestApp::spawn_on(Arc::clone(&store))
+        .data_dir(dir)
+        .without_pump()
+        .start()
+        .await;
+    let second = TestApp::spawn_on(store).without_pump().start().await;
     let post_id = post_by_ada(&first).await;
     let fans: Vec<String> = (0..60).map(|n| format!("fan-{n}")).collect();
     register_all(&first, &fans).await;

@@ -8,8 +8,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::errors::{assert_problem, everything};
-use crate::helpers::{TestApp, ids};
-use crate::operation_tests;
+use testkit::{TestApp, ids, operation_tests};
 
 operation_tests!(
     a_repeated_post_creates_nothing_and_answers_the_first,

@@ -6,8 +6,7 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{TestApp, ids};
-use crate::operation_tests;
+use testkit::{TestApp, ids, operation_tests};
 
 operation_tests!(
     comments_count_and_list_oldest_first_with_paging,

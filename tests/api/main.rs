@@ -1,8 +1,6 @@
 //! The platform's integration suite: one test binary that spawns the real application per
 //! test and drives it over HTTP, plus the contract tests of the storage backends.
 
-mod helpers;
-
 mod auth;
 mod changefeed;
 mod copy_batches;

@@ -6,25 +6,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::metadata;
-use cosmos_blog::settings::ChangeFeedMode;
-use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreError, StoreResult, Tenancy,
-};
+use cosmos_blog::store::{Store, StoreError, StoreResult, Tenancy};
 use jsonschema::{Draft, Registry};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::backend_tests;
-use crate::helpers::{Backend, TestApp, eventually, spawn_on_store, spawn_unaddressed};
+use testkit::double::{self, Double, Hooks};
+use testkit::{Backend, TestApp, backend_tests, binary, eventually, open_backend};
 
 backend_tests!(every_operation_answers_as_the_document_says);
 
@@ -34,13 +29,21 @@ mod multi {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn embedded_every_operation_answers_as_the_document_says() {
-        let app = spawn_unaddressed(Backend::Embedded, Tenancy::Multi, ChangeFeedMode::Pump).await;
+        let app = TestApp::spawn(Backend::Embedded)
+            .layout(Tenancy::Multi)
+            .unaddressed()
+            .start()
+            .await;
         answers_as_documented(app, Tenancy::Multi).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cosmos_every_operation_answers_as_the_document_says() {
-        let app = spawn_unaddressed(Backend::Cosmos, Tenancy::Multi, ChangeFeedMode::Pump).await;
+        let app = TestApp::spawn(Backend::Cosmos)
+            .layout(Tenancy::Multi)
+            .unaddressed()
+            .start()
+            .await;
         answers_as_documented(app, Tenancy::Multi).await;
     }
 }
@@ -113,10 +116,9 @@ fn the_committed_documents_are_the_generated_ones() {
 #[test]
 fn the_openapi_command_writes_each_layouts_document() {
     for tenancy in LAYOUTS {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+        let output = binary!()
             .args(["openapi", "--tenancy", tenancy.name(), "--out", "-"])
-            .output()
-            .expect("run cosmos-blog openapi");
+            .output();
         assert!(output.status.success());
         assert!(
             output.stdout == openapi::json_for(tenancy).into_bytes(),
@@ -611,7 +613,12 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
         })
         .collect();
     for tenancy in LAYOUTS {
-        let app = spawn_unaddressed(Backend::Embedded, tenancy, ChangeFeedMode::Off).await;
+        let app = TestApp::spawn(Backend::Embedded)
+            .layout(tenancy)
+            .without_pump()
+            .unaddressed()
+            .start()
+            .await;
         let served = app.get(&in_layout(tenancy, "/api/openapi.json")).await;
         assert_eq!(served.status(), StatusCode::OK);
         assert_eq!(served.headers()[CONTENT_TYPE], "application/json");
@@ -1308,12 +1315,15 @@ async fn answers_as_documented(app: TestApp, tenancy: Tenancy) {
 
     // What a store that is down, or throttling, makes each operation answer.
     for (failure, status) in [(Failure::Unavailable, 503), (Failure::Throttled, 429)] {
-        let failing = spawn_on_store(
-            Arc::new(FailingStore { failure, tenancy }),
-            TempDir::new().expect("temp dir"),
-            ChangeFeedMode::Off,
-        )
-        .await;
+        // An empty store that no call reaches: each fails on the way.
+        let dir = TempDir::new().expect("temp dir");
+        let unreached = open_backend(Backend::Embedded, tenancy, &dir).await;
+        let failing = TestApp::spawn_on(Double::named(unreached, failure, "failing"))
+            .data_dir(dir)
+            .without_pump()
+            .unaddressed()
+            .start()
+            .await;
         for call in store_calls(status, tenancy) {
             check(&failing, tenancy, &described, call, &mut coverage).await;
         }
@@ -1329,74 +1339,15 @@ enum Failure {
     Throttled,
 }
 
-/// Fails every call; its layout is `tenancy`.
-struct FailingStore {
-    failure: Failure,
-    tenancy: Tenancy,
-}
-
-impl FailingStore {
-    fn error<T>(&self) -> StoreResult<T> {
-        Err(match self.failure {
+/// Hooks that fail every call.
+#[async_trait]
+impl Hooks for Failure {
+    async fn before(&self, _: &double::Call<'_>, _: &dyn Store) -> StoreResult<()> {
+        Err(match self {
             Failure::Unavailable => StoreError::Unavailable("test: the store is down".into()),
             Failure::Throttled => StoreError::Throttled {
                 retry_after: Some(Duration::from_secs(2)),
             },
         })
-    }
-}
-
-#[async_trait]
-impl Store for FailingStore {
-    fn backend(&self) -> &'static str {
-        "failing"
-    }
-    fn tenancy(&self) -> Tenancy {
-        self.tenancy
-    }
-    async fn read_item(
-        &self,
-        _: Container,
-        _: &PartitionKey,
-        _: &str,
-    ) -> StoreResult<Option<Document>> {
-        self.error()
-    }
-    async fn create_item(&self, _: Container, _: &PartitionKey, _: Value) -> StoreResult<ETag> {
-        self.error()
-    }
-    async fn upsert_item(&self, _: Container, _: &PartitionKey, _: Value) -> StoreResult<ETag> {
-        self.error()
-    }
-    async fn replace_item(
-        &self,
-        _: Container,
-        _: &PartitionKey,
-        _: Value,
-        _: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.error()
-    }
-    async fn delete_item(&self, _: Container, _: &PartitionKey, _: &str) -> StoreResult<()> {
-        self.error()
-    }
-    async fn execute_batch(
-        &self,
-        _: Container,
-        _: &PartitionKey,
-        _: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        self.error()
-    }
-    async fn query(&self, _: Container, _: &Query, _: PageRequest) -> StoreResult<Page<Value>> {
-        self.error()
-    }
-    async fn read_changes(
-        &self,
-        _: Container,
-        _: Option<&Checkpoint>,
-        _: usize,
-    ) -> StoreResult<ChangeBatch> {
-        self.error()
     }
 }

@@ -5,8 +5,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, eventually, ids};
-use crate::operation_tests;
+use testkit::{TestApp, eventually, ids, operation_tests};
 
 operation_tests!(
     a_post_has_the_specified_shape_and_a_canonical_date,

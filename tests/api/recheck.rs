@@ -17,25 +17,17 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use cosmos_blog::changefeed::{RecheckReport, rebuild, recheck};
-use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::metered::MeteredStore;
-use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreResult, Tenancy,
-};
+use cosmos_blog::store::{Container, Document, PartitionKey, Store, StoreResult, Tenancy};
 use cosmos_blog::verify::{VerifyReport, ViolationKind, verify, verify_and_repair};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{
-    Backend, TestApp, eventually, open_backend, spawn_app_without_pump_in, spawn_configured,
-    spawn_on_store,
-};
 use crate::store_contract::drain_changes;
-use crate::verify::{
-    assert_holds, change, embedded_store, open, read, run_binary_with, stdout_lines, upsert,
-};
+use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lines, upsert};
+use testkit::double::{Call, Double, Hooks};
+use testkit::{Backend, TestApp, binary, eventually, open_backend};
 
 /// Runs each named test body (`async fn name(backend, tenancy)`) on both backends in both
 /// layouts.
@@ -45,7 +37,7 @@ macro_rules! recheck_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Embedded, cosmos_blog::store::Tenancy::Single).await;
+                    super::$name(testkit::Backend::Embedded, cosmos_blog::store::Tenancy::Single).await;
                 }
             )*
         }
@@ -53,7 +45,7 @@ macro_rules! recheck_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Cosmos, cosmos_blog::store::Tenancy::Single).await;
+                    super::$name(testkit::Backend::Cosmos, cosmos_blog::store::Tenancy::Single).await;
                 }
             )*
         }
@@ -61,7 +53,7 @@ macro_rules! recheck_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Embedded, cosmos_blog::store::Tenancy::Multi).await;
+                    super::$name(testkit::Backend::Embedded, cosmos_blog::store::Tenancy::Multi).await;
                 }
             )*
         }
@@ -69,7 +61,7 @@ macro_rules! recheck_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Cosmos, cosmos_blog::store::Tenancy::Multi).await;
+                    super::$name(testkit::Backend::Cosmos, cosmos_blog::store::Tenancy::Multi).await;
                 }
             )*
         }
@@ -138,22 +130,20 @@ fn repaired(reports: &[RecheckReport]) -> Vec<String> {
 
 // ---- the stale-read race ---------------------------------------------------------------
 
-/// A store whose point reads of `users` lag while it is told so: an item written since the
-/// lag began reads as it was before (a replica that has not seen the writes yet, as a read
+/// Hooks of a store whose point reads of `users` lag while it is told so: an item written
+/// since the lag began reads as it was before (a replica that has not seen the writes yet, as a read
 /// under Session consistency from another instance may). Queries and the change feed see
 /// every write.
-struct LaggingUsers {
-    inner: Arc<dyn Store>,
+struct Lag {
     lagging: AtomicBool,
     /// (key, id) of each item written during the lag -> the item as it was before.
     before: Mutex<HashMap<(String, String), Option<Document>>>,
     stale_reads: AtomicUsize,
 }
 
-impl LaggingUsers {
-    fn new(inner: Arc<dyn Store>) -> Self {
+impl Lag {
+    fn new() -> Self {
         Self {
-            inner,
             lagging: AtomicBool::new(false),
             before: Mutex::default(),
             stale_reads: AtomicUsize::new(0),
@@ -173,25 +163,6 @@ impl LaggingUsers {
     fn stale_reads(&self) -> usize {
         self.stale_reads.load(Ordering::SeqCst)
     }
-
-    /// Before a write of the user item `id` during the lag, keeps what readers still see.
-    /// Only user items lag: the stale reads counted are then the three of the race, not a
-    /// handler's second look at a post copy it wrote during the lag.
-    async fn remember(&self, container: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        if container != Container::Users
-            || !is_user_item(pk, id)
-            || !self.lagging.load(Ordering::SeqCst)
-        {
-            return Ok(());
-        }
-        let key = (pk.to_json_array(), id.to_owned());
-        if self.before.lock().unwrap().contains_key(&key) {
-            return Ok(());
-        }
-        let current = self.inner.read_item(container, pk, id).await?;
-        self.before.lock().unwrap().entry(key).or_insert(current);
-        Ok(())
-    }
 }
 
 /// A user's item is the one in its own partition with its id (its post copies have the
@@ -201,101 +172,57 @@ fn is_user_item(pk: &PartitionKey, id: &str) -> bool {
     components.last().and_then(Value::as_str) == Some(id)
 }
 
-fn id_of(item: &Value) -> &str {
-    item.get("id").and_then(Value::as_str).unwrap_or_default()
+#[async_trait]
+impl Hooks for Lag {
+    /// Before a write of a user item during the lag, keeps what readers still see. Only user
+    /// items lag: the stale reads counted are then the three of the race, not a handler's
+    /// second look at a post copy it wrote during the lag.
+    async fn before(&self, call: &Call<'_>, inner: &dyn Store) -> StoreResult<()> {
+        let Some(pk) = call.partition else {
+            return Ok(());
+        };
+        if !call.writes()
+            || call.container != Container::Users
+            || !self.lagging.load(Ordering::SeqCst)
+        {
+            return Ok(());
+        }
+        for id in call.ids.iter().filter(|id| is_user_item(pk, id)) {
+            let key = (pk.to_json_array(), (*id).to_owned());
+            if self.before.lock().unwrap().contains_key(&key) {
+                continue;
+            }
+            let current = inner.read_item(call.container, pk, id).await?;
+            self.before.lock().unwrap().entry(key).or_insert(current);
+        }
+        Ok(())
+    }
+
+    fn read_instead(&self, call: &Call<'_>) -> Option<Option<Document>> {
+        let (Some(pk), [id]) = (call.partition, call.ids.as_slice()) else {
+            return None;
+        };
+        if call.container != Container::Users || !self.lagging.load(Ordering::SeqCst) {
+            return None;
+        }
+        let key = (pk.to_json_array(), (*id).to_owned());
+        let before = self.before.lock().unwrap().get(&key).cloned()?;
+        self.stale_reads.fetch_add(1, Ordering::SeqCst);
+        Some(before)
+    }
 }
 
-#[async_trait]
-impl Store for LaggingUsers {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-    async fn read_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        if c == Container::Users && self.lagging.load(Ordering::SeqCst) {
-            let key = (pk.to_json_array(), id.to_owned());
-            if let Some(before) = self.before.lock().unwrap().get(&key) {
-                self.stale_reads.fetch_add(1, Ordering::SeqCst);
-                return Ok(before.clone());
-            }
-        }
-        self.inner.read_item(c, pk, id).await
-    }
-    async fn create_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.remember(c, pk, id_of(&item)).await?;
-        self.inner.create_item(c, pk, item).await
-    }
-    async fn upsert_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        self.remember(c, pk, id_of(&item)).await?;
-        self.inner.upsert_item(c, pk, item).await
-    }
-    async fn replace_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.remember(c, pk, id_of(&item)).await?;
-        self.inner.replace_item(c, pk, item, if_match).await
-    }
-    async fn delete_item(&self, c: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        self.remember(c, pk, id).await?;
-        self.inner.delete_item(c, pk, id).await
-    }
-    async fn execute_batch(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        for operation in &operations {
-            let id = match operation {
-                BatchOperation::Create { item }
-                | BatchOperation::Upsert { item }
-                | BatchOperation::Replace { item, .. } => id_of(item),
-                BatchOperation::Delete { id } => id,
-            };
-            self.remember(c, pk, id).await?;
-        }
-        self.inner.execute_batch(c, pk, operations).await
-    }
-    async fn query(
-        &self,
-        c: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        self.inner.query(c, query, page).await
-    }
-    async fn read_changes(
-        &self,
-        c: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        self.inner.read_changes(c, since, max_items).await
-    }
-    async fn wait_for_changes(&self, c: Container, timeout: Duration) {
-        self.inner.wait_for_changes(c, timeout).await;
-    }
-}
+type LaggingUsers = Double<Lag>;
 
 /// The app (with its pump; no re-check of its own) on a lagging store of `backend`.
 async fn app_on_lagging_store(backend: Backend, tenancy: Tenancy) -> (TestApp, Arc<LaggingUsers>) {
     let data_dir = TempDir::new().expect("temp dir");
-    let lagging = Arc::new(LaggingUsers::new(
-        open_backend(backend, tenancy, &data_dir).await,
-    ));
-    let app = spawn_on_store(lagging.clone(), data_dir, ChangeFeedMode::Pump).await;
-    (app.addressed(), lagging)
+    let lagging = Double::new(open_backend(backend, tenancy, &data_dir).await, Lag::new());
+    let app = TestApp::spawn_on(lagging.clone())
+        .data_dir(data_dir)
+        .start()
+        .await;
+    (app, lagging)
 }
 
 async fn the_stale_read_race_is_repaired_by_the_recheck(backend: Backend, tenancy: Tenancy) {
@@ -352,10 +279,13 @@ async fn the_stale_read_race_is_repaired_by_the_recheck(backend: Backend, tenanc
 // ---- hand edits, beside the pump --------------------------------------------------------
 
 async fn the_task_beside_the_pump_repairs_hand_edits(backend: Backend, tenancy: Tenancy) {
-    let app = spawn_configured(backend, tenancy, |settings| {
-        settings.recheck_delay_ms = DELAY.as_millis() as u64;
-    })
-    .await;
+    let app = TestApp::spawn(backend)
+        .layout(tenancy)
+        .settings(|settings| {
+            settings.recheck_delay_ms = DELAY.as_millis() as u64;
+        })
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     app.register("bob", "Bob").await;
     let post = app.new_post("ada", "title", "content").await;
@@ -387,7 +317,11 @@ async fn the_task_beside_the_pump_repairs_hand_edits(backend: Backend, tenancy: 
 // ---- drift outside the change feed: verify --repair --------------------------------------
 
 async fn verify_repair_fixes_drift_outside_the_change_feed(backend: Backend, tenancy: Tenancy) {
-    let app = spawn_app_without_pump_in(backend, tenancy).await;
+    let app = TestApp::spawn(backend)
+        .layout(tenancy)
+        .without_pump()
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     app.register("bob", "Bob").await;
     let ada = app.new_post("ada", "ada's", "a").await["id"]
@@ -473,7 +407,7 @@ async fn verify_repair_fixes_drift_outside_the_change_feed(backend: Backend, ten
 // ---- the idle cost ----------------------------------------------------------------------
 
 async fn the_recheck_over_a_quiet_store_writes_nothing(backend: Backend, tenancy: Tenancy) {
-    let app = spawn_configured(backend, tenancy, |_| {}).await;
+    let app = TestApp::spawn(backend).layout(tenancy).start().await;
     app.register("ada", "Ada").await;
     app.register("bob", "Bob").await;
     for n in 0..3 {
@@ -537,9 +471,13 @@ async fn verify_repair_through_the_binary() {
     .await;
     drop(store);
 
-    let verified = run_binary_with(dir.path(), &["verify"]);
+    let verified = binary!().on_data(dir.path()).subcommand("verify").output();
     assert_eq!(verified.status.code(), Some(1), "{verified:?}");
-    let repaired = run_binary_with(dir.path(), &["verify", "--repair"]);
+    let repaired = binary!()
+        .on_data(dir.path())
+        .subcommand("verify")
+        .arg("--repair")
+        .output();
     assert_eq!(repaired.status.code(), Some(0), "{repaired:?}");
     let lines = stdout_lines(&repaired);
     for expected in [
@@ -564,7 +502,11 @@ async fn verify_repair_through_the_binary() {
     );
 
     // Again: nothing to fix.
-    let again = run_binary_with(dir.path(), &["verify", "--repair"]);
+    let again = binary!()
+        .on_data(dir.path())
+        .subcommand("verify")
+        .arg("--repair")
+        .output();
     assert_eq!(again.status.code(), Some(0), "{again:?}");
     assert!(
         !stdout_lines(&again)
@@ -572,7 +514,7 @@ async fn verify_repair_through_the_binary() {
             .any(|l| l.starts_with("repaired")),
         "{again:?}"
     );
-    let verified = run_binary_with(dir.path(), &["verify"]);
+    let verified = binary!().on_data(dir.path()).subcommand("verify").output();
     assert_eq!(verified.status.code(), Some(0), "{verified:?}");
 
     // What no write can fix (an item of no known type) leaves exit status 1.
@@ -584,7 +526,11 @@ async fn verify_repair_through_the_binary() {
     )
     .await;
     drop(store);
-    let unfixable = run_binary_with(dir.path(), &["verify", "--repair"]);
+    let unfixable = binary!()
+        .on_data(dir.path())
+        .subcommand("verify")
+        .arg("--repair")
+        .output();
     assert_eq!(unfixable.status.code(), Some(1), "{unfixable:?}");
     let lines = stdout_lines(&unfixable);
     assert!(

@@ -12,8 +12,7 @@ use cosmos_blog::verify::verify;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, eventually};
-use crate::{backend_tests, backend_tests_without_pump};
+use testkit::{TestApp, backend_tests, backend_tests_without_pump, eventually};
 
 backend_tests_without_pump!(
     an_item_the_fan_out_missed_is_corrected_by_its_own_change,

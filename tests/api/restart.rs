@@ -3,7 +3,6 @@
 //! converges with nothing duplicated and nothing missing.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,30 +12,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use tempfile::TempDir;
 
-use crate::helpers::{assert_store_verifies, eventually, ids};
-use testkit::served::Served;
-
-/// The binary serving the embedded store in `data_dir` (see [`binary_command`]).
-pub fn start_binary(data_dir: &std::path::Path) -> Served {
-    Served::spawn(&mut binary_command(data_dir))
-}
-
-/// The binary serving the embedded store in `data_dir`, in the `single` layout unless the
-/// caller sets `BLOG_TENANCY`, on a port the system chooses.
-pub fn binary_command(data_dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
-    command
-        .env("FUNCTIONS_CUSTOMHANDLER_PORT", "0")
-        .env("BLOG_DATA_DIR", data_dir)
-        .env("BLOG_CHANGE_FEED", "pump")
-        .env_remove("BLOG_TENANCY")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint")
-        .env_remove("FUNCTIONS_WORKER_RUNTIME")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    command
-}
+use testkit::{assert_store_verifies, binary, eventually, ids};
 
 async fn all_items(
     store: &Arc<dyn Store>,
@@ -55,7 +31,7 @@ async fn all_items(
 async fn a_killed_server_loses_nothing_and_its_copies_converge() {
     let data_dir = TempDir::new().unwrap();
     let client = reqwest::Client::new();
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     let base = server.base().await;
 
     let put = client
@@ -106,7 +82,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
     );
 
     // Restarted on the same data; the system gives it another port.
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     let base = server.base().await;
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(&data_dir.path().join("blog.sqlite3")).unwrap());
@@ -176,7 +152,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
 
 /// Runs `cosmos-blog verify` on the embedded store in `data_dir`; panics unless it exits 0.
 pub fn assert_binary_verifies(data_dir: &std::path::Path) {
-    let output = verify_command(data_dir).output().expect("verify runs");
+    let output = binary!().on_data(data_dir).subcommand("verify").output();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),
@@ -185,24 +161,4 @@ pub fn assert_binary_verifies(data_dir: &std::path::Path) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.starts_with("verify: OK"), "{stdout}");
-}
-
-/// `cosmos-blog verify` on the embedded store in `data_dir`, in the `single` layout unless
-/// the caller adds `--tenancy`.
-pub fn verify_command(data_dir: &std::path::Path) -> Command {
-    command_on(data_dir, "verify")
-}
-
-/// `cosmos-blog <subcommand>` on the embedded store in `data_dir` (no Cosmos DB setting from
-/// the environment), in the `single` layout unless the caller adds `--tenancy`.
-pub fn command_on(data_dir: &std::path::Path, subcommand: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cosmos-blog"));
-    command
-        .arg(subcommand)
-        .env("BLOG_DATA_DIR", data_dir)
-        .env("RUST_LOG", "warn")
-        .env_remove("BLOG_TENANCY")
-        .env_remove("CosmosDBConnection")
-        .env_remove("CosmosDBConnection__accountEndpoint");
-    command
 }

@@ -724,7 +724,7 @@ mod time_to_live {
     use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, StoreError};
     use serde_json::json;
 
-    use crate::helpers::eventually;
+    use testkit::eventually;
 
     #[tokio::test]
     async fn expired_items_vanish_from_reads_and_then_from_the_log() {

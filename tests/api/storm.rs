@@ -19,8 +19,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{Backend, TestApp, assert_store_verifies, spawn_app_on};
-use crate::restart::{assert_binary_verifies, start_binary};
+use crate::restart::assert_binary_verifies;
+use testkit::{Backend, TestApp, assert_store_verifies, binary};
 
 const USERS: usize = 20;
 /// Enough posts (about a third) to push the feed past its bound of 100.
@@ -323,7 +323,7 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
     let seed = seed();
     eprintln!("storm seed {seed} (STORM_SEED={seed} replays its choices)");
     let data_dir = TempDir::new().unwrap();
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     let client = Client::new(&server.base().await);
     let ledger = register_users(&client).await;
 
@@ -354,7 +354,7 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
 
     // Restart on the same data (on another port); new connections; the rest of the
     // operations.
-    let mut server = start_binary(data_dir.path());
+    let mut server = binary!().on_data(data_dir.path()).serve();
     let client = Client::new(&server.base().await);
     budget.stop.store(false, Ordering::SeqCst);
     storm(&client, &ledger, &budget, seed).await;
@@ -371,7 +371,7 @@ async fn a_storm_with_a_kill_in_the_middle_ends_verified_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_ends_verified_cosmos() {
-    storm_in_process(&spawn_app_on(Backend::Cosmos).await).await;
+    storm_in_process(&TestApp::spawn(Backend::Cosmos).start().await).await;
 }
 
 /// The storm on an application in this process (its store maybe faulty: see `faults`): every

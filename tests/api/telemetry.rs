@@ -28,11 +28,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::auth::Binary;
-use crate::helpers::{
-    Backend, OPERATION_TENANT, TestApp, eventually, spawn_observed, spawn_observed_on_store,
-};
+use crate::auth::binary_with_env;
 use testkit::emulator::throttled_emulator_store;
+use testkit::{Backend, OPERATION_TENANT, TestApp, eventually};
 
 /// The caller's W3C trace context: the Functions host's invocation, as it forwards it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -242,10 +240,14 @@ async fn a_comment_is_traced_under_the_callers_trace_and_measured(
 ) {
     let receiver = Receiver::start().await;
     let telemetry = exporting_to(&receiver);
-    let app = spawn_observed(backend, tenancy, telemetry.clone(), |s| {
-        s.change_feed = ChangeFeedMode::Off;
-    })
-    .await;
+    let app = TestApp::spawn(backend)
+        .layout(tenancy)
+        .telemetry(telemetry.clone())
+        .settings(|s| {
+            s.change_feed = ChangeFeedMode::Off;
+        })
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     let post = app.new_post("ada", "Hello", "world").await;
     let post_id = post["id"].as_str().expect("post id");
@@ -448,7 +450,11 @@ async fn throttled_calls_are_counted_and_their_spans_say_429() {
     let receiver = Receiver::start().await;
     let telemetry = exporting_to(&receiver);
     // 400 RU/s enforced, and no SDK retries: the 429 reaches the app.
-    let app = spawn_observed_on_store(throttled_emulator_store(400).await, telemetry.clone()).await;
+    let app = TestApp::spawn_on(throttled_emulator_store(400).await)
+        .telemetry(telemetry.clone())
+        .without_pump()
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     let content = "x".repeat(90_000);
     let responses =
@@ -501,7 +507,10 @@ async fn throttled_calls_are_counted_and_their_spans_say_429() {
 async fn a_change_feed_batch_records_its_lag_and_cost(backend: Backend) {
     let receiver = Receiver::start().await;
     let telemetry = exporting_to(&receiver);
-    let app: TestApp = spawn_observed(backend, Tenancy::Single, telemetry.clone(), |_| {}).await;
+    let app: TestApp = TestApp::spawn(backend)
+        .telemetry(telemetry.clone())
+        .start()
+        .await;
     app.register("ada", "Ada").await;
     app.new_post("ada", "Hello", "world").await;
 
@@ -568,7 +577,7 @@ const NEVER: &str = "3600000";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exports_a_trigger_invocation_over_otlp_and_its_logs_carry_the_trace() {
     let receiver = Receiver::start().await;
-    let mut binary = Binary::start(&[
+    let mut binary = binary_with_env(&[
         ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.address.as_str()),
         ("OTEL_SERVICE_NAME", "blog-under-test"),
         ("OTEL_BSP_SCHEDULE_DELAY", NEVER),
@@ -587,7 +596,7 @@ async fn the_binary_exports_a_trigger_invocation_over_otlp_and_its_logs_carry_th
         .await
         .expect("invoke");
     assert_eq!(response.status(), StatusCode::OK);
-    assert!(binary.terminate().success(), "a clean shutdown");
+    assert!(binary.terminate().await.success(), "a clean shutdown");
 
     // The shutdown flushed the spans and metrics the schedule had not sent.
     let spans = receiver.spans();
@@ -648,7 +657,7 @@ async fn the_binary_sends_requests_and_dependencies_to_application_insights() {
         "InstrumentationKey=00000000-0000-0000-0000-00000000b10c;IngestionEndpoint={}/",
         receiver.address
     );
-    let mut binary = Binary::start(&[
+    let mut binary = binary_with_env(&[
         ("APPLICATIONINSIGHTS_CONNECTION_STRING", connection.as_str()),
         ("OTEL_BSP_SCHEDULE_DELAY", NEVER),
         ("OTEL_METRIC_EXPORT_INTERVAL", NEVER),
@@ -665,7 +674,7 @@ async fn the_binary_sends_requests_and_dependencies_to_application_insights() {
         .await
         .expect("C1");
     assert_eq!(created.status(), StatusCode::CREATED);
-    assert!(binary.terminate().success(), "a clean shutdown");
+    assert!(binary.terminate().await.success(), "a clean shutdown");
 
     let envelopes = receiver.envelopes();
     let of_type = |base_type: &str| -> Vec<&Value> {
@@ -704,7 +713,7 @@ async fn requests_answer_while_the_collector_never_does() {
     // timeout. (It is bound for the whole test, so nobody else can take its port.)
     let black_hole = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let endpoint = format!("http://{}", black_hole.local_addr().unwrap());
-    let mut binary = Binary::start(&[
+    let mut binary = binary_with_env(&[
         ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
         ("OTEL_BSP_SCHEDULE_DELAY", "50"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
@@ -737,7 +746,7 @@ async fn requests_answer_while_the_collector_never_does() {
         .await
         .expect("every request answered");
     assert!(
-        binary.terminate().success(),
+        binary.terminate().await.success(),
         "shutdown gives up on the collector"
     );
 }
@@ -745,7 +754,7 @@ async fn requests_answer_while_the_collector_never_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_is_down_costs_one_warning() {
     // Nothing listens on port 1 of loopback: every export is refused at once.
-    let mut binary = Binary::start(&[
+    let mut binary = binary_with_env(&[
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1"),
         ("OTEL_BSP_SCHEDULE_DELAY", "20"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "50"),
@@ -764,7 +773,7 @@ async fn a_collector_that_is_down_costs_one_warning() {
             .expect("answered");
         assert_eq!(response.status(), StatusCode::CREATED);
     }
-    assert!(binary.terminate().success());
+    assert!(binary.terminate().await.success());
     let log = binary.log();
     let warnings = log
         .lines()

@@ -5,10 +5,8 @@
 //! real binary keeps its tenants across a restart, and `verify` needs to know the layout.
 
 use std::collections::BTreeSet;
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cosmos_blog::store::{Container, Pages, Query, Store, Tenancy};
 use futures::{StreamExt, stream};
@@ -16,9 +14,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{Backend, TestApp, eventually, ids, spawn_app_in, spawn_app_on};
-use crate::restart::{binary_command, verify_command};
-use testkit::served::Served;
+use testkit::{Backend, TestApp, binary, eventually, ids};
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";
@@ -31,7 +27,7 @@ macro_rules! tenancy_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Embedded).await;
+                    super::$name(testkit::Backend::Embedded).await;
                 }
             )*
         }
@@ -39,7 +35,7 @@ macro_rules! tenancy_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name(crate::helpers::Backend::Cosmos).await;
+                    super::$name(testkit::Backend::Cosmos).await;
                 }
             )*
         }
@@ -59,7 +55,7 @@ tenancy_tests!(
 
 /// A `multi` application and its two tenants.
 async fn two_tenants(backend: Backend) -> (TestApp, TestApp) {
-    let app = spawn_app_in(backend, Tenancy::Multi).await;
+    let app = TestApp::spawn(backend).layout(Tenancy::Multi).start().await;
     (app.in_tenant(NORTH), app.in_tenant(NORTH_2))
 }
 
@@ -476,7 +472,7 @@ async fn q7_lists_exactly_the_tenants_users_a_page_at_a_time(backend: Backend) {
 }
 
 async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
-    let multi = spawn_app_in(backend, Tenancy::Multi).await;
+    let multi = TestApp::spawn(backend).layout(Tenancy::Multi).start().await;
     let plain_routes = [
         (Method::GET, "/api/feed"),
         (Method::GET, "/api/users/ada"),
@@ -502,7 +498,7 @@ async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
     assert_eq!(ready.status(), StatusCode::OK, "the readiness probe stays");
     assert!(whole_store(&multi.whole_store).await.is_empty());
 
-    let single = spawn_app_on(backend).await;
+    let single = TestApp::spawn(backend).start().await;
     for (method, path) in [
         (Method::GET, "/api/tenants/north/feed"),
         (Method::PUT, "/api/tenants/north/users/ada"),
@@ -524,7 +520,7 @@ async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
 }
 
 async fn an_invalid_tenant_id_is_a_400_and_writes_nothing(backend: Backend) {
-    let app = spawn_app_in(backend, Tenancy::Multi).await;
+    let app = TestApp::spawn(backend).layout(Tenancy::Multi).start().await;
     let too_long = "t".repeat(256);
     let invalid = [
         ("a%01b", "invalid-field"),
@@ -626,8 +622,12 @@ async fn a_tenant_is_served_the_multi_openapi_document(backend: Backend) {
 async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     let data_dir = TempDir::new().expect("temp dir");
     let client = reqwest::Client::new();
-    let start_multi =
-        || Served::spawn(binary_command(data_dir.path()).env("BLOG_TENANCY", "multi"));
+    let start_multi = || {
+        binary!()
+            .on_data(data_dir.path())
+            .env("BLOG_TENANCY", "multi")
+            .serve()
+    };
     let mut server = start_multi();
     let base = server.base().await;
 
@@ -671,11 +671,10 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     server.kill();
 
     // In `single`, the binary refuses the multi-tenant data and says why.
-    let refusal = exit_of(
-        binary_command(data_dir.path()).stderr(Stdio::piped()),
-        Duration::from_secs(30),
-    )
-    .await;
+    let refusal = binary!()
+        .on_data(data_dir.path())
+        .exit_within(Duration::from_secs(30))
+        .await;
     assert_ne!(refusal.0, Some(0), "started on the other layout");
     assert!(refusal.1.contains("multi layout"), "{}", refusal.1);
 
@@ -704,39 +703,19 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     assert_eq!(other.status(), StatusCode::NOT_FOUND);
     server.kill();
 
-    let verified = verify_command(data_dir.path())
+    let verified = binary!()
+        .on_data(data_dir.path())
+        .subcommand("verify")
         .args(["--tenancy", "multi"])
-        .output()
-        .expect("verify runs");
+        .output();
     let stdout = String::from_utf8_lossy(&verified.stdout);
     assert_eq!(verified.status.code(), Some(0), "{stdout}");
     assert!(stdout.starts_with("verify: OK"), "{stdout}");
-    let wrong_layout = verify_command(data_dir.path())
-        .output()
-        .expect("verify runs");
+    let wrong_layout = binary!()
+        .on_data(data_dir.path())
+        .subcommand("verify")
+        .output();
     let stderr = String::from_utf8_lossy(&wrong_layout.stderr);
     assert_eq!(wrong_layout.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("multi layout"), "{stderr}");
-}
-
-/// Runs `command` until it exits (killing it after `within`): its exit code and its stderr.
-async fn exit_of(command: &mut Command, within: Duration) -> (Option<i32>, String) {
-    let mut child = command.spawn().expect("binary starts");
-    let deadline = Instant::now() + within;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("the child can be waited on") {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        let _ = pipe.read_to_string(&mut stderr);
-    }
-    (status.and_then(|s| s.code()), stderr)
 }

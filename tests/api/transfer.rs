@@ -21,7 +21,6 @@ use cosmos_blog::domain::{
     Comment, CommentContent, CommentId, Like, Post, PostContent, PostId, Timestamp, Title, User,
     UserId, Username,
 };
-use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, Query, Store, Tenancy};
 use cosmos_blog::transfer::{
@@ -33,16 +32,13 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::helpers::{
-    Backend, OPERATION_TENANT, TestApp, eventually, spawn_app_on, spawn_app_without_pump,
-    spawn_on_store, spawn_unaddressed,
-};
-use crate::restart::{assert_binary_verifies, command_on};
+use crate::restart::assert_binary_verifies;
 use crate::store_contract::all_pages;
 use crate::verify::assert_holds;
 use testkit::emulator::{
     Fault, FaultOperationType, FaultPlan, faulty_emulator_store_without_throttle_retries,
 };
+use testkit::{Backend, OPERATION_TENANT, TestApp, binary, eventually};
 
 // ---- a blog with every kind of item --------------------------------------------------------
 
@@ -242,7 +238,7 @@ async fn assert_verifies_now(store: &Arc<dyn Store>) {
 }
 
 async fn round_trip(from: Backend, to: Backend) {
-    let source = spawn_app_on(from).await;
+    let source = TestApp::spawn(from).start().await;
     let blog = build_blog(&source).await;
     let export = export_of(&source.whole_store, None).await;
     let counts = &export.summary.manifest.counts;
@@ -256,7 +252,7 @@ async fn round_trip(from: Backend, to: Backend) {
         (3, 1, 2),
         "dee erased; ada's post and dee's deleted"
     );
-    let target = spawn_app_without_pump(to).await;
+    let target = TestApp::spawn(to).without_pump().start().await;
     let summary = import_into(&target.whole_store, &export.folder, None).await;
     assert_eq!(summary.loaded, export.summary.manifest.total());
     assert_eq!((summary.written, summary.unchanged), (summary.loaded, 0));
@@ -289,10 +285,15 @@ async fn an_embedded_blog_moves_to_cosmos_db() {
 /// the same user ids: the tenant's routes answer what the blog answered, the other tenant is
 /// untouched.
 async fn single_into_a_tenant(backend: Backend) {
-    let source = spawn_app_on(backend).await;
+    let source = TestApp::spawn(backend).start().await;
     let blog = build_blog(&source).await;
     let export = export_of(&source.whole_store, None).await;
-    let multi = spawn_unaddressed(backend, Tenancy::Multi, ChangeFeedMode::Off).await;
+    let multi = TestApp::spawn(backend)
+        .layout(Tenancy::Multi)
+        .without_pump()
+        .unaddressed()
+        .start()
+        .await;
     let neighbour = multi.in_tenant("neighbour");
     neighbour.register("ada", "Another Ada").await;
     assert!(
@@ -321,7 +322,11 @@ async fn a_single_blog_moves_into_a_tenant_on_cosmos_db() {
 /// it imports whole into another `multi` store, or one tenant of it into a `single` store;
 /// and one tenant exports alone, as a `single` export.
 async fn every_tenant_moves(backend: Backend) {
-    let source = spawn_unaddressed(backend, Tenancy::Multi, ChangeFeedMode::Pump).await;
+    let source = TestApp::spawn(backend)
+        .layout(Tenancy::Multi)
+        .unaddressed()
+        .start()
+        .await;
     let (first, second) = (
         source.in_tenant("first"),
         source.in_tenant(OPERATION_TENANT),
@@ -343,7 +348,12 @@ async fn every_tenant_moves(backend: Backend) {
             .all(|t| t == "first" || t == OPERATION_TENANT)
     );
 
-    let target = spawn_unaddressed(backend, Tenancy::Multi, ChangeFeedMode::Off).await;
+    let target = TestApp::spawn(backend)
+        .layout(Tenancy::Multi)
+        .without_pump()
+        .unaddressed()
+        .start()
+        .await;
     let summary = import_into(&target.whole_store, &all.folder, None).await;
     assert_eq!(summary.blogs, 2);
     assert_verifies_now(&target.whole_store).await;
@@ -354,7 +364,7 @@ async fn every_tenant_moves(backend: Backend) {
         plan(&all.folder, Tenancy::Single, None).is_err(),
         "a multi export into a single store needs --tenant"
     );
-    let picked = spawn_app_without_pump(backend).await;
+    let picked = TestApp::spawn(backend).without_pump().start().await;
     import_into(&picked.whole_store, &all.folder, Some(OPERATION_TENANT)).await;
     assert_verifies_now(&picked.whole_store).await;
     assert_same_answers(&second, &picked, &second_blog).await;
@@ -362,7 +372,7 @@ async fn every_tenant_moves(backend: Backend) {
     let alone = export_of(&source.whole_store, Some("first")).await;
     assert_eq!(alone.summary.manifest.layout, Tenancy::Single);
     assert_eq!(alone.summary.manifest.tenant, Some("first".parse_tenant()));
-    let single = spawn_app_without_pump(backend).await;
+    let single = TestApp::spawn(backend).without_pump().start().await;
     import_into(&single.whole_store, &alone.folder, None).await;
     assert_verifies_now(&single.whole_store).await;
     assert_same_answers(&first, &single, &first_blog).await;
@@ -481,7 +491,10 @@ fn open_embedded(data_dir: &Path) -> Arc<dyn Store> {
 // ---- the binary ------------------------------------------------------------------------------
 
 fn import_command(from: &Path, data_dir: &Path) -> Command {
-    let mut command = command_on(data_dir, "import");
+    let mut command = binary!()
+        .on_data(data_dir)
+        .subcommand("import")
+        .into_command();
     command.arg("--from").arg(from);
     command
 }
@@ -826,7 +839,7 @@ async fn the_binary_exports_what_it_imported_and_refuses_to_overwrite() {
     assert!(run(import_command(&generated, &data)).status.success());
 
     let exported = dir.path().join("exported");
-    let mut export = command_on(&data, "export");
+    let mut export = binary!().on_data(&data).subcommand("export").into_command();
     export.arg("--out").arg(&exported);
     let output = run(export);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -848,13 +861,16 @@ async fn the_binary_exports_what_it_imported_and_refuses_to_overwrite() {
         assert_eq!(lines(&exported), lines(&generated), "{kind}");
     }
 
-    let mut again = command_on(&data, "export");
+    let mut again = binary!().on_data(&data).subcommand("export").into_command();
     again.arg("--out").arg(&exported);
     let refused = run(again);
     assert_eq!(refused.status.code(), Some(1));
     assert!(text(&refused.stderr).contains("is not empty"));
     let nowhere = dir.path().join("no-store");
-    let mut missing = command_on(&nowhere, "export");
+    let mut missing = binary!()
+        .on_data(&nowhere)
+        .subcommand("export")
+        .into_command();
     missing.arg("--out").arg(dir.path().join("never"));
     let refused = run(missing);
     assert_eq!(refused.status.code(), Some(1));
@@ -871,7 +887,10 @@ async fn the_binary_exports_what_it_imported_and_refuses_to_overwrite() {
 async fn a_backup_taken_under_writes_serves_and_verifies() {
     let data_dir = TempDir::new().unwrap();
     let data = data_dir.path().to_owned();
-    let app = spawn_on_store(open_embedded(&data), data_dir, ChangeFeedMode::Pump).await;
+    let app = TestApp::spawn_on(open_embedded(&data))
+        .data_dir(data_dir)
+        .start()
+        .await;
     for user in ["ada", "bob"] {
         app.register(user, user).await;
     }
@@ -909,7 +928,7 @@ async fn a_backup_taken_under_writes_serves_and_verifies() {
     let before: Vec<String> = acknowledged.lock().unwrap().clone();
     let backup_dir = TempDir::new().unwrap();
     let file = backup_dir.path().join("blog.sqlite3");
-    let mut backup = command_on(&data, "backup");
+    let mut backup = binary!().on_data(&data).subcommand("backup").into_command();
     backup.arg("--to").arg(&file);
     let output = tokio::task::spawn_blocking(move || run(backup))
         .await
@@ -920,7 +939,7 @@ async fn a_backup_taken_under_writes_serves_and_verifies() {
         writer.await.expect("the writer ran");
     }
 
-    let mut refused = command_on(&data, "backup");
+    let mut refused = binary!().on_data(&data).subcommand("backup").into_command();
     refused.arg("--to").arg(&file);
     assert_eq!(
         run(refused).status.code(),
@@ -928,12 +947,10 @@ async fn a_backup_taken_under_writes_serves_and_verifies() {
         "an existing file stays"
     );
 
-    let restored = spawn_on_store(
-        open_embedded(backup_dir.path()),
-        backup_dir,
-        ChangeFeedMode::Pump,
-    )
-    .await;
+    let restored = TestApp::spawn_on(open_embedded(backup_dir.path()))
+        .data_dir(backup_dir)
+        .start()
+        .await;
     for id in &before {
         let post = restored.get(&format!("/api/posts/{id}")).await;
         assert_eq!(
@@ -964,7 +981,7 @@ async fn a_backup_of_a_stopped_store_verifies_through_the_binary() {
     let data = dir.path().join("data");
     assert!(run(import_command(&export, &data)).status.success());
     let restored = dir.path().join("restored");
-    let mut backup = command_on(&data, "backup");
+    let mut backup = binary!().on_data(&data).subcommand("backup").into_command();
     backup.arg("--to").arg(restored.join("blog.sqlite3"));
     let output = run(backup);
     assert!(output.status.success(), "{}", text(&output.stderr));

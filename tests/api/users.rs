@@ -3,8 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::helpers::TestApp;
-use crate::operation_tests;
+use testkit::{TestApp, operation_tests};
 
 operation_tests!(
     creating_a_user_returns_201_and_the_user_item,

@@ -13,9 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::backend_tests_without_pump;
-use crate::helpers::TestApp;
-use crate::restart::command_on;
+use testkit::{TestApp, backend_tests_without_pump, binary};
 
 backend_tests_without_pump!(
     a_healthy_store_verifies_and_missing_work_shows,
@@ -461,19 +459,6 @@ async fn the_feed_holds_exactly_the_most_recent_posts(app: TestApp) {
 
 // ---- the binary ------------------------------------------------------------------------------
 
-fn run_binary(data_dir: &std::path::Path, subcommand: &str) -> Output {
-    run_binary_with(data_dir, &[subcommand])
-}
-
-/// The binary with `args` (a subcommand first), on the embedded store in `data_dir`.
-pub fn run_binary_with(data_dir: &std::path::Path, args: &[&str]) -> Output {
-    let (subcommand, rest) = args.split_first().expect("a subcommand");
-    command_on(data_dir, subcommand)
-        .args(rest)
-        .output()
-        .expect("the binary runs")
-}
-
 pub fn stdout_lines(output: &Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -509,7 +494,7 @@ pub async fn open(dir: &TempDir) -> Arc<dyn Store> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     let dir = embedded_store(true).await;
-    let healthy = run_binary(dir.path(), "verify");
+    let healthy = binary!().on_data(dir.path()).subcommand("verify").output();
     assert_eq!(healthy.status.code(), Some(0), "{healthy:?}");
     assert_eq!(
         stdout_lines(&healthy),
@@ -527,7 +512,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
         orphan["postId"] = orphan["id"].clone();
         upsert(&store, Container::Users, orphan).await;
     }
-    let broken = run_binary(dir.path(), "verify");
+    let broken = binary!().on_data(dir.path()).subcommand("verify").output();
     assert_eq!(broken.status.code(), Some(1), "{broken:?}");
     let lines = stdout_lines(&broken);
     assert_eq!(lines.len(), 100 + 2, "{lines:?}");
@@ -543,7 +528,10 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_2_when_there_is_no_store() {
     let dir = TempDir::new().unwrap();
-    let output = run_binary(&dir.path().join("nothing-here"), "verify");
+    let output = binary!()
+        .on_data(&dir.path().join("nothing-here"))
+        .subcommand("verify")
+        .output();
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -561,7 +549,7 @@ async fn the_binary_exits_2_when_there_is_no_store() {
 async fn rebuild_ends_with_the_verdict_of_verify() {
     // Copies missing: rebuild makes them, and says that everything holds.
     let dir = embedded_store(false).await;
-    let output = run_binary(dir.path(), "rebuild");
+    let output = binary!().on_data(dir.path()).subcommand("rebuild").output();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let lines = stdout_lines(&output);
     assert!(
@@ -578,7 +566,7 @@ async fn rebuild_ends_with_the_verdict_of_verify() {
         p["likeCount"] = json!(3)
     })
     .await;
-    let output = run_binary(dir.path(), "rebuild");
+    let output = binary!().on_data(dir.path()).subcommand("rebuild").output();
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let lines = stdout_lines(&output);
     assert!(
@@ -616,7 +604,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         .execute_batch(Container::Posts, &pk("post-010"), comments)
         .await
         .unwrap();
-    let output = run_binary(dir.path(), "verify");
+    let output = binary!().on_data(dir.path()).subcommand("verify").output();
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

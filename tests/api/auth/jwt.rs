@@ -14,9 +14,9 @@ use tempfile::TempDir;
 use super::tokens::{
     self, AUDIENCE, ISSUER, RSA_KID, bearer, claims, es256, invalid_tokens, rs256,
 };
-use super::{Binary, assert_unauthorized, post_body, send, snapshot};
-use crate::helpers::{Backend, TestApp, spawn_app_with};
+use super::{assert_unauthorized, binary_with_env, post_body, send, snapshot};
 use crate::on_every_backend;
+use testkit::{Backend, TestApp};
 
 const INVALID_TOKEN: &str = "Bearer error=\"invalid_token\"";
 
@@ -43,11 +43,13 @@ async fn jwt_app(backend: Backend) -> (TestApp, TempDir) {
     let path = folder.path().join("jwks.json");
     std::fs::write(&path, tokens::jwks().to_string()).expect("write JWKS");
     let auth = jwt_settings(path.to_str().expect("UTF-8 path"));
-    let app = spawn_app_with(backend, |settings| {
-        settings.change_feed = ChangeFeedMode::Off;
-        settings.auth = auth;
-    })
-    .await;
+    let app = TestApp::spawn(backend)
+        .settings(|settings| {
+            settings.change_feed = ChangeFeedMode::Off;
+            settings.auth = auth;
+        })
+        .start()
+        .await;
     (app, folder)
 }
 
@@ -260,7 +262,10 @@ async fn a_jwks_url_is_cached_and_fetched_again_for_an_unknown_kid_at_most_once_
     let mut auth = jwt_settings(&server.url);
     // Entra ID users take the object id; the subject is then someone else.
     auth.jwt_claim = Some("oid".to_owned());
-    let app = spawn_app_with(Backend::Embedded, |settings| settings.auth = auth).await;
+    let app = TestApp::spawn(Backend::Embedded)
+        .settings(|settings| settings.auth = auth)
+        .start()
+        .await;
     assert_eq!(server.fetches(), 1, "fetched at start-up");
 
     let as_oid = |oid: &str| {
@@ -321,7 +326,7 @@ async fn the_binary_reads_the_jwt_settings_from_its_environment() {
     let folder = TempDir::new().expect("temp dir");
     let jwks = folder.path().join("jwks.json");
     std::fs::write(&jwks, tokens::jwks().to_string()).expect("write JWKS");
-    let server = Binary::start(&[
+    let server = binary_with_env(&[
         ("BLOG_AUTH", "jwt"),
         ("BLOG_JWT_JWKS", jwks.to_str().expect("UTF-8 path")),
         ("BLOG_JWT_ISSUER", ISSUER),
@@ -352,30 +357,30 @@ async fn the_binary_reads_the_jwt_settings_from_its_environment() {
 
 #[tokio::test]
 async fn the_binary_refuses_to_start_in_jwt_mode_without_its_settings_or_keys() {
-    let mut unset = Binary::start(&[("BLOG_AUTH", "jwt")]);
-    assert!(!unset.exit_status().success());
+    let mut unset = binary_with_env(&[("BLOG_AUTH", "jwt")]);
+    assert!(!unset.exit_status().await.success());
     let log = unset.log();
     for name in ["BLOG_JWT_JWKS", "BLOG_JWT_ISSUER", "BLOG_JWT_AUDIENCE"] {
         assert!(log.contains(name), "{name} not named in:\n{log}");
     }
 
-    let mut missing_file = Binary::start(&[
+    let mut missing_file = binary_with_env(&[
         ("BLOG_AUTH", "jwt"),
         ("BLOG_JWT_JWKS", "/nonexistent/jwks.json"),
         ("BLOG_JWT_ISSUER", ISSUER),
         ("BLOG_JWT_AUDIENCE", AUDIENCE),
     ]);
-    assert!(!missing_file.exit_status().success());
+    assert!(!missing_file.exit_status().await.success());
     let log = missing_file.log();
     assert!(log.contains("cannot load the JWT key set"), "{log}");
 
-    let mut plain_http = Binary::start(&[
+    let mut plain_http = binary_with_env(&[
         ("BLOG_AUTH", "jwt"),
         ("BLOG_JWT_JWKS", "http://login.example.test/keys"),
         ("BLOG_JWT_ISSUER", ISSUER),
         ("BLOG_JWT_AUDIENCE", AUDIENCE),
     ]);
-    assert!(!plain_http.exit_status().success());
+    assert!(!plain_http.exit_status().await.success());
     let log = plain_http.log();
     assert!(log.contains("must be an https URL"), "{log}");
 }

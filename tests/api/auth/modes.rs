@@ -12,9 +12,9 @@ use cosmos_blog::store::{Container, PartitionKey, Store};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Binary, assert_unauthorized, post_body, send, snapshot};
-use crate::helpers::{Backend, TestApp, spawn_app_with};
+use super::{assert_unauthorized, binary_with_env, post_body, send, snapshot};
 use crate::on_every_backend;
+use testkit::{Backend, Served, TestApp};
 
 on_every_backend!(
     easyauth_refuses_every_command_while_app_service_authentication_is_off,
@@ -25,11 +25,13 @@ on_every_backend!(
 /// No change-feed processing, so that the stored items change only through commands.
 async fn under_functions_host(backend: Backend, website_auth_enabled: Option<&str>) -> TestApp {
     let platform = Platform::functions_host(website_auth_enabled);
-    spawn_app_with(backend, |settings| {
-        settings.change_feed = ChangeFeedMode::Off;
-        settings.auth.platform = platform;
-    })
-    .await
+    TestApp::spawn(backend)
+        .settings(|settings| {
+            settings.change_feed = ChangeFeedMode::Off;
+            settings.auth.platform = platform;
+        })
+        .start()
+        .await
 }
 
 /// A user and a post written straight into the store, so that every command has a target.
@@ -151,7 +153,7 @@ const ANY_ADDRESS: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 #[tokio::test]
 async fn implicit_header_mode_refuses_a_non_loopback_bind() {
     let data = tempfile::TempDir::new().expect("temp dir");
-    let mut settings = crate::helpers::settings(data.path().to_path_buf(), ChangeFeedMode::Off);
+    let mut settings = testkit::settings(data.path().to_path_buf(), ChangeFeedMode::Off);
     settings.bind_address = ANY_ADDRESS;
     let store = EmbeddedStore::open(&data.path().join("blog.sqlite3")).expect("store");
     let error = match Application::with_store(&settings, Arc::new(store)).await {
@@ -164,11 +166,13 @@ async fn implicit_header_mode_refuses_a_non_loopback_bind() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explicit_header_mode_serves_on_any_address() {
-    let app = spawn_app_with(Backend::Embedded, |settings| {
-        settings.bind_address = ANY_ADDRESS;
-        settings.auth.mode = Some(AuthMode::Header);
-    })
-    .await;
+    let app = TestApp::spawn(Backend::Embedded)
+        .settings(|settings| {
+            settings.bind_address = ANY_ADDRESS;
+            settings.auth.mode = Some(AuthMode::Header);
+        })
+        .start()
+        .await;
     app.register("ada", "Ada").await;
 }
 
@@ -176,7 +180,7 @@ async fn explicit_header_mode_serves_on_any_address() {
 
 const PRINCIPAL: &str = "x-ms-client-principal-id";
 
-async fn put_user(server: &Binary, user_id: &str) -> reqwest::Response {
+async fn put_user(server: &Served, user_id: &str) -> reqwest::Response {
     reqwest::Client::new()
         .put(server.url(&format!("/api/users/{user_id}")))
         .header(PRINCIPAL, user_id)
@@ -203,14 +207,14 @@ fn lines_with<'a>(log: &'a str, level: &str) -> Vec<&'a str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_under_the_functions_host_trusts_the_header_only_with_easy_auth_on() {
-    let mut off = Binary::start(&[("FUNCTIONS_WORKER_RUNTIME", "custom")])
+    let mut off = binary_with_env(&[("FUNCTIONS_WORKER_RUNTIME", "custom")])
         .ready()
         .await;
     let forged = put_user(&off, "eve").await;
     assert_unauthorized(forged, "easyauth-disabled", "forged header").await;
     let feed = reqwest::get(off.url("/api/feed")).await.expect("feed");
     assert_eq!(feed.status(), StatusCode::OK, "queries stay public");
-    off.stop();
+    off.kill();
     let log = off.log();
     let errors = lines_with(&log, "ERROR");
     assert_eq!(errors.len(), 1, "one clear error line:\n{log}");
@@ -220,14 +224,14 @@ async fn the_binary_under_the_functions_host_trusts_the_header_only_with_easy_au
     );
     assert_eq!(stored_user(off.data_dir(), "eve").await, None);
 
-    let mut on = Binary::start(&[
+    let mut on = binary_with_env(&[
         ("FUNCTIONS_WORKER_RUNTIME", "custom"),
         ("WEBSITE_AUTH_ENABLED", "True"),
     ])
     .ready()
     .await;
     assert_eq!(put_user(&on, "eve").await.status(), StatusCode::CREATED);
-    on.stop();
+    on.kill();
     assert!(lines_with(&on.log(), "ERROR").is_empty(), "{}", on.log());
     assert!(stored_user(on.data_dir(), "eve").await.is_some());
 }
@@ -307,10 +311,10 @@ fn plan_environments() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_refuses_a_forged_principal_on_every_plan() {
     for (plan, env) in plan_environments() {
-        let mut server = Binary::start(&env).ready().await;
+        let mut server = binary_with_env(&env).ready().await;
         let forged = put_user(&server, "eve").await;
         assert_unauthorized(forged, "easyauth-disabled", plan).await;
-        server.stop();
+        server.kill();
         assert_eq!(stored_user(server.data_dir(), "eve").await, None, "{plan}");
         assert!(
             server.log().contains("auth mode easyauth"),
@@ -321,19 +325,19 @@ async fn the_binary_refuses_a_forged_principal_on_every_plan() {
     // Only an explicit choice trusts the header there.
     let (plan, mut env) = plan_environments().swap_remove(1);
     env.push(("BLOG_AUTH", "header"));
-    let mut explicit = Binary::start(&env).ready().await;
+    let mut explicit = binary_with_env(&env).ready().await;
     assert_eq!(
         put_user(&explicit, "eve").await.status(),
         StatusCode::CREATED,
         "{plan}"
     );
-    explicit.stop();
+    explicit.kill();
 }
 
 #[tokio::test]
 async fn the_binary_refuses_a_non_loopback_bind_in_implicit_header_mode() {
-    let mut server = Binary::start(&[("BLOG_BIND_ADDRESS", "0.0.0.0")]);
-    let status = server.exit_status();
+    let mut server = binary_with_env(&[("BLOG_BIND_ADDRESS", "0.0.0.0")]);
+    let status = server.exit_status().await;
     assert!(!status.success(), "{status}");
     let log = server.log();
     assert!(log.contains("refusing to serve on 0.0.0.0"), "{log}");
@@ -341,11 +345,11 @@ async fn the_binary_refuses_a_non_loopback_bind_in_implicit_header_mode() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_in_explicit_header_mode_serves_any_address_with_a_loud_warning() {
-    let mut server = Binary::start(&[("BLOG_BIND_ADDRESS", "0.0.0.0"), ("BLOG_AUTH", "header")])
+    let mut server = binary_with_env(&[("BLOG_BIND_ADDRESS", "0.0.0.0"), ("BLOG_AUTH", "header")])
         .ready()
         .await;
     assert_eq!(put_user(&server, "ada").await.status(), StatusCode::CREATED);
-    server.stop();
+    server.kill();
     let log = server.log();
     let warnings = lines_with(&log, "WARN");
     assert!(

@@ -1,11 +1,12 @@
 //! Spawns the real application (real HTTP server, real store, real change-feed pump) on a
 //! random port, and offers the few calls every test needs. An application in the `multi`
 //! layout is addressed as one tenant (see [`TestApp::url`]), so the same test bodies run in
-//! both layouts.
+//! both layouts. [`TestApp::spawn`] is the one way in: a builder of the store, the layout,
+//! the pump, the settings and the telemetry.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cosmos_blog::domain::TenantId;
 use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
@@ -13,11 +14,13 @@ use cosmos_blog::startup::Application;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Store, Tenancy, tenant};
 use cosmos_blog::telemetry::Telemetry;
-use cosmos_blog::verify::{VerifyReport, verify};
+use cosmos_blog::verify::VerifyReport;
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
+
+use crate::poll::assert_store_verifies;
 
 /// Which store the application runs on. Every test body runs on each (see `backend_tests!`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,9 +51,11 @@ pub struct TestApp {
 struct ServerGuard {
     _stop: oneshot::Sender<()>,
     /// Keeps the embedded store's folder alive for the test's duration.
-    _data_dir: Option<TempDir>,
+    _data_dir: TempDir,
 }
 
+/// The settings of an application in tests: port 0 on loopback, the store in `data_dir`, no
+/// delayed re-check (it reads the store: only where a test asks for it).
 pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Settings {
     Settings {
         port: 0,
@@ -64,48 +69,10 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
-        // The delayed re-check only where a test or phase asks for it: it reads the store.
         recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),
     }
-}
-
-pub async fn spawn_app_on(backend: Backend) -> TestApp {
-    spawn_with(backend, Tenancy::Single, ChangeFeedMode::Pump).await
-}
-
-/// The application in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
-pub async fn spawn_app_in(backend: Backend, tenancy: Tenancy) -> TestApp {
-    spawn_with(backend, tenancy, ChangeFeedMode::Pump).await
-}
-
-/// The application with no change-feed processing: copies only appear through `rebuild`.
-pub async fn spawn_app_without_pump(backend: Backend) -> TestApp {
-    spawn_with(backend, Tenancy::Single, ChangeFeedMode::Off).await
-}
-
-/// [`spawn_app_without_pump`] in the `tenancy` layout.
-pub async fn spawn_app_without_pump_in(backend: Backend, tenancy: Tenancy) -> TestApp {
-    spawn_with(backend, tenancy, ChangeFeedMode::Off).await
-}
-
-async fn spawn_with(backend: Backend, tenancy: Tenancy, change_feed: ChangeFeedMode) -> TestApp {
-    spawn_unaddressed(backend, tenancy, change_feed)
-        .await
-        .addressed()
-}
-
-/// The application of `tenancy` on a fresh store, its paths used as written (no tenant
-/// chosen): for tests that address the routes of either layout themselves.
-pub async fn spawn_unaddressed(
-    backend: Backend,
-    tenancy: Tenancy,
-    change_feed: ChangeFeedMode,
-) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, tenancy, &data_dir).await;
-    spawn_on_store(store, data_dir, change_feed).await
 }
 
 /// A fresh store of `backend` in the `tenancy` layout (the embedded one in `data_dir`).
@@ -119,70 +86,107 @@ pub async fn open_backend(
             EmbeddedStore::open_with(&data_dir.path().join("blog.sqlite3"), tenancy)
                 .expect("embedded store"),
         ),
-        Backend::Cosmos => testkit::emulator::emulator_store_in(tenancy).await,
+        Backend::Cosmos => crate::emulator::emulator_store_in(tenancy).await,
     }
 }
 
-/// The application with settings the test adjusts (an authentication mode, say).
-pub async fn spawn_app_with(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
-    spawn_configured(backend, Tenancy::Single, adjust).await
+/// Where the application's store comes from.
+enum StoreSource {
+    /// A fresh store of this backend, in the builder's layout.
+    Fresh(Backend),
+    /// A store the test prepared (a throttled account, a double); its layout is its own.
+    Given(Arc<dyn Store>),
 }
 
-/// [`spawn_app_with`] in the `tenancy` layout; in `multi` it addresses [`OPERATION_TENANT`].
-pub async fn spawn_configured(
-    backend: Backend,
+/// A change a test makes to the settings of its application.
+type Adjustment<'a> = Box<dyn FnOnce(&mut Settings) + Send + 'a>;
+
+/// How to spawn a [`TestApp`]: by default on a fresh store, in `single`, with the pump, the
+/// default settings and the process's telemetry, addressed as the tests of either layout
+/// address it (see [`TestApp::addressed`]).
+pub struct Spawn<'a> {
+    store: StoreSource,
     tenancy: Tenancy,
-    adjust: impl FnOnce(&mut Settings),
-) -> TestApp {
-    spawn_in_layout(backend, tenancy, None, adjust).await
-}
-
-/// The application of `tenancy` with telemetry of its own (`Application::with_telemetry`),
-/// addressed as [`OPERATION_TENANT`] in `multi`; `adjust` sets the rest.
-pub async fn spawn_observed(
-    backend: Backend,
-    tenancy: Tenancy,
-    telemetry: Telemetry,
-    adjust: impl FnOnce(&mut Settings),
-) -> TestApp {
-    spawn_in_layout(backend, tenancy, Some(telemetry), adjust).await
-}
-
-/// A fresh store of `backend` in `tenancy`, served with the pump; addressed as
-/// [`OPERATION_TENANT`] in `multi`.
-async fn spawn_in_layout(
-    backend: Backend,
-    tenancy: Tenancy,
-    telemetry: Option<Telemetry>,
-    adjust: impl FnOnce(&mut Settings),
-) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, tenancy, &data_dir).await;
-    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Pump);
-    settings.store.tenancy = tenancy;
-    adjust(&mut settings);
-    serve(settings, store, data_dir, telemetry)
-        .await
-        .addressed()
-}
-
-/// [`spawn_on_store`] with telemetry of its own, and no change-feed processing.
-pub async fn spawn_observed_on_store(store: Arc<dyn Store>, telemetry: Telemetry) -> TestApp {
-    let data_dir = TempDir::new().expect("temp dir");
-    let mut settings = settings(data_dir.path().to_path_buf(), ChangeFeedMode::Off);
-    settings.store.tenancy = store.tenancy();
-    serve(settings, store, data_dir, Some(telemetry)).await
-}
-
-/// The application on a store the test prepared (a throttled account, say).
-pub async fn spawn_on_store(
-    store: Arc<dyn Store>,
-    data_dir: TempDir,
+    data_dir: Option<TempDir>,
     change_feed: ChangeFeedMode,
-) -> TestApp {
-    let mut settings = settings(data_dir.path().to_path_buf(), change_feed);
-    settings.store.tenancy = store.tenancy();
-    serve(settings, store, data_dir, None).await
+    adjust: Vec<Adjustment<'a>>,
+    telemetry: Option<Telemetry>,
+    addressed: bool,
+}
+
+impl<'a> Spawn<'a> {
+    fn new(store: StoreSource) -> Self {
+        Self {
+            store,
+            tenancy: Tenancy::Single,
+            data_dir: None,
+            change_feed: ChangeFeedMode::Pump,
+            adjust: Vec::new(),
+            telemetry: None,
+            addressed: true,
+        }
+    }
+
+    /// The layout of the fresh store (a given store has its own).
+    pub fn layout(mut self, tenancy: Tenancy) -> Self {
+        self.tenancy = tenancy;
+        self
+    }
+
+    /// No change-feed processing: copies only appear through `rebuild` or the handlers a test
+    /// runs itself.
+    pub fn without_pump(self) -> Self {
+        self.change_feed(ChangeFeedMode::Off)
+    }
+
+    pub fn change_feed(mut self, mode: ChangeFeedMode) -> Self {
+        self.change_feed = mode;
+        self
+    }
+
+    /// The folder of the application's data (the embedded store's file), kept for the
+    /// application's life; a fresh one by default.
+    pub fn data_dir(mut self, dir: TempDir) -> Self {
+        self.data_dir = Some(dir);
+        self
+    }
+
+    /// Settings the test adjusts (an authentication mode, say), after the layout and pump.
+    pub fn settings(mut self, adjust: impl FnOnce(&mut Settings) + Send + 'a) -> Self {
+        self.adjust.push(Box::new(adjust));
+        self
+    }
+
+    /// Telemetry of the application's own (`Application::with_telemetry`).
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
+    /// The paths used as written, whatever the layout (no tenant chosen): for tests that
+    /// address the routes of either layout themselves.
+    pub fn unaddressed(mut self) -> Self {
+        self.addressed = false;
+        self
+    }
+
+    pub async fn start(self) -> TestApp {
+        let data_dir = match self.data_dir {
+            Some(dir) => dir,
+            None => TempDir::new().expect("temp dir"),
+        };
+        let store = match self.store {
+            StoreSource::Fresh(backend) => open_backend(backend, self.tenancy, &data_dir).await,
+            StoreSource::Given(store) => store,
+        };
+        let mut settings = settings(data_dir.path().to_path_buf(), self.change_feed);
+        settings.store.tenancy = store.tenancy();
+        for adjust in self.adjust {
+            adjust(&mut settings);
+        }
+        let app = serve(settings, store, data_dir, self.telemetry).await;
+        if self.addressed { app.addressed() } else { app }
+    }
 }
 
 async fn serve(
@@ -213,12 +217,22 @@ async fn serve(
         tenant: None,
         _server: Arc::new(ServerGuard {
             _stop: stop,
-            _data_dir: Some(data_dir),
+            _data_dir: data_dir,
         }),
     }
 }
 
 impl TestApp {
+    /// The application on a fresh store of `backend`; see [`Spawn`] for the rest.
+    pub fn spawn<'a>(backend: Backend) -> Spawn<'a> {
+        Spawn::new(StoreSource::Fresh(backend))
+    }
+
+    /// The application on a store the test prepared (a throttled account, a double).
+    pub fn spawn_on<'a>(store: Arc<dyn Store>) -> Spawn<'a> {
+        Spawn::new(StoreSource::Given(store))
+    }
+
     /// The app as the tests of either layout address it: itself in `single`, as
     /// [`OPERATION_TENANT`] in `multi`.
     pub fn addressed(self) -> TestApp {
@@ -227,7 +241,6 @@ impl TestApp {
             Tenancy::Multi => self.in_tenant(OPERATION_TENANT),
         }
     }
-
     /// The same server addressed as `tenant` (a `multi` application): its URLs, its store.
     pub fn in_tenant(&self, tenant: &str) -> TestApp {
         assert_eq!(
@@ -382,53 +395,6 @@ impl TestApp {
     }
 }
 
-/// Polls `check` until it returns `Some`, for at most `within`; the change feed makes
-/// copies appear shortly after the write, not with it. The limits are generous on purpose:
-/// they only bound a failing test on a loaded CI machine; how fast copies really appear is
-/// measured by the benchmark (change-feed lag), never asserted here.
-/// A failure names the line that waited (an `async fn` cannot track its caller).
-#[track_caller]
-pub fn eventually<T, F, Fut>(within: Duration, mut check: F) -> impl Future<Output = T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let caller = std::panic::Location::caller();
-    async move {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(value) = check().await {
-                return value;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "condition not met within {within:?} (waiting at {caller})"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-/// Waits until `verify` passes on `store` (the change feed must catch up first), for at most
-/// `within`; panics with the violations it last found if it never does.
-pub async fn assert_store_verifies(store: &Arc<dyn Store>, within: Duration) -> VerifyReport {
-    let deadline = Instant::now() + within;
-    loop {
-        let report = verify(store).await.expect("the store can be scanned");
-        if report.holds() {
-            return report;
-        }
-        if Instant::now() >= deadline {
-            panic!(
-                "verify still fails after {within:?}:\n{}\n{}",
-                report.violation_lines(100).join("\n"),
-                report.verdict()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 impl TestApp {
     /// Waits until every invariant of the model holds on the app's whole store, every tenant
     /// of it (see `verify`).
@@ -452,7 +418,7 @@ macro_rules! backend_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Embedded).await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Embedded).start().await;
                     super::$name(app).await;
                 }
             )*
@@ -461,7 +427,7 @@ macro_rules! backend_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_on($crate::helpers::Backend::Cosmos).await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos).start().await;
                     super::$name(app).await;
                 }
             )*
@@ -478,7 +444,10 @@ macro_rules! backend_tests_without_pump {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Embedded).await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
+                        .without_pump()
+                        .start()
+                        .await;
                     super::$name(app).await;
                 }
             )*
@@ -487,7 +456,10 @@ macro_rules! backend_tests_without_pump {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_without_pump($crate::helpers::Backend::Cosmos).await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
+                        .without_pump()
+                        .start()
+                        .await;
                     super::$name(app).await;
                 }
             )*
@@ -507,11 +479,10 @@ macro_rules! operation_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_in(
-                        $crate::helpers::Backend::Embedded,
-                        cosmos_blog::store::Tenancy::Multi,
-                    )
-                    .await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
+                        .layout(::cosmos_blog::store::Tenancy::Multi)
+                        .start()
+                        .await;
                     super::$name(app).await;
                 }
             )*
@@ -520,11 +491,10 @@ macro_rules! operation_tests {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    let app = $crate::helpers::spawn_app_in(
-                        $crate::helpers::Backend::Cosmos,
-                        cosmos_blog::store::Tenancy::Multi,
-                    )
-                    .await;
+                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
+                        .layout(::cosmos_blog::store::Tenancy::Multi)
+                        .start()
+                        .await;
                     super::$name(app).await;
                 }
             )*
