@@ -2,11 +2,10 @@
 //! refusal of binaries the Functions Linux host cannot start, and how fatal errors read.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tempfile::TempDir;
-
-use crate::restart::command_on;
+use testkit::binary;
 
 const CONNECTION: &str = "AccountEndpoint=https://localhost:8081/;AccountKey=a2V5;";
 const ENDPOINT: &str = "https://blog.documents.azure.com:443/";
@@ -32,12 +31,13 @@ fn every_command_refuses_a_connection_string_beside_an_account_endpoint() {
     ];
     for args in commands {
         let (subcommand, rest) = args.split_first().expect("a subcommand");
-        let output = command_on(data.path(), subcommand)
-            .args(rest)
+        let output = binary!()
+            .on_data(data.path())
+            .subcommand(subcommand)
+            .args(rest.iter())
             .env("CosmosDBConnection", CONNECTION)
             .env("CosmosDBConnection__accountEndpoint", ENDPOINT)
-            .output()
-            .expect("the binary runs");
+            .output();
         let log = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {log}");
         assert!(
@@ -56,12 +56,13 @@ fn every_command_refuses_a_connection_string_beside_an_account_endpoint() {
 #[test]
 fn the_server_refuses_jwt_settings_outside_jwt_mode() {
     let data = TempDir::new().expect("temp dir");
-    let output = command_on(data.path(), "serve")
+    let output = binary!()
+        .on_data(data.path())
+        .subcommand("serve")
         .env("BLOG_AUTH", "header")
         .env("BLOG_JWT_ISSUER", "https://issuer.example")
         .env("BLOG_JWT_AUDIENCE", "blog")
-        .output()
-        .expect("the binary runs");
+        .output();
     let log = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{log}");
     assert!(
@@ -74,10 +75,11 @@ fn the_server_refuses_jwt_settings_outside_jwt_mode() {
 #[test]
 fn a_fatal_error_is_printed_once() {
     let data = TempDir::new().expect("temp dir");
-    let output = command_on(data.path(), "export")
+    let output = binary!()
+        .on_data(data.path())
+        .subcommand("export")
         .args(["--out", "/proc/no-such-folder/export"])
-        .output()
-        .expect("the binary runs");
+        .output();
     let log = stderr(&output);
     assert!(!output.status.success(), "{log}");
     let first = log
@@ -95,15 +97,13 @@ fn a_fatal_error_is_printed_once() {
 // ---- stage ------------------------------------------------------------------------------------
 
 fn stage(binary: &Path, out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
-        .arg("stage")
+    binary!()
+        .subcommand("stage")
         .arg("--binary")
         .arg(binary)
         .arg("--out")
         .arg(out)
-        .env("RUST_LOG", "warn")
         .output()
-        .expect("the binary runs")
 }
 
 /// A 64-bit little-endian ELF header for `machine`, with no sections.
