@@ -15,7 +15,13 @@ use cosmos_blog::{changefeed, transfer};
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
 /// embedded store.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(
+    version,
+    about,
+    after_help = "Settings that contradict each other (CosmosDBConnection beside \
+                  CosmosDBConnection__accountEndpoint; a BLOG_JWT_* setting without \
+                  BLOG_AUTH=jwt) are refused at start-up, exit status 2."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -64,6 +70,9 @@ enum Command {
     },
     /// Assemble a deployable Azure Functions script root (host.json, the function folders
     /// beside it, the Linux x64 binary), and optionally zip it.
+    ///
+    /// Refuses a binary the Functions Linux host cannot start: not an x86-64 Linux ELF
+    /// executable, or needing a newer glibc than the Functions image has.
     Stage {
         /// Folder of the script root; replaced if it holds a previous staging.
         #[arg(long, default_value = stage::DEFAULT_OUT)]
@@ -141,7 +150,17 @@ fn start_telemetry(serving: bool) -> Telemetry {
     telemetry
 }
 
+/// Exit status when the settings contradict each other (as for clap's usage errors).
+const CONTRADICTORY_SETTINGS: u8 = 2;
+
 async fn run(cli: Cli) -> ExitCode {
+    let contradictions = settings_contradictions(&cli);
+    if !contradictions.is_empty() {
+        for contradiction in &contradictions {
+            eprintln!("error: contradictory settings: {contradiction}");
+        }
+        return ExitCode::from(CONTRADICTORY_SETTINGS);
+    }
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
@@ -166,10 +185,24 @@ async fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Logs go to stderr too: the error is printed once, there.
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the chosen command's settings say twice; every command refuses to start on any.
+fn settings_contradictions(cli: &Cli) -> Vec<String> {
+    match &cli.command {
+        None | Some(Command::Serve) => cli.serve.contradictions(),
+        Some(Command::Rebuild { store } | Command::Verify { store, .. }) => store.contradictions(),
+        Some(Command::Export(args)) => args.store.contradictions(),
+        Some(Command::Import(args)) => args.store.contradictions(),
+        Some(Command::Backup(args)) => args.store.contradictions(),
+        Some(Command::Functions { .. } | Command::Stage { .. } | Command::Openapi { .. }) => {
+            Vec::new()
         }
     }
 }
@@ -218,7 +251,6 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
         Ok(report) if report.holds() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
-            tracing::error!("{e:#}");
             eprintln!("error: cannot verify the store: {e:#}");
             ExitCode::from(VERIFY_UNREADABLE)
         }
@@ -295,12 +327,7 @@ fn stage_script_root(
     tenancy: Tenancy,
 ) -> anyhow::Result<()> {
     let binary = binary.unwrap_or_else(|| stage::default_binary(Path::new(".")));
-    if !stage::is_linux_x64_elf(&binary).unwrap_or(false) {
-        tracing::warn!(
-            binary = %binary.display(),
-            "not a Linux x86-64 executable; Azure Functions on Linux will not start it"
-        );
-    }
+    stage::check_binary_runs_on_functions(&binary)?;
     stage::stage(out, &binary, tenancy)?;
     println!("staged {} ({tenancy} layout)", out.display());
     if zip {

@@ -65,6 +65,30 @@ pub enum ChangeFeedMode {
 }
 
 impl Settings {
+    /// [`StoreSettings::contradictions`] and those of the server's own settings.
+    pub fn contradictions(&self) -> Vec<String> {
+        let mut found = self.store.contradictions();
+        let jwt_settings = [
+            ("BLOG_JWT_JWKS", &self.auth.jwt_jwks),
+            ("BLOG_JWT_ISSUER", &self.auth.jwt_issuer),
+            ("BLOG_JWT_AUDIENCE", &self.auth.jwt_audience),
+            ("BLOG_JWT_CLAIM", &self.auth.jwt_claim),
+        ];
+        let given: Vec<&str> = jwt_settings
+            .iter()
+            .filter(|(_, value)| value.is_some())
+            .map(|(name, _)| *name)
+            .collect();
+        if !given.is_empty() && self.auth.mode != Some(crate::auth::AuthMode::Jwt) {
+            found.push(format!(
+                "{} set, but BLOG_AUTH (--auth) is not `jwt`: no bearer token would be checked; \
+                 set BLOG_AUTH=jwt or remove them",
+                given.join(", ")
+            ));
+        }
+        found
+    }
+
     /// Where this process runs the delayed re-check: beside its pump, or when the Functions
     /// host invokes the timer function (the triggers' counterpart).
     pub fn recheck(&self) -> Recheck {

@@ -5,7 +5,7 @@
 //! `az functionapp deployment source config-zip` (the azd hook in `infra/hooks/` does).
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -149,22 +149,119 @@ pub fn files_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Whether `path` starts like a Linux x86-64 executable (ELF, 64-bit, machine 0x3E), the
-/// only kind the Linux Functions workers can start.
-pub fn is_linux_x64_elf(path: &Path) -> io::Result<bool> {
-    let mut header = [0u8; 20];
-    let mut file = File::open(path)?;
-    if file.read_exact(&mut header).is_err() {
-        return Ok(false);
+/// The newest glibc the Azure Functions Linux image offers a custom handler: the v4 host's
+/// images are built on Debian 12 "bookworm" (github.com/Azure/azure-functions-docker,
+/// `host/4/bookworm`), whose glibc is 2.36. A binary that needs a newer symbol version does
+/// not start there.
+pub const FUNCTIONS_IMAGE_GLIBC: GlibcVersion = GlibcVersion(2, 36);
+
+/// A glibc symbol version, as in `GLIBC_2.34`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GlibcVersion(pub u32, pub u32);
+
+impl std::fmt::Display for GlibcVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
     }
-    let elf64 = header[..4] == *b"\x7fELF" && header[4] == 2;
-    let x86_64 = u16::from_le_bytes([header[18], header[19]]) == 0x3E;
-    Ok(elf64 && x86_64)
+}
+
+impl GlibcVersion {
+    /// `GLIBC_2.34` (or `GLIBC_2.2.5`: the patch level is below what images differ in).
+    fn from_symbol_version(name: &[u8]) -> Option<Self> {
+        let version = std::str::from_utf8(name.strip_prefix(b"GLIBC_")?).ok()?;
+        let mut parts = version.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next().map_or(Ok(0), str::parse).ok()?;
+        Some(Self(major, minor))
+    }
+}
+
+/// Refuses a binary the Functions Linux host cannot start: missing, not an x86-64 Linux ELF
+/// executable, or needing a newer glibc than [`FUNCTIONS_IMAGE_GLIBC`].
+pub fn check_binary_runs_on_functions(binary: &Path) -> anyhow::Result<()> {
+    if !binary.is_file() {
+        bail!(
+            "no binary at {} (build it with `cargo build --release`, or pass --binary)",
+            binary.display()
+        );
+    }
+    let data =
+        std::fs::read(binary).with_context(|| format!("cannot read {}", binary.display()))?;
+    let needed = needed_glibc(&data).map_err(|reason| {
+        anyhow::anyhow!(
+            "{} is not a Linux x86-64 executable ({reason}); Azure Functions on Linux cannot \
+             start it: build it for x86_64-unknown-linux-gnu",
+            binary.display()
+        )
+    })?;
+    if let Some(needed) = needed.filter(|needed| *needed > FUNCTIONS_IMAGE_GLIBC) {
+        bail!(
+            "{} needs glibc {needed}, but the Azure Functions Linux image has glibc \
+             {FUNCTIONS_IMAGE_GLIBC}: build it on a system with glibc {FUNCTIONS_IMAGE_GLIBC} or \
+             older (Debian 12, say), or for x86_64-unknown-linux-musl",
+            binary.display()
+        );
+    }
+    Ok(())
+}
+
+/// The newest glibc symbol version a 64-bit x86-64 Linux ELF file needs (`None` when it needs
+/// none, as a static binary), or why the file is not one.
+fn needed_glibc(data: &[u8]) -> Result<Option<GlibcVersion>, String> {
+    use object::elf;
+    use object::read::elf::{ElfFile64, FileHeader};
+
+    let file = ElfFile64::<object::Endianness>::parse(data)
+        .map_err(|_| "not a 64-bit ELF file".to_owned())?;
+    let endian = file.endian();
+    let header = file.elf_header();
+    if header.e_machine(endian) != elf::EM_X86_64 {
+        return Err(format!(
+            "machine {:#x}, not x86-64",
+            header.e_machine(endian)
+        ));
+    }
+    if !matches!(
+        header.e_ident().os_abi,
+        elf::ELFOSABI_NONE | elf::ELFOSABI_GNU
+    ) {
+        return Err(format!("OS ABI {}, not Linux", header.e_ident().os_abi));
+    }
+    if !matches!(header.e_type(endian), elf::ET_EXEC | elf::ET_DYN) {
+        return Err("not an executable".to_owned());
+    }
+    let unreadable = |e: object::Error| format!("unreadable version requirements: {e}");
+    let sections = file.elf_section_table();
+    let Some((mut needs, link)) = sections.gnu_verneed(endian, data).map_err(unreadable)? else {
+        return Ok(None);
+    };
+    let strings = sections.strings(endian, data, link).map_err(unreadable)?;
+    let mut newest = None;
+    while let Some((_, mut versions)) = needs.next().map_err(unreadable)? {
+        while let Some(version) = versions.next().map_err(unreadable)? {
+            let name = version.name(endian, strings).map_err(unreadable)?;
+            newest = newest.max(GlibcVersion::from_symbol_version(name));
+        }
+    }
+    Ok(newest)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glibc_symbol_versions_parse() {
+        assert_eq!(
+            GlibcVersion::from_symbol_version(b"GLIBC_2.34"),
+            Some(GlibcVersion(2, 34))
+        );
+        assert_eq!(
+            GlibcVersion::from_symbol_version(b"GLIBC_2.2.5"),
+            Some(GlibcVersion(2, 2))
+        );
+        assert_eq!(GlibcVersion::from_symbol_version(b"GCC_3.0"), None);
+    }
 
     #[test]
     fn zip_sits_beside_the_folder() {

@@ -38,4 +38,18 @@ impl StoreSettings {
     pub fn embedded_path(&self) -> PathBuf {
         self.data_dir.join("blog.sqlite3")
     }
+
+    /// Settings that say two things at once, one sentence each; start-up refuses any.
+    pub fn contradictions(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        if self.cosmos_connection.is_some() && self.cosmos_endpoint.is_some() {
+            found.push(
+                "both CosmosDBConnection (--cosmos-connection) and \
+                 CosmosDBConnection__accountEndpoint (--cosmos-endpoint) are set: an account key \
+                 and Microsoft Entra ID are two ways to sign in; keep one"
+                    .to_owned(),
+            );
+        }
+        found
+    }
 }

@@ -14,6 +14,7 @@ mod hot_posts;
 mod idempotency;
 mod interactions;
 mod openapi;
+mod operations;
 mod posts;
 mod recheck;
 mod rename_race;
