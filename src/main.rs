@@ -285,7 +285,7 @@ async fn run_repair(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     Ok(report.after)
 }
 
-fn show_progress(progress: &verify::Progress) {
+fn show_progress(progress: &verify::ScanProgress) {
     eprintln!(
         "verify: {} items scanned (now in {}), {} violations so far",
         progress.scanned.total(),

@@ -27,7 +27,7 @@ pub const ON_POST_CHANGED: &str = "OnPostChanged";
 /// The change-feed triggers' functions; each is served at `/<name>`.
 pub const TRIGGER_FUNCTIONS: [&str; 2] = [ON_USER_CHANGED, ON_POST_CHANGED];
 
-/// One HTTP-triggered function: one operation of SPEC 4.
+/// One HTTP-triggered function: one operation of the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HttpFunction {
     pub name: &'static str,
@@ -50,7 +50,7 @@ const fn http(name: &'static str, method: &'static str, route: &'static str) -> 
     }
 }
 
-/// Every operation of SPEC 4 and of the issues since, one function each, so each shows up on
+/// Every operation of the API, one function each, so each shows up on
 /// its own in the portal and in Application Insights. The names are the operation ids of the
 /// OpenAPI document.
 pub const HTTP_FUNCTIONS: &[HttpFunction] = &[

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Store, Tenancy};
-use cosmos_blog::transfer::{self, ExportOptions, ImportOptions, Plan, Progress};
+use cosmos_blog::transfer::{
+    self, ExportOptions, ImportOptions, Plan, TransferProgress as Progress,
+};
 use cosmos_blog::verify::verify;
 
 /// Export target, items per second.

@@ -1,4 +1,4 @@
-//! The HTTP API of SPEC 4 (axum). Each feature module exposes a `router()` whose handlers
+//! The HTTP API (axum). Each feature module exposes a `router()` whose handlers
 //! carry their OpenAPI description; this module puts them together with the cross-cutting
 //! layers: body limit, panic guard, telemetry, RU accounting, what every request must be
 //! (`admission`), and problem documents for unknown routes, methods and every other refusal.
@@ -37,7 +37,7 @@ use routes::ready;
 pub use routes::{routes, routes_for};
 pub use state::AppState;
 
-/// Request bodies above this are refused with 413 (SPEC 4).
+/// Request bodies above this (1 MiB) are refused with 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 pub use admission::MAX_URI_BYTES;

@@ -21,7 +21,7 @@ use super::feed_cache::page_body;
 use super::pages::{CommentPage, LikePage, PageBody, PostPage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::Outcome;
+use crate::blog::CreateOutcome;
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
 use crate::error::Result;
 
@@ -251,8 +251,8 @@ async fn like_post(
     let post_id = PostId::parse(&post_id)?;
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
     let status = match outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Existing => StatusCode::OK,
+        CreateOutcome::Created => StatusCode::CREATED,
+        CreateOutcome::Existing => StatusCode::OK,
     };
     Ok((status, Json(like)))
 }

@@ -14,7 +14,7 @@ use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
 use super::pages::{PageBody, PostPage, UserPage};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
-use crate::blog::Outcome;
+use crate::blog::CreateOutcome;
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::Result;
 
@@ -70,8 +70,8 @@ async fn put_user(
     let username = Username::parse(&body.username)?;
     let (user, outcome) = blog.put_user(&caller, user_id, username).await?;
     let status = match outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Existing => StatusCode::OK,
+        CreateOutcome::Created => StatusCode::CREATED,
+        CreateOutcome::Existing => StatusCode::OK,
     };
     Ok((status, Json(user)))
 }

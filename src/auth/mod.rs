@@ -1,4 +1,4 @@
-//! Who is calling (issue 8). Three modes, chosen by `BLOG_AUTH`:
+//! Who is calling. Three modes, chosen by `BLOG_AUTH`:
 //!
 //! - `header`: trust `x-ms-client-principal-id` as sent. Local development only: the default of
 //!   a standalone server on loopback, refused on any other address unless chosen explicitly.

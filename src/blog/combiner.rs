@@ -39,7 +39,6 @@ use std::mem::discriminant;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use futures::future::join_all;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -47,6 +46,7 @@ use tokio::sync::oneshot;
 use super::storage::{from_item, post_partition, to_item};
 use crate::domain::{Post, PostId, is_a};
 use crate::error::{Error, Result};
+use crate::retry::Backoff;
 use crate::store::{BatchOperation, Container, ETag, Store, StoreError};
 
 /// Cosmos DB runs at most 100 operations in one transactional batch; one is the post.
@@ -108,7 +108,7 @@ pub struct Change {
 
 /// What became of a change.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Applied {
+pub enum ChangeOutcome {
     /// Written, with the post's counts, in one batch.
     Written,
     /// Refused as already done: the item as stored (`None` when the change deletes it).
@@ -132,7 +132,7 @@ struct Inner {
 /// A writer in a queue: its change (still being prepared, or ready) and where its answer goes.
 struct Pending {
     change: Preparing,
-    reply: oneshot::Sender<Result<Applied>>,
+    reply: oneshot::Sender<Result<ChangeOutcome>>,
 }
 
 enum Preparing {
@@ -144,17 +144,24 @@ enum Preparing {
 }
 
 /// The answers of a round, sent once the worker has settled its queue (see [`Worker::run`]).
-type Outbox = Arc<Mutex<Vec<(oneshot::Sender<Result<Applied>>, Result<Applied>)>>>;
+type Outbox = Arc<
+    Mutex<
+        Vec<(
+            oneshot::Sender<Result<ChangeOutcome>>,
+            Result<ChangeOutcome>,
+        )>,
+    >,
+>;
 
 /// A prepared writer of the current round.
 struct Waiter {
     change: Change,
-    reply: oneshot::Sender<Result<Applied>>,
+    reply: oneshot::Sender<Result<ChangeOutcome>>,
     outbox: Outbox,
 }
 
 impl Waiter {
-    fn answer(self, result: Result<Applied>) {
+    fn answer(self, result: Result<ChangeOutcome>) {
         self.outbox
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -182,7 +189,7 @@ impl Group {
         &self.waiters[0].change
     }
 
-    fn answer_all(self, result: &Result<Applied>) {
+    fn answer_all(self, result: &Result<ChangeOutcome>) {
         for waiter in self.waiters {
             waiter.answer(result.clone());
         }
@@ -196,10 +203,10 @@ impl Group {
             BatchOperation::Create { item } => Some(item.clone()),
             _ => None,
         };
-        lead.answer(Ok(Applied::Written));
+        lead.answer(Ok(ChangeOutcome::Written));
         for repeat in waiters {
             let outcome = (repeat.change.refused)(&StoreError::Conflict)
-                .map(|()| Applied::AlreadyDone(stored.clone()));
+                .map(|()| ChangeOutcome::AlreadyDone(stored.clone()));
             repeat.answer(outcome);
         }
     }
@@ -248,7 +255,7 @@ impl Combiner {
         &self,
         post_id: &PostId,
         prepare: impl Future<Output = Result<(T, Change)>>,
-    ) -> Result<(T, Applied)> {
+    ) -> Result<(T, ChangeOutcome)> {
         let (hand_over, handed_over) = oneshot::channel();
         let (reply, answer) = oneshot::channel();
         self.enqueue(
@@ -271,7 +278,11 @@ impl Combiner {
 
     /// Writes changes that are ready (no preparation), together with the other writers of
     /// the post: up to [`MAX_CHANGES`] of them share a batch. One answer per change, in order.
-    pub async fn apply_all(&self, post_id: &PostId, changes: Vec<Change>) -> Vec<Result<Applied>> {
+    pub async fn apply_all(
+        &self,
+        post_id: &PostId,
+        changes: Vec<Change>,
+    ) -> Vec<Result<ChangeOutcome>> {
         let (pendings, answers): (Vec<_>, Vec<_>) = changes
             .into_iter()
             .map(|change| {
@@ -538,12 +549,9 @@ impl Worker {
         let mut refused: Vec<(Group, StoreError)> = Vec::new();
         // Whether an earlier attempt of this round may have committed unseen.
         let mut maybe_applied = false;
-        let mut backoff = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(2))
-            .with_max_delay(Duration::from_millis(100))
-            .with_max_times(MAX_CONFLICT_RETRIES)
-            .with_jitter()
-            .build();
+        let mut backoff = Backoff::new(Duration::from_millis(2), Duration::from_millis(100))
+            .at_most(MAX_CONFLICT_RETRIES)
+            .delays();
         while !groups.is_empty() {
             let (mut post, etag) = match self.current_post().await {
                 Ok(Some(current)) => current,
@@ -672,7 +680,7 @@ impl Worker {
                 Ok(Verdict::Stored(item)) => {
                     for waiter in group.waiters {
                         let outcome = (waiter.change.refused)(&cause)
-                            .map(|()| Applied::AlreadyDone(item.clone()));
+                            .map(|()| ChangeOutcome::AlreadyDone(item.clone()));
                         waiter.answer(outcome);
                     }
                 }

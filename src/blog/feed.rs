@@ -4,7 +4,7 @@
 use crate::domain::Post;
 use crate::store::{PartitionKey, Query, SortOrder};
 
-/// The feed holds this many of the most recent posts (SPEC 2).
+/// The feed holds this many of the most recent posts: the front page, one page of it.
 pub const FEED_SIZE: u32 = 100;
 /// All feed items share one logical partition: the value of their `/type` key.
 pub fn feed_partition() -> PartitionKey {

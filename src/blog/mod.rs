@@ -1,4 +1,5 @@
-//! The ten operations of SPEC 2 on the V3 model. Every read is one request to one logical
+//! The blog's operations on the V3 model: users, posts, comments, likes, the feed, and
+//! the deletes. Every read is one request to one logical
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
@@ -12,11 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use combiner::{Applied, Change, Combiner, CountDelta};
+use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 use storage::{from_item, post_partition, to_item, user_partition};
@@ -26,6 +27,7 @@ use crate::domain::{
     Tombstone, Typed, User, UserId, Username, is_a,
 };
 use crate::error::{Error, Result};
+use crate::retry::Backoff;
 use crate::store::{
     BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, SortOrder,
     Store, StoreError,
@@ -33,7 +35,7 @@ use crate::store::{
 
 /// Whether a command made something new or found/changed something that existed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CreateOutcome {
     Created,
     Existing,
 }
@@ -71,13 +73,9 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Attempt>>,
 {
-    let policy = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(2))
-        .with_max_delay(Duration::from_millis(100))
-        .with_max_times(60)
-        .with_jitter();
+    let policy = Backoff::new(Duration::from_millis(2), Duration::from_millis(100)).at_most(60);
     attempt
-        .retry(policy)
+        .retry(policy.builder())
         .when(|e| matches!(e, Attempt::Stale))
         .await
         .map_err(|e| match e {
@@ -117,7 +115,7 @@ impl Blog {
         caller: &UserId,
         user_id: UserId,
         username: Username,
-    ) -> Result<(User, Outcome)> {
+    ) -> Result<(User, CreateOutcome)> {
         if caller != &user_id {
             return Err(Error::Forbidden("a user can only be written by itself"));
         }
@@ -135,16 +133,16 @@ impl Blog {
                 None => {
                     tried_to_create.store(true, Ordering::Relaxed);
                     match self.store.create_item(Container::Users, &pk, item).await {
-                        Ok(_) => Ok((wanted.clone(), Outcome::Created)),
+                        Ok(_) => Ok((wanted.clone(), CreateOutcome::Created)),
                         Err(StoreError::Conflict) => Err(Attempt::Stale),
                         Err(e) => Err(e.into()),
                     }
                 }
                 Some((current, _)) if current == wanted => {
                     let outcome = if tried_to_create.load(Ordering::Relaxed) {
-                        Outcome::Created
+                        CreateOutcome::Created
                     } else {
-                        Outcome::Existing
+                        CreateOutcome::Existing
                     };
                     Ok((current, outcome))
                 }
@@ -154,7 +152,7 @@ impl Blog {
                         .replace_item(Container::Users, &pk, item, Some(&etag))
                         .await
                     {
-                        Ok(_) => Ok((wanted.clone(), Outcome::Existing)),
+                        Ok(_) => Ok((wanted.clone(), CreateOutcome::Existing)),
                         Err(StoreError::PreconditionFailed | StoreError::NotFound) => {
                             Err(Attempt::Stale)
                         }
@@ -412,8 +410,8 @@ impl Blog {
             })
             .await?;
         match applied {
-            Applied::Written => Ok(comment),
-            Applied::AlreadyDone(Some(stored)) if key.is_some() => {
+            ChangeOutcome::Written => Ok(comment),
+            ChangeOutcome::AlreadyDone(Some(stored)) if key.is_some() => {
                 let stored: Comment = from_item(stored)?;
                 if stored.user_id == comment.user_id && stored.content == comment.content {
                     Ok(stored)
@@ -421,14 +419,18 @@ impl Blog {
                     Err(Error::KeyReused("comment"))
                 }
             }
-            Applied::AlreadyDone(_) => Err(Error::Internal(
+            ChangeOutcome::AlreadyDone(_) => Err(Error::Internal(
                 "a new comment was taken for an existing one".into(),
             )),
         }
     }
 
     /// C4: like once. A repeated like changes nothing and returns the existing like.
-    pub async fn like_post(&self, caller: &UserId, post_id: &PostId) -> Result<(Like, Outcome)> {
+    pub async fn like_post(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+    ) -> Result<(Like, CreateOutcome)> {
         let (like, applied) = self
             .combiner
             .apply(post_id, async {
@@ -446,9 +448,11 @@ impl Blog {
             })
             .await?;
         match applied {
-            Applied::Written => Ok((like, Outcome::Created)),
-            Applied::AlreadyDone(Some(existing)) => Ok((from_item(existing)?, Outcome::Existing)),
-            Applied::AlreadyDone(None) => Err(Error::Internal(
+            ChangeOutcome::Written => Ok((like, CreateOutcome::Created)),
+            ChangeOutcome::AlreadyDone(Some(existing)) => {
+                Ok((from_item(existing)?, CreateOutcome::Existing))
+            }
+            ChangeOutcome::AlreadyDone(None) => Err(Error::Internal(
                 "an existing like was answered without the like".into(),
             )),
         }

@@ -1,4 +1,4 @@
-//! The standalone change-feed pump (SPEC 5.5): for each source container, read the change
+//! The standalone change-feed pump: for each source container, read the change
 //! log from the persisted checkpoint, run the handler, and only then advance the checkpoint.
 //! A crash between the two replays the batch; the handlers are idempotent, so nothing shows
 //! twice and nothing is skipped. Checkpoints live in the `leases` container, like the leases
@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 use tracing::instrument::WithSubscriber;
 
 use crate::copies::{Report, Source};
+use crate::retry::Backoff;
 use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, charge};
 use crate::telemetry::{self, metrics};
 
@@ -90,12 +90,7 @@ async fn run(store: Arc<dyn Store>, source: Source) {
 
 /// Retries forever, backing off to 30 s between attempts: the pump must never skip a batch.
 pub(super) fn retry_policy() -> impl Iterator<Item = Duration> {
-    ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(50))
-        .with_max_delay(Duration::from_secs(30))
-        .with_jitter()
-        .without_max_times()
-        .build()
+    Backoff::new(Duration::from_millis(50), Duration::from_secs(30)).delays()
 }
 
 /// Handles the next batch, if any, and persists the checkpoint after it. Returns the new

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
-use crate::blog::combiner::{Applied, Change, Combiner, CountDelta};
+use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 use crate::blog::{FEED_SIZE, feed_partition, feed_query};
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::error::Error;
@@ -284,8 +284,8 @@ async fn delete_counted(
     let mut deleted = 0;
     for applied in combiner.apply_all(post_id, changes).await {
         match applied {
-            Ok(Applied::Written) => deleted += 1,
-            Ok(Applied::AlreadyDone(_)) | Err(Error::NotFound { .. }) => {}
+            Ok(ChangeOutcome::Written) => deleted += 1,
+            Ok(ChangeOutcome::AlreadyDone(_)) | Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(store_error(e)),
         }
     }

@@ -1,4 +1,4 @@
-//! The two denormalisation handlers of SPEC 5, shared by the standalone pump, the Azure
+//! The two denormalisation handlers (`OnUserChanged`, `OnPostChanged`), shared by the standalone pump, the Azure
 //! Functions triggers and `rebuild`.
 //!
 //! Both are idempotent: they compare before they write, so a repeated or late batch writes
@@ -16,8 +16,8 @@ use super::deletes::{Cleared, clear_deleted_post, erase_user, refill_feed};
 use crate::blog::{FEED_SIZE, feed_partition, feed_query};
 use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, Typed, User, is_a};
 use crate::store::{
-    BatchOperation, Container, ETag, FilterOp, PageRequest, Pages, PartitionKey, Query, Store,
-    StoreError, StoreResult, strip_system_properties,
+    BatchOperation, Container, ETag, FilterOp, MAX_BATCH_OPERATIONS, PageRequest, Pages,
+    PartitionKey, Query, Store, StoreError, StoreResult, strip_system_properties,
 };
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
@@ -26,8 +26,6 @@ const FAN_OUT_CONCURRENCY: usize = 8;
 /// Posts of one batch read at once by `OnPostChanged`, and its writes in flight at once, for
 /// the same reason.
 const HANDLER_CONCURRENCY: usize = 16;
-/// Operations in one transactional batch at most (the Cosmos DB limit).
-const MAX_BATCH_OPERATIONS: usize = 100;
 
 /// What a handler did with a batch; its lines go to the Functions host's `Logs`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -145,7 +143,7 @@ fn settle(result: StoreResult<usize>, what: String, report: &mut Report) -> Stor
 
 // ---- OnUserChanged -------------------------------------------------------------------------
 
-/// SPEC 5.1: gives every post, comment and like of each changed user its current username.
+/// Gives every post, comment and like of each changed user its current username.
 pub async fn on_user_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
     let users = documents_of::<User>(documents, User::TYPE, |u| u.id.to_string(), &mut report);
@@ -237,7 +235,7 @@ pub(crate) async fn rename_item(
 
 // ---- OnPostChanged -------------------------------------------------------------------------
 
-/// SPEC 5.2: clears up after deleted posts (their tombstones), gives each changed post,
+/// Clears up after deleted posts (their tombstones), gives each changed post,
 /// comment and like its author's current username (see [`correct_usernames`]), then copies
 /// each changed post, in short form, into its author's partition of `users` and into `feed`,
 /// and keeps `feed` to the [`FEED_SIZE`] most recent posts.

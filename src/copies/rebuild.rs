@@ -11,7 +11,7 @@ use super::handlers::{Report, trim_feed};
 use crate::domain::{Post, TenantId, Tombstone, User};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
-/// Re-derives every copy from the sources (SPEC 5.3): usernames from `users` into `posts`,
+/// Re-derives every copy from the sources: usernames from `users` into `posts`,
 /// then post copies into `users` and `feed`. Idempotent; safe while the platform runs.
 /// A `multi` store is read once, like a `single` one: each page is handed to its tenants'
 /// views by the items' `tenantId` (as the change feed's batches are), never scanned per tenant.

@@ -1,4 +1,4 @@
-//! The items of the V3 model (SPEC 3), exactly as stored. Serialising one gives the stored
+//! The items of the V3 model (users, posts, comments, likes), exactly as stored. Serialising one gives the stored
 //! JSON; deserialising ignores Cosmos DB system properties (`_rid`, `_etag`, ...), which is
 //! how responses come to carry none of them.
 

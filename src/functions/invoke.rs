@@ -1,4 +1,4 @@
-//! The custom-handler side of the change-feed triggers (SPEC 5.4) and of the re-check's timer:
+//! The custom-handler side of the change-feed triggers and of the re-check's timer:
 //! the Functions host POSTs `{"Data": {"documents": ...}, "Metadata": {...}}` (a timer:
 //! `{"Data": {"timer": ...}, ...}`) to `/{FunctionName}` and reads back
 //! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. Any non-2xx answer fails the

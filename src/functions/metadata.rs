@@ -1,4 +1,4 @@
-//! The Azure Functions metadata of the app (SPEC 6): `host.json` and one `function.json` per
+//! The Azure Functions metadata of the app: `host.json` and one `function.json` per
 //! function, all generated from the tables below, for either data layout. `cosmos-blog
 //! functions generate` writes the `single` layout's into the repository (the default
 //! deployment); `stage --tenancy multi` writes the `multi` layout's into a script root. Tests

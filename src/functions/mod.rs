@@ -1,4 +1,4 @@
-//! Azure Functions packaging and invocation (SPEC 5.4, 6): the function metadata generated
+//! Azure Functions packaging and invocation: the function metadata generated
 //! from one table, the adapter that receives the change-feed trigger and timer invocations,
 //! and the staging of a deployable script root.
 

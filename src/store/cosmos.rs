@@ -31,19 +31,18 @@ use azure_data_cosmos::{
     AccountEndpoint, AccountReference, CosmosClient, CosmosClientBuilder, CosmosError,
     CosmosRuntimeBuilder, RoutingStrategy, TransactionalBatch,
 };
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::settings::StoreSettings;
 use super::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
-    charge, checked_item, strip_system_properties,
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, MAX_BATCH_OPERATIONS, Page,
+    PageRequest, PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError,
+    StoreResult, Tenancy, charge, checked_item, strip_system_properties,
 };
+use crate::retry::Backoff;
 
-/// The service refuses batches of more operations than this.
-const MAX_BATCH_OPERATIONS: usize = 100;
 /// The service caps a page at this many items whatever the caller asks.
 const MAX_PAGE_ITEMS: u32 = 1_000;
 /// Functions app setting naming the client id of a user-assigned managed identity (the
@@ -440,14 +439,11 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
 {
-    let backoff = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(25))
-        .with_max_delay(Duration::from_millis(800))
-        .with_max_times(6)
-        .with_total_delay(Some(TRANSIENT_BUDGET))
-        .with_jitter();
+    const TRANSIENT: Backoff = Backoff::new(Duration::from_millis(25), Duration::from_millis(800))
+        .at_most(6)
+        .within(TRANSIENT_BUDGET);
     attempt
-        .retry(backoff)
+        .retry(TRANSIENT.builder())
         .when(|e| matches!(e, StoreError::Unavailable(_)))
         .notify(|e, delay| {
             tracing::debug!(operation, error = %e, retry_in_ms = delay.as_millis() as u64, "cosmos request retried");

@@ -61,6 +61,10 @@ impl std::fmt::Display for Tenancy {
     }
 }
 
+/// Operations in one transactional batch at most: Cosmos DB refuses more, so every backend
+/// and every writer of batches keeps to it.
+pub const MAX_BATCH_OPERATIONS: usize = 100;
+
 /// The field that names an item's tenant in the `multi` layout (its first key level).
 pub const TENANT_FIELD: &str = "tenantId";
 

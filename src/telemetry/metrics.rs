@@ -178,7 +178,7 @@ fn record_operation_charge_with(i: &Instruments, operation: &'static str, reques
     }
 }
 
-/// One call to the store (`store::traced`).
+/// One call to the store (`telemetry::traced`).
 pub(crate) struct StoreCall {
     pub system: &'static str,
     pub container: &'static str,

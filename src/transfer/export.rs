@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::Value;
 
-use super::{FORMAT, FORMAT_VERSION, Kind, Manifest, Progress};
+use super::{FORMAT, FORMAT_VERSION, Kind, Manifest, TransferProgress};
 use crate::domain::{TenantId, Timestamp, Tombstone, User};
 use crate::store::{Container, Pages, Query, Store, Tenancy, tenant};
 
@@ -71,7 +71,7 @@ pub async fn export(
     store: &Arc<dyn Store>,
     out: &Path,
     options: &ExportOptions,
-    progress: &mut Progress,
+    progress: &mut TransferProgress,
 ) -> anyhow::Result<ExportSummary> {
     let started = Instant::now();
     let taken_at = Timestamp::now();
@@ -167,7 +167,7 @@ impl Files {
         store: &dyn Store,
         container: Container,
         query: &Query,
-        progress: &mut Progress,
+        progress: &mut TransferProgress,
     ) -> anyhow::Result<()> {
         let mut pages = Pages::new(store, container, query, PAGE_SIZE);
         while let Some(items) = pages

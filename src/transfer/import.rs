@@ -23,21 +23,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use backon::{ExponentialBuilder, Retryable};
+use backon::Retryable;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
-use super::validate::{self, Blog, Catalog, InputError, Invalid, Item, Line, Lines};
-use super::{Kind, MANIFEST, Manifest, Progress};
+use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Item, Line, Lines};
+use super::{Kind, MANIFEST, Manifest, TransferProgress};
 use crate::copies::{Report, Source};
 use crate::domain::{Post, TenantId, is_a};
+use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, FilterOp, PageRequest, PartitionKey, Query, Store, StoreError,
-    StoreResult, Tenancy, tenant,
+    BatchOperation, Container, FilterOp, MAX_BATCH_OPERATIONS, PageRequest, PartitionKey, Query,
+    Store, StoreError, StoreResult, Tenancy, tenant,
 };
 
-/// Operations in one transactional batch at most (the Cosmos DB limit).
-const MAX_BATCH_OPERATIONS: usize = 100;
 /// Bytes of items in one batch at most: Cosmos DB refuses requests over 2 MiB; the rest is
 /// room for the request's own envelope.
 const MAX_BATCH_BYTES: usize = 3 << 19;
@@ -148,7 +147,7 @@ impl Plan {
         folder: &Path,
         target: Tenancy,
         options: &ImportOptions,
-        progress: &mut Progress,
+        progress: &mut TransferProgress,
     ) -> Result<Plan, Invalid> {
         let manifest = validate::read_manifest(folder)?;
         let refuse = |reason: String| {
@@ -187,7 +186,7 @@ impl Plan {
     }
 
     /// The blogs of the export that are loaded, each with where it goes.
-    fn loaded(&self) -> impl Iterator<Item = (&Option<TenantId>, &Blog)> {
+    fn loaded(&self) -> impl Iterator<Item = (&Option<TenantId>, &ImportedBlog)> {
         self.catalog
             .blogs
             .iter()
@@ -198,7 +197,7 @@ impl Plan {
     pub async fn import(
         &self,
         store: &Arc<dyn Store>,
-        progress: &mut Progress,
+        progress: &mut TransferProgress,
     ) -> anyhow::Result<ImportSummary> {
         anyhow::ensure!(
             store.tenancy() == self.target,
@@ -304,7 +303,7 @@ impl Plan {
         views: &mut Views,
         empty: &HashSet<Option<TenantId>>,
         summary: &mut ImportSummary,
-        progress: &mut Progress,
+        progress: &mut TransferProgress,
     ) -> anyhow::Result<()> {
         progress.start("import: writing", Some(summary.loaded));
         for kind in Kind::ALL {
@@ -340,7 +339,7 @@ impl Plan {
         &self,
         views: &mut Views,
         empty: &HashSet<Option<TenantId>>,
-        progress: &mut Progress,
+        progress: &mut TransferProgress,
     ) -> anyhow::Result<Report> {
         let total = self
             .loaded()
@@ -397,7 +396,7 @@ struct Loaded {
 /// username as the export's user has it (an erased author's items keep theirs: the
 /// erasure removes them), and every field in the domain type's canonical form. With its
 /// serialised size.
-fn stored_form(item: Item, blog: &Blog) -> serde_json::Result<(Value, usize)> {
+fn stored_form(item: Item, blog: &ImportedBlog) -> serde_json::Result<(Value, usize)> {
     let renamed = |user_username: &mut String, user_id| {
         if let Some(username) = blog.username(user_id) {
             username.clone_into(user_username);
@@ -634,11 +633,9 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
 {
-    let backoff = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(100))
-        .with_max_delay(Duration::from_secs(10))
-        .with_max_times(12)
-        .with_jitter();
+    let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10))
+        .at_most(12)
+        .builder();
     operation
         .retry(backoff)
         .when(StoreError::is_transient)
@@ -676,7 +673,7 @@ async fn derive(
     source: Source,
     store: &Arc<dyn Store>,
     documents: Vec<Value>,
-    progress: &mut Progress,
+    progress: &mut TransferProgress,
 ) -> anyhow::Result<Report> {
     let count = documents.len() as u64;
     // The handlers are idempotent: a retried page writes only what is still missing.

@@ -40,7 +40,7 @@ use serde_json::Value;
 
 pub use export::{ExportOptions, ExportSummary, export};
 pub use import::{ImportOptions, ImportSummary, Plan};
-pub use progress::Progress;
+pub use progress::TransferProgress;
 pub use validate::{InputError, Invalid};
 
 use crate::domain::{Comment, Like, Post, TenantId, Timestamp, Tombstone, User};
@@ -222,7 +222,13 @@ pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
     let options = ExportOptions {
         tenant: args.tenant.clone(),
     };
-    let summary = export(&store, &args.out, &options, &mut Progress::on_stderr(false)).await?;
+    let summary = export(
+        &store,
+        &args.out,
+        &options,
+        &mut TransferProgress::on_stderr(false),
+    )
+    .await?;
     for line in summary.lines() {
         println!("{line}");
     }
@@ -248,7 +254,7 @@ pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
         tenant: args.tenant.clone(),
         concurrency,
     };
-    let mut progress = Progress::on_stderr(true);
+    let mut progress = TransferProgress::on_stderr(true);
     let plan = match Plan::validate(&args.from, args.store.tenancy, &options, &mut progress) {
         Ok(plan) => plan,
         Err(invalid) => {

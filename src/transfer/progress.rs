@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Items between two progress lines when stderr is not a terminal.
 pub const LINE_EVERY: u64 = 10_000;
 
-pub struct Progress {
+pub struct TransferProgress {
     display: Display,
     phase: &'static str,
     done: u64,
@@ -24,7 +24,7 @@ enum Display {
     Lines,
 }
 
-impl Progress {
+impl TransferProgress {
     /// Reports nothing (library callers, tests).
     pub fn hidden() -> Self {
         Self::with(Display::Hidden)
@@ -111,7 +111,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for TransferProgress {
     fn drop(&mut self) {
         if let Display::Bar(bar) = &self.display {
             bar.finish_and_clear();

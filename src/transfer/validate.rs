@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{FORMAT, FORMAT_VERSION, Kind, MANIFEST, Manifest, Progress};
+use super::{FORMAT, FORMAT_VERSION, Kind, MANIFEST, Manifest, TransferProgress};
 use crate::domain::{
     Comment, CommentContent, Deleted, Like, LikeId, Post, PostContent, PostId, TenantId, Title,
     Tombstone, User, UserId, Username,
@@ -342,7 +342,7 @@ pub(super) struct Tally {
 
 /// What validation keeps of one blog: a `single` export, or one tenant of a `multi` one.
 #[derive(Debug, Default)]
-pub(super) struct Blog {
+pub(super) struct ImportedBlog {
     /// userId -> username.
     pub users: HashMap<UserId, String>,
     pub erased: HashSet<UserId>,
@@ -357,7 +357,7 @@ pub(super) struct Blog {
     pub left_over: u64,
 }
 
-impl Blog {
+impl ImportedBlog {
     /// The author's current username in the export (`None`: not a user of it; erased).
     pub fn username(&self, user_id: &UserId) -> Option<&str> {
         self.users.get(user_id).map(String::as_str)
@@ -368,7 +368,7 @@ impl Blog {
         self.items - self.left_over
     }
 
-    /// Whether `item` is a comment or like of a deleted post (see [`Blog::left_over`]).
+    /// Whether `item` is a comment or like of a deleted post (see [`ImportedBlog::left_over`]).
     pub fn is_left_over(&self, item: &Item) -> bool {
         match item {
             Item::Comment(comment) => self.deleted.contains(&comment.post_id),
@@ -484,11 +484,11 @@ fn fingerprint(post_id: &str, id: &str) -> u128 {
 /// What an export holds, per blog (`None`: a `single` export; else each tenant).
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
-    pub blogs: BTreeMap<Option<TenantId>, Blog>,
+    pub blogs: BTreeMap<Option<TenantId>, ImportedBlog>,
 }
 
 impl Catalog {
-    pub fn blog(&self, tenant: &Option<TenantId>) -> Option<&Blog> {
+    pub fn blog(&self, tenant: &Option<TenantId>) -> Option<&ImportedBlog> {
         self.blogs.get(tenant)
     }
 }
@@ -498,7 +498,7 @@ impl Catalog {
 pub(super) fn validate(
     folder: &Path,
     manifest: &Manifest,
-    progress: &mut Progress,
+    progress: &mut TransferProgress,
 ) -> Result<Catalog, Invalid> {
     let mut catalog = Catalog::default();
     let mut errors = Vec::new();
@@ -603,7 +603,7 @@ mod tests {
 
     #[test]
     fn children_need_their_post_and_an_id_of_their_own() {
-        let mut blog = Blog::default();
+        let mut blog = ImportedBlog::default();
         let ada = UserId::parse("ada").unwrap();
         blog.users.insert(ada.clone(), "Ada".into());
         let post = PostId::parse("p").unwrap();

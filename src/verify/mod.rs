@@ -1,5 +1,5 @@
 //! `verify`: the `fsck` of the product. It scans a store and checks every invariant of the
-//! V3 model (SPEC 3) that the denormalised copies promise:
+//! V3 model that the denormalised copies promise:
 //!
 //! - each post's `commentCount` and `likeCount` equal its comments and likes;
 //! - every post, comment and like in `posts` carries its author's current username, and its
@@ -35,10 +35,10 @@ mod scan;
 use std::sync::Arc;
 
 pub use changes::check_changes;
-pub use repair::{CopyIn, Outcome, Repair};
+pub use repair::{CopyIn, Repair, RepairOutcome};
 pub use report::{
-    Applied, MAX_RECORDED, MAX_REPAIRS, PROGRESS_EVERY, Progress, Repairs, Scanned, VerifyReport,
-    Violation, ViolationKind,
+    AppliedRepairs, MAX_RECORDED, MAX_REPAIRS, PROGRESS_EVERY, Repairs, ScanProgress, Scanned,
+    VerifyReport, Violation, ViolationKind,
 };
 
 use crate::store::{Store, StoreResult};
@@ -56,7 +56,7 @@ pub async fn verify(store: &Arc<dyn Store>) -> StoreResult<VerifyReport> {
 /// scanned once, each tenant checked as a V3 model of its own.
 pub async fn verify_with_progress(
     store: &Arc<dyn Store>,
-    progress: &mut (dyn FnMut(&Progress) + Send),
+    progress: &mut (dyn FnMut(&ScanProgress) + Send),
 ) -> StoreResult<VerifyReport> {
     scan::scan(store, progress).await
 }
@@ -67,7 +67,7 @@ pub struct RepairReport {
     /// The first scan.
     pub before: VerifyReport,
     /// The repairs that wrote, and those the store refused, over every round.
-    pub applied: Applied,
+    pub applied: AppliedRepairs,
     /// The last scan: whether everything holds now.
     pub after: VerifyReport,
 }
@@ -79,14 +79,14 @@ pub struct RepairReport {
 /// and writes with If-Match, or through the change-feed handlers' own write paths.
 pub async fn verify_and_repair(
     store: &Arc<dyn Store>,
-    progress: &mut (dyn FnMut(&Progress) + Send),
+    progress: &mut (dyn FnMut(&ScanProgress) + Send),
     fixed: &mut (dyn FnMut(&str) + Send),
 ) -> StoreResult<RepairReport> {
     let before = verify_with_progress(store, progress).await?;
     let mut report = RepairReport {
         after: before.clone(),
         before,
-        applied: Applied::default(),
+        applied: AppliedRepairs::default(),
     };
     for _ in 0..MAX_REPAIR_ROUNDS {
         if report.after.holds() || report.after.repairs.is_empty() {

@@ -65,7 +65,7 @@ pub enum Repair {
 
 /// What applying a repair did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RepairOutcome {
     /// It wrote; what it did.
     Fixed(String),
     /// Nothing to write: the item is right by now (or gone).
@@ -118,7 +118,7 @@ impl Repair {
 
     /// Applies the repair to `store` (a `single` store or one tenant's view). Transient
     /// failures are returned, so the caller retries; refusals for good are an outcome.
-    pub async fn apply(&self, store: &Arc<dyn Store>) -> StoreResult<Outcome> {
+    pub async fn apply(&self, store: &Arc<dyn Store>) -> StoreResult<RepairOutcome> {
         let result = match self {
             Repair::Erase { user_id } => erase(store, user_id).await,
             Repair::ClearDeletedPost { post_id } => clear_deleted(store, post_id).await,
@@ -134,17 +134,17 @@ impl Repair {
             Repair::Feed => feed(store).await,
         };
         match result {
-            Err(e) if !e.is_transient() => Ok(Outcome::Failed(e.to_string())),
+            Err(e) if !e.is_transient() => Ok(RepairOutcome::Failed(e.to_string())),
             other => other,
         }
     }
 }
 
-fn written(n: usize, what: impl FnOnce(usize) -> String) -> Outcome {
+fn written(n: usize, what: impl FnOnce(usize) -> String) -> RepairOutcome {
     if n == 0 {
-        Outcome::Unchanged
+        RepairOutcome::Unchanged
     } else {
-        Outcome::Fixed(what(n))
+        RepairOutcome::Fixed(what(n))
     }
 }
 
@@ -163,7 +163,7 @@ async fn read(
         .await
 }
 
-async fn erase(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<Outcome> {
+async fn erase(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<RepairOutcome> {
     let user = UserId::parse(user_id).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     let marker = read(
         store,
@@ -173,7 +173,7 @@ async fn erase(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<Outcome> {
     )
     .await?;
     let Some(marker) = marker.and_then(|d| serde_json::from_value::<Tombstone>(d.item).ok()) else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     let n = erase_user(store, &marker).await?;
     Ok(written(n, |n| {
@@ -190,9 +190,9 @@ async fn tombstone_of(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Opti
         .filter(|t| t.of == Deleted::Post))
 }
 
-async fn clear_deleted(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<Outcome> {
+async fn clear_deleted(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<RepairOutcome> {
     let Some(tombstone) = tombstone_of(store, raw_post_id).await? else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     let cleared = clear_deleted_post(store, &post_id(raw_post_id)?, &tombstone.user_id).await?;
     Ok(written(cleared.written, |n| {
@@ -200,7 +200,7 @@ async fn clear_deleted(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult
     }))
 }
 
-async fn delete_orphans(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<Outcome> {
+async fn delete_orphans(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<RepairOutcome> {
     match read(store, Container::Posts, raw_post_id, raw_post_id).await? {
         None => {
             let n = delete_children(store, &post_id(raw_post_id)?).await?;
@@ -212,19 +212,23 @@ async fn delete_orphans(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResul
             clear_deleted(store, raw_post_id).await
         }
         // The post exists (now): its children are not orphans.
-        Some(_) => Ok(Outcome::Unchanged),
+        Some(_) => Ok(RepairOutcome::Unchanged),
     }
 }
 
-async fn set_username(store: &Arc<dyn Store>, post_id: &str, id: &str) -> StoreResult<Outcome> {
+async fn set_username(
+    store: &Arc<dyn Store>,
+    post_id: &str,
+    id: &str,
+) -> StoreResult<RepairOutcome> {
     let Some(current) = read(store, Container::Posts, post_id, id).await? else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     let Some(user_id) = current.item.get("userId").and_then(Value::as_str) else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     let Some(username) = current_username(store, user_id).await? else {
-        return Ok(Outcome::Failed(format!(
+        return Ok(RepairOutcome::Failed(format!(
             "user {user_id:?} has no user item"
         )));
     };
@@ -277,14 +281,14 @@ pub(crate) async fn count_children(
 /// count: a comment or like added meanwhile changes the post (its count goes up in the same
 /// transaction), so the write fails and the count is taken again; no concurrent change is
 /// lost. (This is the only count write outside the API's comment and like transactions.)
-async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> {
+async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<RepairOutcome> {
     let pk = PartitionKey::single(post_id);
     loop {
         let Some(current) = store.read_item(Container::Posts, &pk, post_id).await? else {
-            return Ok(Outcome::Unchanged);
+            return Ok(RepairOutcome::Unchanged);
         };
         if !is_a::<Post>(&current.item) {
-            return Ok(Outcome::Unchanged);
+            return Ok(RepairOutcome::Unchanged);
         }
         let Children {
             comments, likes, ..
@@ -292,7 +296,7 @@ async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> 
         let count = |field: &str| current.item.get(field).and_then(Value::as_u64);
         let before = (count("commentCount"), count("likeCount"));
         if before == (Some(comments), Some(likes)) {
-            return Ok(Outcome::Unchanged);
+            return Ok(RepairOutcome::Unchanged);
         }
         let mut item = current.item.clone();
         item["commentCount"] = Value::from(comments);
@@ -302,14 +306,14 @@ async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> 
             .await
         {
             Ok(_) => {
-                return Ok(Outcome::Fixed(format!(
+                return Ok(RepairOutcome::Fixed(format!(
                     "counts set to {comments} comments and {likes} likes (were {} and {})",
                     before.0.unwrap_or_default(),
                     before.1.unwrap_or_default()
                 )));
             }
             Err(StoreError::PreconditionFailed) => continue,
-            Err(StoreError::NotFound) => return Ok(Outcome::Unchanged),
+            Err(StoreError::NotFound) => return Ok(RepairOutcome::Unchanged),
             Err(e) => return Err(e),
         }
     }
@@ -320,35 +324,35 @@ async fn delete_copy(
     container: Container,
     partition: &str,
     id: &str,
-) -> StoreResult<Outcome> {
+) -> StoreResult<RepairOutcome> {
     let Some(copy) = read(store, container, partition, id).await? else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     let n = delete_if_orphan(store, container, &copy.item).await?;
     Ok(written(n, |_| "removed".to_owned()))
 }
 
-async fn recopy(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Outcome> {
+async fn recopy(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<RepairOutcome> {
     let Some(current) = read(store, Container::Posts, post_id, post_id).await? else {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     };
     if !is_a::<Post>(&current.item) {
-        return Ok(Outcome::Unchanged);
+        return Ok(RepairOutcome::Unchanged);
     }
     let report = on_post_changed(store, &[current.item]).await?;
     if !report.skipped.is_empty() {
-        return Ok(Outcome::Failed(report.skipped.join("; ")));
+        return Ok(RepairOutcome::Failed(report.skipped.join("; ")));
     }
     Ok(written(report.written, |n| {
         format!("copies written again ({n} writes)")
     }))
 }
 
-async fn feed(store: &Arc<dyn Store>) -> StoreResult<Outcome> {
+async fn feed(store: &Arc<dyn Store>) -> StoreResult<RepairOutcome> {
     let refilled = refill_feed(store).await?;
     let trimmed = trim_feed(store).await?;
     if !trimmed.skipped.is_empty() {
-        return Ok(Outcome::Failed(trimmed.skipped.join("; ")));
+        return Ok(RepairOutcome::Failed(trimmed.skipped.join("; ")));
     }
     Ok(written(refilled + trimmed.written, |_| {
         format!("{refilled} posts added, {} trimmed", trimmed.written)

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::repair::{Outcome, Repair};
+use super::repair::{Repair, RepairOutcome};
 use crate::domain::TenantId;
 use crate::store::{Container, Store, StoreResult, tenant};
 
@@ -237,7 +237,7 @@ impl VerifyReport {
 
 /// Where a scan is, for progress lines on a large store.
 #[derive(Debug, Clone, Copy)]
-pub struct Progress {
+pub struct ScanProgress {
     /// The container being scanned.
     pub container: Container,
     pub scanned: Scanned,
@@ -256,7 +256,7 @@ pub struct Repairs {
 /// What applying repairs did: one line per repair that wrote, and per repair the store
 /// refused for good.
 #[derive(Debug, Default, Clone)]
-pub struct Applied {
+pub struct AppliedRepairs {
     pub fixed: Vec<String>,
     pub failed: Vec<String>,
 }
@@ -295,21 +295,21 @@ impl Repairs {
         &self,
         store: &Arc<dyn Store>,
         fixed: &mut (dyn FnMut(&str) + Send),
-    ) -> StoreResult<Applied> {
-        let mut applied = Applied::default();
+    ) -> StoreResult<AppliedRepairs> {
+        let mut applied = AppliedRepairs::default();
         for ((repair, tenant), what) in &self.planned {
             let view = match tenant {
                 Some(tenant) => tenant::scoped(store, tenant),
                 None => Arc::clone(store),
             };
             match repair.apply(&view).await? {
-                Outcome::Fixed(how) => {
+                RepairOutcome::Fixed(how) => {
                     let line = format!("repaired {what}: {how}");
                     fixed(&line);
                     applied.fixed.push(line);
                 }
-                Outcome::Unchanged => {}
-                Outcome::Failed(why) => applied
+                RepairOutcome::Unchanged => {}
+                RepairOutcome::Failed(why) => applied
                     .failed
                     .push(format!("cannot {repair} ({what}): {why}")),
             }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
-use super::{PROGRESS_EVERY, Progress, Scanned, VerifyReport, Violation};
+use super::{PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
 use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
@@ -23,7 +23,7 @@ const PAGE_SIZE: u32 = 1_000;
 /// Scans `store` whole and checks every invariant.
 pub(super) async fn scan(
     store: &Arc<dyn Store>,
-    progress: &mut (dyn FnMut(&Progress) + Send),
+    progress: &mut (dyn FnMut(&ScanProgress) + Send),
 ) -> StoreResult<VerifyReport> {
     let mut scan = Scan {
         store,
@@ -45,7 +45,7 @@ type ModelKey = Option<TenantId>;
 
 struct Scan<'a> {
     store: &'a Arc<dyn Store>,
-    progress: &'a mut (dyn FnMut(&Progress) + Send),
+    progress: &'a mut (dyn FnMut(&ScanProgress) + Send),
     next_progress: usize,
     report: VerifyReport,
     multi: bool,
@@ -67,7 +67,7 @@ struct Model {
 /// What the scan keeps of one post partition.
 #[derive(Default)]
 struct PostTally {
-    source: Option<Source>,
+    source: Option<PostSource>,
     comments: u64,
     likes: u64,
     /// A comment or like seen before (or without) its post, to name it if the post is missing.
@@ -76,7 +76,7 @@ struct PostTally {
     deleted: bool,
 }
 
-struct Source {
+struct PostSource {
     summary: PostSummary,
     has_user_copy: bool,
 }
@@ -154,7 +154,7 @@ impl Scan<'_> {
         let scanned = self.report.scanned;
         if scanned.total() >= self.next_progress {
             self.next_progress = (scanned.total() / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
-            (self.progress)(&Progress {
+            (self.progress)(&ScanProgress {
                 container,
                 scanned,
                 violations: self.report.total_violations,
@@ -306,7 +306,7 @@ impl Model {
             created: post.creation_date,
         };
         let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
-        self.posts.entry(id).or_default().source = Some(Source {
+        self.posts.entry(id).or_default().source = Some(PostSource {
             summary: PostSummary::of(post),
             has_user_copy: false,
         });

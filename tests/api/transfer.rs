@@ -25,7 +25,7 @@ use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, Query, Store, Tenancy};
 use cosmos_blog::transfer::{
     self, ExportOptions, ExportSummary, ImportOptions, ImportSummary, Invalid, Kind, Manifest,
-    Plan, Progress,
+    Plan, TransferProgress as Progress,
 };
 use cosmos_blog::verify::verify;
 use reqwest::{Method, StatusCode};
