@@ -89,17 +89,16 @@ fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> 
 }
 
 fn signed_in(context: &PageContext) -> Result<UserId, Refusal> {
-    context
-        .viewer
-        .clone()
-        .ok_or_else(|| {
-            // The refusal names the way to sign in that this deployment has.
-            let source = match context.identity {
-                Identity::Development => HeaderSource::Client,
-                Identity::EasyAuth | Identity::ReadOnly => HeaderSource::EasyAuth,
-            };
-            Refusal(Box::new(AuthError::MissingPrincipal(source).into_response()))
-        })
+    context.viewer.clone().ok_or_else(|| {
+        // The refusal names the way to sign in that this deployment has.
+        let source = match context.identity {
+            Identity::Development => HeaderSource::Client,
+            Identity::EasyAuth | Identity::ReadOnly => HeaderSource::EasyAuth,
+        };
+        Refusal(Box::new(
+            AuthError::MissingPrincipal(source).into_response(),
+        ))
+    })
 }
 
 /// A path of this site to go back to; anything else (another site, a scheme) is home.
