@@ -121,7 +121,10 @@ fn observed(pages: Router<AppState>) -> Router<AppState> {
 
 /// `/` is the front page for a browser, and the API's readiness probe for everyone else
 /// (the Functions host, load balancers, the tests and tools that already call it).
-async fn front_door(pages: Router, api: Router, request: Request) -> Response {
+async fn front_door(pages: Router, api: Router, mut request: Request) -> Response {
+    // The router it is handed to matches `/` again: without this, that router would see the
+    // two matches joined (`//`) and not know the route (its query parameters, its telemetry).
+    request.extensions_mut().remove::<axum::extract::MatchedPath>();
     let target = if wants_html(request.headers()) {
         pages
     } else {
