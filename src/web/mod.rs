@@ -124,7 +124,9 @@ fn observed(pages: Router<AppState>) -> Router<AppState> {
 async fn front_door(pages: Router, api: Router, mut request: Request) -> Response {
     // The router it is handed to matches `/` again: without this, that router would see the
     // two matches joined (`//`) and not know the route (its query parameters, its telemetry).
-    request.extensions_mut().remove::<axum::extract::MatchedPath>();
+    request
+        .extensions_mut()
+        .remove::<axum::extract::MatchedPath>();
     let target = if wants_html(request.headers()) {
         pages
     } else {
