@@ -85,6 +85,7 @@ impl Application {
             Duration::from_millis(settings.feed_cache_ms),
             auth,
         );
+        warn_of_unshared_form_key(settings);
         let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);
         let start_pump = || Pump::start(Arc::clone(&traced));
         let pump = match &telemetry {
@@ -201,6 +202,22 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
             ])
             .expose_headers([HeaderName::from_static(api::REQUEST_CHARGE_HEADER)]),
     )
+}
+
+/// On a hosting platform the site may run on several instances, and a form token signed by
+/// one must pass on the others: without a shared key, forms fail now and then.
+fn warn_of_unshared_form_key(settings: &Settings) {
+    let platform = &settings.auth.platform;
+    let hosted = platform.functions_host || platform.app_service;
+    let key_set = std::env::var(web::guard::CSRF_KEY_SETTING).is_ok_and(|key| !key.is_empty());
+    if hosted && !key_set {
+        tracing::warn!(
+            setting = web::guard::CSRF_KEY_SETTING,
+            "no shared key for the pages' form tokens: with more than one instance, forms \
+             posted to another instance than the one that served them are refused; set it to \
+             one secret for all instances (the template does)"
+        );
+    }
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

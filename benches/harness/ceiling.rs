@@ -17,8 +17,9 @@ use crate::generate::Dataset;
 use crate::load::{Client, Kind, LoadConfig, Summary, catch_up, phase, serve};
 use crate::stats::ms;
 
-/// The routes, the readiness probe (the ceiling) first.
-pub const ROUTES: [Kind; 7] = [
+/// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
+/// against the JSON route it shows (the front page against Q6, a post page against Q2).
+pub const ROUTES: [Kind; 9] = [
     Kind::Ready,
     Kind::User,
     Kind::Post,
@@ -26,7 +27,12 @@ pub const ROUTES: [Kind; 7] = [
     Kind::Comments,
     Kind::Likes,
     Kind::Feed,
+    Kind::FrontPage,
+    Kind::PostPage,
 ];
+
+/// Each page beside the API route whose answer it renders.
+pub const PAGES: [(Kind, Kind); 2] = [(Kind::FrontPage, Kind::Feed), (Kind::PostPage, Kind::Post)];
 
 /// Runs of every route, each `config.phase / ROUNDS` long.
 pub const ROUNDS: u32 = 3;
@@ -191,6 +197,23 @@ pub fn markdown(out: &mut String, runs: &[CeilingRun], concurrency: usize) {
             100.0 * b.throughput() / on.ceiling().max(f64::EPSILON),
             ms(b.p99),
             100.0 * (b.throughput() / a.throughput().max(f64::EPSILON) - 1.0),
+        ));
+    }
+    out.push_str(
+        "\n| page | its JSON route | page req/s | share of the JSON route's | page p50 ms |\n\
+         |---|---|---|---|---|\n",
+    );
+    for (page, json) in PAGES {
+        let (Some(page), Some(json)) = (off.figures(page), off.figures(json)) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "| {} | {} | {:.0} | {:.0} % | {:.2} |\n",
+            page.kind.label(),
+            json.kind.label(),
+            page.throughput(),
+            100.0 * page.throughput() / json.throughput().max(f64::EPSILON),
+            ms(page.p50),
         ));
     }
 }

@@ -58,6 +58,10 @@ pub enum Kind {
     Ready,
     Comments,
     Likes,
+    /// The front page `/` as a browser asks for it (`Accept: text/html`), beside Q6.
+    FrontPage,
+    /// A post page `/posts/{id}` (the post and its first comments), beside Q2.
+    PostPage,
 }
 
 impl Kind {
@@ -73,6 +77,8 @@ impl Kind {
             Kind::Ready => "GET / (readiness)",
             Kind::Comments => "Q4 GET /api/posts/{id}/comments",
             Kind::Likes => "Q5 GET /api/posts/{id}/likes",
+            Kind::FrontPage => "page GET / (front page)",
+            Kind::PostPage => "page GET /posts/{id}",
         }
     }
 }
@@ -167,6 +173,14 @@ impl Client {
             Kind::Ready => self.http.get(format!("{base}/")),
             Kind::Comments => self.http.get(format!("{base}/api/posts/{post}/comments")),
             Kind::Likes => self.http.get(format!("{base}/api/posts/{post}/likes")),
+            Kind::FrontPage => self
+                .http
+                .get(format!("{base}/"))
+                .header("accept", "text/html"),
+            Kind::PostPage => self
+                .http
+                .get(format!("{base}/posts/{post}"))
+                .header("accept", "text/html"),
             Kind::CreatePost => self
                 .http
                 .post(format!("{base}/api/posts"))

@@ -34,6 +34,10 @@ param apiClientId string
 param apiAudiences array
 @description('OpenID Connect issuer of the tokens: this tenant\'s v2.0 issuer (the app registration asks for v2 access tokens).')
 param tokenIssuer string = '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
+@secure()
+//checkov:skip=CKV_AZURE_131: the default is newGuid(), drawn afresh at each deployment; nothing is hard-coded
+@description('Key the pages\' form tokens are signed with, shared by every instance (a form served by one instance is posted to another). A new one each deployment unless given: forms open across a deployment are refused once.')
+param csrfKey string = newGuid()
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -77,6 +81,8 @@ var appSettings = [
   { name: 'BLOG_AUTH', value: 'easyauth' }
   // The front page is a function at the site's root: the host's own home page must not answer there.
   { name: 'AzureWebJobsDisableHomepage', value: 'true' }
+  // One signing key for the form tokens on every instance the plan scales out to.
+  { name: 'BLOG_CSRF_KEY', value: csrfKey }
 ]
 
 resource app 'Microsoft.Web/sites@2024-04-01' = {

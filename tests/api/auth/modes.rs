@@ -357,3 +357,22 @@ async fn the_binary_in_explicit_header_mode_serves_any_address_with_a_loud_warni
         "{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_on_a_hosting_platform_warns_until_the_form_key_is_shared() {
+    let (plan, mut env) = plan_environments().swap_remove(0);
+    let mut unshared = binary_with_env(&env).ready().await;
+    unshared.kill();
+    let log = unshared.log();
+    assert!(
+        lines_with(&log, "WARN")
+            .iter()
+            .any(|line| line.contains("no shared key for the pages' form tokens")),
+        "{plan}: {log}"
+    );
+    env.push(("BLOG_CSRF_KEY", "one secret for every instance"));
+    let mut shared = binary_with_env(&env).ready().await;
+    shared.kill();
+    let log = shared.log();
+    assert!(!log.contains("no shared key"), "{plan}: {log}");
+}
