@@ -63,13 +63,9 @@ impl Store for EmbeddedStore {
         pk: &PartitionKey,
         item: Value,
     ) -> StoreResult<ETag> {
-        let pk = pk.clone();
-        let tenancy = self.shared.tenancy;
-        self.write(container, move |tx| {
-            apply(tx, tenancy, container, &pk, BatchOperation::Create { item })
-        })
-        .await
-        .and_then(written)
+        self.write_one(container, pk, BatchOperation::Create { item })
+            .await
+            .and_then(written)
     }
 
     async fn upsert_item(
@@ -78,13 +74,9 @@ impl Store for EmbeddedStore {
         pk: &PartitionKey,
         item: Value,
     ) -> StoreResult<ETag> {
-        let pk = pk.clone();
-        let tenancy = self.shared.tenancy;
-        self.write(container, move |tx| {
-            apply(tx, tenancy, container, &pk, BatchOperation::Upsert { item })
-        })
-        .await
-        .and_then(written)
+        self.write_one(container, pk, BatchOperation::Upsert { item })
+            .await
+            .and_then(written)
     }
 
     async fn replace_item(
@@ -94,19 +86,10 @@ impl Store for EmbeddedStore {
         item: Value,
         if_match: Option<&ETag>,
     ) -> StoreResult<ETag> {
-        let (pk, if_match) = (pk.clone(), if_match.cloned());
-        let tenancy = self.shared.tenancy;
-        self.write(container, move |tx| {
-            apply(
-                tx,
-                tenancy,
-                container,
-                &pk,
-                BatchOperation::Replace { item, if_match },
-            )
-        })
-        .await
-        .and_then(written)
+        let if_match = if_match.cloned();
+        self.write_one(container, pk, BatchOperation::Replace { item, if_match })
+            .await
+            .and_then(written)
     }
 
     async fn delete_item(
@@ -115,13 +98,10 @@ impl Store for EmbeddedStore {
         pk: &PartitionKey,
         id: &str,
     ) -> StoreResult<()> {
-        let (pk, id) = (pk.clone(), id.to_owned());
-        let tenancy = self.shared.tenancy;
-        self.write(container, move |tx| {
-            apply(tx, tenancy, container, &pk, BatchOperation::Delete { id })
-        })
-        .await
-        .map(|_| ())
+        let id = id.to_owned();
+        self.write_one(container, pk, BatchOperation::Delete { id })
+            .await
+            .map(|_| ())
     }
 
     async fn execute_batch(

@@ -79,6 +79,21 @@ fn run_cached(tx: &Transaction<'_>, sql: &str) -> rusqlite::Result<usize> {
 }
 
 impl EmbeddedStore {
+    /// One operation through [`Self::write`]: a point write is a batch of one.
+    pub(super) async fn write_one(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        operation: BatchOperation,
+    ) -> StoreResult<Option<ETag>> {
+        let pk = pk.clone();
+        let tenancy = self.shared.tenancy;
+        self.write(container, move |tx| {
+            apply(tx, tenancy, container, &pk, operation)
+        })
+        .await
+    }
+
     /// Runs `work` in the writer thread's next group transaction (its own savepoint), and
     /// wakes change-log waiters of `container` once the group has committed.
     pub(super) async fn write<T: Send + 'static>(
