@@ -268,7 +268,11 @@ impl<L: StoreLayer> Layered<L> {
         &self.inner
     }
 
-    async fn call(&self, container: Container, request: StoreRequest<'_>) -> StoreResult<StoreAnswer> {
+    async fn call(
+        &self,
+        container: Container,
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
         self.layer.call(&*self.inner, container, request).await
     }
 }
@@ -309,7 +313,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         pk: &PartitionKey,
         item: Value,
     ) -> StoreResult<ETag> {
-        match self.call(container, StoreRequest::Create { pk, item }).await? {
+        match self
+            .call(container, StoreRequest::Create { pk, item })
+            .await?
+        {
             StoreAnswer::Written(etag) => Ok(etag),
             other => Err(mismatched("create_item", &other)),
         }
@@ -321,7 +328,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         pk: &PartitionKey,
         item: Value,
     ) -> StoreResult<ETag> {
-        match self.call(container, StoreRequest::Upsert { pk, item }).await? {
+        match self
+            .call(container, StoreRequest::Upsert { pk, item })
+            .await?
+        {
             StoreAnswer::Written(etag) => Ok(etag),
             other => Err(mismatched("upsert_item", &other)),
         }
@@ -347,7 +357,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         pk: &PartitionKey,
         id: &str,
     ) -> StoreResult<()> {
-        match self.call(container, StoreRequest::Delete { pk, id }).await? {
+        match self
+            .call(container, StoreRequest::Delete { pk, id })
+            .await?
+        {
             StoreAnswer::Deleted => Ok(()),
             other => Err(mismatched("delete_item", &other)),
         }
@@ -359,7 +372,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         pk: &PartitionKey,
         operations: Vec<BatchOperation>,
     ) -> StoreResult<Vec<Option<ETag>>> {
-        match self.call(container, StoreRequest::Batch { pk, operations }).await? {
+        match self
+            .call(container, StoreRequest::Batch { pk, operations })
+            .await?
+        {
             StoreAnswer::Batch(etags) => Ok(etags),
             other => Err(mismatched("execute_batch", &other)),
         }
@@ -371,7 +387,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         query: &Query,
         page: PageRequest,
     ) -> StoreResult<Page<Value>> {
-        match self.call(container, StoreRequest::Query { query, page }).await? {
+        match self
+            .call(container, StoreRequest::Query { query, page })
+            .await?
+        {
             StoreAnswer::Page(page) => Ok(page),
             other => Err(mismatched("query", &other)),
         }
