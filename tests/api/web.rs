@@ -551,7 +551,9 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
     };
     let own_path = blog_path(&post_path);
 
-    // Edit.
+    // Edit: the page shows the new content, not the old one's rendering.
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content strong"), ["hi"]);
     let (status, page, _) = ada.get(&format!("{own_path}/edit")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(select_attr(&page, "#title", "value"), "Hello");
@@ -566,6 +568,8 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         app.get_json(&format!("/api/posts/{post_id}")).await["title"],
         "Hello again"
     );
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content"), ["new\n"]);
 
     // Another reader comments (bad, then good), likes, unlikes; may not edit.
     app.register("bob", "Bob").await;
