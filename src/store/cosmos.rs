@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use super::settings::StoreSettings;
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, MAX_BATCH_OPERATIONS, Page,
-    PageRequest, PartitionKey, PartitionKeyValue, Query, QueryScope, Store, StoreError,
+    PageRequest, PartitionKey, PartitionKeyValue, Query, QueryScope, RawItem, Store, StoreError,
     StoreResult, Tenancy, charge, checked_item, strip_system_properties,
 };
 use crate::retry::Backoff;
@@ -863,6 +863,24 @@ impl Store for CosmosStore {
             }
             token = Some(next);
         }
+    }
+
+    async fn query_json(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<RawItem>> {
+        let page = self.query(container, query, page).await?;
+        Ok(Page {
+            items: page
+                .items
+                .iter()
+                .map(serde_json::value::to_raw_value)
+                .collect::<Result<_, _>>()
+                .map_err(|e| StoreError::Internal(format!("item does not serialise: {e}")))?,
+            continuation: page.continuation,
+        })
     }
 
     async fn read_changes(
