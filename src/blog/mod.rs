@@ -29,8 +29,8 @@ use crate::domain::{
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, RawItem, SortOrder,
-    Store, StoreError,
+    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, RawItem,
+    SortOrder, Store, StoreError,
 };
 
 /// Whether a command made something new or found/changed something that existed.

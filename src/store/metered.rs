@@ -65,7 +65,9 @@ impl Counters {
     fn returned(&mut self, answer: &StoreAnswer) {
         self.metrics.items_read += answer.item_count() as u64;
         self.metrics.bytes_read += match answer {
-            StoreAnswer::JsonPage(page) => page.items.iter().map(|raw| raw.get().len() as u64).sum(),
+            StoreAnswer::JsonPage(page) => {
+                page.items.iter().map(|raw| raw.get().len() as u64).sum()
+            }
             other => other.items().iter().map(json_len).sum::<u64>(),
         };
     }

@@ -139,9 +139,7 @@ impl Outline {
         };
         Shape {
             partitions,
-            returned_rows: answer
-                .filter(|_| self.reads)
-                .map(StoreAnswer::item_count),
+            returned_rows: answer.filter(|_| self.reads).map(StoreAnswer::item_count),
             batch_size: self.batch_size,
         }
     }

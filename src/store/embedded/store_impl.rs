@@ -148,7 +148,7 @@ impl Store for EmbeddedStore {
         self.read(reach_of(&query), move |conn| {
             run_query(conn, container, &query, &page)
         })
-            .await
+        .await
     }
 
     async fn query_json(
