@@ -10,6 +10,7 @@ use cosmos_blog::startup::{Application, shutdown_signal};
 use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
+use cosmos_blog::words::count;
 use cosmos_blog::{changefeed, transfer};
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
@@ -276,21 +277,33 @@ async fn run_repair(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     for failed in &report.applied.failed {
         println!("{failed}");
     }
-    println!(
-        "repair: {} fixed, {} could not be fixed",
-        report.applied.fixed.len(),
-        report.after.total_violations
-    );
+    println!("{}", repair_tally(&report));
     print_verdict(&report.after);
     Ok(report.after)
 }
 
+/// What `verify --repair` did, in violations (what the user was shown) and in repairs (one
+/// repair may undo several violations: a recount both counts, a refill every feed entry).
+fn repair_tally(report: &verify::RepairReport) -> String {
+    let violations = |n: usize| count(n as u64, "violation", "violations");
+    let undone = report
+        .before
+        .total_violations
+        .saturating_sub(report.after.total_violations);
+    format!(
+        "repair: {} fixed ({}), {} could not be fixed",
+        violations(undone),
+        count(report.applied.fixed.len() as u64, "repair", "repairs"),
+        violations(report.after.total_violations)
+    )
+}
+
 fn show_progress(progress: &verify::ScanProgress) {
     eprintln!(
-        "verify: {} items scanned (now in {}), {} violations so far",
-        progress.scanned.total(),
+        "verify: {} scanned (now in {}), {} so far",
+        count(progress.scanned.total() as u64, "item", "items"),
         progress.container.name(),
-        progress.violations
+        count(progress.violations as u64, "violation", "violations")
     );
 }
 

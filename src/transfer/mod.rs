@@ -117,6 +117,12 @@ impl Kind {
     fn name(self) -> &'static str {
         &self.file_name()[..self.file_name().len() - ".jsonl".len()]
     }
+
+    /// `n` items of this kind, in words ("1 comment", "2 erasures").
+    pub fn count(self, n: u64) -> String {
+        let name = self.name();
+        crate::words::count(n, &name[..name.len() - 1], name)
+    }
 }
 
 impl std::fmt::Display for Kind {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::repair::{Repair, RepairOutcome};
 use crate::domain::TenantId;
 use crate::store::{Container, Store, StoreResult, tenant};
+use crate::words::count;
 
 /// Violations kept in the report; the rest are only counted (per kind).
 pub const MAX_RECORDED: usize = 1_000;
@@ -123,8 +124,10 @@ pub struct Scanned {
     pub likes: usize,
     pub user_copies: usize,
     pub feed_items: usize,
-    /// Tombstones of deleted posts and erasure markers of deleted accounts.
+    /// Tombstones of deleted posts.
     pub tombstones: usize,
+    /// Erasure markers of deleted accounts (counted apart, as `export` does).
+    pub erasures: usize,
     /// Items of no known type (also reported as violations).
     pub other: usize,
 }
@@ -138,24 +141,40 @@ impl Scanned {
             + self.user_copies
             + self.feed_items
             + self.tombstones
+            + self.erasures
             + self.other
     }
 }
 
 impl fmt::Display for Scanned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} users, {} posts, {} comments, {} likes, {} post copies in users, {} feed items",
-            self.users, self.posts, self.comments, self.likes, self.user_copies, self.feed_items
-        )?;
+        let n = |n: usize| n as u64;
+        let mut counts = vec![
+            count(n(self.users), "user", "users"),
+            count(n(self.posts), "post", "posts"),
+            count(n(self.comments), "comment", "comments"),
+            count(n(self.likes), "like", "likes"),
+            count(
+                n(self.user_copies),
+                "post copy in users",
+                "post copies in users",
+            ),
+            count(n(self.feed_items), "feed item", "feed items"),
+        ];
         if self.tombstones > 0 {
-            write!(f, ", {} tombstones", self.tombstones)?;
+            counts.push(count(n(self.tombstones), "tombstone", "tombstones"));
+        }
+        if self.erasures > 0 {
+            counts.push(count(n(self.erasures), "erasure marker", "erasure markers"));
         }
         if self.other > 0 {
-            write!(f, ", {} items of unknown type", self.other)?;
+            counts.push(count(
+                n(self.other),
+                "item of unknown type",
+                "items of unknown type",
+            ));
         }
-        Ok(())
+        f.write_str(&counts.join(", "))
     }
 }
 
@@ -195,8 +214,12 @@ impl VerifyReport {
                 .collect::<Vec<_>>()
                 .join(", ");
             lines.push(format!(
-                "... and {} more violations (all violations by kind: {by_kind})",
-                self.total_violations - shown
+                "... and {} (all violations by kind: {by_kind})",
+                count(
+                    (self.total_violations - shown) as u64,
+                    "more violation",
+                    "more violations"
+                )
             ));
         }
         lines
@@ -208,8 +231,9 @@ impl VerifyReport {
             format!("verify: OK, every invariant holds ({})", self.scanned)
         } else {
             format!(
-                "verify: FAILED, {} violations ({})",
-                self.total_violations, self.scanned
+                "verify: FAILED, {} ({})",
+                count(self.total_violations as u64, "violation", "violations"),
+                self.scanned
             )
         }
     }

@@ -227,7 +227,7 @@ impl Model {
     }
 
     fn erasure(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
-        scanned.tombstones += 1;
+        scanned.erasures += 1;
         let why = match Tombstone::deserialize(&item) {
             Ok(marker) if marker.of == Deleted::User => {
                 self.erasures

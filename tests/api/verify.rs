@@ -214,6 +214,7 @@ async fn a_healthy_store_verifies_and_missing_work_shows(app: TestApp) {
             user_copies: 4,
             feed_items: 4,
             tombstones: 0,
+            erasures: 0,
             other: 0,
         }
     );
@@ -499,7 +500,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     assert_eq!(
         stdout_lines(&healthy),
         [
-            "verify: OK, every invariant holds (1 users, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: OK, every invariant holds (1 user, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items)"
         ]
     );
 
@@ -522,7 +523,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     );
     assert!(lines[100].starts_with("... and 50 more violations"));
     assert!(lines[100].ends_with("(all violations by kind: orphan-user-copy: 150)"));
-    assert!(lines[101].starts_with("verify: FAILED, 150 violations (1 users, 3 posts"));
+    assert!(lines[101].starts_with("verify: FAILED, 150 violations (1 user, 3 posts"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -580,7 +581,7 @@ async fn rebuild_ends_with_the_verdict_of_verify() {
         lines
             .last()
             .unwrap()
-            .starts_with("verify: FAILED, 1 violations"),
+            .starts_with("verify: FAILED, 1 violation ("),
         "{lines:?}"
     );
 }
@@ -615,7 +616,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         stdout_lines(&output),
         [
             "count-mismatch posts/post-010/post-010: commentCount 0 but 10000 comments, likeCount 0 but 0 likes",
-            "verify: FAILED, 1 violations (1 users, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: FAILED, 1 violation (1 user, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
         ]
     );
 }
@@ -666,8 +667,9 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
         );
     }
     assert_eq!(
-        before.scanned.tombstones, 2,
-        "a post tombstone and an erasure marker"
+        (before.scanned.tombstones, before.scanned.erasures),
+        (1, 1),
+        "a post tombstone and an erasure marker, counted apart"
     );
 
     rebuild(store).await.unwrap();
