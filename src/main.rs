@@ -34,6 +34,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the API (the default).
+    ///
+    /// Refuses to start on a store that an import left unfinished (killed or failed): it
+    /// would serve a blog with posts, comments and copies missing as if it were whole. The
+    /// error names the import and the command that finishes it.
     Serve,
     /// Re-derive every copy (post copies in users and feed, usernames in posts) from the
     /// source items.
@@ -44,7 +48,8 @@ enum Command {
     /// Check every invariant of the data model (counts, usernames, post copies, feed).
     ///
     /// Run it when writes have settled. Exit status 0: all hold; 1: violations (one per
-    /// line); 2: the store could not be read.
+    /// line), or an import left the store unfinished (said first, with the command that
+    /// finishes it; nothing else is checked then); 2: the store could not be read.
     Verify {
         #[command(flatten)]
         store: StoreSettings,
@@ -57,10 +62,17 @@ enum Command {
     },
     /// Write the store's source items (users, posts, comments, likes, deletes) to a folder of
     /// JSON Lines files and a manifest; the copies are left out (import derives them).
+    ///
+    /// Refuses a store that an import left unfinished: its export would look whole.
     Export(transfer::ExportArgs),
     /// Load an export into the store (validated whole first; idempotent, resumable), derive
     /// the copies, then verify. Exit status 1 if the export is invalid (each problem printed
     /// as `file:line: reason`, nothing written) or the store does not verify.
+    ///
+    /// The store is marked (an item `import-in-progress` in `leases`) from before the first
+    /// write until after the last: while the mark is there, `serve` and `export` refuse the
+    /// store and `verify` fails. Running the same import again finishes it and removes the
+    /// mark; an import of another export is refused unless --force.
     Import(transfer::ImportArgs),
     /// Copy the embedded store to a new file, consistent, while the server runs.
     Backup(transfer::BackupArgs),
@@ -242,14 +254,20 @@ const VERIFY_UNREADABLE: u8 = 2;
 async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
         let store = store::open_existing(settings).await?;
+        // Half a store loaded breaks invariants by the hundred; the one thing to say is how to
+        // finish the import (a repair cannot: the sources are missing).
+        if let Some(unfinished) = transfer::unfinished_import(&store).await? {
+            println!("verify: FAILED, {unfinished}");
+            return Ok(None);
+        }
         if repair {
-            run_repair(&store).await
+            run_repair(&store).await.map(Some)
         } else {
-            run_verify(&store).await
+            run_verify(&store).await.map(Some)
         }
     };
     match verdict.await {
-        Ok(report) if report.holds() => ExitCode::SUCCESS,
+        Ok(Some(report)) if report.holds() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: cannot verify the store: {e:#}");

@@ -27,6 +27,7 @@ use backon::Retryable;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
+use super::marker::{self, UnfinishedImport};
 use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, TransferProgress};
 use crate::copies::{Report, Source};
@@ -56,6 +57,9 @@ pub struct ImportOptions {
     pub tenant: Option<TenantId>,
     /// Batches in flight at once.
     pub concurrency: usize,
+    /// Load it even onto a store marked by an unfinished import of another export (what
+    /// that import wrote stays; `verify` judges the result).
+    pub force: bool,
 }
 
 /// Where the lines of an export go.
@@ -142,6 +146,9 @@ pub struct Plan {
     routing: Routing,
     target: Tenancy,
     concurrency: usize,
+    force: bool,
+    /// The mark this import leaves in the store until it ends.
+    marker: UnfinishedImport,
 }
 
 impl Plan {
@@ -182,6 +189,12 @@ impl Plan {
             routing,
             target,
             concurrency: options.concurrency.max(1),
+            force: options.force,
+            marker: UnfinishedImport::begin(
+                validate::manifest_digest(folder)?,
+                folder,
+                options.tenant.clone(),
+            ),
         })
     }
 
@@ -209,6 +222,7 @@ impl Plan {
             self.target,
             store.tenancy()
         );
+        self.mark(store).await?;
         let mut views = Views::new(store);
         let started = Instant::now();
         let empty = self.empty_blogs(&mut views).await?;
@@ -226,7 +240,33 @@ impl Plan {
         let started = Instant::now();
         summary.copies = self.derive_copies(&mut views, &empty, progress).await?;
         summary.deriving = started.elapsed();
+        // The last write is done: the store is whole again.
+        marker::unmark(store).await?;
         Ok(summary)
+    }
+
+    /// Marks the store before the first write; an unfinished import of the same export is
+    /// finished by this one, one of another export is refused unless forced.
+    async fn mark(&self, store: &Arc<dyn Store>) -> anyhow::Result<()> {
+        match marker::unfinished_import(store).await? {
+            Some(earlier) if earlier.same_import(&self.marker) => {
+                tracing::info!(
+                    "import: finishing the import of this export begun at {}",
+                    earlier.started_at
+                );
+                Ok(())
+            }
+            Some(earlier) if !self.force => anyhow::bail!(
+                "{earlier}; this is another export ({}{}): finish that one first, or load \
+                 this one over it with --force",
+                self.marker.export,
+                match &self.marker.tenant {
+                    Some(tenant) => format!(", tenant {tenant}"),
+                    None => String::new(),
+                }
+            ),
+            _ => marker::mark(store, &self.marker).await,
+        }
     }
 
     /// The sources whose copies are derived: users, erasure markers, posts and deleted posts

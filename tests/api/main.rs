@@ -13,6 +13,7 @@ mod hostile;
 mod hot_posts;
 mod idempotency;
 mod interactions;
+mod interrupted_import;
 mod openapi;
 mod operations;
 mod posts;
