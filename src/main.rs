@@ -253,7 +253,12 @@ const VERIFY_UNREADABLE: u8 = 2;
 
 async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
-        let store = store::open_existing(settings).await?;
+        // Only a repair writes: a check opens the store read-only.
+        let store = if repair {
+            store::open_existing(settings).await?
+        } else {
+            store::open_read_only(settings).await?
+        };
         // Half a store loaded breaks invariants by the hundred; the one thing to say is how to
         // finish the import (a repair cannot: the sources are missing).
         if let Some(unfinished) = transfer::unfinished_import(&store).await? {

@@ -231,7 +231,7 @@ const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
 pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = store::open_existing(&args.store).await?;
+    let store = store::open_read_only(&args.store).await?;
     // Half a store exported looks like a whole one to the next import: refuse it.
     if let Some(unfinished) = unfinished_import(&store).await? {
         anyhow::bail!("{unfinished}; export refuses a store an import left half-loaded");

@@ -684,3 +684,82 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
     let cys_post = app.get_json(&format!("/api/posts/{}", s.cy_post)).await;
     assert_eq!(cys_post["likeCount"], 1, "Ada's like stays");
 }
+
+// ---- read-only copies --------------------------------------------------------------------------
+
+/// What a check must leave as it was: the database file's bytes and modification time, and the
+/// names of the files in its folder that hold something, but SQLite's shared-memory index
+/// (`-shm`): a reader may create it, and an empty `-wal`, where the folder lets it (as root,
+/// always).
+fn untouched_state(dir: &std::path::Path) -> (Vec<u8>, std::time::SystemTime, Vec<String>) {
+    let file = dir.join("blog.sqlite3");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.metadata().unwrap().len() > 0)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with("-shm"))
+        .collect();
+    names.sort();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    (std::fs::read(&file).unwrap(), modified, names)
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `verify` and `export` of a copy without write permission (folder and file) succeed and
+/// write nothing to it; the store opened read-only refuses writes. As root, where permissions
+/// stop nothing, the unchanged file (no schema, statistics or purge written) is what shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_copy_verifies_and_exports_without_a_write() {
+    let dir = embedded_store(true).await;
+    let copy = TempDir::new().unwrap();
+    let read_only = copy.path().join("read-only");
+    cosmos_blog::store::embedded::backup(
+        &dir.path().join("blog.sqlite3"),
+        &read_only.join("blog.sqlite3"),
+    )
+    .expect("a copy");
+    set_mode(&read_only.join("blog.sqlite3"), 0o444);
+    set_mode(&read_only, 0o555);
+    let before = untouched_state(&read_only);
+
+    let verified = binary!().on_data(&read_only).subcommand("verify").output();
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    assert!(stdout_lines(&verified)[0].starts_with("verify: OK"));
+    let exported = binary!()
+        .on_data(&read_only)
+        .subcommand("export")
+        .arg("--out")
+        .arg(copy.path().join("export"))
+        .output();
+    assert!(exported.status.success(), "{exported:?}");
+
+    let store = EmbeddedStore::open_read_only(&read_only.join("blog.sqlite3"), Default::default())
+        .expect("opens read-only");
+    let refused = store
+        .upsert_item(
+            Container::Users,
+            &pk("eve"),
+            json!({"id": "eve", "type": "user", "userId": "eve", "username": "Eve"}),
+        )
+        .await
+        .expect_err("a read-only store refuses writes");
+    assert!(refused.to_string().contains("read-only"), "{refused}");
+    drop(store);
+
+    let after = untouched_state(&read_only);
+    assert!(
+        after == before,
+        "the copy was written to: bytes the same {}, modified {:?} then {:?}, files {:?} then {:?}",
+        after.0 == before.0,
+        before.1,
+        after.1,
+        before.2,
+        after.2
+    );
+    set_mode(&read_only, 0o755);
+}
