@@ -2,6 +2,7 @@
 //! test and drives it over HTTP, plus the contract tests of the storage backends.
 
 mod auth;
+mod backlog;
 mod changefeed;
 mod copy_batches;
 mod deletes;

@@ -366,7 +366,7 @@ async fn each_broken_invariant_is_named(app: TestApp) {
 
 /// Post `n` by Ada, dated `n` seconds after a fixed instant, except that posts 2 and 3 share a
 /// date: with 103 posts, the 100 most recent are 3..=102, and post 2 ties with post 3.
-fn dated_post(n: usize) -> Value {
+pub fn dated_post(n: usize) -> Value {
     let second = if n == 2 { 3 } else { n };
     let id = format!("post-{n:03}");
     json!({
