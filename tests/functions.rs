@@ -27,7 +27,7 @@ use cosmos_blog::telemetry;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use testkit::double::{Call, Double, Hooks};
+use testkit::double::{self, Call, Double, Hooks};
 use testkit::{Served, binary, eventually_ok};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
@@ -64,7 +64,7 @@ impl Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let embedded =
             EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), tenancy).expect("store");
-        let store = Double::named(Arc::new(embedded), Outage::default(), "flaky");
+        let store = double::named(Arc::new(embedded), Outage::default(), "flaky");
         Self {
             _dir: dir,
             store,

@@ -10,15 +10,11 @@
 use std::collections::HashSet;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, Store, StoreResult, Tenancy, charge,
-};
+use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use super::{Container, PartitionKey, QueryScope, Store, StoreResult, Tenancy, charge};
 
 /// What the store was asked for since the last [`MeteredStore::take`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -74,25 +70,22 @@ impl Counters {
     }
 }
 
-/// Wraps `inner` and counts every call made through it.
-#[derive(Clone)]
-pub struct MeteredStore {
-    inner: Arc<dyn Store>,
+/// Wraps a store and counts every call made through it.
+pub type MeteredStore = Layered<Meter>;
+
+/// The counting of a [`MeteredStore`].
+#[derive(Clone, Default)]
+pub struct Meter {
     counters: Arc<Mutex<Counters>>,
 }
 
 impl MeteredStore {
     pub fn new(inner: Arc<dyn Store>) -> Self {
-        Self {
-            inner,
-            counters: Arc::default(),
-        }
+        Layered::over(inner, Meter::default())
     }
+}
 
-    pub fn inner(&self) -> &Arc<dyn Store> {
-        &self.inner
-    }
-
+impl Meter {
     /// The metrics so far, without resetting them.
     pub fn snapshot(&self) -> Metrics {
         let counters = self.lock();
@@ -118,26 +111,50 @@ impl MeteredStore {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
 
+impl StoreLayer for Meter {
     /// Runs one store call, counting it as a request and collecting its RU charge, which is
     /// passed on to the caller's own accounting scope (the HTTP layer's, a traced call's)
     /// unchanged.
-    async fn call<T, F>(
+    async fn call(
         &self,
-        call: F,
-        count: impl FnOnce(&mut Counters, &StoreResult<T>),
-    ) -> StoreResult<T>
-    where
-        F: Future<Output = StoreResult<T>>,
-    {
-        let (result, exchange) = charge::measure_exchanges(call).await;
+        inner: &dyn Store,
+        container: Container,
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
+        let tenancy = inner.tenancy();
+        let written = request.items().count() as u64;
+        let scope = request.scope();
+        // The one partition the call addresses; without one (a query across partitions or on
+        // a prefix, a change-log read), the partitions of what it returns.
+        let addressed = match scope {
+            Some(QueryScope::Partition(pk)) => Some(pk),
+            Some(QueryScope::CrossPartition | QueryScope::Prefix(_)) => None,
+            None => request.partition(),
+        };
+        let (result, exchange) = charge::measure_exchanges(request.send(inner, container)).await;
         charge::report(&exchange);
         let mut counters = self.lock();
-        counters.metrics.requests += 1;
+        let c = &mut *counters;
+        c.metrics.requests += 1;
         if exchange.request_units > 0.0 {
-            *counters.metrics.request_units.get_or_insert(0.0) += exchange.request_units;
+            *c.metrics.request_units.get_or_insert(0.0) += exchange.request_units;
         }
-        count(&mut counters, &result);
+        c.metrics.items_written += written;
+        match scope {
+            Some(QueryScope::CrossPartition) => c.metrics.fan_out_queries += 1,
+            Some(QueryScope::Prefix(_)) => c.metrics.prefix_queries += 1,
+            _ => {}
+        }
+        match (addressed, &result) {
+            (Some(pk), _) => c.touch(container, pk),
+            (None, Ok(answer)) => c.touch_items(container, tenancy, answer.items().iter()),
+            (None, Err(_)) => {}
+        }
+        if let Ok(answer) = &result {
+            c.returned(answer.items().iter());
+        }
         result
     }
 }
@@ -174,165 +191,11 @@ fn json_len(value: &Value) -> u64 {
     count.0
 }
 
-#[async_trait]
-impl Store for MeteredStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-
-    async fn read_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        self.call(self.inner.read_item(container, pk, id), |c, result| {
-            c.touch(container, pk);
-            if let Ok(Some(document)) = result {
-                c.returned(std::iter::once(&document.item));
-            }
-        })
-        .await
-    }
-
-    async fn create_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        self.call(self.inner.create_item(container, pk, item), |c, _| {
-            c.touch(container, pk);
-            c.metrics.items_written += 1;
-        })
-        .await
-    }
-
-    async fn upsert_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        self.call(self.inner.upsert_item(container, pk, item), |c, _| {
-            c.touch(container, pk);
-            c.metrics.items_written += 1;
-        })
-        .await
-    }
-
-    async fn replace_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        self.call(
-            self.inner.replace_item(container, pk, item, if_match),
-            |c, _| {
-                c.touch(container, pk);
-                c.metrics.items_written += 1;
-            },
-        )
-        .await
-    }
-
-    async fn delete_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<()> {
-        self.call(self.inner.delete_item(container, pk, id), |c, _| {
-            c.touch(container, pk)
-        })
-        .await
-    }
-
-    async fn execute_batch(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        let written = operations
-            .iter()
-            .filter(|op| !matches!(op, BatchOperation::Delete { .. }))
-            .count() as u64;
-        self.call(
-            self.inner.execute_batch(container, pk, operations),
-            |c, _| {
-                c.touch(container, pk);
-                c.metrics.items_written += written;
-            },
-        )
-        .await
-    }
-
-    async fn query(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        let tenancy = self.inner.tenancy();
-        self.call(self.inner.query(container, query, page), |c, result| {
-            match &query.scope {
-                QueryScope::Partition(pk) => c.touch(container, pk),
-                QueryScope::CrossPartition => {
-                    c.metrics.fan_out_queries += 1;
-                    if let Ok(page) = result {
-                        c.touch_items(container, tenancy, page.items.iter());
-                    }
-                }
-                QueryScope::Prefix(_) => {
-                    c.metrics.prefix_queries += 1;
-                    if let Ok(page) = result {
-                        c.touch_items(container, tenancy, page.items.iter());
-                    }
-                }
-            }
-            if let Ok(page) = result {
-                c.returned(page.items.iter());
-            }
-        })
-        .await
-    }
-
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        let tenancy = self.inner.tenancy();
-        self.call(
-            self.inner.read_changes(container, since, max_items),
-            |c, result| {
-                if let Ok(batch) = result {
-                    c.touch_items(container, tenancy, batch.items.iter());
-                    c.returned(batch.items.iter());
-                }
-            },
-        )
-        .await
-    }
-
-    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
-        // Not a request: a local wait (embedded) or a timer (Cosmos DB polling).
-        self.inner.wait_for_changes(container, timeout).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::embedded::EmbeddedStore;
+    use crate::store::{PageRequest, Query};
     use serde_json::json;
 
     fn store() -> (tempfile::TempDir, MeteredStore) {

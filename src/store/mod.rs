@@ -6,6 +6,7 @@
 pub mod charge;
 pub mod cosmos;
 pub mod embedded;
+pub mod layer;
 pub mod metered;
 mod open;
 mod partition_key;

@@ -8,20 +8,22 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::Value;
 
+use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use super::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest, Pages,
-    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, TENANT_FIELD, Tenancy,
+    Container, Pages, PartitionKey, Query, QueryScope, Store, StoreError, StoreResult,
+    TENANT_FIELD, Tenancy,
 };
 use crate::domain::TenantId;
 
+/// One tenant's view of a `multi` store.
+pub type TenantStore = Layered<TenantView>;
+
+/// What a [`TenantStore`] does to each call: the tenant's keys, stamps and scopes.
 #[derive(Clone)]
-pub struct TenantStore {
-    inner: Arc<dyn Store>,
+pub struct TenantView {
     tenant: TenantId,
     /// The tenant's key prefix: `[tenantId]`.
     prefix: PartitionKey,
@@ -32,13 +34,11 @@ impl TenantStore {
     pub fn new(inner: Arc<dyn Store>, tenant: TenantId) -> Self {
         debug_assert_eq!(inner.tenancy(), Tenancy::Multi);
         let prefix = PartitionKey::single(tenant.as_str());
-        Self {
-            inner,
-            tenant,
-            prefix,
-        }
+        Layered::over(inner, TenantView { tenant, prefix })
     }
+}
 
+impl TenantView {
     pub fn tenant(&self) -> &TenantId {
         &self.tenant
     }
@@ -53,15 +53,14 @@ impl TenantStore {
             .map_err(|e| StoreError::BadRequest(format!("partition key: {e}")))
     }
 
-    /// The item as the `multi` store keeps it: stamped with the tenant (whatever tenant it
+    /// Stamps an item with the tenant, as the `multi` store keeps it (whatever tenant it
     /// named before, so a copy cannot leave its tenant).
-    fn stamped(&self, container: Container, mut item: Value) -> Value {
+    fn stamp(&self, container: Container, item: &mut Value) {
         if container != Container::Leases
-            && let Value::Object(fields) = &mut item
+            && let Value::Object(fields) = item
         {
             fields.insert(TENANT_FIELD.to_owned(), Value::from(self.tenant.as_str()));
         }
-        item
     }
 
     fn scope(&self, container: Container, scope: &QueryScope) -> StoreResult<QueryScope> {
@@ -80,127 +79,49 @@ impl TenantStore {
     }
 }
 
-#[async_trait]
-impl Store for TenantStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
+impl StoreLayer for TenantView {
+    /// Always `single`: the domain code never sees tenants.
+    fn tenancy(&self, _: &dyn Store) -> Tenancy {
+        Tenancy::Single
     }
 
-    async fn read_item(
+    /// Writes and reads in the tenant's partitions; a query across partitions becomes one on
+    /// the tenant's prefix. The change feed is the whole container's (the pump and the
+    /// triggers read it unscoped and hand each tenant its part): a read of it through the
+    /// view keeps the tenant's changes, for tools that follow one tenant.
+    async fn call(
         &self,
+        inner: &dyn Store,
         container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        let key = self.key(container, pk)?;
-        let document = self.inner.read_item(container, &key, id).await?;
-        Ok(document.map(|mut document| {
-            unstamp(&mut document.item);
-            document
-        }))
-    }
-
-    async fn create_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        let key = self.key(container, pk)?;
-        let item = self.stamped(container, item);
-        self.inner.create_item(container, &key, item).await
-    }
-
-    async fn upsert_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        let key = self.key(container, pk)?;
-        let item = self.stamped(container, item);
-        self.inner.upsert_item(container, &key, item).await
-    }
-
-    async fn replace_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        let key = self.key(container, pk)?;
-        let item = self.stamped(container, item);
-        self.inner
-            .replace_item(container, &key, item, if_match)
-            .await
-    }
-
-    async fn delete_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<()> {
-        let key = self.key(container, pk)?;
-        self.inner.delete_item(container, &key, id).await
-    }
-
-    async fn execute_batch(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        let key = self.key(container, pk)?;
-        let operations = operations
-            .into_iter()
-            .map(|operation| match operation {
-                BatchOperation::Create { item } => BatchOperation::Create {
-                    item: self.stamped(container, item),
-                },
-                BatchOperation::Upsert { item } => BatchOperation::Upsert {
-                    item: self.stamped(container, item),
-                },
-                BatchOperation::Replace { item, if_match } => BatchOperation::Replace {
-                    item: self.stamped(container, item),
-                    if_match,
-                },
-                delete @ BatchOperation::Delete { .. } => delete,
-            })
-            .collect();
-        self.inner.execute_batch(container, &key, operations).await
-    }
-
-    async fn query(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        let scoped = query.clone().scoped(self.scope(container, &query.scope)?);
-        let mut page = self.inner.query(container, &scoped, page).await?;
-        page.items.iter_mut().for_each(unstamp);
-        Ok(page)
-    }
-
-    /// The container's changes that belong to this tenant. The change feed is the whole
-    /// container's: the pump and the triggers read it unscoped and hand each tenant its
-    /// part; this is for tools that follow one tenant.
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        let mut batch = self.inner.read_changes(container, since, max_items).await?;
-        batch.items.retain(|item| self.owns(item));
-        batch.items.iter_mut().for_each(unstamp);
-        Ok(batch)
-    }
-
-    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
-        self.inner.wait_for_changes(container, timeout).await;
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
+        let key;
+        let scoped;
+        let request = match request {
+            StoreRequest::Query { query, page } => {
+                scoped = query.clone().scoped(self.scope(container, &query.scope)?);
+                StoreRequest::Query {
+                    query: &scoped,
+                    page,
+                }
+            }
+            mut other => match other.partition() {
+                Some(pk) => {
+                    key = self.key(container, pk)?;
+                    other
+                        .items_mut()
+                        .for_each(|item| self.stamp(container, item));
+                    other.to_partition(&key)
+                }
+                None => other,
+            },
+        };
+        let mut answer = request.send(inner, container).await?;
+        if let StoreAnswer::Changes(batch) = &mut answer {
+            batch.items.retain(|item| self.owns(item));
+        }
+        answer.items_mut().iter_mut().for_each(unstamp);
+        Ok(answer)
     }
 }
 

@@ -9,28 +9,27 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use async_trait::async_trait;
 use serde_json::Value;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use super::metrics::{self, StoreCall};
 use crate::store::charge::{self, Exchange};
+use crate::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use crate::store::metered::partition_keys;
-use crate::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
-};
+use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenancy};
 
 /// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
 /// from where the wrapper first lived.
 pub const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
-/// Wraps `inner` so that each call has a span and is measured.
-pub struct TracedStore {
-    inner: Arc<dyn Store>,
+/// Wraps a store so that each call has a span and is measured.
+pub type TracedStore = Layered<StoreSpans>;
+
+/// The spans and metrics of a [`TracedStore`].
+pub struct StoreSpans {
     /// `db.system.name`: `azure.cosmosdb`, or `sqlite` for the embedded store.
     system: &'static str,
     /// `db.namespace`: the database name.
@@ -44,25 +43,24 @@ impl TracedStore {
             "embedded" => "sqlite",
             other => other,
         };
-        Self {
-            inner,
+        let spans = StoreSpans {
             system,
             namespace: namespace.into(),
-        }
+        };
+        Layered::over(inner, spans)
     }
+}
 
-    /// Runs one store call in its span; `shape` tells what the call touched, from its result
-    /// when only the result tells (cross-partition queries, the change feed).
-    async fn call<T, F>(
+impl StoreLayer for StoreSpans {
+    /// Runs one store call in its span.
+    async fn call(
         &self,
-        operation: &'static str,
+        inner: &dyn Store,
         container: Container,
-        call: F,
-        shape: impl FnOnce(&StoreResult<T>) -> Shape,
-    ) -> StoreResult<T>
-    where
-        F: Future<Output = StoreResult<T>>,
-    {
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
+        let operation = operation_name(&request);
+        let outline = Outline::of(&request);
         // Only below a request, an invocation or a batch: the pump's polls and checkpoint
         // reads would otherwise be a trace each, several a second, all of them idle.
         let span = if Span::current().is_none() {
@@ -71,14 +69,16 @@ impl TracedStore {
             self.span(operation, container)
         };
         let started = Instant::now();
-        let (result, exchange) = charge::measure_exchanges(call.instrument(span.clone())).await;
+        let call = request.send(inner, container).instrument(span.clone());
+        let (result, exchange) = charge::measure_exchanges(call).await;
         // The charge belongs to the enclosing scope too (the request's total).
         charge::report(&exchange);
         let status = exchange.status.or_else(|| failure_status(&result));
         let failure = result.as_ref().err().map(error_type);
         // The shape (a query's partitions: a key per item) is for the span alone.
         if !span.is_disabled() {
-            record(&span, &exchange, status, failure, shape(&result));
+            let shape = outline.shape(container, inner.tenancy(), result.as_ref().ok());
+            record(&span, &exchange, status, failure, shape);
         }
         metrics::record_store_call(&StoreCall {
             system: self.system,
@@ -94,24 +94,71 @@ impl TracedStore {
 }
 
 /// What a call touched: logical partitions, items returned, operations of a batch.
-#[derive(Default)]
 struct Shape {
     partitions: Option<usize>,
     returned_rows: Option<usize>,
     batch_size: Option<usize>,
 }
 
-impl Shape {
-    /// One logical partition, whatever the outcome: the call addressed it.
-    fn one_partition<T>(_: &StoreResult<T>) -> Shape {
+/// What a call's arguments tell of its shape; its answer tells the rest.
+struct Outline {
+    /// The call addresses one logical partition (a call on items, a query on a partition).
+    one_partition: bool,
+    /// The call returns items (a read, a query, a change-log read).
+    reads: bool,
+    batch_size: Option<usize>,
+}
+
+impl Outline {
+    fn of(request: &StoreRequest<'_>) -> Outline {
+        let one_partition = match request.scope() {
+            Some(scope) => matches!(scope, QueryScope::Partition(_)),
+            None => request.partition().is_some(),
+        };
+        let batch_size = match request {
+            StoreRequest::Batch { operations, .. } => Some(operations.len()),
+            _ => None,
+        };
+        Outline {
+            one_partition,
+            reads: request.reads(),
+            batch_size,
+        }
+    }
+
+    /// The call's shape, given its answer (`None` when it failed).
+    fn shape(&self, container: Container, tenancy: Tenancy, answer: Option<&StoreAnswer>) -> Shape {
+        let items = answer.map(StoreAnswer::items);
+        // Cosmos DB fans queries without a partition out; the partitions of what came back
+        // are a lower bound.
+        let partitions = if self.one_partition {
+            Some(1)
+        } else {
+            items.map(|items| partitions_of(container, tenancy, items.iter()))
+        };
         Shape {
-            partitions: Some(1),
-            ..Shape::default()
+            partitions,
+            returned_rows: items.filter(|_| self.reads).map(<[Value]>::len),
+            batch_size: self.batch_size,
         }
     }
 }
 
-impl TracedStore {
+/// The OpenTelemetry name of a call's operation.
+fn operation_name(request: &StoreRequest<'_>) -> &'static str {
+    match request {
+        StoreRequest::Read { .. } => "read_item",
+        StoreRequest::Create { .. } => "create_item",
+        StoreRequest::Upsert { .. } => "upsert_item",
+        StoreRequest::Replace { .. } => "replace_item",
+        StoreRequest::Delete { .. } => "delete_item",
+        StoreRequest::Batch { .. } => "execute_batch",
+        StoreRequest::Query { .. } => "query_items",
+        StoreRequest::ReadChanges { .. } => "query_change_feed",
+    }
+}
+
+impl StoreSpans {
     /// The span of one call: the OpenTelemetry database attributes, the outcome to come.
     fn span(&self, operation: &'static str, container: Container) -> Span {
         tracing::info_span!(
@@ -217,142 +264,4 @@ fn partitions_of<'a>(
     partition_keys(container, tenancy, items)
         .collect::<HashSet<_>>()
         .len()
-}
-
-#[async_trait]
-impl Store for TracedStore {
-    fn backend(&self) -> &'static str {
-        self.inner.backend()
-    }
-
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-
-    async fn read_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        let call = self.inner.read_item(container, pk, id);
-        self.call("read_item", container, call, |result| Shape {
-            returned_rows: result
-                .as_ref()
-                .ok()
-                .map(|found| usize::from(found.is_some())),
-            ..Shape::one_partition(result)
-        })
-        .await
-    }
-
-    async fn create_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        let call = self.inner.create_item(container, pk, item);
-        self.call("create_item", container, call, Shape::one_partition)
-            .await
-    }
-
-    async fn upsert_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        let call = self.inner.upsert_item(container, pk, item);
-        self.call("upsert_item", container, call, Shape::one_partition)
-            .await
-    }
-
-    async fn replace_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        let call = self.inner.replace_item(container, pk, item, if_match);
-        self.call("replace_item", container, call, Shape::one_partition)
-            .await
-    }
-
-    async fn delete_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<()> {
-        let call = self.inner.delete_item(container, pk, id);
-        self.call("delete_item", container, call, Shape::one_partition)
-            .await
-    }
-
-    async fn execute_batch(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        let size = operations.len();
-        let call = self.inner.execute_batch(container, pk, operations);
-        self.call("execute_batch", container, call, |result| Shape {
-            batch_size: Some(size),
-            ..Shape::one_partition(result)
-        })
-        .await
-    }
-
-    async fn query(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        let tenancy = self.inner.tenancy();
-        let call = self.inner.query(container, query, page);
-        self.call("query_items", container, call, |result| {
-            let page = result.as_ref().ok();
-            let partitions = match &query.scope {
-                QueryScope::Partition(_) => Some(1),
-                // Cosmos DB fans these out; the partitions of what came back are a lower bound.
-                QueryScope::CrossPartition | QueryScope::Prefix(_) => {
-                    page.map(|page| partitions_of(container, tenancy, page.items.iter()))
-                }
-            };
-            Shape {
-                partitions,
-                returned_rows: page.map(|page| page.items.len()),
-                batch_size: None,
-            }
-        })
-        .await
-    }
-
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        let tenancy = self.inner.tenancy();
-        let call = self.inner.read_changes(container, since, max_items);
-        self.call("query_change_feed", container, call, |result| {
-            let batch = result.as_ref().ok();
-            Shape {
-                partitions: batch.map(|b| partitions_of(container, tenancy, b.items.iter())),
-                returned_rows: batch.map(|b| b.items.len()),
-                batch_size: None,
-            }
-        })
-        .await
-    }
-
-    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
-        // Not a call to the service: a local wait (embedded) or a timer (Cosmos DB polling).
-        self.inner.wait_for_changes(container, timeout).await;
-    }
 }

@@ -4,13 +4,10 @@
 
 use std::ops::Deref;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use cosmos_blog::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, Store, StoreResult, Tenancy,
-};
+use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use cosmos_blog::store::{BatchOperation, Container, Document, PartitionKey, Store, StoreResult};
 use serde_json::Value;
 
 /// What kind of call a store call is.
@@ -67,45 +64,39 @@ pub trait Hooks: Send + Sync + 'static {
     }
 }
 
-/// A store that forwards to `inner`, through `hooks`. It reads as its hooks (`double.close()`
-/// for a gate's `close`), and its backend and layout are the real store's unless named.
-pub struct Double<H> {
-    inner: Arc<dyn Store>,
+/// A store that forwards to a real one through a test's hooks. It reads as its hooks
+/// (`double.close()` for a gate's `close`).
+pub type Double<H> = Layered<Hooked<H>>;
+
+/// The double over `inner`, with the real store's backend name and layout.
+pub fn over<H: Hooks>(inner: Arc<dyn Store>, hooks: H) -> Arc<Double<H>> {
+    Arc::new(Layered::over(
+        inner,
+        Hooked {
+            hooks,
+            backend: None,
+        },
+    ))
+}
+
+/// The double under a backend name of its own (what metrics and traces label it).
+pub fn named<H: Hooks>(inner: Arc<dyn Store>, hooks: H, backend: &'static str) -> Arc<Double<H>> {
+    Arc::new(Layered::over(
+        inner,
+        Hooked {
+            hooks,
+            backend: Some(backend),
+        },
+    ))
+}
+
+/// The layer of a [`Double`]: its hooks around each call.
+pub struct Hooked<H> {
     hooks: H,
     backend: Option<&'static str>,
 }
 
-impl<H: Hooks> Double<H> {
-    pub fn new(inner: Arc<dyn Store>, hooks: H) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            hooks,
-            backend: None,
-        })
-    }
-
-    /// The double under a backend name of its own (what metrics and traces label it).
-    pub fn named(inner: Arc<dyn Store>, hooks: H, backend: &'static str) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            hooks,
-            backend: Some(backend),
-        })
-    }
-
-    async fn forward<T>(
-        &self,
-        call: Call<'_>,
-        answer: impl Future<Output = StoreResult<T>>,
-    ) -> StoreResult<T> {
-        self.hooks.before(&call, &*self.inner).await?;
-        let answer = answer.await;
-        self.hooks.after(&call);
-        answer
-    }
-}
-
-impl<H> Deref for Double<H> {
+impl<H> Deref for Hooked<H> {
     type Target = H;
 
     fn deref(&self) -> &H {
@@ -113,132 +104,63 @@ impl<H> Deref for Double<H> {
     }
 }
 
+impl<'a> Call<'a> {
+    fn of(container: Container, request: &'a StoreRequest<'_>) -> Self {
+        let kind = match request {
+            StoreRequest::Read { .. } => CallKind::Read,
+            StoreRequest::Create { .. } => CallKind::Create,
+            StoreRequest::Upsert { .. } => CallKind::Upsert,
+            StoreRequest::Replace { .. } => CallKind::Replace,
+            StoreRequest::Delete { .. } => CallKind::Delete,
+            StoreRequest::Batch { .. } => CallKind::Batch,
+            StoreRequest::Query { .. } => CallKind::Query,
+            StoreRequest::ReadChanges { .. } => CallKind::ReadChanges,
+        };
+        let ids = match request {
+            StoreRequest::Read { id, .. } | StoreRequest::Delete { id, .. } => vec![*id],
+            StoreRequest::Batch { operations, .. } => operations.iter().map(operation_id).collect(),
+            other => other.items().map(item_id).collect(),
+        };
+        Call {
+            kind,
+            container,
+            partition: request.partition(),
+            ids,
+        }
+    }
+}
+
 fn item_id(item: &Value) -> &str {
     item.get("id").and_then(Value::as_str).unwrap_or_default()
 }
 
-fn on_item<'a>(
-    kind: CallKind,
-    container: Container,
-    pk: &'a PartitionKey,
-    id: &'a str,
-) -> Call<'a> {
-    Call {
-        kind,
-        container,
-        partition: Some(pk),
-        ids: vec![id],
+fn operation_id(operation: &BatchOperation) -> &str {
+    match operation {
+        BatchOperation::Delete { id } => id,
+        write => write.item().map(item_id).unwrap_or_default(),
     }
 }
 
-fn on_container(kind: CallKind, container: Container) -> Call<'static> {
-    Call {
-        kind,
-        container,
-        partition: None,
-        ids: Vec::new(),
-    }
-}
-
-#[async_trait]
-impl<H: Hooks> Store for Double<H> {
-    fn backend(&self) -> &'static str {
-        self.backend.unwrap_or_else(|| self.inner.backend())
+impl<H: Hooks> StoreLayer for Hooked<H> {
+    fn backend(&self, inner: &dyn Store) -> &'static str {
+        self.backend.unwrap_or_else(|| inner.backend())
     }
 
-    fn tenancy(&self) -> Tenancy {
-        self.inner.tenancy()
-    }
-
-    async fn read_item(
+    async fn call(
         &self,
-        c: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        let call = on_item(CallKind::Read, c, pk, id);
-        if let Some(answer) = self.hooks.read_instead(&call) {
-            return Ok(answer);
+        inner: &dyn Store,
+        container: Container,
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
+        let call = Call::of(container, &request);
+        if call.kind == CallKind::Read
+            && let Some(answer) = self.hooks.read_instead(&call)
+        {
+            return Ok(StoreAnswer::Read(answer));
         }
-        self.forward(call, self.inner.read_item(c, pk, id)).await
-    }
-
-    async fn create_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        let call = on_item(CallKind::Create, c, pk, item_id(&item));
-        self.forward(call, self.inner.create_item(c, pk, item.clone()))
-            .await
-    }
-
-    async fn upsert_item(&self, c: Container, pk: &PartitionKey, item: Value) -> StoreResult<ETag> {
-        let call = on_item(CallKind::Upsert, c, pk, item_id(&item));
-        self.forward(call, self.inner.upsert_item(c, pk, item.clone()))
-            .await
-    }
-
-    async fn replace_item(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        let call = on_item(CallKind::Replace, c, pk, item_id(&item));
-        self.forward(call, self.inner.replace_item(c, pk, item.clone(), if_match))
-            .await
-    }
-
-    async fn delete_item(&self, c: Container, pk: &PartitionKey, id: &str) -> StoreResult<()> {
-        let call = on_item(CallKind::Delete, c, pk, id);
-        self.forward(call, self.inner.delete_item(c, pk, id)).await
-    }
-
-    async fn execute_batch(
-        &self,
-        c: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        let ids = operations
-            .iter()
-            .map(|operation| match operation {
-                BatchOperation::Create { item }
-                | BatchOperation::Upsert { item }
-                | BatchOperation::Replace { item, .. } => item_id(item),
-                BatchOperation::Delete { id } => id,
-            })
-            .collect();
-        let call = Call {
-            kind: CallKind::Batch,
-            container: c,
-            partition: Some(pk),
-            ids,
-        };
-        self.forward(call, self.inner.execute_batch(c, pk, operations.clone()))
-            .await
-    }
-
-    async fn query(
-        &self,
-        c: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        let call = on_container(CallKind::Query, c);
-        self.forward(call, self.inner.query(c, query, page)).await
-    }
-
-    async fn read_changes(
-        &self,
-        c: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        let call = on_container(CallKind::ReadChanges, c);
-        self.forward(call, self.inner.read_changes(c, since, max_items))
-            .await
-    }
-
-    async fn wait_for_changes(&self, c: Container, timeout: Duration) {
-        self.inner.wait_for_changes(c, timeout).await;
+        self.hooks.before(&call, inner).await?;
+        let answer = request.clone().send(inner, container).await;
+        self.hooks.after(&call);
+        answer
     }
 }

@@ -24,7 +24,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::watch;
 
-use testkit::double::{Call, CallKind, Double, Hooks};
+use testkit::double::{self, Call, CallKind, Double, Hooks};
 use testkit::emulator::delayed_emulator_store;
 use testkit::{Backend, TestApp, backend_tests, eventually};
 
@@ -238,7 +238,7 @@ async fn fresh_store(backend: Backend, dir: &TempDir) -> Arc<dyn Store> {
 /// The app (no change-feed pump: only the API reads users) on a gated store.
 async fn gated_app(backend: Backend) -> (TestApp, Arc<GatedStore>) {
     let dir = TempDir::new().unwrap();
-    let gated = Double::new(fresh_store(backend, &dir).await, Gate::new());
+    let gated = double::over(fresh_store(backend, &dir).await, Gate::new());
     let store: Arc<dyn Store> = gated.clone();
     (
         TestApp::spawn_on(store)

@@ -19,7 +19,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use testkit::double::{self, Double, Hooks};
+use testkit::double::{self, Hooks};
 use testkit::{Backend, TestApp, backend_tests, binary, eventually, open_backend};
 
 backend_tests!(every_operation_answers_as_the_document_says);
@@ -1355,7 +1355,7 @@ async fn answers_as_documented(app: TestApp, tenancy: Tenancy) {
         // An empty store that no call reaches: each fails on the way.
         let dir = TempDir::new().expect("temp dir");
         let unreached = open_backend(Backend::Embedded, tenancy, &dir).await;
-        let failing = TestApp::spawn_on(Double::named(unreached, failure, "failing"))
+        let failing = TestApp::spawn_on(double::named(unreached, failure, "failing"))
             .data_dir(dir)
             .without_pump()
             .unaddressed()

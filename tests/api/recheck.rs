@@ -26,7 +26,7 @@ use tempfile::TempDir;
 
 use crate::store_contract::drain_changes;
 use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lines, upsert};
-use testkit::double::{Call, Double, Hooks};
+use testkit::double::{self, Call, Double, Hooks};
 use testkit::{Backend, TestApp, binary, eventually, eventually_ok, open_backend};
 
 /// Runs each named test body (`async fn name(backend, tenancy)`) on both backends in both
@@ -217,7 +217,7 @@ type LaggingUsers = Double<Lag>;
 /// The app (with its pump; no re-check of its own) on a lagging store of `backend`.
 async fn app_on_lagging_store(backend: Backend, tenancy: Tenancy) -> (TestApp, Arc<LaggingUsers>) {
     let data_dir = TempDir::new().expect("temp dir");
-    let lagging = Double::new(open_backend(backend, tenancy, &data_dir).await, Lag::new());
+    let lagging = double::over(open_backend(backend, tenancy, &data_dir).await, Lag::new());
     let app = TestApp::spawn_on(lagging.clone())
         .data_dir(data_dir)
         .start()

@@ -1,0 +1,416 @@
+//! The one way to wrap a [`Store`]: a [`StoreLayer`] sees each call as a [`StoreRequest`]
+//! (the call's arguments) and answers it with a [`StoreAnswer`], usually by sending the
+//! request on to the store below and looking at what comes back. [`Layered`] turns a layer
+//! into a store, so a wrapper (metering, tracing, a tenant's view, a test's double) writes only
+//! what it adds, never the forwarding of each method.
+//!
+//! The request and the answer are plain enums moved through the layer: no allocation and no
+//! boxing beyond what the store below does, since the read path runs through every layer.
+
+use std::ops::Deref;
+use std::slice;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
+    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
+};
+
+/// What a wrapper adds to the calls made through it.
+pub trait StoreLayer: Send + Sync + 'static {
+    /// Answers `request` on `container`; [`StoreRequest::send`] hands it to `inner`.
+    fn call(
+        &self,
+        inner: &dyn Store,
+        container: Container,
+        request: StoreRequest<'_>,
+    ) -> impl Future<Output = StoreResult<StoreAnswer>> + Send;
+
+    /// The backend the wrapped store reports: the inner store's unless the layer says.
+    fn backend(&self, inner: &dyn Store) -> &'static str {
+        inner.backend()
+    }
+
+    /// The layout the wrapped store reports: the inner store's unless the layer says.
+    fn tenancy(&self, inner: &dyn Store) -> Tenancy {
+        inner.tenancy()
+    }
+}
+
+/// One call of the [`Store`] trait (all but the waits), with its arguments.
+#[derive(Debug, Clone)]
+pub enum StoreRequest<'a> {
+    Read {
+        pk: &'a PartitionKey,
+        id: &'a str,
+    },
+    Create {
+        pk: &'a PartitionKey,
+        item: Value,
+    },
+    Upsert {
+        pk: &'a PartitionKey,
+        item: Value,
+    },
+    Replace {
+        pk: &'a PartitionKey,
+        item: Value,
+        if_match: Option<&'a ETag>,
+    },
+    Delete {
+        pk: &'a PartitionKey,
+        id: &'a str,
+    },
+    Batch {
+        pk: &'a PartitionKey,
+        operations: Vec<BatchOperation>,
+    },
+    Query {
+        query: &'a Query,
+        page: PageRequest,
+    },
+    ReadChanges {
+        since: Option<&'a Checkpoint>,
+        max_items: usize,
+    },
+}
+
+impl<'a> StoreRequest<'a> {
+    /// Runs the request on `store`.
+    pub async fn send(self, store: &dyn Store, container: Container) -> StoreResult<StoreAnswer> {
+        match self {
+            Self::Read { pk, id } => store
+                .read_item(container, pk, id)
+                .await
+                .map(StoreAnswer::Read),
+            Self::Create { pk, item } => store
+                .create_item(container, pk, item)
+                .await
+                .map(StoreAnswer::Written),
+            Self::Upsert { pk, item } => store
+                .upsert_item(container, pk, item)
+                .await
+                .map(StoreAnswer::Written),
+            Self::Replace { pk, item, if_match } => store
+                .replace_item(container, pk, item, if_match)
+                .await
+                .map(StoreAnswer::Written),
+            Self::Delete { pk, id } => store
+                .delete_item(container, pk, id)
+                .await
+                .map(|()| StoreAnswer::Deleted),
+            Self::Batch { pk, operations } => store
+                .execute_batch(container, pk, operations)
+                .await
+                .map(StoreAnswer::Batch),
+            Self::Query { query, page } => store
+                .query(container, query, page)
+                .await
+                .map(StoreAnswer::Page),
+            Self::ReadChanges { since, max_items } => store
+                .read_changes(container, since, max_items)
+                .await
+                .map(StoreAnswer::Changes),
+        }
+    }
+
+    /// The one logical partition the request addresses, if it names one (the calls on
+    /// items; a query names its scope instead).
+    pub fn partition(&self) -> Option<&'a PartitionKey> {
+        match self {
+            Self::Read { pk, .. }
+            | Self::Create { pk, .. }
+            | Self::Upsert { pk, .. }
+            | Self::Replace { pk, .. }
+            | Self::Delete { pk, .. }
+            | Self::Batch { pk, .. } => Some(pk),
+            Self::Query { .. } | Self::ReadChanges { .. } => None,
+        }
+    }
+
+    /// The same request addressed to the partition `pk` instead.
+    pub fn to_partition<'b>(self, pk: &'b PartitionKey) -> StoreRequest<'b>
+    where
+        'a: 'b,
+    {
+        match self {
+            Self::Read { id, .. } => StoreRequest::Read { pk, id },
+            Self::Create { item, .. } => StoreRequest::Create { pk, item },
+            Self::Upsert { item, .. } => StoreRequest::Upsert { pk, item },
+            Self::Replace { item, if_match, .. } => StoreRequest::Replace { pk, item, if_match },
+            Self::Delete { id, .. } => StoreRequest::Delete { pk, id },
+            Self::Batch { operations, .. } => StoreRequest::Batch { pk, operations },
+            other @ (Self::Query { .. } | Self::ReadChanges { .. }) => other,
+        }
+    }
+
+    /// The query's scope, for a query.
+    pub fn scope(&self) -> Option<&'a QueryScope> {
+        match self {
+            Self::Query { query, .. } => Some(&query.scope),
+            _ => None,
+        }
+    }
+
+    /// Whether the request reads items (and its answer returns them) rather than writing.
+    pub fn reads(&self) -> bool {
+        matches!(
+            self,
+            Self::Read { .. } | Self::Query { .. } | Self::ReadChanges { .. }
+        )
+    }
+
+    /// The items the request writes (an item of each operation of a batch but its deletes).
+    pub fn items(&self) -> impl Iterator<Item = &Value> {
+        let (one, operations) = match self {
+            Self::Create { item, .. } | Self::Upsert { item, .. } | Self::Replace { item, .. } => {
+                (Some(item), &[][..])
+            }
+            Self::Batch { operations, .. } => (None, &operations[..]),
+            _ => (None, &[][..]),
+        };
+        one.into_iter()
+            .chain(operations.iter().filter_map(BatchOperation::item))
+    }
+
+    /// The items the request writes, to change on the way.
+    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+        let (one, operations) = match self {
+            Self::Create { item, .. } | Self::Upsert { item, .. } | Self::Replace { item, .. } => {
+                (Some(item), <&mut [BatchOperation]>::default())
+            }
+            Self::Batch { operations, .. } => (None, &mut operations[..]),
+            _ => (None, <&mut [BatchOperation]>::default()),
+        };
+        one.into_iter()
+            .chain(operations.iter_mut().filter_map(BatchOperation::item_mut))
+    }
+}
+
+impl BatchOperation {
+    /// The item the operation writes; `None` for a delete.
+    pub fn item(&self) -> Option<&Value> {
+        match self {
+            Self::Create { item } | Self::Upsert { item } | Self::Replace { item, .. } => {
+                Some(item)
+            }
+            Self::Delete { .. } => None,
+        }
+    }
+
+    fn item_mut(&mut self) -> Option<&mut Value> {
+        match self {
+            Self::Create { item } | Self::Upsert { item } | Self::Replace { item, .. } => {
+                Some(item)
+            }
+            Self::Delete { .. } => None,
+        }
+    }
+}
+
+/// What a [`StoreRequest`] answers, by kind of call.
+#[derive(Debug, Clone)]
+pub enum StoreAnswer {
+    Read(Option<Document>),
+    Written(ETag),
+    Deleted,
+    Batch(Vec<Option<ETag>>),
+    Page(Page<Value>),
+    Changes(ChangeBatch),
+}
+
+impl StoreAnswer {
+    /// The items the answer returns (none for a write).
+    pub fn items(&self) -> &[Value] {
+        match self {
+            Self::Read(Some(document)) => slice::from_ref(&document.item),
+            Self::Page(page) => &page.items,
+            Self::Changes(batch) => &batch.items,
+            Self::Read(None) | Self::Written(_) | Self::Deleted | Self::Batch(_) => &[],
+        }
+    }
+
+    /// The items the answer returns, to change on the way back.
+    pub fn items_mut(&mut self) -> &mut [Value] {
+        match self {
+            Self::Read(Some(document)) => slice::from_mut(&mut document.item),
+            Self::Page(page) => &mut page.items,
+            Self::Changes(batch) => &mut batch.items,
+            Self::Read(None) | Self::Written(_) | Self::Deleted | Self::Batch(_) => &mut [],
+        }
+    }
+}
+
+/// A layer's answer of the wrong kind for its request: a bug of the layer, reported as the
+/// store failure it is rather than a panic.
+fn mismatched(call: &str, answer: &StoreAnswer) -> StoreError {
+    StoreError::Internal(format!("a store layer answered {call} with {answer:?}"))
+}
+
+/// A store made of `layer` over `inner`. It reads as its layer (`metered.take()`).
+#[derive(Clone)]
+pub struct Layered<L> {
+    inner: Arc<dyn Store>,
+    layer: L,
+}
+
+impl<L: StoreLayer> Layered<L> {
+    pub fn over(inner: Arc<dyn Store>, layer: L) -> Self {
+        Self { inner, layer }
+    }
+
+    /// The store below the layer.
+    pub fn inner(&self) -> &Arc<dyn Store> {
+        &self.inner
+    }
+
+    async fn call(
+        &self,
+        container: Container,
+        request: StoreRequest<'_>,
+    ) -> StoreResult<StoreAnswer> {
+        self.layer.call(&*self.inner, container, request).await
+    }
+}
+
+impl<L> Deref for Layered<L> {
+    type Target = L;
+
+    fn deref(&self) -> &L {
+        &self.layer
+    }
+}
+
+#[async_trait]
+impl<L: StoreLayer> Store for Layered<L> {
+    fn backend(&self) -> &'static str {
+        self.layer.backend(&*self.inner)
+    }
+
+    fn tenancy(&self) -> Tenancy {
+        self.layer.tenancy(&*self.inner)
+    }
+
+    async fn read_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<Document>> {
+        match self.call(container, StoreRequest::Read { pk, id }).await? {
+            StoreAnswer::Read(found) => Ok(found),
+            other => Err(mismatched("read_item", &other)),
+        }
+    }
+
+    async fn create_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag> {
+        match self
+            .call(container, StoreRequest::Create { pk, item })
+            .await?
+        {
+            StoreAnswer::Written(etag) => Ok(etag),
+            other => Err(mismatched("create_item", &other)),
+        }
+    }
+
+    async fn upsert_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+    ) -> StoreResult<ETag> {
+        match self
+            .call(container, StoreRequest::Upsert { pk, item })
+            .await?
+        {
+            StoreAnswer::Written(etag) => Ok(etag),
+            other => Err(mismatched("upsert_item", &other)),
+        }
+    }
+
+    async fn replace_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        item: Value,
+        if_match: Option<&ETag>,
+    ) -> StoreResult<ETag> {
+        let request = StoreRequest::Replace { pk, item, if_match };
+        match self.call(container, request).await? {
+            StoreAnswer::Written(etag) => Ok(etag),
+            other => Err(mismatched("replace_item", &other)),
+        }
+    }
+
+    async fn delete_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<()> {
+        match self
+            .call(container, StoreRequest::Delete { pk, id })
+            .await?
+        {
+            StoreAnswer::Deleted => Ok(()),
+            other => Err(mismatched("delete_item", &other)),
+        }
+    }
+
+    async fn execute_batch(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        operations: Vec<BatchOperation>,
+    ) -> StoreResult<Vec<Option<ETag>>> {
+        match self
+            .call(container, StoreRequest::Batch { pk, operations })
+            .await?
+        {
+            StoreAnswer::Batch(etags) => Ok(etags),
+            other => Err(mismatched("execute_batch", &other)),
+        }
+    }
+
+    async fn query(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<Value>> {
+        match self
+            .call(container, StoreRequest::Query { query, page })
+            .await?
+        {
+            StoreAnswer::Page(page) => Ok(page),
+            other => Err(mismatched("query", &other)),
+        }
+    }
+
+    async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch> {
+        let request = StoreRequest::ReadChanges { since, max_items };
+        match self.call(container, request).await? {
+            StoreAnswer::Changes(batch) => Ok(batch),
+            other => Err(mismatched("read_changes", &other)),
+        }
+    }
+
+    /// A wait is no call to the store: every layer lets it through.
+    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
+        self.inner.wait_for_changes(container, timeout).await;
+    }
+}
