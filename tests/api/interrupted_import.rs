@@ -22,7 +22,7 @@ use cosmos_blog::store::{Store, StoreResult};
 use cosmos_blog::transfer::{ImportOptions, Plan, TransferProgress as Progress, unfinished_import};
 use cosmos_blog::verify::verify;
 use tempfile::TempDir;
-use testkit::double::{Call, Double, Hooks};
+use testkit::double::{self, Call, Hooks};
 use testkit::{Backend, binary};
 use tokio::sync::Notify;
 
@@ -230,7 +230,7 @@ async fn fresh_store(backend: Backend, dir: &TempDir, name: &str) -> Arc<dyn Sto
 /// Imports `export` into `store` through a double that stops the import after `limit`
 /// writes; whether it finished.
 async fn import_stopped_after(store: &Arc<dyn Store>, export: &Path, limit: usize) -> bool {
-    let stopper = Double::new(Arc::clone(store), StopAfter::new(limit));
+    let stopper = double::over(Arc::clone(store), StopAfter::new(limit));
     let through: Arc<dyn Store> = stopper.clone();
     let plan = plan(export, false);
     let mut progress = Progress::hidden();
@@ -250,7 +250,7 @@ async fn stopped_imports_are_marked_and_finished(backend: Backend) {
     let other_export = dir.path().join("other");
     generated_export(&other_export, &Shape { users: 2, ..SMALL });
 
-    let counted = Double::new(
+    let counted = double::over(
         fresh_store(backend, &dir, "whole").await,
         StopAfter::new(usize::MAX),
     );
