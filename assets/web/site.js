@@ -1,5 +1,6 @@
-// Likes without a reload: a like or unlike form is sent in the background and the count
-// updated in place. Without this script the same forms post and the page reloads.
+// Likes without a reload: the like (or unlike) form is sent in the background, the count
+// updated in place, and the form turned into the other one. Without this script the same
+// form posts and the page reloads with the other button.
 "use strict";
 document.addEventListener("submit", async (event) => {
   const form = event.target;
@@ -20,9 +21,20 @@ document.addEventListener("submit", async (event) => {
     if (count && typeof body.likeCount === "number") count.textContent = String(body.likeCount);
     const status = document.getElementById("like-status");
     if (status) status.textContent = form.dataset.like === "like" ? "You like this post." : "Like removed.";
+    if (typeof body.liked === "boolean") offer(form, body.liked ? "unlike" : "like");
   } catch (_) {
     form.submit();
   } finally {
     if (button) button.disabled = false;
   }
 });
+
+// Turns a like form into the unlike form, or back: its action, its name and its button.
+function offer(form, action) {
+  form.action = form.action.replace(/\/(un)?like$/, "/" + action);
+  form.dataset.like = action;
+  const button = form.querySelector("button");
+  if (!button) return;
+  button.textContent = action === "like" ? "Like" : "Unlike";
+  button.classList.toggle("secondary", action === "unlike");
+}

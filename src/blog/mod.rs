@@ -23,8 +23,8 @@ pub use paging::{PageSize, decode_continuation, encode_continuation};
 use storage::{from_item, post_partition, to_item, user_partition};
 
 use crate::domain::{
-    Comment, CommentContent, CommentId, IdempotencyKey, Like, Post, PostContent, PostId, Title,
-    Tombstone, Typed, User, UserId, Username, is_a,
+    Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
+    Title, Tombstone, Typed, User, UserId, Username, is_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -323,6 +323,16 @@ impl Blog {
     /// Q2: the post with its full content, author username and counts.
     pub async fn get_post(&self, post_id: &PostId) -> Result<Post> {
         Ok(self.existing_post(post_id).await?.0)
+    }
+
+    /// Whether `caller` likes the post: a point read of their like (its id comes from the
+    /// liker) in the post's partition.
+    pub async fn has_liked(&self, caller: &UserId, post_id: &PostId) -> Result<bool> {
+        let like_id = LikeId::for_liker(caller);
+        let like = self
+            .read::<Like>(Container::Posts, &post_partition(post_id), like_id.as_str())
+            .await?;
+        Ok(like.is_some())
     }
 
     async fn existing_post(&self, post_id: &PostId) -> Result<(Post, ETag)> {

@@ -15,11 +15,10 @@ use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{post_href, post_page_of};
+use super::pages::{PostReading, post_href, post_page_of};
 use crate::api::extract::{PathPair, PathParam};
 use crate::api::tenants::CurrentBlog;
 use crate::auth::{AuthError, DEVELOPMENT_CALLER_COOKIE, HeaderSource};
-use crate::blog::PageSize;
 use crate::domain::{
     CommentContent, CommentId, PostContent, PostId, Title, UserId, Username, ValidationError,
 };
@@ -314,19 +313,9 @@ pub async fn add_comment(
     let content = match CommentContent::parse(&form.content) {
         Ok(content) => content,
         Err(refused) => {
-            let (post, comments) = tokio::join!(
-                blog.get_post(&post_id),
-                blog.comments(&post_id, PageSize::DEFAULT, None)
-            );
-            let (post, comments) = (post?, comments?);
+            let reading = PostReading::read(&blog, Some(&caller), &post_id, None).await?;
             let reason = format!("The comment {}.", refused.reason);
-            let page = post_page_of(
-                &context,
-                &post,
-                comments.items,
-                comments.continuation,
-                Some((form.content.clone(), reason)),
-            );
+            let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
@@ -365,7 +354,7 @@ pub async fn like(
     let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let href = post_href(&context.base, &post_id);
     match blog.like_post(&caller, &post_id).await {
-        Ok(_) => after_like(&context, &blog, &post_id).await,
+        Ok(_) => after_like(&context, &blog, &post_id, true).await,
         Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(&context, &href)),
         Err(other) => Err(other.into()),
     }
@@ -383,17 +372,19 @@ pub async fn unlike(
     match blog.unlike(&caller, &post_id).await {
         // Not liked (any more): nothing to remove, which is what was asked.
         Ok(()) | Err(Error::NotFound { kind: "like", .. }) => {
-            after_like(&context, &blog, &post_id).await
+            after_like(&context, &blog, &post_id, false).await
         }
         Err(other) => Err(other.into()),
     }
 }
 
-/// Back to the post; the page's script, which asks for JSON, gets the post's new like count.
+/// Back to the post; the page's script, which asks for JSON, gets the post's new like count
+/// and whether the reader now likes it (to offer the other button).
 async fn after_like(
     context: &PageContext,
     blog: &crate::blog::Blog,
     post_id: &PostId,
+    liked: bool,
 ) -> FormResult {
     let wants_json = context
         .headers()
@@ -404,7 +395,10 @@ async fn after_like(
         return Ok(Redirect::to(&post_href(&context.base, post_id)).into_response());
     }
     let post = blog.get_post(post_id).await?;
-    Ok(axum::Json(serde_json::json!({ "likeCount": post.like_count })).into_response())
+    Ok(
+        axum::Json(serde_json::json!({ "likeCount": post.like_count, "liked": liked }))
+            .into_response(),
+    )
 }
 
 // ---- the account --------------------------------------------------------------------------

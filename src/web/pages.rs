@@ -12,9 +12,10 @@ use super::context::{Layout, OpenGraph, PageContext, encode};
 use super::markdown;
 use crate::api::extract::PathParam;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::PageSize;
+use crate::blog::{Blog, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, UserId};
 use crate::error::Result;
+use crate::store::Page;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
 /// light on a phone).
@@ -127,6 +128,8 @@ pub struct PostPage {
     pub content_html: String,
     pub likes_href: String,
     pub is_author: bool,
+    /// Whether the signed-in reader likes the post: they are offered Unlike, else Like.
+    pub liked: bool,
     pub comments: Vec<CommentView>,
     pub later: Option<String>,
     pub comment_text: String,
@@ -140,7 +143,42 @@ pub struct CommentPaging {
     comments: Option<String>,
 }
 
-/// `/posts/{postId}`: the post (Q2) and a page of its comments (Q4), read side by side.
+/// What a post page shows, read side by side, all in the post's partition: the post (Q2),
+/// a page of its comments (Q4) and, for a signed-in reader, whether they like it (a point
+/// read of their like), which decides between Like and Unlike.
+pub struct PostReading {
+    pub post: Post,
+    pub comments: Page<Comment>,
+    pub liked: bool,
+}
+
+impl PostReading {
+    pub async fn read(
+        blog: &Blog,
+        viewer: Option<&UserId>,
+        post_id: &PostId,
+        continuation: Option<&str>,
+    ) -> Result<Self> {
+        let liked = async {
+            match viewer {
+                Some(viewer) => blog.has_liked(viewer, post_id).await,
+                None => Ok(false),
+            }
+        };
+        let (post, comments, liked) = tokio::join!(
+            blog.get_post(post_id),
+            blog.comments(post_id, PAGE_SIZE, continuation),
+            liked
+        );
+        Ok(Self {
+            post: post?,
+            comments: comments?,
+            liked: liked?,
+        })
+    }
+}
+
+/// `/posts/{postId}`: the post and a page of its comments ([`PostReading`]).
 pub async fn post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
@@ -149,27 +187,27 @@ pub async fn post_page(
 ) -> Result<Response> {
     let post_id = PostId::parse(&post_id)?;
     let continuation = paging.comments.as_deref().filter(|t| !t.is_empty());
-    let (post, comments) = tokio::join!(
-        blog.get_post(&post_id),
-        blog.comments(&post_id, PAGE_SIZE, continuation)
-    );
-    let (post, comments) = (post?, comments?);
-    let page = post_page_of(&context, &post, comments.items, comments.continuation, None);
+    let reading = PostReading::read(&blog, context.viewer.as_ref(), &post_id, continuation).await?;
+    let page = post_page_of(&context, reading, None);
     Ok(context.respond(StatusCode::OK, &page))
 }
 
 /// The post page; `comment`: a refused comment's text and why, shown beside the form.
 pub fn post_page_of(
     context: &PageContext,
-    post: &Post,
-    comments: Vec<Comment>,
-    continuation: Option<String>,
+    reading: PostReading,
     comment: Option<(String, String)>,
 ) -> PostPage {
+    let PostReading {
+        post,
+        comments,
+        liked,
+    } = reading;
     let base = &context.base;
-    let view = PostView::of(post, base);
+    let view = PostView::of(&post, base);
     let is_author = context.viewer.as_ref() == Some(&post.user_id);
-    let comments = comments
+    let comment_views = comments
+        .items
         .iter()
         .map(|c| comment_view(c, base, &view.href, context.viewer.as_ref(), is_author))
         .collect();
@@ -185,12 +223,14 @@ pub fn post_page_of(
     PostPage {
         l,
         likes_href: format!("{}/likes", view.href),
-        later: continuation
+        later: comments
+            .continuation
             .map(|token| format!("{}?comments={}#comments", view.href, encode(&token))),
         content_html: markdown::to_safe_html(&post.content),
         post: view,
         is_author,
-        comments,
+        liked,
+        comments: comment_views,
         comment_text,
         comment_error,
     }

@@ -172,6 +172,15 @@ fn location(response: &Response) -> String {
         .to_owned()
 }
 
+/// The like forms a post page offers (`like` or `unlike`), in order.
+fn like_buttons(page: &Html) -> Vec<String> {
+    select(page, "form[data-like]")
+        .iter()
+        .filter_map(|form| form.value().attr("data-like"))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// No element, attribute or URL of `html` can run script.
 fn assert_inert(html: &str) {
     let page = Html::parse_document(html);
@@ -372,6 +381,10 @@ async fn the_post_page_renders_sanitised_markdown_pages_comments_and_links_likes
         format!("comment 0 {HOSTILE}")
     );
     assert_eq!(select_text(&page, "#like-count"), ["1"]);
+    assert!(
+        like_buttons(&page).is_empty(),
+        "no like form unless signed in"
+    );
     let likes_href = select_attr(&page, "a[href$='/likes']", "href");
     let later = select_attr(&page, "a[rel=next]", "href");
     assert!(later.contains("?comments="), "{later}");
@@ -564,6 +577,7 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         select(&page, "a[href$='/edit']").is_empty(),
         "not the author"
     );
+    assert_eq!(like_buttons(&page), ["like"], "not liked yet");
     assert_eq!(
         select_attr(&page, "label[for=comment-content]", "for"),
         "comment-content"
@@ -580,6 +594,14 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
     assert_eq!(commented.status(), StatusCode::SEE_OTHER);
     let liked = bob.post(&format!("{own_path}/like"), &[]).await;
     assert_eq!(liked.status(), StatusCode::SEE_OTHER);
+    let (_, page, _) = bob.get(&own_path).await;
+    assert_eq!(like_buttons(&page), ["unlike"], "liked: only Unlike");
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(
+        like_buttons(&page),
+        ["like"],
+        "another reader's like is theirs"
+    );
     let post = app.get_json(&format!("/api/posts/{post_id}")).await;
     assert_eq!(
         (post["commentCount"].as_u64(), post["likeCount"].as_u64()),
@@ -587,6 +609,8 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
     );
     let unliked = bob.post(&format!("{own_path}/unlike"), &[]).await;
     assert_eq!(unliked.status(), StatusCode::SEE_OTHER);
+    let (_, page, _) = bob.get(&own_path).await;
+    assert_eq!(like_buttons(&page), ["like"], "unliked: only Like");
     assert_eq!(
         app.get_json(&format!("/api/posts/{post_id}")).await["likeCount"],
         0
@@ -1007,5 +1031,64 @@ mod tenants {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cosmos() {
         isolated(Backend::Cosmos).await;
+    }
+}
+
+/// A post page reads as the API queries it shows: the post (Q2) and its comments (Q4), and
+/// for a signed-in reader whether they like it (a point read of their like), each one request
+/// to the post's one logical partition.
+mod post_page_reads {
+    use std::sync::Arc;
+
+    use super::*;
+    use cosmos_blog::store::metered::MeteredStore;
+    use cosmos_blog::store::{Store, Tenancy};
+    use testkit::{Backend, open_backend};
+
+    async fn one_partition(backend: Backend) {
+        let data_dir = tempfile::TempDir::new().unwrap();
+        let metered = MeteredStore::new(open_backend(backend, Tenancy::Single, &data_dir).await);
+        let store: Arc<dyn Store> = Arc::new(metered.clone());
+        let app = TestApp::spawn_on(store).without_pump().start().await;
+        app.register("ada", "Ada").await;
+        app.register("bob", "Bob").await;
+        let post_id = app.new_post("ada", "t", "c").await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        app.comment("ada", &post_id, "first").await;
+        app.like("bob", &post_id).await;
+        let path = format!("/posts/{post_id}");
+        for (reader, requests, buttons) in [
+            (None, 2, vec![]),
+            (Some("bob"), 3, vec!["unlike"]),
+            (Some("ada"), 3, vec!["like"]),
+        ] {
+            let mut browser = Browser::new(&app, reader);
+            metered.take();
+            let (status, page, _) = browser.get(&path).await;
+            let metrics = metered.take();
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(like_buttons(&page), buttons, "{reader:?}");
+            assert_eq!(
+                (
+                    metrics.requests,
+                    metrics.partitions,
+                    metrics.fan_out_queries
+                ),
+                (requests, 1, 0),
+                "{reader:?}: {metrics:?}"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded() {
+        one_partition(Backend::Embedded).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cosmos() {
+        one_partition(Backend::Cosmos).await;
     }
 }

@@ -202,8 +202,9 @@ impl Visitor {
         path
     }
 
-    /// Presses Like or Unlike. With script, the page stays and says so; without, the form posts
-    /// and the post page loads again.
+    /// Presses Like or Unlike, the one of the two the post page offers. With script, the page
+    /// stays and says so; without, the form posts and the post page loads again. Either way
+    /// the page then offers the other one, and only it.
     pub async fn like_or_unlike(&self, post: &str, action: &str, script: Script) {
         let button = format!("form[data-like='{action}'] button");
         match script {
@@ -235,6 +236,15 @@ impl Visitor {
                 );
             }
         }
+        let other = if action == "like" { "unlike" } else { "like" };
+        self.find(&format!("form[data-like='{other}'] button"))
+            .await;
+        assert_eq!(
+            self.find_all("form[data-like]").await,
+            1,
+            "one of Like and Unlike: {}",
+            self.describe().await
+        );
     }
 
     /// Fails if a dialog (`alert`, `confirm`, `prompt`) is open: no page of the blog opens one.
