@@ -6,34 +6,30 @@
 //!
 //! Costs, in store requests:
 //! - a deleted post: 2 point deletes (its copies in `users` and `feed`), one query page per
-//!   100 comments or likes and one delete each; when the feed lost the post, a refill (below);
-//! - the feed refill: one cross-partition query of the 100 most recent post copies in `users`
-//!   (on Cosmos DB it fans out to every physical partition of `users`: the one read of the
-//!   platform that does, and only after a post of the feed was deleted) and one upsert per
-//!   post missing from the feed;
+//!   100 comments or likes and one delete each; when the feed lost the post, a refill (see `feed`);
 //! - an erased account: one cross-partition query page per 100 items of the user in `posts`;
 //!   per post of theirs, a read and a tombstone write (which then costs what a deleted post
 //!   costs); per other post they commented on or liked, a read and one transactional batch
 //!   per 99 of their items (the deletes and the lowered counts together, through the
 //!   combiner of `blog::combiner`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
 use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
-use crate::blog::{FEED_SIZE, feed_partition, feed_query};
+use crate::blog::feed_partition;
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::error::Error;
 use crate::store::{
-    BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, SortOrder, Store,
+    BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, Store,
     StoreError, StoreResult, tenant,
 };
 
 /// Deletes in flight at once while clearing up after one delete.
-const DELETE_CONCURRENCY: usize = 8;
+pub(super) const DELETE_CONCURRENCY: usize = 8;
 
 /// What clearing up after deleted posts did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -110,51 +106,8 @@ pub(crate) async fn delete_children(
     Ok(deleted)
 }
 
-fn item_id(item: &Value) -> Option<String> {
+pub(super) fn item_id(item: &Value) -> Option<String> {
     item.get("id").and_then(Value::as_str).map(str::to_owned)
-}
-
-/// Brings the feed back to [`FEED_SIZE`] posts after deletes took some out: the trim has
-/// removed everything past the bound, so the posts that now belong in the feed are read from
-/// the short copies in `users` (see the module's note on its cost). Upserts only the missing
-/// ones; the caller trims afterwards.
-pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
-    let in_feed: BTreeSet<String> = store
-        .query(
-            Container::Feed,
-            &feed_query(),
-            PageRequest::first(FEED_SIZE),
-        )
-        .await?
-        .items
-        .iter()
-        .filter_map(item_id)
-        .collect();
-    if in_feed.len() >= FEED_SIZE as usize {
-        return Ok(0);
-    }
-    let copies = Query::cross_partition()
-        .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending);
-    let candidates = store
-        .query(Container::Users, &copies, PageRequest::first(FEED_SIZE))
-        .await?
-        .items;
-    let missing: Vec<Value> = candidates
-        .into_iter()
-        .filter(|copy| item_id(copy).is_some_and(|id| !in_feed.contains(&id)))
-        .collect();
-    let added = missing.len();
-    stream::iter(missing)
-        .map(|copy| async move {
-            store
-                .upsert_item(Container::Feed, &feed_partition(), copy)
-                .await
-        })
-        .buffer_unordered(DELETE_CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(added)
 }
 
 // ---- account erasure ----------------------------------------------------------------------

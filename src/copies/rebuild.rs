@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Source;
-use super::deletes::{refill_feed, sweep_orphan_copies};
-use super::handlers::{Report, trim_feed};
+use super::deletes::sweep_orphan_copies;
+use super::feed::{refill_feed, trim_feed};
+use super::shared::Report;
 use crate::domain::{Post, TenantId, Tombstone, User};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 

@@ -1,0 +1,165 @@
+//! `OnPostChanged`: a post's changes reach its author's list in `users` and the feed, a
+//! deleted post's tombstone clears up after it, and every changed item gets its author's
+//! current username (see `usernames`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::{StreamExt, stream};
+use serde_json::Value;
+
+use super::deletes::{Cleared, clear_deleted_post};
+use super::feed::{FeedWindow, refill_feed, trim_feed};
+use super::partition_write::{PartitionWrite, is_delete};
+use super::shared::{
+    HANDLER_CONCURRENCY, Report, current_version, documents_of, settle, to_value, tombstones_of,
+};
+use super::usernames::correct_usernames;
+use crate::domain::{Deleted, Post, PostId};
+use crate::store::{BatchOperation, Container, PartitionKey, Store, StoreResult};
+
+/// Clears up after deleted posts (their tombstones), gives each changed post,
+/// comment and like its author's current username (see [`correct_usernames`]), then copies
+/// each changed post, in short form, into its author's partition of `users` and into `feed`,
+/// and keeps `feed` to the [`FEED_SIZE`](crate::blog::FEED_SIZE) most recent posts.
+pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
+    let mut report = Report::default();
+    // Deleted posts first, so that the feed window below no longer holds them.
+    let mut left_feed = false;
+    for tombstone in tombstones_of(documents, Deleted::Post, &mut report) {
+        let Some(post_id) = &tombstone.post_id else {
+            continue;
+        };
+        let result = clear_deleted_post(store, post_id, &tombstone.user_id).await;
+        left_feed |= result.as_ref().is_ok_and(|cleared| cleared.left_feed);
+        let result = result.map(|cleared| cleared.written);
+        settle(result, format!("deleted post {post_id}"), &mut report)?;
+    }
+    // First, so that the copies below are made from the corrected posts.
+    report.merge(correct_usernames(store, documents).await?);
+    let posts = documents_of::<Post>(documents, Post::TYPE, |p| p.id.to_string(), &mut report);
+    if !posts.is_empty() || left_feed {
+        copy_posts(store, posts, left_feed, &mut report).await?;
+    }
+    Ok(report)
+}
+
+/// The copies of a batch's posts: reads first (each post's current version and its author
+/// copy, side by side), then every write at once, one transactional batch per target
+/// partition: the author copies that changed, per author; the feed's changes (copies added or
+/// updated, posts pushed past the bound) in its one partition. A batch of posts is so a
+/// handful of writes instead of one per copy and one per trimmed post, each waiting for the
+/// one before (on the embedded store they also share one commit of its one writer).
+///
+/// `left_feed`: deleted posts of this batch left the feed, which is then refilled first.
+async fn copy_posts(
+    store: &Arc<dyn Store>,
+    posts: Vec<Post>,
+    mut left_feed: bool,
+    report: &mut Report,
+) -> StoreResult<()> {
+    let read: Vec<_> = stream::iter(posts)
+        .map(|delivered| read_post_and_author_copy(store, delivered))
+        .buffered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    let mut copies = Vec::with_capacity(read.len());
+    for (id, result) in read {
+        match result {
+            Ok(Found::Live(copy, existing)) => copies.push((copy, existing)),
+            Ok(Found::Deleted(cleared)) => {
+                report.written += cleared.written;
+                left_feed |= cleared.left_feed;
+            }
+            Err(e) => settle(Err(e), format!("post {id}"), report)?,
+        }
+    }
+    if left_feed {
+        let result = refill_feed(store).await;
+        settle(result, "feed refill".to_owned(), report)?;
+    }
+    // The feed: decide post by post against one window (order matters there).
+    let mut feed = FeedWindow::load(store).await?;
+    for (copy, _) in &copies {
+        feed.admit(copy);
+    }
+    let feed_write = feed.changes()?;
+    let adds_to_feed = feed_write
+        .as_ref()
+        .is_some_and(|write| write.operations.iter().any(|(_, op)| !is_delete(op)));
+    let mut writes = author_copy_writes(&copies)?;
+    writes.extend(feed_write);
+    let done: Vec<_> = stream::iter(writes)
+        .map(|write| write.run(store))
+        .buffer_unordered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    for part in done {
+        report.merge(part?);
+    }
+    // Handlers running side by side (Functions instances) may each have added posts that
+    // push others past the bound; whatever lies past it now goes.
+    if adds_to_feed || left_feed {
+        match trim_feed(store).await {
+            Ok(part) => report.merge(part),
+            Err(e) => settle(Err(e), "feed trim".to_owned(), report)?,
+        }
+    }
+    Ok(())
+}
+
+/// What became of a changed post: its short copy and its author's copy of it as stored (if
+/// any), or, when the post has been deleted since, the clean-up of everything derived from it.
+enum Found {
+    Live(Post, Option<Value>),
+    Deleted(Cleared),
+}
+
+/// The post's current version, short, and its author's copy of it as stored (if any).
+async fn read_post_and_author_copy(
+    store: &Arc<dyn Store>,
+    delivered: Post,
+) -> (PostId, StoreResult<Found>) {
+    let id = delivered.id.clone();
+    let author = delivered.user_id.clone();
+    let read = async {
+        // Serialising re-writes creationDate canonically, whatever form it arrived in.
+        let Some(current) = current_version(store, Container::Posts, delivered).await? else {
+            // A late version of a post deleted since: never copy it back.
+            let cleared = clear_deleted_post(store, &id, &author).await?;
+            return Ok(Found::Deleted(cleared));
+        };
+        let copy = current.short();
+        let pk = PartitionKey::single(copy.user_id.as_str());
+        let existing = store
+            .read_item(Container::Users, &pk, copy.id.as_str())
+            .await?;
+        Ok(Found::Live(copy, existing.map(|d| d.item)))
+    };
+    (id.clone(), read.await)
+}
+
+/// The author copies that differ from what `users` holds, as one write per author.
+fn author_copy_writes(copies: &[(Post, Option<Value>)]) -> StoreResult<Vec<PartitionWrite>> {
+    let mut by_author: HashMap<&str, PartitionWrite> = HashMap::new();
+    for (copy, existing) in copies {
+        let item = to_value(copy)?;
+        if existing.as_ref() == Some(&item) {
+            continue;
+        }
+        let author = copy.user_id.as_str();
+        by_author
+            .entry(author)
+            .or_insert_with(|| PartitionWrite {
+                container: Container::Users,
+                pk: PartitionKey::single(author),
+                operations: Vec::new(),
+            })
+            .operations
+            .push((
+                format!("user copy of post {}", copy.id),
+                BatchOperation::Upsert { item },
+            ));
+    }
+    Ok(by_author.into_values().collect())
+}
