@@ -47,7 +47,12 @@ enum Command {
     },
     /// Check every invariant of the data model (counts, usernames, post copies, feed).
     ///
-    /// Run it when writes have settled. Exit status 0: all hold; 1: violations (one per
+    /// Copies that the change feed has not made yet (changes after the standalone pump's
+    /// checkpoint: a live store, a backup taken while the server wrote) are said and counted
+    /// apart, not as violations. Without --repair it opens the store read-only and writes
+    /// nothing.
+    ///
+    /// Exit status 0: all hold; 1: violations (one per
     /// line), or an import left the store unfinished (said first, with the command that
     /// finishes it; nothing else is checked then); 2: the store could not be read.
     Verify {
