@@ -40,7 +40,7 @@ enum Command {
     /// error names the import and the command that finishes it.
     Serve,
     /// Re-derive every copy (post copies in users and feed, usernames in posts) from the
-    /// source items.
+    /// source items. Refuses a store that an import left unfinished.
     Rebuild {
         #[command(flatten)]
         store: StoreSettings,
@@ -232,6 +232,11 @@ async fn serve(settings: &Settings) -> anyhow::Result<()> {
 
 async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     let store = store::open(settings).await?;
+    // The copies of half a blog would be rebuilt and the verdict fail on what is missing,
+    // never saying why: the import must be finished first.
+    if let Some(unfinished) = transfer::unfinished_import(&store).await? {
+        anyhow::bail!("{unfinished}; rebuild derives copies, it cannot load the missing sources");
+    }
     let report = changefeed::rebuild(&store).await?;
     for line in report.log_lines("rebuild") {
         println!("{line}");
