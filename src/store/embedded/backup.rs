@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{BUSY_TIMEOUT, configure, sql_error};
+use super::sqlite::{BUSY_TIMEOUT, configure, sql_error};
 use crate::store::{StoreError, StoreResult};
 
 /// Copies the embedded store at `database` into a new file `to`, consistent and complete,

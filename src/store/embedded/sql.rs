@@ -8,7 +8,7 @@ use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
 
 use super::schema::LIVE;
-use super::{parse_body, sql_error};
+use super::sqlite::{parse_body, sql_error};
 use crate::store::{
     Container, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder, StoreError, StoreResult,
 };

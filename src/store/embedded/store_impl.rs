@@ -7,11 +7,12 @@ use async_trait::async_trait;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 
-use super::readers::Reach;
+use super::EmbeddedStore;
+use super::reads::Reach;
 use super::schema::LIVE;
 use super::sql::run_query;
+use super::sqlite::{etag_for, parse_body, parse_checkpoint, sql_error};
 use super::writer::{apply, written};
-use super::{EmbeddedStore, etag_for, parse_body, parse_checkpoint, sql_error};
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
