@@ -6,8 +6,9 @@
 //! Every module sits on a floor, and **a module imports only from the floors below it**: never
 //! from a neighbour on its own floor, never from above. Ground floor first:
 //!
-//! 1. `domain`, `platform`, `retry`: what users, posts, comments and likes are, with their
-//!    validation; which host the process runs on; how to wait before trying again.
+//! 1. `domain`, `platform`, `retry`, `words`: what users, posts, comments and likes are, with
+//!    their validation; which host the process runs on; how to wait before trying again; how
+//!    the commands say a count.
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
 //!    decorators that meter and scope it, its settings and `open`.
 //! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table
@@ -53,3 +54,4 @@ pub mod telemetry;
 pub mod transfer;
 pub mod verify;
 pub mod web;
+pub mod words;

@@ -10,6 +10,7 @@ use cosmos_blog::startup::{Application, shutdown_signal};
 use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
+use cosmos_blog::words::count;
 use cosmos_blog::{changefeed, transfer};
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
@@ -33,6 +34,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the API (the default).
+    ///
+    /// Refuses to start on a store that an import left unfinished (killed or failed): it
+    /// would serve a blog with posts, comments and copies missing as if it were whole. The
+    /// error names the import and the command that finishes it.
     Serve,
     /// Re-derive every copy (post copies in users and feed, usernames in posts) from the
     /// source items.
@@ -43,7 +48,8 @@ enum Command {
     /// Check every invariant of the data model (counts, usernames, post copies, feed).
     ///
     /// Run it when writes have settled. Exit status 0: all hold; 1: violations (one per
-    /// line); 2: the store could not be read.
+    /// line), or an import left the store unfinished (said first, with the command that
+    /// finishes it; nothing else is checked then); 2: the store could not be read.
     Verify {
         #[command(flatten)]
         store: StoreSettings,
@@ -56,10 +62,17 @@ enum Command {
     },
     /// Write the store's source items (users, posts, comments, likes, deletes) to a folder of
     /// JSON Lines files and a manifest; the copies are left out (import derives them).
+    ///
+    /// Refuses a store that an import left unfinished: its export would look whole.
     Export(transfer::ExportArgs),
     /// Load an export into the store (validated whole first; idempotent, resumable), derive
     /// the copies, then verify. Exit status 1 if the export is invalid (each problem printed
     /// as `file:line: reason`, nothing written) or the store does not verify.
+    ///
+    /// The store is marked (an item `import-in-progress` in `leases`) from before the first
+    /// write until after the last: while the mark is there, `serve` and `export` refuse the
+    /// store and `verify` fails. Running the same import again finishes it and removes the
+    /// mark; an import of another export is refused unless --force.
     Import(transfer::ImportArgs),
     /// Copy the embedded store to a new file, consistent, while the server runs.
     Backup(transfer::BackupArgs),
@@ -240,15 +253,26 @@ const VERIFY_UNREADABLE: u8 = 2;
 
 async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
     let verdict = async {
-        let store = store::open_existing(settings).await?;
-        if repair {
-            run_repair(&store).await
+        // Only a repair writes: a check opens the store read-only.
+        let store = if repair {
+            store::open_existing(settings).await?
         } else {
-            run_verify(&store).await
+            store::open_read_only(settings).await?
+        };
+        // Half a store loaded breaks invariants by the hundred; the one thing to say is how to
+        // finish the import (a repair cannot: the sources are missing).
+        if let Some(unfinished) = transfer::unfinished_import(&store).await? {
+            println!("verify: FAILED, {unfinished}");
+            return Ok(None);
+        }
+        if repair {
+            run_repair(&store).await.map(Some)
+        } else {
+            run_verify_beside_the_change_feed(&store).await.map(Some)
         }
     };
     match verdict.await {
-        Ok(report) if report.holds() => ExitCode::SUCCESS,
+        Ok(Some(report)) if report.holds() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: cannot verify the store: {e:#}");
@@ -260,6 +284,20 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
 /// Scans the store with progress on stderr, prints the violations and the verdict.
 async fn run_verify(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     let report = verify::verify_with_progress(store, &mut show_progress).await?;
+    print_verdict(&report);
+    Ok(report)
+}
+
+/// `verify`: the scan of [`run_verify`], but the copies that changes not yet applied by the
+/// change feed will make (the pump's backlog since its checkpoint) are left out and counted
+/// apart: on a live store, or a backup taken while the server wrote, they are late, not wrong.
+async fn run_verify_beside_the_change_feed(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
+    let backlog = changefeed::backlog(store).await?;
+    if backlog.total() > 0 {
+        println!("verify: {}", backlog.describe());
+    }
+    let explained = |violation: &verify::Violation| backlog.explains(violation);
+    let report = verify::verify_explained(store, &mut show_progress, &explained).await?;
     print_verdict(&report);
     Ok(report)
 }
@@ -276,21 +314,33 @@ async fn run_repair(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     for failed in &report.applied.failed {
         println!("{failed}");
     }
-    println!(
-        "repair: {} fixed, {} could not be fixed",
-        report.applied.fixed.len(),
-        report.after.total_violations
-    );
+    println!("{}", repair_tally(&report));
     print_verdict(&report.after);
     Ok(report.after)
 }
 
+/// What `verify --repair` did, in violations (what the user was shown) and in repairs (one
+/// repair may undo several violations: a recount both counts, a refill every feed entry).
+fn repair_tally(report: &verify::RepairReport) -> String {
+    let violations = |n: usize| count(n as u64, "violation", "violations");
+    let undone = report
+        .before
+        .total_violations
+        .saturating_sub(report.after.total_violations);
+    format!(
+        "repair: {} fixed ({}), {} could not be fixed",
+        violations(undone),
+        count(report.applied.fixed.len() as u64, "repair", "repairs"),
+        violations(report.after.total_violations)
+    )
+}
+
 fn show_progress(progress: &verify::ScanProgress) {
     eprintln!(
-        "verify: {} items scanned (now in {}), {} violations so far",
-        progress.scanned.total(),
+        "verify: {} scanned (now in {}), {} so far",
+        count(progress.scanned.total() as u64, "item", "items"),
         progress.container.name(),
-        progress.violations
+        count(progress.violations as u64, "violation", "violations")
     );
 }
 

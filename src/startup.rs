@@ -28,6 +28,7 @@ use crate::settings::Settings;
 use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
 use crate::telemetry::traced::TracedStore;
+use crate::transfer;
 use crate::web;
 
 pub struct Application {
@@ -47,6 +48,11 @@ impl Application {
         // Unsafe or incomplete authentication settings fail before the store is even opened.
         settings.auth.resolve(settings.bind_address)?;
         let store = store::open(&settings.store).await?;
+        // Fail closed: a store an import left half-loaded would be served as if whole, its
+        // missing posts, comments and copies unnoticed; the message says how to finish it.
+        if let Some(unfinished) = transfer::unfinished_import(&store).await? {
+            anyhow::bail!("{unfinished}; the server does not start on it");
+        }
         Self::with_store(settings, store).await
     }
 

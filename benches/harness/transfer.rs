@@ -102,6 +102,7 @@ pub async fn run(
     let options = ImportOptions {
         tenant: None,
         concurrency: CONCURRENCY,
+        force: false,
     };
     let mut progress = progress(quiet);
     let started = Instant::now();

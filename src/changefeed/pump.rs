@@ -24,7 +24,7 @@ const BATCH_SIZE: usize = 100;
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 
 /// The pump's checkpoint of `source` in `leases`, apart from the triggers' and the re-check's.
-fn lease_id(source: Source) -> String {
+pub(super) fn lease_id(source: Source) -> String {
     format!("standalone.{}", source.container().name())
 }
 

@@ -109,6 +109,7 @@ pub const PAGE_FUNCTIONS: &[PageFunction] = &[
     site("SignInForm", "post", "sign-in"),
     site("SignOutForm", "post", "sign-out"),
     site("PageAsset", "get", "assets/{file}"),
+    site("Favicon", "get", "favicon.ico"),
 ];
 
 /// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).

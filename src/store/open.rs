@@ -25,6 +25,28 @@ pub async fn open(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
     Ok(Arc::new(store))
 }
 
+/// [`open_existing`] for the commands that only read (`verify` without `--repair`, `export`):
+/// the embedded store is opened read-only ([`EmbeddedStore::open_read_only`]), so a copy
+/// without write permission can be checked and nothing is written to it.
+pub async fn open_read_only(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
+    if settings.uses_cosmos() {
+        return open(settings).await;
+    }
+    let path = settings.embedded_path();
+    anyhow::ensure!(
+        path.exists(),
+        "no embedded store at {} (set --data-dir or BLOG_DATA_DIR)",
+        path.display()
+    );
+    let store = EmbeddedStore::open_read_only(&path, settings.tenancy).with_context(|| {
+        format!(
+            "cannot open the embedded store at {} for reading",
+            path.display()
+        )
+    })?;
+    Ok(Arc::new(store))
+}
+
 /// [`open`] for the commands that read a store: refuses an embedded data folder that holds
 /// none (opening would create an empty one: almost certainly the wrong folder).
 pub async fn open_existing(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::{FORMAT, FORMAT_VERSION, Kind, Manifest, TransferProgress};
 use crate::domain::{TenantId, Timestamp, Tombstone, User};
 use crate::store::{Container, Pages, Query, Store, Tenancy, tenant};
+use crate::words::count;
 
 /// Items asked for per page (Cosmos DB's cap on a page).
 const PAGE_SIZE: u32 = 1_000;
@@ -40,25 +41,25 @@ impl ExportSummary {
     pub fn lines(&self) -> Vec<String> {
         let counts = Kind::ALL
             .iter()
-            .map(|kind| format!("{} {kind}", self.manifest.count(*kind)))
+            .map(|kind| kind.count(self.manifest.count(*kind)))
             .collect::<Vec<_>>()
             .join(", ");
         let seconds = self.elapsed.as_secs_f64();
         let mut lines = vec![format!(
-            "export: {} items ({counts}) to {} in {seconds:.1} s ({:.0} items/s), {} layout{}",
-            self.manifest.total(),
+            "export: {} ({counts}) to {} in {seconds:.1} s ({:.0} items/s), {} layout{}",
+            count(self.manifest.total(), "item", "items"),
             self.folder.display(),
             self.manifest.total() as f64 / seconds.max(1e-9),
             self.manifest.layout,
             match &self.manifest.tenant {
-                Some(tenant) => format!(" (tenant {tenant:?})"),
+                Some(tenant) => format!(" (tenant {tenant})"),
                 None => String::new(),
             }
         )];
         if self.unknown > 0 {
             lines.push(format!(
-                "export: left out {} items of posts of no known type",
-                self.unknown
+                "export: left out {} of posts of no known type",
+                count(self.unknown, "item", "items")
             ));
         }
         lines
@@ -227,4 +228,47 @@ fn write_manifest(folder: &Path, manifest: &Manifest) -> anyhow::Result<()> {
         File::open(folder)?.sync_all()
     };
     write().with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_the_tenant_and_agrees_in_number() {
+        let tenant = TenantId::parse("contoso").ok();
+        let counts = Kind::ALL
+            .into_iter()
+            .map(|kind| (kind, u64::from(kind == Kind::Users)))
+            .collect();
+        let summary = ExportSummary {
+            folder: PathBuf::from("out"),
+            manifest: Manifest {
+                format: FORMAT.to_owned(),
+                version: FORMAT_VERSION,
+                layout: Tenancy::Single,
+                tenant,
+                taken_at: Timestamp::now(),
+                source: "embedded".to_owned(),
+                counts,
+            },
+            unknown: 1,
+            elapsed: Duration::from_secs(1),
+        };
+        let lines = summary.lines();
+        assert!(
+            lines[0].starts_with(
+                "export: 1 item (1 user, 0 erasures, 0 posts, 0 tombstones, 0 comments, 0 likes) to out"
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].ends_with("single layout (tenant contoso)"),
+            "{lines:?}"
+        );
+        assert_eq!(
+            lines[1],
+            "export: left out 1 item of posts of no known type"
+        );
+    }
 }

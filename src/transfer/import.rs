@@ -27,6 +27,7 @@ use backon::Retryable;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
+use super::marker::{self, UnfinishedImport};
 use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Item, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, TransferProgress};
 use crate::copies::{Report, Source};
@@ -36,6 +37,7 @@ use crate::store::{
     BatchOperation, Container, FilterOp, MAX_BATCH_OPERATIONS, PageRequest, PartitionKey, Query,
     Store, StoreError, StoreResult, Tenancy, tenant,
 };
+use crate::words::count;
 
 /// Bytes of items in one batch at most: Cosmos DB refuses requests over 2 MiB; the rest is
 /// room for the request's own envelope.
@@ -43,6 +45,9 @@ const MAX_BATCH_BYTES: usize = 3 << 19;
 /// Lines parsed and grouped into batches together; bounded in bytes too (posts may be large).
 const CHUNK_ITEMS: usize = 20_000;
 const CHUNK_BYTES: usize = 16 << 20;
+/// What deriving the copies counts: the users, erasure markers, posts and deleted posts
+/// whose copies are made.
+const SOURCES: (&str, &str) = ("source", "sources");
 /// Documents per handler call while deriving the copies (as `rebuild` reads them).
 const DERIVE_PAGE: usize = 500;
 
@@ -52,6 +57,9 @@ pub struct ImportOptions {
     pub tenant: Option<TenantId>,
     /// Batches in flight at once.
     pub concurrency: usize,
+    /// Load it even onto a store marked by an unfinished import of another export (what
+    /// that import wrote stays; `verify` judges the result).
+    pub force: bool,
 }
 
 /// Where the lines of an export go.
@@ -138,6 +146,9 @@ pub struct Plan {
     routing: Routing,
     target: Tenancy,
     concurrency: usize,
+    force: bool,
+    /// The mark this import leaves in the store until it ends.
+    marker: UnfinishedImport,
 }
 
 impl Plan {
@@ -178,6 +189,12 @@ impl Plan {
             routing,
             target,
             concurrency: options.concurrency.max(1),
+            force: options.force,
+            marker: UnfinishedImport::begin(
+                validate::manifest_digest(folder)?,
+                folder,
+                options.tenant.clone(),
+            ),
         })
     }
 
@@ -205,6 +222,7 @@ impl Plan {
             self.target,
             store.tenancy()
         );
+        self.mark(store).await?;
         let mut views = Views::new(store);
         let started = Instant::now();
         let empty = self.empty_blogs(&mut views).await?;
@@ -213,6 +231,7 @@ impl Plan {
             loaded: self.loaded().map(|(_, blog)| blog.loaded()).sum(),
             left_over: self.loaded().map(|(_, blog)| blog.left_over).sum(),
             blogs: self.loaded().count(),
+            sources: self.sources(),
             ..ImportSummary::default()
         };
         self.write_sources(&mut views, &empty, &mut summary, progress)
@@ -221,7 +240,43 @@ impl Plan {
         let started = Instant::now();
         summary.copies = self.derive_copies(&mut views, &empty, progress).await?;
         summary.deriving = started.elapsed();
+        // The last write is done: the store is whole again.
+        marker::unmark(store).await?;
         Ok(summary)
+    }
+
+    /// Marks the store before the first write; an unfinished import of the same export is
+    /// finished by this one, one of another export is refused unless forced.
+    async fn mark(&self, store: &Arc<dyn Store>) -> anyhow::Result<()> {
+        match marker::unfinished_import(store).await? {
+            Some(earlier) if earlier.same_import(&self.marker) => {
+                tracing::info!(
+                    "import: finishing the import of this export begun at {}",
+                    earlier.started_at
+                );
+                Ok(())
+            }
+            Some(earlier) if !self.force => anyhow::bail!(
+                "{earlier}; this is another export ({}{}): finish that one first, or load \
+                 this one over it with --force",
+                self.marker.export,
+                match &self.marker.tenant {
+                    Some(tenant) => format!(", tenant {tenant}"),
+                    None => String::new(),
+                }
+            ),
+            _ => marker::mark(store, &self.marker).await,
+        }
+    }
+
+    /// The sources whose copies are derived: users, erasure markers, posts and deleted posts
+    /// of the blogs loaded.
+    fn sources(&self) -> u64 {
+        self.loaded()
+            .map(|(_, blog)| {
+                blog.users.len() + blog.erased.len() + blog.posts.len() + blog.deleted.len()
+            })
+            .sum::<usize>() as u64
     }
 
     /// The lines of `kind` that are loaded, each with the blog it goes to and the item as
@@ -341,13 +396,7 @@ impl Plan {
         empty: &HashSet<Option<TenantId>>,
         progress: &mut TransferProgress,
     ) -> anyhow::Result<Report> {
-        let total = self
-            .loaded()
-            .map(|(_, blog)| {
-                blog.users.len() + blog.erased.len() + blog.posts.len() + blog.deleted.len()
-            })
-            .sum::<usize>();
-        progress.start("import: deriving the copies", Some(total as u64));
+        progress.start_counting("import: deriving the copies", Some(self.sources()), SOURCES);
         let mut report = Report::default();
         for (kinds, source) in [
             ([Kind::Users, Kind::Erasures], Source::Users),
@@ -700,6 +749,9 @@ pub struct ImportSummary {
     pub written: u64,
     /// Items the target already held as they are.
     pub unchanged: u64,
+    /// Users, erasure markers, posts and deleted posts whose copies were derived (what the
+    /// progress of that phase counts).
+    pub sources: u64,
     /// The handlers' work: copies written (post copies, feed, usernames, deletes).
     pub copies: Report,
     pub writing: Duration,
@@ -712,27 +764,26 @@ impl ImportSummary {
         let rate = |items: u64, took: Duration| items as f64 / took.as_secs_f64().max(1e-9);
         let mut lines = vec![
             format!(
-                "import: {} items read, {} loaded into {} blog{}: {} written, {} unchanged ({:.1} s, {:.0} items/s)",
-                self.read,
+                "import: {} read, {} loaded into {}: {} written, {} unchanged ({:.1} s, {:.0} items/s)",
+                count(self.read, "item", "items"),
                 self.loaded,
-                self.blogs,
-                if self.blogs == 1 { "" } else { "s" },
+                count(self.blogs as u64, "blog", "blogs"),
                 self.written,
                 self.unchanged,
                 self.writing.as_secs_f64(),
                 rate(self.loaded, self.writing)
             ),
             format!(
-                "import: copies derived: {} written ({} sources visited, {:.1} s)",
-                self.copies.written,
-                self.copies.processed,
+                "import: copies derived from {}: {} ({:.1} s)",
+                count(self.sources, "source", "sources"),
+                count(self.copies.written as u64, "copy written", "copies written"),
                 self.deriving.as_secs_f64()
             ),
         ];
         if self.left_over > 0 {
             lines.push(format!(
-                "import: left out {} comments and likes of deleted posts",
-                self.left_over
+                "import: left out {} of deleted posts",
+                count(self.left_over, "comment or like", "comments and likes")
             ));
         }
         lines.extend(
@@ -777,5 +828,41 @@ mod tests {
         };
         assert_eq!(retry_after(&in_batch), Duration::from_millis(700));
         assert_eq!(retry_after(&StoreError::NotFound), Duration::ZERO);
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_counts_in_the_units_of_the_progress_and_agrees_in_number() {
+        let summary = ImportSummary {
+            read: 1,
+            loaded: 1,
+            left_over: 1,
+            blogs: 1,
+            written: 1,
+            sources: 14,
+            copies: Report {
+                processed: 8,
+                written: 1,
+                ..Report::default()
+            },
+            ..ImportSummary::default()
+        };
+        let lines = summary.lines();
+        assert!(
+            lines[0].starts_with("import: 1 item read, 1 loaded into 1 blog: 1 written"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("import: copies derived from 14 sources: 1 copy written ("),
+            "the sources the progress counted, not the handlers' visits: {lines:?}"
+        );
+        assert_eq!(
+            lines[2],
+            "import: left out 1 comment or like of deleted posts"
+        );
     }
 }

@@ -27,6 +27,7 @@
 
 mod export;
 mod import;
+mod marker;
 mod progress;
 mod validate;
 
@@ -40,6 +41,7 @@ use serde_json::Value;
 
 pub use export::{ExportOptions, ExportSummary, export};
 pub use import::{ImportOptions, ImportSummary, Plan};
+pub use marker::{MARKER_ID, UnfinishedImport, unfinished_import};
 pub use progress::TransferProgress;
 pub use validate::{InputError, Invalid};
 
@@ -116,6 +118,12 @@ impl Kind {
 
     fn name(self) -> &'static str {
         &self.file_name()[..self.file_name().len() - ".jsonl".len()]
+    }
+
+    /// `n` items of this kind, in words ("1 comment", "2 erasures").
+    pub fn count(self, n: u64) -> String {
+        let name = self.name();
+        crate::words::count(n, &name[..name.len() - 1], name)
     }
 }
 
@@ -198,6 +206,11 @@ pub struct ImportArgs {
     /// concurrent writes together].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: Option<u16>,
+    /// Load this export even onto a store that an import of another export left unfinished
+    /// (refused otherwise). What that import wrote stays, and the `verify` that ends this one
+    /// judges the result; finishing the other import first is the safe way.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `cosmos-blog backup`.
@@ -218,7 +231,11 @@ const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
 pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = store::open_existing(&args.store).await?;
+    let store = store::open_read_only(&args.store).await?;
+    // Half a store exported looks like a whole one to the next import: refuse it.
+    if let Some(unfinished) = unfinished_import(&store).await? {
+        anyhow::bail!("{unfinished}; export refuses a store an import left half-loaded");
+    }
     let options = ExportOptions {
         tenant: args.tenant.clone(),
     };
@@ -253,6 +270,7 @@ pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
     let options = ImportOptions {
         tenant: args.tenant.clone(),
         concurrency,
+        force: args.force,
     };
     let mut progress = TransferProgress::on_stderr(true);
     let plan = match Plan::validate(&args.from, args.store.tenancy, &options, &mut progress) {

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+const ITEMS: (&str, &str) = ("item", "items");
+
 /// Items between two progress lines when stderr is not a terminal.
 pub const LINE_EVERY: u64 = 10_000;
 
@@ -16,6 +18,8 @@ pub struct TransferProgress {
     done: u64,
     total: Option<u64>,
     next_line: u64,
+    /// What the phase counts ("item", "source").
+    unit: (&'static str, &'static str),
 }
 
 enum Display {
@@ -48,27 +52,43 @@ impl TransferProgress {
             done: 0,
             total: None,
             next_line: LINE_EVERY,
+            unit: ITEMS,
         }
     }
 
     /// Starts a phase of `total` items (unknown: `None`), ending the one before.
     pub fn start(&mut self, phase: &'static str, total: Option<u64>) {
+        self.start_counting(phase, total, ITEMS);
+    }
+
+    /// Starts a phase that counts `unit` (singular, plural) rather than items.
+    pub fn start_counting(
+        &mut self,
+        phase: &'static str,
+        total: Option<u64>,
+        unit: (&'static str, &'static str),
+    ) {
         self.finish();
         self.phase = phase;
+        self.unit = unit;
         self.done = 0;
         self.total = total;
         self.next_line = LINE_EVERY;
         if let Display::Bar(bar) = &mut self.display {
             *bar = match total {
                 Some(total) => ProgressBar::new(total).with_style(
-                    ProgressStyle::with_template(
-                        "{msg} [{bar:30}] {human_pos}/{human_len} items, {per_sec}, {eta} left",
-                    )
+                    ProgressStyle::with_template(&format!(
+                        "{{msg}} [{{bar:30}}] {{human_pos}}/{{human_len}} {}, {{per_sec}}, {{eta}} left",
+                        unit.1
+                    ))
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
                 ),
                 None => ProgressBar::new_spinner().with_style(
-                    ProgressStyle::with_template("{spinner} {msg}: {human_pos} items, {per_sec}")
+                    ProgressStyle::with_template(&format!(
+                        "{{spinner}} {{msg}}: {{human_pos}} {}, {{per_sec}}",
+                        unit.1
+                    ))
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 ),
             };
@@ -104,9 +124,19 @@ impl TransferProgress {
     }
 
     fn line(&self) {
+        let (one, many) = self.unit;
         match self.total {
-            Some(total) => eprintln!("{}: {} of {total} items", self.phase, self.done),
-            None => eprintln!("{}: {} items", self.phase, self.done),
+            Some(total) => eprintln!(
+                "{}: {} of {}",
+                self.phase,
+                self.done,
+                crate::words::count(total, one, many)
+            ),
+            None => eprintln!(
+                "{}: {}",
+                self.phase,
+                crate::words::count(self.done, one, many)
+            ),
         }
     }
 }

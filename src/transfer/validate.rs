@@ -154,6 +154,22 @@ pub(super) fn read_manifest(folder: &Path) -> Result<Manifest, Invalid> {
     Ok(manifest)
 }
 
+/// The export's identity: the first 16 hex digits of the SHA-256 of its manifest, which
+/// names when it was taken and how many items of each kind it holds.
+pub(super) fn manifest_digest(folder: &Path) -> Result<String, Invalid> {
+    let bytes = std::fs::read(Manifest::path(folder)).map_err(|e| {
+        Invalid::one(
+            folder,
+            InputError::of_file(MANIFEST, format!("cannot read it: {e}")),
+        )
+    })?;
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes);
+    Ok(digest.as_ref()[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect())
+}
+
 /// The lines of one file of an export, in order.
 pub(super) struct Lines {
     kind: Kind,

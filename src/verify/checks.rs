@@ -140,6 +140,7 @@ pub(crate) fn author(item: &Authored<'_>, author: &AuthorState<'_>) -> Option<Vi
             Some(Repair::Username {
                 post_id: post_id.to_owned(),
                 id: id.to_owned(),
+                user_id: user_id.to_owned(),
             }),
         )),
         Some(_) => None,
@@ -438,7 +439,8 @@ mod tests {
             found.repair,
             Some(Repair::Username {
                 post_id: "p".into(),
-                id: "c".into()
+                id: "c".into(),
+                user_id: "u".into(),
             })
         );
         let erased = AuthorState {

@@ -48,7 +48,12 @@ pub enum Repair {
     /// Remove the comments and likes of a post that does not exist.
     DeleteOrphans { post_id: String },
     /// Set an item's `userUsername` to its author's current username.
-    Username { post_id: String, id: String },
+    Username {
+        post_id: String,
+        id: String,
+        /// The author, whose rename this carries out.
+        user_id: String,
+    },
     /// Set a post's counts to the number of its comments and likes.
     Recount { post_id: String },
     /// Remove a post copy whose source is not a live post of the partition's user.
@@ -84,7 +89,7 @@ impl fmt::Display for Repair {
             Repair::DeleteOrphans { post_id } => {
                 write!(f, "remove the comments and likes of missing post {post_id}")
             }
-            Repair::Username { post_id, id } => write!(f, "set the username of {post_id}/{id}"),
+            Repair::Username { post_id, id, .. } => write!(f, "set the username of {post_id}/{id}"),
             Repair::Recount { post_id } => write!(f, "recount post {post_id}"),
             Repair::DeleteCopy {
                 copy_in,
@@ -123,7 +128,7 @@ impl Repair {
             Repair::Erase { user_id } => erase(store, user_id).await,
             Repair::ClearDeletedPost { post_id } => clear_deleted(store, post_id).await,
             Repair::DeleteOrphans { post_id } => delete_orphans(store, post_id).await,
-            Repair::Username { post_id, id } => set_username(store, post_id, id).await,
+            Repair::Username { post_id, id, .. } => set_username(store, post_id, id).await,
             Repair::Recount { post_id } => recount(store, post_id).await,
             Repair::DeleteCopy {
                 copy_in,

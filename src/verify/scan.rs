@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
-use super::{PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
+use super::{Explained, PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
 use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
@@ -24,10 +24,12 @@ const PAGE_SIZE: u32 = 1_000;
 pub(super) async fn scan(
     store: &Arc<dyn Store>,
     progress: &mut (dyn FnMut(&ScanProgress) + Send),
+    explained: &Explained<'_>,
 ) -> StoreResult<VerifyReport> {
     let mut scan = Scan {
         store,
         progress,
+        explained,
         next_progress: PROGRESS_EVERY,
         report: VerifyReport::default(),
         multi: store.tenancy() == Tenancy::Multi,
@@ -46,6 +48,8 @@ type ModelKey = Option<TenantId>;
 struct Scan<'a> {
     store: &'a Arc<dyn Store>,
     progress: &'a mut (dyn FnMut(&ScanProgress) + Send),
+    /// Violations only counted: a change not yet applied will undo them.
+    explained: &'a Explained<'a>,
     next_progress: usize,
     report: VerifyReport,
     multi: bool,
@@ -109,6 +113,7 @@ impl Scan<'_> {
         mut each: impl FnMut(&mut Model, &mut Scanned, Value) -> Vec<Violation>,
     ) -> StoreResult<()> {
         let store = self.store;
+        let explained = self.explained;
         let mut pages = Pages::new(&**store, container, &query, PAGE_SIZE);
         while let Some(items) = pages.next().await? {
             for mut item in items {
@@ -119,7 +124,7 @@ impl Scan<'_> {
                             self.report.scanned.other += 1;
                             let why = "an item without a valid tenantId".to_owned();
                             let found = unreadable(container, &item, pk_field, why);
-                            self.report.record(None, found);
+                            self.report.record_unless(None, found, explained);
                             continue;
                         }
                     }
@@ -133,7 +138,7 @@ impl Scan<'_> {
                     continue;
                 };
                 for found in each(model, &mut self.report.scanned, item) {
-                    self.report.record(key.as_ref(), found);
+                    self.report.record_unless(key.as_ref(), found, explained);
                 }
             }
             self.note_progress(container);
@@ -143,9 +148,10 @@ impl Scan<'_> {
 
     /// Runs `check` on every model, in tenant order, recording what it finds.
     fn each_model(&mut self, mut check: impl FnMut(&mut Model) -> Vec<Violation>) {
+        let explained = self.explained;
         for (key, model) in &mut self.models {
             for found in check(model) {
-                self.report.record(key.as_ref(), found);
+                self.report.record_unless(key.as_ref(), found, explained);
             }
         }
     }
@@ -227,7 +233,7 @@ impl Model {
     }
 
     fn erasure(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
-        scanned.tombstones += 1;
+        scanned.erasures += 1;
         let why = match Tombstone::deserialize(&item) {
             Ok(marker) if marker.of == Deleted::User => {
                 self.erasures

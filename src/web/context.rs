@@ -189,6 +189,7 @@ impl PageContext {
                 .unwrap_or_default(),
             css: assets::css_url(),
             script: assets::script_url(),
+            icon: assets::icon_url(),
             feed: format!("{}/feed.atom", self.base),
             author_feed: None,
             og: None,
@@ -258,6 +259,7 @@ pub struct Layout {
     pub csrf: String,
     pub css: &'static str,
     pub script: &'static str,
+    pub icon: &'static str,
     pub feed: String,
     /// An author's feed, on the author's page.
     pub author_feed: Option<String>,

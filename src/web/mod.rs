@@ -72,12 +72,14 @@ fn blog_pages() -> Router<AppState> {
         )
 }
 
-/// The pages that belong to the site rather than to one blog: sign-in and the assets.
+/// The pages that belong to the site rather than to one blog: sign-in, the assets and the
+/// icon.
 fn site_pages() -> Router<AppState> {
     Router::new()
         .route("/sign-in", get(forms::sign_in_page).post(forms::sign_in))
         .route("/sign-out", post(forms::sign_out))
         .route(assets::ROUTE, get(assets::serve))
+        .route(assets::FAVICON_ROUTE, get(assets::favicon))
 }
 
 /// The whole application: the pages, and `api` (the API application, with its own layers)

@@ -2,6 +2,7 @@
 //! test and drives it over HTTP, plus the contract tests of the storage backends.
 
 mod auth;
+mod backlog;
 mod changefeed;
 mod copy_batches;
 mod deletes;
@@ -13,6 +14,7 @@ mod hostile;
 mod hot_posts;
 mod idempotency;
 mod interactions;
+mod interrupted_import;
 mod openapi;
 mod operations;
 mod posts;

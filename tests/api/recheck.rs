@@ -456,11 +456,13 @@ async fn the_recheck_over_a_quiet_store_writes_nothing(backend: Backend, tenancy
 async fn verify_repair_through_the_binary() {
     let dir = embedded_store(true).await;
     let store = open(&dir).await;
-    // A copy, a username and a count changed behind the application's back.
-    change(&store, Container::Users, "ada", "post-010", |copy| {
-        copy["title"] = json!("edited")
-    })
-    .await;
+    // Both copies of a post, a username and a count changed behind the application's back.
+    for (container, partition) in [(Container::Users, "ada"), (Container::Feed, "post")] {
+        change(&store, container, partition, "post-010", |copy| {
+            copy["title"] = json!("edited")
+        })
+        .await;
+    }
     change(&store, Container::Posts, "post-011", "post-011", |post| {
         post["userUsername"] = json!("Somebody")
     })
@@ -490,10 +492,13 @@ async fn verify_repair_through_the_binary() {
             "{expected} in {lines:#?}"
         );
     }
-    // The copies of the renamed and the recounted posts follow their sources again: the
-    // copies written again are those of the edited copy alone.
+    // Eight violations (the copies of the renamed and the recounted posts differ from their
+    // sources too), three repairs: the copies follow their sources once those are mended,
+    // and copying post-010 again mends both its copies.
     assert!(
-        lines.contains(&"repair: 3 fixed, 0 could not be fixed".to_owned()),
+        lines.contains(
+            &"repair: 8 violations fixed (3 repairs), 0 violations could not be fixed".to_owned()
+        ),
         "{lines:#?}"
     );
     assert!(
@@ -534,7 +539,9 @@ async fn verify_repair_through_the_binary() {
     assert_eq!(unfixable.status.code(), Some(1), "{unfixable:?}");
     let lines = stdout_lines(&unfixable);
     assert!(
-        lines.contains(&"repair: 0 fixed, 1 could not be fixed".to_owned()),
+        lines.contains(
+            &"repair: 0 violations fixed (0 repairs), 1 violation could not be fixed".to_owned()
+        ),
         "{lines:#?}"
     );
     assert!(

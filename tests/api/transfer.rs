@@ -217,6 +217,7 @@ fn options(tenant: Option<&str>) -> ImportOptions {
     ImportOptions {
         tenant: tenant.map(|t| t.parse_tenant()),
         concurrency: 8,
+        force: false,
     }
 }
 
@@ -391,18 +392,18 @@ async fn every_tenant_moves_on_cosmos_db() {
 // ---- exports made without a store ------------------------------------------------------------
 
 /// The shape of a generated export.
-struct Shape {
-    users: usize,
-    posts_per_user: usize,
-    comments: usize,
-    likes: usize,
-    content_chars: usize,
+pub(crate) struct Shape {
+    pub(crate) users: usize,
+    pub(crate) posts_per_user: usize,
+    pub(crate) comments: usize,
+    pub(crate) likes: usize,
+    pub(crate) content_chars: usize,
 }
 
 /// Writes a valid `single` export of `shape` into `folder`, item by item as the format has
 /// them (the likes of a post are by the next users after its author, so `likes` must not
 /// exceed `users`).
-fn generated_export(folder: &Path, shape: &Shape) -> Manifest {
+pub(crate) fn generated_export(folder: &Path, shape: &Shape) -> Manifest {
     assert!(shape.likes <= shape.users, "one like per user and post");
     std::fs::create_dir_all(folder).unwrap();
     let mut files: BTreeMap<Kind, std::io::BufWriter<std::fs::File>> = Kind::ALL
@@ -490,7 +491,7 @@ fn open_embedded(data_dir: &Path) -> Arc<dyn Store> {
 
 // ---- the binary ------------------------------------------------------------------------------
 
-fn import_command(from: &Path, data_dir: &Path) -> Command {
+pub(crate) fn import_command(from: &Path, data_dir: &Path) -> Command {
     let mut command = binary!()
         .on_data(data_dir)
         .subcommand("import")
@@ -503,7 +504,7 @@ fn run(mut command: Command) -> Output {
     command.output().expect("the binary runs")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

@@ -214,6 +214,7 @@ async fn a_healthy_store_verifies_and_missing_work_shows(app: TestApp) {
             user_copies: 4,
             feed_items: 4,
             tombstones: 0,
+            erasures: 0,
             other: 0,
         }
     );
@@ -365,7 +366,7 @@ async fn each_broken_invariant_is_named(app: TestApp) {
 
 /// Post `n` by Ada, dated `n` seconds after a fixed instant, except that posts 2 and 3 share a
 /// date: with 103 posts, the 100 most recent are 3..=102, and post 2 ties with post 3.
-fn dated_post(n: usize) -> Value {
+pub fn dated_post(n: usize) -> Value {
     let second = if n == 2 { 3 } else { n };
     let id = format!("post-{n:03}");
     json!({
@@ -499,7 +500,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     assert_eq!(
         stdout_lines(&healthy),
         [
-            "verify: OK, every invariant holds (1 users, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: OK, every invariant holds (1 user, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items)"
         ]
     );
 
@@ -522,7 +523,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     );
     assert!(lines[100].starts_with("... and 50 more violations"));
     assert!(lines[100].ends_with("(all violations by kind: orphan-user-copy: 150)"));
-    assert!(lines[101].starts_with("verify: FAILED, 150 violations (1 users, 3 posts"));
+    assert!(lines[101].starts_with("verify: FAILED, 150 violations (1 user, 3 posts"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -580,7 +581,7 @@ async fn rebuild_ends_with_the_verdict_of_verify() {
         lines
             .last()
             .unwrap()
-            .starts_with("verify: FAILED, 1 violations"),
+            .starts_with("verify: FAILED, 1 violation ("),
         "{lines:?}"
     );
 }
@@ -615,7 +616,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         stdout_lines(&output),
         [
             "count-mismatch posts/post-010/post-010: commentCount 0 but 10000 comments, likeCount 0 but 0 likes",
-            "verify: FAILED, 1 violations (1 users, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: FAILED, 1 violation (1 user, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
         ]
     );
 }
@@ -666,8 +667,9 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
         );
     }
     assert_eq!(
-        before.scanned.tombstones, 2,
-        "a post tombstone and an erasure marker"
+        (before.scanned.tombstones, before.scanned.erasures),
+        (1, 1),
+        "a post tombstone and an erasure marker, counted apart"
     );
 
     rebuild(store).await.unwrap();
@@ -681,4 +683,83 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
     );
     let cys_post = app.get_json(&format!("/api/posts/{}", s.cy_post)).await;
     assert_eq!(cys_post["likeCount"], 1, "Ada's like stays");
+}
+
+// ---- read-only copies --------------------------------------------------------------------------
+
+/// What a check must leave as it was: the database file's bytes and modification time, and the
+/// names of the files in its folder that hold something, but SQLite's shared-memory index
+/// (`-shm`): a reader may create it, and an empty `-wal`, where the folder lets it (as root,
+/// always).
+fn untouched_state(dir: &std::path::Path) -> (Vec<u8>, std::time::SystemTime, Vec<String>) {
+    let file = dir.join("blog.sqlite3");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.metadata().unwrap().len() > 0)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with("-shm"))
+        .collect();
+    names.sort();
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    (std::fs::read(&file).unwrap(), modified, names)
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `verify` and `export` of a copy without write permission (folder and file) succeed and
+/// write nothing to it; the store opened read-only refuses writes. As root, where permissions
+/// stop nothing, the unchanged file (no schema, statistics or purge written) is what shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_copy_verifies_and_exports_without_a_write() {
+    let dir = embedded_store(true).await;
+    let copy = TempDir::new().unwrap();
+    let read_only = copy.path().join("read-only");
+    cosmos_blog::store::embedded::backup(
+        &dir.path().join("blog.sqlite3"),
+        &read_only.join("blog.sqlite3"),
+    )
+    .expect("a copy");
+    set_mode(&read_only.join("blog.sqlite3"), 0o444);
+    set_mode(&read_only, 0o555);
+    let before = untouched_state(&read_only);
+
+    let verified = binary!().on_data(&read_only).subcommand("verify").output();
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    assert!(stdout_lines(&verified)[0].starts_with("verify: OK"));
+    let exported = binary!()
+        .on_data(&read_only)
+        .subcommand("export")
+        .arg("--out")
+        .arg(copy.path().join("export"))
+        .output();
+    assert!(exported.status.success(), "{exported:?}");
+
+    let store = EmbeddedStore::open_read_only(&read_only.join("blog.sqlite3"), Default::default())
+        .expect("opens read-only");
+    let refused = store
+        .upsert_item(
+            Container::Users,
+            &pk("eve"),
+            json!({"id": "eve", "type": "user", "userId": "eve", "username": "Eve"}),
+        )
+        .await
+        .expect_err("a read-only store refuses writes");
+    assert!(refused.to_string().contains("read-only"), "{refused}");
+    drop(store);
+
+    let after = untouched_state(&read_only);
+    assert!(
+        after == before,
+        "the copy was written to: bytes the same {}, modified {:?} then {:?}, files {:?} then {:?}",
+        after.0 == before.0,
+        before.1,
+        after.1,
+        before.2,
+        after.2
+    );
+    set_mode(&read_only, 0o755);
 }

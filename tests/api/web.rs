@@ -904,7 +904,8 @@ async fn assets_are_immutable_and_the_front_door_still_answers_readiness(app: Te
     let (_, page, _) = reader.get("/").await;
     let css = select_attr(&page, "link[rel=stylesheet]", "href");
     let script = select_attr(&page, "script", "src");
-    for asset in [css, script] {
+    let icon = select_attr(&page, "link[rel=icon]", "href");
+    for asset in [css, script, icon.clone()] {
         let response = app.client.get(app.raw_url(&asset)).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{asset}");
         assert_eq!(
@@ -912,6 +913,20 @@ async fn assets_are_immutable_and_the_front_door_still_answers_readiness(app: Te
             "public, max-age=31536000, immutable"
         );
     }
+    // Where browsers look for an icon whatever the page says: the same icon.
+    let favicon = app
+        .client
+        .get(app.raw_url("/favicon.ico"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(favicon.status(), StatusCode::OK);
+    assert_eq!(favicon.headers()[header::CONTENT_TYPE], "image/svg+xml");
+    let linked = app.client.get(app.raw_url(&icon)).send().await.unwrap();
+    assert_eq!(
+        favicon.bytes().await.unwrap(),
+        linked.bytes().await.unwrap()
+    );
     let stale = app
         .client
         .get(app.raw_url("/assets/site.0000.css"))

@@ -3,8 +3,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
+use super::open_reader;
 use super::sqlite::{BUSY_TIMEOUT, configure, sql_error};
 use crate::store::{StoreError, StoreResult};
 
@@ -28,11 +29,8 @@ pub fn backup(database: &Path, to: &Path) -> StoreResult<u64> {
     if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let source = Connection::open_with_flags(
-        database,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql_error)?;
+    // Read-only, as `verify` and `export` read: a store on read-only media backs up too.
+    let source = open_reader(database)?;
     configure(&source)?;
     // A file that is not a store is refused before anything is written.
     source

@@ -30,7 +30,7 @@ use super::{Container, StoreError, StoreResult, Tenancy};
 pub use backup::backup;
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
-use schema::{SCHEMA, add_expiry, check_layout, set_planner_stats};
+use schema::{SCHEMA, add_expiry, check_layout, check_layout_read_only, set_planner_stats};
 use sqlite::{configure, sql_error};
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
@@ -50,6 +50,9 @@ struct Shared {
     readers: Vec<Mutex<Reader>>,
     changes: [Notify; 4],
     tenancy: Tenancy,
+    /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
+    /// refused.
+    read_only: bool,
 }
 
 impl EmbeddedStore {
@@ -103,11 +106,99 @@ impl EmbeddedStore {
                 readers,
                 changes: Default::default(),
                 tenancy,
+                read_only: false,
             }),
         };
         store.start_purge()?;
         Ok(store)
     }
+
+    /// Opens the existing database at `path` for reading only, for the commands that write
+    /// nothing (`verify`, `export`): no schema, planner statistics or purge are written, so
+    /// a copy on read-only media or without write permission can be checked, and every
+    /// write is refused. A database in WAL mode needs its `-shm` file, which SQLite creates
+    /// beside it; where it cannot (a read-only folder) and no `-wal` file holds commits the
+    /// database file lacks, the file is opened as immutable instead.
+    pub fn open_read_only(path: &Path, tenancy: Tenancy) -> StoreResult<Self> {
+        let readers = (0..READERS)
+            .map(|_| {
+                let reader = open_reader(path)?;
+                configure(&reader)?;
+                Ok(reader)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        if let Some(first) = readers.first() {
+            check_layout_read_only(first, tenancy, path)?;
+        }
+        // No writer thread: the receiver is dropped, and `read_only` refuses writes first.
+        let (writes, _) = std::sync::mpsc::channel();
+        Ok(Self {
+            shared: Arc::new(Shared {
+                writes,
+                readers: readers
+                    .into_iter()
+                    .map(|reader| Mutex::new(Reader::new(reader)))
+                    .collect(),
+                changes: Default::default(),
+                tenancy,
+                read_only: true,
+            }),
+        })
+    }
+
+    /// Whether it was opened by [`EmbeddedStore::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
+    }
+}
+
+/// A read-only connection that has read the schema: as SQLite opens it, or immutable when
+/// the folder does not let SQLite create the `-shm` file and no `-wal` file is there.
+fn open_reader(path: &Path) -> StoreResult<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let probe = |conn: Connection| -> Result<Connection, rusqlite::Error> {
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
+            row.get::<_, i64>(0)
+        })?;
+        Ok(conn)
+    };
+    let first = Connection::open_with_flags(path, flags).and_then(probe);
+    let cannot_share = |e: &rusqlite::Error| {
+        matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+        )
+    };
+    match first {
+        Err(e) if cannot_share(&e) && !holds_wal_commits(path) => {
+            Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+                .and_then(probe)
+                .map_err(sql_error)
+        }
+        other => other.map_err(sql_error),
+    }
+}
+
+/// Whether a `-wal` file beside `path` holds anything (commits not yet in the file itself).
+fn holds_wal_commits(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).is_ok_and(|m| m.len() > 0)
+}
+
+/// `path` as an SQLite URI that opens it immutable (no locks, no `-shm`), its `%`, `?` and
+/// `#` escaped.
+fn immutable_uri(path: &Path) -> String {
+    let mut escaped = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => escaped.push_str("%25"),
+            '?' => escaped.push_str("%3f"),
+            '#' => escaped.push_str("%23"),
+            c => escaped.push(c),
+        }
+    }
+    format!("file:{escaped}?immutable=1")
 }
 
 impl EmbeddedStore {

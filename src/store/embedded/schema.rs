@@ -56,14 +56,73 @@ pub(super) fn check_layout(conn: &Connection, tenancy: Tenancy, path: &Path) -> 
         .query_row("SELECT tenancy FROM layout", [], |row| row.get(0))
         .map_err(sql_error)?;
     if recorded != tenancy.name() {
+        return Err(layout_mismatch(&recorded, tenancy, path));
+    }
+    Ok(())
+}
+
+/// [`check_layout`] for a connection that cannot write: a database without a recorded layout
+/// holds the `single` one if it holds items, and any (it is empty) otherwise. A database of
+/// a version before time-to-live is refused: it must be opened for writing once.
+pub(super) fn check_layout_read_only(
+    conn: &Connection,
+    tenancy: Tenancy,
+    path: &Path,
+) -> StoreResult<()> {
+    let not_a_store = |e: rusqlite::Error| {
+        StoreError::BadRequest(format!("{}: not an embedded store: {e}", path.display()))
+    };
+    let has_items: bool = conn
+        .query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |row| row.get(0))
+        .map_err(not_a_store)?;
+    let has_expiry: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'expires_at')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    if !has_expiry {
         return Err(StoreError::BadRequest(format!(
-            "the embedded store at {} holds the {recorded} layout but BLOG_TENANCY is {tenancy}; \
-             the layouts key their items differently: set BLOG_TENANCY={recorded}, or use \
-             another BLOG_DATA_DIR for a {tenancy} deployment",
+            "the embedded store at {} is of an earlier version: open it once for writing \
+             (serve, or verify --repair) to bring it up to date",
             path.display()
         )));
     }
+    let has_layout: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'layout')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    let recorded: Option<String> = if has_layout {
+        conn.query_row("SELECT tenancy FROM layout", [], |row| row.get(0))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(sql_error(e)),
+            })?
+    } else {
+        None
+    };
+    let recorded = recorded.unwrap_or_else(|| {
+        let implied = if has_items { Tenancy::Single } else { tenancy };
+        implied.name().to_owned()
+    });
+    if recorded != tenancy.name() {
+        return Err(layout_mismatch(&recorded, tenancy, path));
+    }
     Ok(())
+}
+
+fn layout_mismatch(recorded: &str, tenancy: Tenancy, path: &Path) -> StoreError {
+    StoreError::BadRequest(format!(
+        "the embedded store at {} holds the {recorded} layout but BLOG_TENANCY is {tenancy}; \
+             the layouts key their items differently: set BLOG_TENANCY={recorded}, or use \
+             another BLOG_DATA_DIR for a {tenancy} deployment",
+        path.display()
+    ))
 }
 
 /// Stores created before time-to-live existed lack its column; adding it (empty: none of

@@ -63,6 +63,11 @@ impl EmbeddedStore {
         &self,
         work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<tokio::sync::oneshot::Receiver<StoreResult<T>>> {
+        if self.shared.read_only {
+            return Err(StoreError::BadRequest(
+                "the embedded store is open read-only".into(),
+            ));
+        }
         let slot = Arc::new(Mutex::new(None::<StoreResult<T>>));
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job = WriteJob {
