@@ -3,8 +3,8 @@
 //!
 //! - the real binary, killed (SIGKILL) halfway through the sources and again once they are
 //!   all written: `verify` fails saying which import and the command that finishes it,
-//!   `export` and `serve` refuse the store, an import of another export is refused; the same
-//!   import run again finishes, removes the mark, and `verify` passes;
+//!   `export`, `rebuild` and `serve` refuse the store, an import of another export is
+//!   refused; the same import run again finishes, removes the mark, and `verify` passes;
 //! - on each backend, the import stopped dead after its first write (the mark alone), halfway
 //!   through its writes, and just before removing the mark: the mark is there each time, and
 //!   the import run again ends in a store that verifies, unmarked.
@@ -109,6 +109,11 @@ async fn assert_everything_says_unfinished(data: &Path, export: &Path, other_exp
         stderr.contains("an import did not finish") && stderr.contains(&finish),
         "{stderr}"
     );
+
+    let rebuilt = binary!().on_data(data).subcommand("rebuild").output();
+    let stderr = text(&rebuilt.stderr);
+    assert!(!rebuilt.status.success(), "rebuild refuses: {stderr}");
+    assert!(stderr.contains(&finish), "{stderr}");
 
     let other = binary!()
         .on_data(data)

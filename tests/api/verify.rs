@@ -705,6 +705,30 @@ fn untouched_state(dir: &std::path::Path) -> (Vec<u8>, std::time::SystemTime, Ve
     (std::fs::read(&file).unwrap(), modified, names)
 }
 
+/// `verify` of the store in `data` as an ordinary user: where the tests run as root, which
+/// permissions do not stop, as `nobody` (through `runuser`), whom they do; `None` when no
+/// such user can be taken on.
+fn verify_as_an_ordinary_user(data: &std::path::Path) -> Option<Output> {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").ok()?.uid() == 0;
+    let mut command = if root {
+        let runuser = std::path::Path::new("/usr/sbin/runuser");
+        if !runuser.exists() {
+            return None;
+        }
+        let mut command = std::process::Command::new(runuser);
+        command.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_cosmos-blog")]);
+        command
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+    };
+    command
+        .arg("verify")
+        .env("BLOG_DATA_DIR", data)
+        .env("RUST_LOG", "warn");
+    Some(command.output().expect("the binary runs"))
+}
+
 fn set_mode(path: &std::path::Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -725,7 +749,14 @@ async fn a_read_only_copy_verifies_and_exports_without_a_write() {
     .expect("a copy");
     set_mode(&read_only.join("blog.sqlite3"), 0o444);
     set_mode(&read_only, 0o555);
+    set_mode(copy.path(), 0o755);
     let before = untouched_state(&read_only);
+
+    // Where permissions hold, SQLite cannot create the -shm file: the file is read immutable.
+    if let Some(ordinary) = verify_as_an_ordinary_user(&read_only) {
+        assert_eq!(ordinary.status.code(), Some(0), "{ordinary:?}");
+        assert!(stdout_lines(&ordinary)[0].starts_with("verify: OK"));
+    }
 
     let verified = binary!().on_data(&read_only).subcommand("verify").output();
     assert_eq!(verified.status.code(), Some(0), "{verified:?}");

@@ -170,7 +170,15 @@ fn open_reader(path: &Path) -> StoreResult<Connection> {
         )
     };
     match first {
-        Err(e) if cannot_share(&e) && !holds_wal_commits(path) => {
+        Err(e) if cannot_share(&e) && holds_wal_commits(path) => {
+            Err(StoreError::Unavailable(format!(
+                "{e}: the -wal file beside {} holds commits that are not in the file yet, and \
+                 SQLite cannot create the -shm file it needs to read them in this folder: copy \
+                 the folder somewhere writable and check the copy",
+                path.display()
+            )))
+        }
+        Err(e) if cannot_share(&e) => {
             Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
                 .and_then(probe)
                 .map_err(sql_error)
