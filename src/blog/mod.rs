@@ -20,17 +20,17 @@ use serde_json::Value;
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
-use storage::{from_item, post_partition, to_item, user_partition};
+use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Title, Tombstone, Typed, User, UserId, Username, is_a,
+    Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, SortOrder,
-    Store, StoreError,
+    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, RawItem,
+    SortOrder, Store, StoreError,
 };
 
 /// Whether a command made something new or found/changed something that existed.
@@ -506,23 +506,16 @@ impl Blog {
             .of_types(&[item_type, Tombstone::TYPE])
             .order_by("creationDate", SortOrder::Ascending);
         let list = format!("{list}:{post_id}");
-        let page: Page<Value> = self
-            .page(Container::Posts, &query, &list, size, continuation)
+        let page = self
+            .stored_page(Container::Posts, &query, &list, size, continuation)
             .await?;
-        if page.items.iter().any(is_a::<Tombstone>) {
+        if page.items.iter().any(|item| is_stored_a::<Tombstone>(item)) {
             return Err(Error::not_found("post", post_id.as_str()));
         }
         if page.items.is_empty() && continuation.is_none() {
             self.existing_post(post_id).await?;
         }
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(from_item)
-                .collect::<Result<_>>()?,
-            continuation: page.continuation,
-        })
+        parse_page(page)
     }
 
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
@@ -575,24 +568,35 @@ impl Blog {
         size: PageSize,
         continuation: Option<&str>,
     ) -> Result<Page<T>> {
+        parse_page(
+            self.stored_page(container, query, list, size, continuation)
+                .await?,
+        )
+    }
+
+    /// [`Blog::page`] with its items still as the stored JSON text.
+    async fn stored_page(
+        &self,
+        container: Container,
+        query: &Query,
+        list: &str,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Page<RawItem>> {
         let request = PageRequest {
             max_items: size.get(),
             continuation: continuation
                 .map(|token| decode_continuation(list, token))
                 .transpose()?,
         };
-        let page = match self.store.query(container, query, request).await {
+        let page = match self.store.query_json(container, query, request).await {
             Err(StoreError::BadRequest(_)) if continuation.is_some() => {
                 return Err(Error::InvalidContinuation);
             }
             other => other?,
         };
         Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(from_item)
-                .collect::<Result<_>>()?,
+            items: page.items,
             continuation: page
                 .continuation
                 .map(|token| encode_continuation(list, &token)),

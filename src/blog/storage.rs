@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::domain::{PostId, UserId};
 use crate::error::{Error, Result};
-use crate::store::PartitionKey;
+use crate::store::{Page, PartitionKey, RawItem};
 
 pub(super) fn to_item(value: &impl Serialize) -> Result<Value> {
     serde_json::to_value(value).map_err(Error::from)
@@ -14,6 +14,18 @@ pub(super) fn to_item(value: &impl Serialize) -> Result<Value> {
 
 pub(super) fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(Error::from)
+}
+
+/// A page of stored JSON text, its items read straight into their type.
+pub(super) fn parse_page<T: DeserializeOwned>(page: Page<RawItem>) -> Result<Page<T>> {
+    Ok(Page {
+        items: page
+            .items
+            .iter()
+            .map(|item| serde_json::from_str(item.get()))
+            .collect::<Result<_, _>>()?,
+        continuation: page.continuation,
+    })
 }
 
 pub(super) fn user_partition(user_id: &UserId) -> PartitionKey {

@@ -68,6 +68,18 @@ pub fn is_a<T: Typed>(item: &serde_json::Value) -> bool {
     item.get("type").and_then(serde_json::Value::as_str) == Some(T::TYPE)
 }
 
+/// Whether an item, as its stored JSON text, is a `T`, by its `type` tag alone: the other
+/// fields are skipped, not parsed into anything.
+pub fn is_stored_a<T: Typed>(item: &serde_json::value::RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Tag<'_>>(item.get())
+        .is_ok_and(|tag| tag.kind.as_deref() == Some(T::TYPE))
+}
+
 kind_tag!(UserKind, "user");
 kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");

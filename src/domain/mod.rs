@@ -13,7 +13,7 @@ mod visible;
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
-pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a};
+pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a, is_stored_a};
 pub use text::{CommentContent, PostContent, Title, Username};
 pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};
 

@@ -7,6 +7,7 @@
 //! The request and the answer are plain enums moved through the layer: no allocation and no
 //! boxing beyond what the store below does, since the read path runs through every layer.
 
+use std::borrow::Cow;
 use std::ops::Deref;
 use std::slice;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
+    PartitionKey, Query, QueryScope, RawItem, Store, StoreError, StoreResult, Tenancy,
 };
 
 /// What a wrapper adds to the calls made through it.
@@ -73,6 +74,10 @@ pub enum StoreRequest<'a> {
         query: &'a Query,
         page: PageRequest,
     },
+    QueryJson {
+        query: &'a Query,
+        page: PageRequest,
+    },
     ReadChanges {
         since: Option<&'a Checkpoint>,
         max_items: usize,
@@ -111,6 +116,10 @@ impl<'a> StoreRequest<'a> {
                 .query(container, query, page)
                 .await
                 .map(StoreAnswer::Page),
+            Self::QueryJson { query, page } => store
+                .query_json(container, query, page)
+                .await
+                .map(StoreAnswer::JsonPage),
             Self::ReadChanges { since, max_items } => store
                 .read_changes(container, since, max_items)
                 .await
@@ -128,7 +137,7 @@ impl<'a> StoreRequest<'a> {
             | Self::Replace { pk, .. }
             | Self::Delete { pk, .. }
             | Self::Batch { pk, .. } => Some(pk),
-            Self::Query { .. } | Self::ReadChanges { .. } => None,
+            Self::Query { .. } | Self::QueryJson { .. } | Self::ReadChanges { .. } => None,
         }
     }
 
@@ -144,14 +153,16 @@ impl<'a> StoreRequest<'a> {
             Self::Replace { item, if_match, .. } => StoreRequest::Replace { pk, item, if_match },
             Self::Delete { id, .. } => StoreRequest::Delete { pk, id },
             Self::Batch { operations, .. } => StoreRequest::Batch { pk, operations },
-            other @ (Self::Query { .. } | Self::ReadChanges { .. }) => other,
+            other @ (Self::Query { .. } | Self::QueryJson { .. } | Self::ReadChanges { .. }) => {
+                other
+            }
         }
     }
 
     /// The query's scope, for a query.
     pub fn scope(&self) -> Option<&'a QueryScope> {
         match self {
-            Self::Query { query, .. } => Some(&query.scope),
+            Self::Query { query, .. } | Self::QueryJson { query, .. } => Some(&query.scope),
             _ => None,
         }
     }
@@ -160,7 +171,10 @@ impl<'a> StoreRequest<'a> {
     pub fn reads(&self) -> bool {
         matches!(
             self,
-            Self::Read { .. } | Self::Query { .. } | Self::ReadChanges { .. }
+            Self::Read { .. }
+                | Self::Query { .. }
+                | Self::QueryJson { .. }
+                | Self::ReadChanges { .. }
         )
     }
 
@@ -220,17 +234,23 @@ pub enum StoreAnswer {
     Deleted,
     Batch(Vec<Option<ETag>>),
     Page(Page<Value>),
+    JsonPage(Page<RawItem>),
     Changes(ChangeBatch),
 }
 
 impl StoreAnswer {
-    /// The items the answer returns (none for a write).
+    /// The items the answer returns as documents (none for a write, nor for a page of
+    /// stored JSON text: see [`StoreAnswer::documents`]).
     pub fn items(&self) -> &[Value] {
         match self {
             Self::Read(Some(document)) => slice::from_ref(&document.item),
             Self::Page(page) => &page.items,
             Self::Changes(batch) => &batch.items,
-            Self::Read(None) | Self::Written(_) | Self::Deleted | Self::Batch(_) => &[],
+            Self::Read(None)
+            | Self::Written(_)
+            | Self::Deleted
+            | Self::Batch(_)
+            | Self::JsonPage(_) => &[],
         }
     }
 
@@ -240,7 +260,37 @@ impl StoreAnswer {
             Self::Read(Some(document)) => slice::from_mut(&mut document.item),
             Self::Page(page) => &mut page.items,
             Self::Changes(batch) => &mut batch.items,
-            Self::Read(None) | Self::Written(_) | Self::Deleted | Self::Batch(_) => &mut [],
+            Self::Read(None)
+            | Self::Written(_)
+            | Self::Deleted
+            | Self::Batch(_)
+            | Self::JsonPage(_) => &mut [],
+        }
+    }
+
+    /// How many items the answer returns, in either form.
+    pub fn item_count(&self) -> usize {
+        match self {
+            Self::JsonPage(page) => page.items.len(),
+            other => other.items().len(),
+        }
+    }
+
+    /// The items the answer returns as documents, whatever their form: a page of stored JSON
+    /// text is parsed here, so a layer that must look inside the items (for their partition
+    /// keys, say) pays that only when it does.
+    pub fn documents(&self) -> StoreResult<Cow<'_, [Value]>> {
+        match self {
+            Self::JsonPage(page) => page
+                .items
+                .iter()
+                .map(|raw| {
+                    serde_json::from_str(raw.get())
+                        .map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+                })
+                .collect::<StoreResult<Vec<Value>>>()
+                .map(Cow::Owned),
+            other => Ok(Cow::Borrowed(other.items())),
         }
     }
 }
@@ -393,6 +443,21 @@ impl<L: StoreLayer> Store for Layered<L> {
         {
             StoreAnswer::Page(page) => Ok(page),
             other => Err(mismatched("query", &other)),
+        }
+    }
+
+    async fn query_json(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<RawItem>> {
+        match self
+            .call(container, StoreRequest::QueryJson { query, page })
+            .await?
+        {
+            StoreAnswer::JsonPage(page) => Ok(page),
+            other => Err(mismatched("query_json", &other)),
         }
     }
 

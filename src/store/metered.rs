@@ -62,11 +62,14 @@ impl Counters {
         }
     }
 
-    fn returned<'a>(&mut self, items: impl Iterator<Item = &'a Value>) {
-        for item in items {
-            self.metrics.items_read += 1;
-            self.metrics.bytes_read += json_len(item);
-        }
+    fn returned(&mut self, answer: &StoreAnswer) {
+        self.metrics.items_read += answer.item_count() as u64;
+        self.metrics.bytes_read += match answer {
+            StoreAnswer::JsonPage(page) => {
+                page.items.iter().map(|raw| raw.get().len() as u64).sum()
+            }
+            other => other.items().iter().map(json_len).sum::<u64>(),
+        };
     }
 }
 
@@ -149,11 +152,14 @@ impl StoreLayer for Meter {
         }
         match (addressed, &result) {
             (Some(pk), _) => c.touch(container, pk),
-            (None, Ok(answer)) => c.touch_items(container, tenancy, answer.items().iter()),
+            (None, Ok(answer)) => {
+                let documents = answer.documents()?;
+                c.touch_items(container, tenancy, documents.iter());
+            }
             (None, Err(_)) => {}
         }
         if let Ok(answer) = &result {
-            c.returned(answer.items().iter());
+            c.returned(answer);
         }
         result
     }

@@ -105,6 +105,14 @@ impl StoreLayer for TenantView {
                     page,
                 }
             }
+            // The items keep the tenant's stamp: a typed reader ignores the field.
+            StoreRequest::QueryJson { query, page } => {
+                scoped = query.clone().scoped(self.scope(container, &query.scope)?);
+                StoreRequest::QueryJson {
+                    query: &scoped,
+                    page,
+                }
+            }
             mut other => match other.partition() {
                 Some(pk) => {
                     key = self.key(container, pk)?;

@@ -128,17 +128,18 @@ impl Outline {
 
     /// The call's shape, given its answer (`None` when it failed).
     fn shape(&self, container: Container, tenancy: Tenancy, answer: Option<&StoreAnswer>) -> Shape {
-        let items = answer.map(StoreAnswer::items);
         // Cosmos DB fans queries without a partition out; the partitions of what came back
         // are a lower bound.
         let partitions = if self.one_partition {
             Some(1)
         } else {
-            items.map(|items| partitions_of(container, tenancy, items.iter()))
+            answer
+                .and_then(|answer| answer.documents().ok())
+                .map(|items| partitions_of(container, tenancy, items.iter()))
         };
         Shape {
             partitions,
-            returned_rows: items.filter(|_| self.reads).map(<[Value]>::len),
+            returned_rows: answer.filter(|_| self.reads).map(StoreAnswer::item_count),
             batch_size: self.batch_size,
         }
     }
@@ -153,7 +154,7 @@ fn operation_name(request: &StoreRequest<'_>) -> &'static str {
         StoreRequest::Replace { .. } => "replace_item",
         StoreRequest::Delete { .. } => "delete_item",
         StoreRequest::Batch { .. } => "execute_batch",
-        StoreRequest::Query { .. } => "query_items",
+        StoreRequest::Query { .. } | StoreRequest::QueryJson { .. } => "query_items",
         StoreRequest::ReadChanges { .. } => "query_change_feed",
     }
 }

@@ -113,7 +113,7 @@ impl<'a> Call<'a> {
             StoreRequest::Replace { .. } => CallKind::Replace,
             StoreRequest::Delete { .. } => CallKind::Delete,
             StoreRequest::Batch { .. } => CallKind::Batch,
-            StoreRequest::Query { .. } => CallKind::Query,
+            StoreRequest::Query { .. } | StoreRequest::QueryJson { .. } => CallKind::Query,
             StoreRequest::ReadChanges { .. } => CallKind::ReadChanges,
         };
         let ids = match request {

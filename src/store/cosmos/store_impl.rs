@@ -10,6 +10,7 @@ use azure_data_cosmos::options::{
 };
 use azure_data_cosmos::{CosmosError, TransactionalBatch};
 use futures::StreamExt;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::client::CosmosStore;
@@ -20,8 +21,8 @@ use super::translate::{
 };
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, MAX_BATCH_OPERATIONS, Page,
-    PageRequest, PartitionKey, Query, Store, StoreError, StoreResult, Tenancy, checked_item,
-    strip_system_properties,
+    PageRequest, PartitionKey, Query, RawItem, Store, StoreError, StoreResult, Tenancy,
+    checked_item, strip_system_properties,
 };
 
 #[async_trait]
@@ -215,12 +216,49 @@ impl Store for CosmosStore {
         query: &Query,
         page: PageRequest,
     ) -> StoreResult<Page<Value>> {
+        self.query_as(container, query, page, strip_system_properties)
+            .await
+    }
+
+    async fn query_json(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<RawItem>> {
+        // The items keep their system properties: a typed reader ignores them.
+        self.query_as(container, query, page, |_: &mut RawItem| {})
+            .await
+    }
+
+    async fn read_changes(
+        &self,
+        container: Container,
+        since: Option<&Checkpoint>,
+        max_items: usize,
+    ) -> StoreResult<ChangeBatch> {
+        retrying("read_changes", || {
+            self.read_changes_once(container, since, max_items)
+        })
+        .await
+    }
+}
+
+impl CosmosStore {
+    /// A page of `query`'s items, deserialized as `T` and passed through `tidy`.
+    async fn query_as<T: DeserializeOwned + Send + 'static>(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+        tidy: fn(&mut T),
+    ) -> StoreResult<Page<T>> {
         let wanted = page.max_items.clamp(1, MAX_PAGE_ITEMS) as usize;
         let sdk_query = build_query(query)?;
         let scope = scope_of(query)?;
         let caller_token = page.continuation.is_some();
         let mut token = page.continuation.map(ContinuationToken::from_string);
-        let mut items: Vec<Value> = Vec::with_capacity(wanted.min(128));
+        let mut items: Vec<T> = Vec::with_capacity(wanted.min(128));
         // One page of the service may hold fewer items than asked (size or time budget, one
         // physical partition of many); ask again for the rest, from where it stopped, so the
         // page never holds more than asked and never loses its place.
@@ -241,7 +279,10 @@ impl Store for CosmosStore {
                     continuation: None,
                 });
             };
-            items.extend(fetched);
+            items.extend(fetched.into_iter().map(|mut item| {
+                tidy(&mut item);
+                item
+            }));
             if items.len() >= wanted {
                 return Ok(Page {
                     items,
@@ -252,30 +293,16 @@ impl Store for CosmosStore {
         }
     }
 
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        retrying("read_changes", || {
-            self.read_changes_once(container, since, max_items)
-        })
-        .await
-    }
-}
-
-impl CosmosStore {
-    /// One page of the service for a query (items without system properties) and the token
-    /// that resumes after it; `None` past the last page.
-    async fn query_page(
+    /// One page of the service for a query and the token that resumes after it; `None` past
+    /// the last page.
+    async fn query_page<T: DeserializeOwned + Send + 'static>(
         &self,
         container: Container,
         query: &azure_data_cosmos::Query,
         scope: &FeedScope,
         token: Option<&ContinuationToken>,
         max_items: u32,
-    ) -> StoreResult<Option<(Vec<Value>, ContinuationToken)>> {
+    ) -> StoreResult<Option<(Vec<T>, ContinuationToken)>> {
         let mut options = QueryOptions::default().with_max_item_count(max_item_count(max_items));
         if let Some(token) = token {
             options = options.with_continuation_token(token.clone());
@@ -283,7 +310,7 @@ impl CosmosStore {
         let started = Instant::now();
         let mut pages = self
             .client(container)
-            .query_items::<Value>(query.clone(), scope.clone(), Some(options))
+            .query_items::<T>(query.clone(), scope.clone(), Some(options))
             .await
             .map_err(|e| failed("query", started, &e))?
             .into_pages();
@@ -293,14 +320,7 @@ impl CosmosStore {
             Some(Ok(fetched)) => fetched,
         };
         observe("query", started, Some(&fetched.diagnostics()));
-        let items = fetched
-            .into_items()
-            .into_iter()
-            .map(|mut item| {
-                strip_system_properties(&mut item);
-                item
-            })
-            .collect();
+        let items = fetched.into_items();
         let next = pages
             .to_continuation_token()
             .map_err(|e| StoreError::Internal(format!("no continuation token: {e}")))?;

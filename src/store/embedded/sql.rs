@@ -6,11 +6,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::schema::LIVE;
 use super::sqlite::{parse_body, sql_error};
 use crate::store::{
-    Container, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder, StoreError, StoreResult,
+    Container, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder, StoreError,
+    StoreResult,
 };
 
 /// The SQL expression of a top-level field of the item body.
@@ -56,6 +58,29 @@ pub(super) fn run_query(
     query: &Query,
     page: &PageRequest,
 ) -> StoreResult<Page<Value>> {
+    run_query_as(conn, container, query, page, |body| parse_body(&body))
+}
+
+/// [`run_query`], each item handed over as its stored JSON text.
+pub(super) fn run_query_json(
+    conn: &Connection,
+    container: Container,
+    query: &Query,
+    page: &PageRequest,
+) -> StoreResult<Page<RawItem>> {
+    run_query_as(conn, container, query, page, |body| {
+        RawValue::from_string(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+    })
+}
+
+/// A page of the items matching `query`, each body turned into `T` by `decode`.
+fn run_query_as<T>(
+    conn: &Connection,
+    container: Container,
+    query: &Query,
+    page: &PageRequest,
+    decode: impl Fn(String) -> StoreResult<T>,
+) -> StoreResult<Page<T>> {
     let sort_expr = match query.order_by {
         Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
         None => "''".to_owned(),
@@ -127,25 +152,28 @@ pub(super) fn run_query(
     params.push(SqlValue::Integer(i64::from(offset)));
 
     let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
-    let rows = statement
-        .query_map(rusqlite::params_from_iter(params), |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-            ))
-        })
-        .map_err(sql_error)?
-        .collect::<Result<Vec<_>, _>>()
+    let mut rows = statement
+        .query(rusqlite::params_from_iter(params))
         .map_err(sql_error)?;
-
-    let has_more = rows.len() > max_items as usize;
-    let mut items = Vec::with_capacity(rows.len().min(max_items as usize));
+    let wanted = max_items as usize;
+    let mut items = Vec::with_capacity(wanted.min(128));
+    // Only the last item's position makes the continuation token, and only if one more row
+    // follows it (the query asks for one row more than the page).
     let mut last = None;
-    for (sort, pk, id, body) in rows.into_iter().take(max_items as usize) {
-        items.push(parse_body(&body)?);
-        last = Some((sort, pk, id));
+    let mut has_more = false;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        if items.len() == wanted {
+            has_more = true;
+            break;
+        }
+        items.push(decode(row.get::<_, String>(3).map_err(sql_error)?)?);
+        if items.len() == wanted {
+            last = Some((
+                row.get::<_, String>(0).map_err(sql_error)?,
+                row.get::<_, String>(1).map_err(sql_error)?,
+                row.get::<_, String>(2).map_err(sql_error)?,
+            ));
+        }
     }
     let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
     Ok(Page {

@@ -6,16 +6,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
+use serde_json::value::to_raw_value;
 
 use super::EmbeddedStore;
 use super::reads::Reach;
 use super::schema::LIVE;
-use super::sql::run_query;
+use super::sql::{run_query, run_query_json};
 use super::sqlite::{etag_for, parse_body, parse_checkpoint, sql_error};
 use super::writer::{apply, written};
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, Store, StoreError, StoreResult, Tenancy,
+    PartitionKey, Query, QueryScope, RawItem, Store, StoreError, StoreResult, Tenancy,
 };
 
 #[async_trait]
@@ -145,12 +146,37 @@ impl Store for EmbeddedStore {
                 })
                 .await;
         }
-        let reach = match query.scope {
-            QueryScope::Partition(_) => Reach::Partition,
-            QueryScope::Prefix(_) | QueryScope::CrossPartition => Reach::Wide,
-        };
-        self.read(reach, move |conn| run_query(conn, container, &query, &page))
-            .await
+        self.read(reach_of(&query), move |conn| {
+            run_query(conn, container, &query, &page)
+        })
+        .await
+    }
+
+    async fn query_json(
+        &self,
+        container: Container,
+        query: &Query,
+        page: PageRequest,
+    ) -> StoreResult<Page<RawItem>> {
+        // The feed's pages are kept parsed by each reader (see `feed_query`); the list
+        // queries read the stored text as it is.
+        if container == Container::Feed {
+            let page = self.query(container, query, page).await?;
+            return Ok(Page {
+                items: page
+                    .items
+                    .iter()
+                    .map(to_raw_value)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| StoreError::Internal(format!("item does not serialise: {e}")))?,
+                continuation: page.continuation,
+            });
+        }
+        let query = query.clone();
+        self.read(reach_of(&query), move |conn| {
+            run_query_json(conn, container, &query, &page)
+        })
+        .await
     }
 
     async fn read_changes(
@@ -201,5 +227,14 @@ impl Store for EmbeddedStore {
 
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {
         let _ = tokio::time::timeout(timeout, self.notifier(container).notified()).await;
+    }
+}
+
+/// Where a query runs: a partition's on the calling thread when it can, anything wider on a
+/// blocking thread.
+fn reach_of(query: &Query) -> Reach {
+    match query.scope {
+        QueryScope::Partition(_) => Reach::Partition,
+        QueryScope::Prefix(_) | QueryScope::CrossPartition => Reach::Wide,
     }
 }
