@@ -1,7 +1,8 @@
-//! The operations the application serves, one Azure Functions function each: the HTTP
-//! functions (name, method, route) and the names of the change-feed triggers. The function
-//! metadata is generated from this table, the router is checked against it, and telemetry
-//! names each request's operation from it.
+//! The operations the application serves, one Azure Functions function each: the API's HTTP
+//! functions (name, method, route), the pages' (the same, below the site's root), and the
+//! names of the change-feed triggers. The function metadata is generated from these tables,
+//! the routers are checked against them, and telemetry names each API request's operation
+//! from them.
 
 use crate::store::Tenancy;
 
@@ -139,4 +140,117 @@ pub fn function_for(method: &str, template: &str) -> Option<&'static str> {
 /// The HTTP functions of the `tenancy` layout.
 pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
     HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
+}
+
+// ---- the pages ------------------------------------------------------------------------------
+
+/// The route of a function at the site's root. The host never matches an empty route (it
+/// serves its own home page there, or 204 with `AzureWebJobsDisableHomepage`); an optional
+/// parameter that must be empty matches `/` and nothing else.
+pub const ROOT_ROUTE: &str = "{root:maxlength(0)?}";
+
+/// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageScope {
+    Blog,
+    Site,
+}
+
+/// One HTTP-triggered function of the web pages (`web::router`): a page, a form's post, a
+/// feed or the assets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFunction {
+    pub name: &'static str,
+    pub method: &'static str,
+    /// The path below the blog's (or the site's) root, without the leading `/`; empty for the
+    /// root itself.
+    pub route: &'static str,
+    pub scope: PageScope,
+}
+
+const fn page(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Blog,
+    }
+}
+
+const fn site(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Site,
+    }
+}
+
+/// Every page and form of the web front end, one function each (a test keeps this equal to
+/// what `web::router` serves). In the `single` layout the front page is also the readiness
+/// probe of clients that do not ask for HTML.
+pub const PAGE_FUNCTIONS: &[PageFunction] = &[
+    page("FrontPage", "get", ""),
+    page("FrontPageFeed", "get", "feed.atom"),
+    page("PostPage", "get", "posts/{postId}"),
+    page("PostLikesPage", "get", "posts/{postId}/likes"),
+    page("LikeForm", "post", "posts/{postId}/like"),
+    page("UnlikeForm", "post", "posts/{postId}/unlike"),
+    page("CommentForm", "post", "posts/{postId}/comments"),
+    page(
+        "DeleteCommentForm",
+        "post",
+        "posts/{postId}/comments/{commentId}/delete",
+    ),
+    page("EditPostPage", "get", "posts/{postId}/edit"),
+    page("EditPostForm", "post", "posts/{postId}/edit"),
+    page("DeletePostForm", "post", "posts/{postId}/delete"),
+    page("AuthorPage", "get", "users/{userId}"),
+    page("AuthorFeed", "get", "users/{userId}/feed.atom"),
+    page("WritePage", "get", "write"),
+    page("WriteForm", "post", "write"),
+    page("AccountPage", "get", "account"),
+    page("AccountForm", "post", "account"),
+    page("DeleteAccountPage", "get", "account/delete"),
+    page("DeleteAccountForm", "post", "account/delete"),
+    site("SignInPage", "get", "sign-in"),
+    site("SignInForm", "post", "sign-in"),
+    site("SignOutForm", "post", "sign-out"),
+    site("PageAsset", "get", "assets/{file}"),
+    site("Favicon", "get", "favicon.ico"),
+];
+
+/// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).
+pub const TENANT_PAGES_ROUTE_PREFIX: &str = "tenants/{tenantId}";
+
+impl PageFunction {
+    /// The route of `function.json` in `tenancy` (the host's prefix is empty).
+    pub fn host_route_in(&self, tenancy: Tenancy) -> String {
+        match (self.scope, tenancy, self.route) {
+            (PageScope::Site, _, route) | (PageScope::Blog, Tenancy::Single, route)
+                if !route.is_empty() =>
+            {
+                route.to_owned()
+            }
+            (PageScope::Blog, Tenancy::Multi, "") => TENANT_PAGES_ROUTE_PREFIX.to_owned(),
+            (PageScope::Blog, Tenancy::Multi, route) => {
+                format!("{TENANT_PAGES_ROUTE_PREFIX}/{route}")
+            }
+            _ => ROOT_ROUTE.to_owned(),
+        }
+    }
+
+    /// The path a browser calls in `tenancy`, e.g. `/posts/{postId}` or
+    /// `/tenants/{tenantId}/posts/{postId}`.
+    pub fn path_in(&self, tenancy: Tenancy) -> String {
+        match self.host_route_in(tenancy).as_str() {
+            ROOT_ROUTE => "/".to_owned(),
+            route => format!("/{route}"),
+        }
+    }
+}
+
+/// The page functions of the `tenancy` layout.
+pub fn page_functions(_tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
+    PAGE_FUNCTIONS.iter()
 }
