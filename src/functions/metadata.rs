@@ -13,9 +13,7 @@ use serde::Serialize;
 use crate::changefeed::recheck;
 use crate::copies::Source;
 pub use crate::operations::{
-    HTTP_FUNCTIONS, HttpFunction, PAGE_FUNCTIONS, PageFunction, PageScope, ROOT_ROUTE,
-    ROUTE_PREFIX, TENANT_PAGES_ROUTE_PREFIX, TENANT_ROUTE_PREFIX, function_for, http_functions,
-    page_functions,
+    HTTP_FUNCTIONS, HttpFunction, ROUTE_PREFIX, TENANT_ROUTE_PREFIX, function_for, http_functions,
 };
 use crate::store::Tenancy;
 
@@ -25,6 +23,11 @@ pub const EXECUTABLE: &str = "cosmos-blog";
 /// The host's own HTTP route prefix (`host.json`): none, so that the pages can be at the
 /// site's root; every API function's route starts with [`ROUTE_PREFIX`] itself.
 pub const HOST_ROUTE_PREFIX: &str = "";
+
+/// The route of a function at the site's root. The host never matches an empty route (it
+/// serves its own home page there, or 204 with `AzureWebJobsDisableHomepage`); an optional
+/// parameter that must be empty matches `/` and nothing else.
+pub const ROOT_ROUTE: &str = "{root:maxlength(0)?}";
 
 /// The app setting that turns the host's default home page off, so `/` reaches the front page.
 pub const DISABLE_HOMEPAGE_SETTING: &str = "AzureWebJobsDisableHomepage";
@@ -37,6 +40,112 @@ pub const FUNCTIONS_DIR: &str = "functions";
 
 /// The flag that pins the binary's layout; `host.json` passes it (see [`handler_arguments`]).
 pub const TENANCY_FLAG: &str = "--tenancy";
+
+/// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageScope {
+    Blog,
+    Site,
+}
+
+/// One HTTP-triggered function of the web pages (`web::router`): a page, a form's post, a
+/// feed or the assets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFunction {
+    pub name: &'static str,
+    pub method: &'static str,
+    /// The path below the blog's (or the site's) root, without the leading `/`; empty for the
+    /// root itself.
+    pub route: &'static str,
+    pub scope: PageScope,
+}
+
+const fn page(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Blog,
+    }
+}
+
+const fn site(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
+    PageFunction {
+        name,
+        method,
+        route,
+        scope: PageScope::Site,
+    }
+}
+
+/// Every page and form of the web front end, one function each (a test keeps this equal to
+/// what `web::router` serves). In the `single` layout the front page is also the readiness
+/// probe of clients that do not ask for HTML.
+pub const PAGE_FUNCTIONS: &[PageFunction] = &[
+    page("FrontPage", "get", ""),
+    page("FrontPageFeed", "get", "feed.atom"),
+    page("PostPage", "get", "posts/{postId}"),
+    page("PostLikesPage", "get", "posts/{postId}/likes"),
+    page("LikeForm", "post", "posts/{postId}/like"),
+    page("UnlikeForm", "post", "posts/{postId}/unlike"),
+    page("CommentForm", "post", "posts/{postId}/comments"),
+    page(
+        "DeleteCommentForm",
+        "post",
+        "posts/{postId}/comments/{commentId}/delete",
+    ),
+    page("EditPostPage", "get", "posts/{postId}/edit"),
+    page("EditPostForm", "post", "posts/{postId}/edit"),
+    page("DeletePostForm", "post", "posts/{postId}/delete"),
+    page("AuthorPage", "get", "users/{userId}"),
+    page("AuthorFeed", "get", "users/{userId}/feed.atom"),
+    page("WritePage", "get", "write"),
+    page("WriteForm", "post", "write"),
+    page("AccountPage", "get", "account"),
+    page("AccountForm", "post", "account"),
+    page("DeleteAccountPage", "get", "account/delete"),
+    page("DeleteAccountForm", "post", "account/delete"),
+    site("SignInPage", "get", "sign-in"),
+    site("SignInForm", "post", "sign-in"),
+    site("SignOutForm", "post", "sign-out"),
+    site("PageAsset", "get", "assets/{file}"),
+    site("Favicon", "get", "favicon.ico"),
+];
+
+/// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).
+pub const TENANT_PAGES_ROUTE_PREFIX: &str = "tenants/{tenantId}";
+
+impl PageFunction {
+    /// The route of `function.json` in `tenancy` (the host's prefix is empty).
+    pub fn host_route_in(&self, tenancy: Tenancy) -> String {
+        match (self.scope, tenancy, self.route) {
+            (PageScope::Site, _, route) | (PageScope::Blog, Tenancy::Single, route)
+                if !route.is_empty() =>
+            {
+                route.to_owned()
+            }
+            (PageScope::Blog, Tenancy::Multi, "") => TENANT_PAGES_ROUTE_PREFIX.to_owned(),
+            (PageScope::Blog, Tenancy::Multi, route) => {
+                format!("{TENANT_PAGES_ROUTE_PREFIX}/{route}")
+            }
+            _ => ROOT_ROUTE.to_owned(),
+        }
+    }
+
+    /// The path a browser calls in `tenancy`, e.g. `/posts/{postId}` or
+    /// `/tenants/{tenantId}/posts/{postId}`.
+    pub fn path_in(&self, tenancy: Tenancy) -> String {
+        match self.host_route_in(tenancy).as_str() {
+            ROOT_ROUTE => "/".to_owned(),
+            route => format!("/{route}"),
+        }
+    }
+}
+
+/// The page functions of the `tenancy` layout.
+pub fn page_functions(_tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
+    PAGE_FUNCTIONS.iter()
+}
 
 /// The arguments the host starts the binary with: the layout whose routes the metadata
 /// declares. The routes are fixed when the script root is made, so the package, not an app
