@@ -1532,6 +1532,33 @@ async fn every_page_function_reaches_a_page_of_the_app() {
     }
 }
 
+#[tokio::test]
+async fn the_site_root_of_a_multi_tenant_site_is_a_function_and_a_page_saying_where_blogs_are() {
+    let root_functions = |tenancy| -> Vec<&str> {
+        metadata::page_functions(tenancy)
+            .filter(|f| f.host_route_in(tenancy) == metadata::ROOT_ROUTE)
+            .map(|f| f.name)
+            .collect()
+    };
+    assert_eq!(root_functions(Tenancy::Single), ["FrontPage"]);
+    assert_eq!(root_functions(Tenancy::Multi), ["SiteRootPage"]);
+    let h = Harness::with(Tenancy::Multi);
+    let app = h.app();
+    let (status, _, html) =
+        html_of(&app, forwarded_page_request(Method::GET, "/", None, None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("no-blog-at-site-root") && html.contains("/tenants/"),
+        "{html}"
+    );
+    let probe = Request::get("/").body(Body::empty()).expect("request");
+    assert_eq!(
+        send(app.clone(), probe).await.0,
+        StatusCode::OK,
+        "readiness"
+    );
+}
+
 /// A browser's request as the host forwards it: its `Accept`, its cookies, Fetch Metadata.
 fn forwarded_page_request(
     method: Method,

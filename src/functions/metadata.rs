@@ -142,9 +142,15 @@ impl PageFunction {
     }
 }
 
+/// `/` of a `multi` site, which has no blog of its own: the binary answers a browser there
+/// with a page that says where the blogs are (a 404), and the host's probes with readiness.
+/// In `single` the front page is there.
+pub const MULTI_SITE_ROOT: PageFunction = site("SiteRootPage", "get", "");
+
 /// The page functions of the `tenancy` layout.
-pub fn page_functions(_tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
-    PAGE_FUNCTIONS.iter()
+pub fn page_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
+    let site_root = (tenancy == Tenancy::Multi).then_some(&MULTI_SITE_ROOT);
+    PAGE_FUNCTIONS.iter().chain(site_root)
 }
 
 /// The arguments the host starts the binary with: the layout whose routes the metadata

@@ -79,12 +79,45 @@ pub struct Button {
     csrf: String,
 }
 
+/// Refuses a form whose token is not the one its page carried.
+fn checked_token(context: &PageContext, posted_token: &str) -> Result<(), Refusal> {
+    if guard::token_matches(context.headers(), posted_token) {
+        Ok(())
+    } else {
+        Err(guard::forged_form().into())
+    }
+}
+
 /// The signed-in reader, after the form's token is checked.
 fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> {
-    if !guard::token_matches(context.headers(), posted_token) {
-        return Err(guard::forged_form().into());
-    }
+    checked_token(context, posted_token)?;
     signed_in(context)
+}
+
+/// The signed-in reader and the post of the path, for a form about a post.
+fn post_writer(
+    context: &PageContext,
+    posted_token: &str,
+    post_id: &str,
+) -> Result<(UserId, PostId), Refusal> {
+    let caller = writer(context, posted_token)?;
+    let post_id = PostId::parse(post_id).map_err(Error::from)?;
+    Ok((caller, post_id))
+}
+
+/// `done`'s answer to a write, except that a caller without a user item yet is sent to
+/// choose a username first, and then to `return_to`.
+fn unless_unregistered<T>(
+    context: &PageContext,
+    written: Result<T, Error>,
+    return_to: &str,
+    done: impl FnOnce(T) -> Response,
+) -> FormResult {
+    match written {
+        Ok(value) => Ok(done(value)),
+        Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(context, return_to)),
+        Err(other) => Err(other.into()),
+    }
 }
 
 fn signed_in(context: &PageContext) -> Result<UserId, Refusal> {
@@ -141,7 +174,7 @@ struct WritePage {
     problem: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub struct PostForm {
     #[serde(default)]
     csrf: String,
@@ -203,11 +236,7 @@ pub async fn write_page_get(context: PageContext, CurrentBlog(blog): CurrentBlog
         Err(Error::NotFound { .. }) => return Ok(choose_username_first(&context, &context.here)),
         other => other?,
     };
-    let empty = PostForm {
-        csrf: String::new(),
-        title: String::new(),
-        content: String::new(),
-    };
+    let empty = PostForm::default();
     Ok(context.respond(StatusCode::OK, &write_page(&context, None, &empty, None)))
 }
 
@@ -225,14 +254,10 @@ pub async fn create_post(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    match blog.create_post(&caller, title, content).await {
-        Ok(post) => Ok(Redirect::to(&post_href(&context.base, &post.id)).into_response()),
-        Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(
-            &context,
-            &format!("{}/write", context.base),
-        )),
-        Err(other) => Err(other.into()),
-    }
+    let written = blog.create_post(&caller, title, content).await;
+    unless_unregistered(&context, written, &context.here, |post| {
+        Redirect::to(&post_href(&context.base, &post.id)).into_response()
+    })
 }
 
 /// `GET /posts/{postId}/edit`: the author's form, filled with the post.
@@ -248,9 +273,9 @@ pub async fn edit_post_page(
         return Err(Error::Forbidden("only the author may edit a post").into());
     }
     let form = PostForm {
-        csrf: String::new(),
         title: post.title,
         content: post.content,
+        ..PostForm::default()
     };
     let page = write_page(&context, Some(&post_id), &form, None);
     Ok(context.respond(StatusCode::OK, &page))
@@ -263,8 +288,7 @@ pub async fn edit_post(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     let (title, content) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
@@ -283,8 +307,7 @@ pub async fn delete_post(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(Redirect::to(&home(&context)).into_response())
 }
@@ -307,9 +330,7 @@ pub async fn add_comment(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
-    let href = post_href(&context.base, &post_id);
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     let content = match CommentContent::parse(&form.content) {
         Ok(content) => content,
         Err(refused) => {
@@ -319,14 +340,11 @@ pub async fn add_comment(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    match blog.add_comment(&caller, &post_id, content).await {
-        Ok(comment) => Ok(
-            Redirect::to(&format!("{href}#comment-{}", encode(comment.id.as_str())))
-                .into_response(),
-        ),
-        Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(&context, &href)),
-        Err(other) => Err(other.into()),
-    }
+    let href = post_href(&context.base, &post_id);
+    let written = blog.add_comment(&caller, &post_id, content).await;
+    unless_unregistered(&context, written, &href, |comment| {
+        Redirect::to(&format!("{href}#comment-{}", encode(comment.id.as_str()))).into_response()
+    })
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: by the comment's or the post's author.
@@ -336,8 +354,7 @@ pub async fn delete_comment(
     PathPair(post_id, comment_id): PathPair,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     let comment_id = CommentId::parse(&comment_id).map_err(Error::from)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     Ok(Redirect::to(&format!("{}#comments", post_href(&context.base, &post_id))).into_response())
@@ -350,12 +367,13 @@ pub async fn like(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
-    let href = post_href(&context.base, &post_id);
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     match blog.like_post(&caller, &post_id).await {
         Ok(_) => after_like(&context, &blog, &post_id, true).await,
-        Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(&context, &href)),
+        Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(
+            &context,
+            &post_href(&context.base, &post_id),
+        )),
         Err(other) => Err(other.into()),
     }
 }
@@ -367,8 +385,7 @@ pub async fn unlike(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     match blog.unlike(&caller, &post_id).await {
         // Not liked (any more): nothing to remove, which is what was asked.
         Ok(()) | Err(Error::NotFound { kind: "like", .. }) => {
@@ -415,6 +432,20 @@ struct AccountPage {
     return_to: String,
 }
 
+impl AccountPage {
+    fn new(context: &PageContext, caller: &UserId, registered: bool, username: String) -> Self {
+        Self {
+            l: context.layout("Your account · Cosmos Blog", "Your username and account."),
+            user_id: caller.as_str().to_owned(),
+            registered,
+            username,
+            username_error: None,
+            note: None,
+            return_to: String::new(),
+        }
+    }
+}
+
 /// `?return=` of the account and sign-in pages: where to go once done.
 #[derive(Deserialize)]
 pub struct ReturnTo {
@@ -435,16 +466,11 @@ pub async fn account_page(
         Err(Error::NotFound { .. }) => (false, String::new()),
         Err(other) => return Err(other.into()),
     };
-    let note = (!registered)
-        .then(|| "Choose a username: it is shown with everything you write.".to_owned());
     let page = AccountPage {
-        l: context.layout("Your account · Cosmos Blog", "Your username and account."),
-        user_id: caller.as_str().to_owned(),
-        registered,
-        username,
-        username_error: None,
-        note,
+        note: (!registered)
+            .then(|| "Choose a username: it is shown with everything you write.".to_owned()),
         return_to: query.return_to.unwrap_or_default(),
+        ..AccountPage::new(&context, &caller, registered, username)
     };
     Ok(context.respond(StatusCode::OK, &page))
 }
@@ -471,13 +497,9 @@ pub async fn rename(
         Err(refused) => {
             let registered = blog.get_user(&caller).await.is_ok();
             let page = AccountPage {
-                l: context.layout("Your account · Cosmos Blog", "Your username and account."),
-                user_id: caller.as_str().to_owned(),
-                registered,
-                username: form.username.clone(),
                 username_error: Some(format!("The username {}.", refused.reason)),
-                note: None,
                 return_to: form.return_to.clone(),
+                ..AccountPage::new(&context, &caller, registered, form.username.clone())
             };
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
@@ -500,14 +522,20 @@ struct DeleteAccountPage {
     error: Option<String>,
 }
 
+impl DeleteAccountPage {
+    fn new(context: &PageContext, caller: &UserId, error: Option<String>) -> Self {
+        Self {
+            l: context.layout("Delete your account · Cosmos Blog", "Delete your account."),
+            user_id: caller.as_str().to_owned(),
+            error,
+        }
+    }
+}
+
 /// `GET /account/delete`: the confirmation.
 pub async fn delete_account_page(context: PageContext) -> FormResult {
     let caller = signed_in(&context)?;
-    let page = DeleteAccountPage {
-        l: context.layout("Delete your account · Cosmos Blog", "Delete your account."),
-        user_id: caller.as_str().to_owned(),
-        error: None,
-    };
+    let page = DeleteAccountPage::new(&context, &caller, None);
     Ok(context.respond(StatusCode::OK, &page))
 }
 
@@ -528,11 +556,8 @@ pub async fn delete_account(
 ) -> FormResult {
     let caller = writer(&context, &form.csrf)?;
     if form.confirm != "yes" {
-        let page = DeleteAccountPage {
-            l: context.layout("Delete your account · Cosmos Blog", "Delete your account."),
-            user_id: caller.as_str().to_owned(),
-            error: Some("Tick the box to confirm.".to_owned()),
-        };
+        let refused = Some("Tick the box to confirm.".to_owned());
+        let page = DeleteAccountPage::new(&context, &caller, refused);
         return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
     }
     blog.delete_user(&caller, &caller).await?;
@@ -554,6 +579,25 @@ struct SignInPage {
     user_id: String,
     error: Option<String>,
     return_to: String,
+}
+
+impl SignInPage {
+    fn new(
+        context: &PageContext,
+        user_id: String,
+        error: Option<String>,
+        return_to: String,
+    ) -> Self {
+        Self {
+            l: context.layout(
+                "Sign in · Cosmos Blog",
+                "Sign in to write, comment and like.",
+            ),
+            user_id,
+            error,
+            return_to,
+        }
+    }
 }
 
 /// `GET /sign-in`: the development sign-in form; under Easy Auth, its login.
@@ -578,15 +622,7 @@ pub async fn sign_in_page(mut context: PageContext, Query(query): Query<ReturnTo
         }
     }
     context.ensure_form_token();
-    let page = SignInPage {
-        l: context.layout(
-            "Sign in · Cosmos Blog",
-            "Sign in to write, comment and like.",
-        ),
-        user_id: String::new(),
-        error: None,
-        return_to,
-    };
+    let page = SignInPage::new(&context, String::new(), None, return_to);
     Ok(context.respond(StatusCode::OK, &page))
 }
 
@@ -611,23 +647,14 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
         )
         .into());
     }
-    if !guard::token_matches(context.headers(), &form.csrf) {
-        return Err(guard::forged_form().into());
-    }
+    checked_token(&context, &form.csrf)?;
     let return_to = local_path(Some(&form.return_to), "/");
     let user_id = match UserId::parse(form.user_id.trim()) {
         Ok(user_id) => user_id,
         Err(refused) => {
             context.ensure_form_token();
-            let page = SignInPage {
-                l: context.layout(
-                    "Sign in · Cosmos Blog",
-                    "Sign in to write, comment and like.",
-                ),
-                user_id: form.user_id.clone(),
-                error: Some(format!("The user id {}.", refused.reason)),
-                return_to,
-            };
+            let reason = Some(format!("The user id {}.", refused.reason));
+            let page = SignInPage::new(&context, form.user_id.clone(), reason, return_to);
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
@@ -644,9 +671,7 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
 
 /// `POST /sign-out` (development): forgets the cookie.
 pub async fn sign_out(context: PageContext, FormBody(form): FormBody<SignInForm>) -> FormResult {
-    if !guard::token_matches(context.headers(), &form.csrf) {
-        return Err(guard::forged_form().into());
-    }
+    checked_token(&context, &form.csrf)?;
     let mut response = Redirect::to(&local_path(Some(&form.return_to), "/")).into_response();
     response
         .headers_mut()

@@ -4,9 +4,11 @@
 //! What is stored stays the Markdown the writer sent; this runs when a page shows it.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use pulldown_cmark::{Options, Parser, html};
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
 
 /// The sanitiser, built once: its allowlists are fixed.
 static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
@@ -21,6 +23,50 @@ static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     builder
 });
 
+/// How much rendered posts may hold, in bytes of Markdown and HTML together.
+const RENDERED_BYTES: u64 = 16 * 1024 * 1024;
+
+/// About how many posts that is (the cache sizes its tables by it).
+const RENDERED_POSTS: usize = 2_000;
+
+/// A post's HTML and the Markdown it was made from.
+struct Rendered {
+    markdown: String,
+    html: Arc<str>,
+}
+
+#[derive(Clone)]
+struct BySize;
+
+impl Weighter<String, Arc<Rendered>> for BySize {
+    fn weight(&self, post_id: &String, rendered: &Arc<Rendered>) -> u64 {
+        (post_id.len() + rendered.markdown.len() + rendered.html.len()) as u64
+    }
+}
+
+/// Posts rendered lately, by post id. Rendering and sanitising is most of a post page's work
+/// and a post's content seldom changes, so each is done once per content: an entry serves
+/// only the very Markdown it was made from (an edited post renders anew, and two tenants'
+/// posts of one id never share HTML). Bounded by size, least recently used first out.
+static RENDERED: LazyLock<Cache<String, Arc<Rendered>, BySize>> =
+    LazyLock::new(|| Cache::with_weighter(RENDERED_POSTS, RENDERED_BYTES, BySize));
+
+/// The post `post_id`'s `markdown` as sanitised HTML, rendered once per content.
+pub fn post_html(post_id: &str, markdown: &str) -> Arc<str> {
+    if let Some(rendered) = RENDERED.get(post_id)
+        && rendered.markdown == markdown
+    {
+        return Arc::clone(&rendered.html);
+    }
+    let html: Arc<str> = to_safe_html(markdown).into();
+    let rendered = Rendered {
+        markdown: markdown.to_owned(),
+        html: Arc::clone(&html),
+    };
+    RENDERED.insert(post_id.to_owned(), Arc::new(rendered));
+    html
+}
+
 /// `markdown` as sanitised HTML, ready to be put in a page as it is.
 pub fn to_safe_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
@@ -31,7 +77,23 @@ pub fn to_safe_html(markdown: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::to_safe_html;
+    use super::{post_html, to_safe_html};
+
+    #[test]
+    fn a_post_renders_once_per_content() {
+        let first = post_html("cached-post", "**one**");
+        assert!(first.contains("<strong>one</strong>"), "{first}");
+        let again = post_html("cached-post", "**one**");
+        assert!(
+            std::sync::Arc::ptr_eq(&first, &again),
+            "served from the cache"
+        );
+        let edited = post_html("cached-post", "*two*");
+        assert!(
+            edited.contains("<em>two</em>") && !edited.contains("one"),
+            "{edited}"
+        );
+    }
 
     #[test]
     fn renders_commonmark_with_tables_strikethrough_and_autolinks() {

@@ -178,11 +178,14 @@ fn tenant_pages(state: AppState) -> Router {
         )
 }
 
-/// `/` of a multi-tenant site, for a browser: the site has no blog of its own.
+/// `/` of a multi-tenant site, for a browser: the site has no blog of its own, and does not
+/// list its tenants (one tenant's readers need not learn of the others), so the page says
+/// where a blog is. Under the Functions host `functions::metadata::MULTI_SITE_ROOT` brings
+/// the request here.
 async fn no_blog_here() -> Problem {
     Problem::new(
         StatusCode::NOT_FOUND,
-        "route-not-found",
+        "no-blog-at-site-root",
         "this site holds many blogs: each one is at /tenants/{its id}/",
     )
 }

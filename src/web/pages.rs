@@ -2,19 +2,23 @@
 //! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
 //! error page. Each makes the store requests of the API queries it shows, no more.
 
+use std::sync::{Arc, LazyLock};
+
 use askama::Template;
 use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::Response;
+use quick_cache::sync::Cache;
 use serde::Deserialize;
 
 use super::context::{Layout, OpenGraph, PageContext, encode};
 use super::markdown;
 use crate::api::extract::PathParam;
+use crate::api::feed_cache::FeedItems;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, UserId};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::Page;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
@@ -85,28 +89,70 @@ fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
 #[template(path = "front.html")]
 struct FrontPage {
     l: Layout,
-    posts: Vec<PostView>,
+    list: Arc<FrontList>,
 }
+
+#[derive(Template)]
+#[template(path = "post_list.html")]
+struct PostList<'a> {
+    posts: &'a [PostView],
+}
+
+/// The front page's list of posts as HTML, and the feed it was made from.
+struct FrontList {
+    feed: FeedItems,
+    html: Arc<str>,
+    empty: bool,
+}
+
+/// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
+/// tenants').
+const FRONT_LISTS_KEPT: usize = 256;
+
+/// The front page's list of each blog, by its base path. The list is the same for every
+/// reader until the feed cache holds new items, so it is parsed and rendered once per feed
+/// rather than on every request; an entry serves only the very feed it was made from.
+static FRONT_LISTS: LazyLock<Cache<String, Arc<FrontList>>> =
+    LazyLock::new(|| Cache::new(FRONT_LISTS_KEPT));
 
 /// `/`: the newest posts, from the feed cache like `GET /api/feed`.
 pub async fn front_page(
     context: PageContext,
     CurrentScope(scope): CurrentScope,
 ) -> Result<Response> {
-    let items = scope.feed.items(&scope.blog).await?;
-    let posts = items
-        .iter()
-        .take(FRONT_PAGE_POSTS)
-        .map(|item| serde_json::from_str::<Post>(item).map(|p| PostView::of(&p, &context.base)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let feed = scope.feed.items(&scope.blog).await?;
+    let list = match FRONT_LISTS.get(&context.base) {
+        Some(list) if Arc::ptr_eq(&list.feed, &feed) => list,
+        _ => {
+            let list = Arc::new(front_list(feed, &context.base)?);
+            FRONT_LISTS.insert(context.base.clone(), Arc::clone(&list));
+            list
+        }
+    };
     let page = FrontPage {
         l: context.layout(
             "Cosmos Blog: latest posts",
             "The newest posts on this blog, with their authors, comments and likes.",
         ),
-        posts,
+        list,
     };
     Ok(context.respond(StatusCode::OK, &page))
+}
+
+fn front_list(feed: FeedItems, base: &str) -> Result<FrontList> {
+    let posts = feed
+        .iter()
+        .take(FRONT_PAGE_POSTS)
+        .map(|item| serde_json::from_str::<Post>(item).map(|p| PostView::of(&p, base)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let html = PostList { posts: &posts }
+        .render()
+        .map_err(|e| Error::Internal(format!("the front page's list did not render: {e}")))?;
+    Ok(FrontList {
+        feed,
+        html: html.into(),
+        empty: posts.is_empty(),
+    })
 }
 
 pub struct CommentView {
@@ -125,7 +171,7 @@ pub struct CommentView {
 pub struct PostPage {
     pub l: Layout,
     pub post: PostView,
-    pub content_html: String,
+    pub content_html: Arc<str>,
     pub likes_href: String,
     pub is_author: bool,
     /// Whether the signed-in reader likes the post: they are offered Unlike, else Like.
@@ -226,7 +272,7 @@ pub fn post_page_of(
         later: comments
             .continuation
             .map(|token| format!("{}?comments={}#comments", view.href, encode(&token))),
-        content_html: markdown::to_safe_html(&post.content),
+        content_html: markdown::post_html(post.id.as_str(), &post.content),
         post: view,
         is_author,
         liked,

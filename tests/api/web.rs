@@ -71,16 +71,32 @@ impl<'a> Browser<'a> {
 
     /// GET a page; keeps the CSRF cookie the server sets.
     async fn get(&mut self, path: &str) -> (StatusCode, Html, HeaderMap) {
-        let response = self
-            .request(Method::GET, self.page_url(path))
-            .send()
-            .await
-            .expect("sent");
+        let response = self.fetch(self.page_url(path)).await;
         self.keep_token(response.headers());
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.text().await.expect("body");
         (status, Html::parse_document(&body), headers)
+    }
+
+    /// GET the page of `url` (a whole URL), as it is answered.
+    async fn fetch(&self, url: String) -> Response {
+        self.request(Method::GET, url).send().await.expect("sent")
+    }
+
+    /// GET a page by a link one of the site's pages holds (it names the tenant already).
+    async fn follow(&self, href: &str) -> (StatusCode, Html) {
+        let response = self.fetch(format!("{}{href}", self.app.address)).await;
+        (response.status(), parsed(response).await)
+    }
+
+    /// The HTML of the blog's page `path`, as sent.
+    async fn html(&self, path: &str) -> String {
+        self.fetch(self.page_url(path))
+            .await
+            .text()
+            .await
+            .expect("body")
     }
 
     fn keep_token(&mut self, headers: &HeaderMap) {
@@ -118,6 +134,11 @@ impl<'a> Browser<'a> {
             .await
             .expect("sent")
     }
+}
+
+/// A response's body as an HTML document.
+async fn parsed(response: Response) -> Html {
+    Html::parse_document(&response.text().await.expect("body"))
 }
 
 fn encode(text: &str) -> String {
@@ -266,14 +287,7 @@ async fn front_page_shows_the_feed_with_links_counts_and_escaped_text(app: TestA
         ["Latest", "Sign in"],
         "signed out"
     );
-    let html = reader
-        .request(Method::GET, page_url(&app, "/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = reader.html("/").await;
     assert_inert(&html);
 }
 
@@ -289,11 +303,7 @@ async fn pages_carry_the_security_headers_and_answer_conditional_gets(app: TestA
         "/feed.atom",
         "/users/ada/feed.atom",
     ] {
-        let first = reader
-            .request(Method::GET, page_url(&app, path))
-            .send()
-            .await
-            .unwrap();
+        let first = reader.fetch(page_url(&app, path)).await;
         assert_eq!(first.status(), StatusCode::OK, "{path}");
         let headers = first.headers();
         let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
@@ -326,11 +336,7 @@ async fn pages_carry_the_security_headers_and_answer_conditional_gets(app: TestA
         assert_eq!(stale.status(), StatusCode::OK, "{path}");
     }
     // A change makes a new tag: the post's like count is on its page.
-    let first = reader
-        .request(Method::GET, page_url(&app, &post_path))
-        .send()
-        .await
-        .unwrap();
+    let first = reader.fetch(page_url(&app, &post_path)).await;
     let etag = first.headers()[header::ETAG].clone();
     app.like("ada", post["id"].as_str().unwrap()).await;
     let after = reader
@@ -388,23 +394,11 @@ async fn the_post_page_renders_sanitised_markdown_pages_comments_and_links_likes
     let likes_href = select_attr(&page, "a[href$='/likes']", "href");
     let later = select_attr(&page, "a[rel=next]", "href");
     assert!(later.contains("?comments="), "{later}");
-    let html = reader
-        .request(Method::GET, page_url(&app, &format!("/posts/{post_id}")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = reader.html(&format!("/posts/{post_id}")).await;
     assert_inert(&html);
 
-    let next = reader
-        .request(Method::GET, format!("{}{later}", app.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(next.status(), StatusCode::OK);
-    let next = Html::parse_document(&next.text().await.unwrap());
+    let (status, next) = reader.follow(&later).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(
         select_text(&next, ".comment-text"),
         [
@@ -413,13 +407,8 @@ async fn the_post_page_renders_sanitised_markdown_pages_comments_and_links_likes
         ]
     );
 
-    let likes = reader
-        .request(Method::GET, format!("{}{likes_href}", app.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(likes.status(), StatusCode::OK);
-    let likes = Html::parse_document(&likes.text().await.unwrap());
+    let (status, likes) = reader.follow(&likes_href).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(select_text(&likes, "ol.likes a"), ["Bob"]);
 }
 
@@ -444,12 +433,7 @@ async fn the_author_page_lists_their_posts_a_page_at_a_time(app: TestApp) {
         "newest first"
     );
     let older = select_attr(&page, "a[rel=next]", "href");
-    let response = reader
-        .request(Method::GET, format!("{}{older}", app.address))
-        .send()
-        .await
-        .unwrap();
-    let older = Html::parse_document(&response.text().await.unwrap());
+    let (_, older) = reader.follow(&older).await;
     assert_eq!(select_text(&older, "ol.posts h2 a"), ["post 0"]);
     let (status, _, _) = reader.get("/users/nobody").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
@@ -494,7 +478,7 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         .post("/account", &[("username", "  "), ("return", "")])
         .await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let page = Html::parse_document(&refused.text().await.unwrap());
+    let page = parsed(refused).await;
     assert!(!select_text(&page, "#username-error").is_empty());
     assert_eq!(
         app.get("/api/users/ada").await.status(),
@@ -522,7 +506,7 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         .post("/write", &[("title", &long_title), ("content", HOSTILE)])
         .await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let page = Html::parse_document(&refused.text().await.unwrap());
+    let page = parsed(refused).await;
     assert!(!select_text(&page, "#title-error").is_empty());
     assert!(select_text(&page, "#content-error").is_empty());
     assert_eq!(select_attr(&page, "#title", "value"), long_title);
@@ -551,7 +535,9 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
     };
     let own_path = blog_path(&post_path);
 
-    // Edit.
+    // Edit: the page shows the new content, not the old one's rendering.
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content strong"), ["hi"]);
     let (status, page, _) = ada.get(&format!("{own_path}/edit")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(select_attr(&page, "#title", "value"), "Hello");
@@ -566,6 +552,8 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         app.get_json(&format!("/api/posts/{post_id}")).await["title"],
         "Hello again"
     );
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content"), ["new\n"]);
 
     // Another reader comments (bad, then good), likes, unlikes; may not edit.
     app.register("bob", "Bob").await;
@@ -586,7 +574,7 @@ async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app:
         .post(&format!("{own_path}/comments"), &[("content", " ")])
         .await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let page = Html::parse_document(&refused.text().await.unwrap());
+    let page = parsed(refused).await;
     assert!(!select_text(&page, "#comment-error").is_empty());
     let commented = bob
         .post(&format!("{own_path}/comments"), &[("content", HOSTILE)])
@@ -671,7 +659,7 @@ async fn the_development_sign_in_sets_the_cookie_pages_and_the_api_read(app: Tes
         .await
         .unwrap();
     browser.keep_token(response.headers());
-    let page = Html::parse_document(&response.text().await.unwrap());
+    let page = parsed(response).await;
     assert_eq!(select_attr(&page, "label[for=user_id]", "for"), "user_id");
     let token = select_attr(&page, "input[name=csrf]", "value");
     let send = |fields: Vec<(&'static str, String)>| {
@@ -686,7 +674,7 @@ async fn the_development_sign_in_sets_the_cookie_pages_and_the_api_read(app: Tes
         .await
         .unwrap();
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let page = Html::parse_document(&refused.text().await.unwrap());
+    let page = parsed(refused).await;
     assert_eq!(select_attr(&page, "#user_id", "value"), "a/b");
     let signed_in = send(vec![
         ("user_id", "ada".into()),
@@ -733,7 +721,7 @@ async fn nothing_can_be_written_cross_site(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
-    let page = Html::parse_document(&no_token.text().await.unwrap());
+    let page = parsed(no_token).await;
     assert_eq!(select_text(&page, "main code"), ["csrf-token"]);
 
     // A form with the token, posted from another site.
@@ -823,11 +811,7 @@ async fn the_atom_feeds_hold_q6_and_q3(app: TestApp) {
     assert_eq!(q6[0]["id"], last["id"]);
 
     let reader = Browser::new(&app, None);
-    let response = reader
-        .request(Method::GET, page_url(&app, "/feed.atom"))
-        .send()
-        .await
-        .unwrap();
+    let response = reader.fetch(page_url(&app, "/feed.atom")).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(
         response.headers()[header::CONTENT_TYPE]
@@ -840,11 +824,7 @@ async fn the_atom_feeds_hold_q6_and_q3(app: TestApp) {
     assert_entries_are(&atom, &q6, &app);
 
     let q3 = all_copies(&app, "/api/users/ada/posts", 3).await;
-    let response = reader
-        .request(Method::GET, page_url(&app, "/users/ada/feed.atom"))
-        .send()
-        .await
-        .unwrap();
+    let response = reader.fetch(page_url(&app, "/users/ada/feed.atom")).await;
     let atom = parse_atom(&response.text().await.unwrap());
     assert_entries_are(&atom, &q3, &app);
 }
@@ -947,17 +927,8 @@ async fn the_front_page_is_light(app: TestApp) {
         .await;
     }
     let html = eventually(WITHIN, || async {
-        let response = Browser::new(&app, None)
-            .request(Method::GET, page_url(&app, "/"))
-            .send()
-            .await
-            .unwrap();
-        let html = response.text().await.unwrap();
-        (Html::parse_document(&html)
-            .select(&Selector::parse("ol.posts > li").unwrap())
-            .count()
-            >= 30)
-            .then_some(html)
+        let html = Browser::new(&app, None).html("/").await;
+        (select(&Html::parse_document(&html), "ol.posts > li").len() >= 30).then_some(html)
     })
     .await;
     let page = Html::parse_document(&html);
@@ -1020,22 +991,17 @@ mod tenants {
             let (status, _, _) = in_south.get(&path).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
         }
-        let feed = in_south
-            .request(Method::GET, page_url(&south, "/feed.atom"))
-            .send()
-            .await
-            .unwrap();
-        assert!(parse_atom(&feed.text().await.unwrap()).entries().is_empty());
+        let feed = in_south.html("/feed.atom").await;
+        assert!(parse_atom(&feed).entries().is_empty());
         let mut in_north = Browser::new(&north, None);
         let (_, front, _) = in_north.get("/").await;
         assert_eq!(select_text(&front, "ol.posts h2 a"), ["northern news"]);
         // The site's root has no blog of its own.
-        let root = in_north
-            .request(Method::GET, format!("{}/", north.address))
-            .send()
-            .await
-            .unwrap();
+        let root = in_north.fetch(format!("{}/", north.address)).await;
         assert_eq!(root.status(), StatusCode::NOT_FOUND);
+        let root = parsed(root).await;
+        assert_eq!(select_text(&root, "main code"), ["no-blog-at-site-root"]);
+        assert!(select_text(&root, "main").concat().contains("/tenants/"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,13 +1,21 @@
-//! The real application for a browser: testkit's application on a fresh embedded store, with
+//! The real application for a browser: testkit's application on a fresh store (embedded,
+//! unless a test asks for the Cosmos DB emulator or the `multi` layout), with
 //! the change-feed pump and the development sign-in (`header` mode on loopback), plus the API
 //! calls the browser tests make around what the browser does.
 
+use cosmos_blog::store::Tenancy;
 use reqwest::StatusCode;
 use serde_json::Value;
 use testkit::{Backend, TestApp};
 
 pub async fn spawn() -> TestApp {
-    TestApp::spawn(Backend::Embedded).start().await
+    spawn_on(Backend::Embedded, Tenancy::Single).await
+}
+
+/// The application on a fresh store of `backend` in `layout`; in `multi`, addressed as one
+/// tenant, whose pages are under `/tenants/{tenantId}/`.
+pub async fn spawn_on(backend: Backend, layout: Tenancy) -> TestApp {
+    TestApp::spawn(backend).layout(layout).start().await
 }
 
 /// Writes a post through the API (as a script would: no browser, so no `Origin`); returns

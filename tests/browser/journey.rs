@@ -31,7 +31,7 @@ async fn alice_writes_a_post(v: &Visitor) -> String {
         rel.contains("nofollow") && rel.contains("ugc"),
         "a link she wrote carries rel=\"nofollow ugc\": {rel:?}"
     );
-    v.reload_until("/", "the new post", |text| text.contains(TITLE))
+    v.reload_until(&v.in_blog("/"), "the new post", |text| text.contains(TITLE))
         .await;
     v.find(&format!("ol.posts a[href='{post}']")).await;
     v.sign_out().await;
@@ -66,9 +66,10 @@ async fn alice_renames_and_the_name_changes_everywhere(v: &Visitor, post: &str) 
     v.set_username("Alice Cooper").await;
     let renamed = |text: &str| text.contains("by Alice Cooper") && !text.contains("by Alice ·");
     v.reload_until(post, "the new name", renamed).await;
-    v.reload_until("/", "the new name", renamed).await;
+    v.reload_until(&v.in_blog("/"), "the new name", renamed)
+        .await;
     let author_page = v
-        .reload_until("/users/alice", "the new name", |text| {
+        .reload_until(&v.in_blog("/users/alice"), "the new name", |text| {
             text.starts_with("Alice Cooper") && text.contains(TITLE)
         })
         .await;
@@ -88,20 +89,22 @@ async fn alice_deletes_the_comment_and_the_post(v: &Visitor, post: &str) {
         gone.contains("404"),
         "the deleted post's page is a 404: {gone}"
     );
-    v.reload_until("/", "no post", |text| !text.contains(TITLE))
+    v.reload_until(&v.in_blog("/"), "no post", |text| !text.contains(TITLE))
         .await;
     v.sign_out().await;
 }
 
 async fn bob_erases_his_account(v: &Visitor) {
     v.sign_in("bob").await;
-    v.open("/account/delete").await;
+    v.open(&v.in_blog("/account/delete")).await;
     v.find("#confirm")
         .await
         .click()
         .await
         .expect("the confirmation is ticked");
     v.press("main form button.danger").await;
-    v.reload_until("/users/bob", "no such author", |text| text.contains("404"))
-        .await;
+    v.reload_until(&v.in_blog("/users/bob"), "no such author", |text| {
+        text.contains("404")
+    })
+    .await;
 }

@@ -12,27 +12,53 @@ mod pages;
 mod screenshots;
 
 use chromium::{Script, with_browser};
+use cosmos_blog::store::Tenancy;
 use pages::Visitor;
+use testkit::{Backend, TestApp};
 
 #[tokio::test]
 async fn two_people_use_the_blog_with_javascript() {
     let app = blog::spawn().await;
-    with_browser(
-        "two_people_use_the_blog_with_javascript",
-        Script::On,
-        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::On),
-    )
-    .await;
+    journey("two_people_use_the_blog_with_javascript", &app, Script::On).await;
 }
 
 #[tokio::test]
 async fn two_people_use_the_blog_without_javascript() {
     let app = blog::spawn().await;
-    with_browser(
+    journey(
         "two_people_use_the_blog_without_javascript",
+        &app,
         Script::Off,
-        |client| journey::two_people_use_the_blog(Visitor::new(client, &app.address), Script::Off),
     )
+    .await;
+}
+
+#[tokio::test]
+async fn two_people_use_a_tenants_blog_in_the_multi_layout() {
+    let app = blog::spawn_on(Backend::Embedded, Tenancy::Multi).await;
+    journey(
+        "two_people_use_a_tenants_blog_in_the_multi_layout",
+        &app,
+        Script::On,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn two_people_use_the_blog_on_the_cosmos_emulator() {
+    let app = blog::spawn_on(Backend::Cosmos, Tenancy::Single).await;
+    journey(
+        "two_people_use_the_blog_on_the_cosmos_emulator",
+        &app,
+        Script::Off,
+    )
+    .await;
+}
+
+async fn journey(test_name: &str, app: &TestApp, script: Script) {
+    with_browser(test_name, script, |client| {
+        journey::two_people_use_the_blog(Visitor::new(client, app), script)
+    })
     .await;
 }
 
@@ -40,7 +66,7 @@ async fn two_people_use_the_blog_without_javascript() {
 async fn hostile_text_never_runs() {
     let app = blog::spawn().await;
     with_browser("hostile_text_never_runs", Script::On, |client| {
-        hostile::hostile_text_never_runs(Visitor::new(client, &app.address))
+        hostile::hostile_text_never_runs(Visitor::new(client, &app))
     })
     .await;
 }
@@ -52,10 +78,7 @@ async fn a_form_from_another_origin_is_refused() {
         "a_form_from_another_origin_is_refused",
         Script::On,
         |client| {
-            cross_site::a_form_from_another_origin_is_refused(
-                Visitor::new(client, &app.address),
-                &app,
-            )
+            cross_site::a_form_from_another_origin_is_refused(Visitor::new(client, &app), &app)
         },
     )
     .await;
@@ -65,7 +88,7 @@ async fn a_form_from_another_origin_is_refused() {
 async fn the_front_page_and_a_post_page() {
     let app = blog::spawn().await;
     with_browser("the_front_page_and_a_post_page", Script::On, |client| {
-        screenshots::the_front_page_and_a_post_page(Visitor::new(client, &app.address), &app)
+        screenshots::the_front_page_and_a_post_page(Visitor::new(client, &app), &app)
     })
     .await;
 }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 
+use testkit::TestApp;
+
 use crate::chromium::Script;
 
 /// How long a page may take to show what the change feed derives (generous: a loaded CI
@@ -18,20 +20,34 @@ const RELOAD_PERIOD: Duration = Duration::from_millis(50);
 
 pub struct Visitor {
     pub client: Client,
-    /// `http://127.0.0.1:PORT` of the blog.
+    /// `http://127.0.0.1:PORT` of the site.
     pub base: String,
+    /// Where the blog's pages are on the site: empty in `single`, `/tenants/{tenantId}` in
+    /// `multi` (the sign-in and sign-out pages are the site's, at its root).
+    pub blog: String,
 }
 
 impl Visitor {
-    pub fn new(client: Client, base: &str) -> Self {
+    /// A visitor of `app`'s blog (in `multi`, of the tenant `app` addresses).
+    pub fn new(client: Client, app: &TestApp) -> Self {
+        let blog = match &app.tenant {
+            Some(tenant) => format!("/tenants/{}", encode_segment(tenant.as_str())),
+            None => String::new(),
+        };
         Self {
             client,
-            base: base.to_owned(),
+            base: app.address.clone(),
+            blog,
         }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// The path of the blog's page `path` (`/`, `/write`, `/users/alice`...).
+    pub fn in_blog(&self, path: &str) -> String {
+        format!("{}{path}", self.blog)
     }
 
     /// Opens `path` of the blog and waits for its main content.
@@ -173,7 +189,7 @@ impl Visitor {
 
     /// Chooses or changes the signed-in user's username on the account page.
     pub async fn set_username(&self, username: &str) {
-        self.open("/account").await;
+        self.open(&self.in_blog("/account")).await;
         self.type_into("#username", username).await;
         self.press("main form button[type=submit]").await;
     }
@@ -189,13 +205,13 @@ impl Visitor {
 
     /// Writes a post on the write page; returns its page's path.
     pub async fn write_post(&self, title: &str, content: &str) -> String {
-        self.open("/write").await;
+        self.open(&self.in_blog("/write")).await;
         self.type_into("#title", title).await;
         self.type_into("#content", content).await;
         self.press("main form button[type=submit]").await;
         let path = self.path().await;
         assert!(
-            path.starts_with("/posts/"),
+            path.starts_with(&self.in_blog("/posts/")),
             "writing a post leads to its page: {}",
             self.describe().await
         );
@@ -269,4 +285,11 @@ impl Visitor {
         };
         format!("{url} (\"{heading}\")")
     }
+}
+
+/// `text` as one percent-encoded path segment, as a browser shows it in a URL.
+fn encode_segment(text: &str) -> String {
+    let mut url = reqwest::Url::parse("http://x/").expect("a URL");
+    url.path_segments_mut().expect("a path").push(text);
+    url.path().trim_start_matches('/').to_owned()
 }
