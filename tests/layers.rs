@@ -30,11 +30,6 @@ struct SourceFile {
     reexports: BTreeMap<String, ModulePath>,
 }
 
-/// Folders whose files still import each other in a loop, inside the folder only: the
-/// embedded store's `mod.rs` keeps helpers its parts use while it uses the parts. Loops that
-/// leave such a folder fail all the same. Empty this list as the folders are untangled.
-const LOOPS_LEFT_INSIDE: &[&str] = &["store/embedded/"];
-
 #[test]
 fn src_imports_run_down_the_floors_only_and_files_form_no_cycle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -43,7 +38,7 @@ fn src_imports_run_down_the_floors_only_and_files_form_no_cycle() {
     assert!(!floors.is_empty(), "src/lib.rs lists no floors");
     let mut sources = Vec::new();
     read_tree(&root, &root, &mut sources);
-    let problems = check(&floors, &sources, LOOPS_LEFT_INSIDE);
+    let problems = check(&floors, &sources);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -95,13 +90,8 @@ fn read_tree(root: &Path, dir: &Path, sources: &mut Vec<(String, String)>) {
 }
 
 /// What is wrong with `sources` (`(path below src, text)`) against `floors`: each upward or
-/// sideways import between modules, each module on no floor, and each loop of files but
-/// those wholly inside one of the folders `loops_left`.
-fn check(
-    floors: &BTreeMap<String, usize>,
-    sources: &[(String, String)],
-    loops_left: &[&str],
-) -> Vec<String> {
+/// sideways import between modules, each module on no floor, and each loop of files.
+fn check(floors: &BTreeMap<String, usize>, sources: &[(String, String)]) -> Vec<String> {
     let files: Vec<SourceFile> = sources
         .iter()
         .map(|(name, text)| read_file(name, text))
@@ -143,10 +133,7 @@ fn check(
                 }
             }
             let into_own_child = files[to].module.starts_with(&file.module);
-            let left = loops_left
-                .iter()
-                .any(|folder| file.name.starts_with(folder) && files[to].name.starts_with(folder));
-            if to != from && !(import.reexport && into_own_child) && !left {
+            if to != from && !(import.reexport && into_own_child) {
                 edges.entry(from).or_default().insert(to);
             }
         }
@@ -621,10 +608,6 @@ mod guard {
         )
     }
 
-    fn check_all(floors: &BTreeMap<String, usize>, sources: &[(String, String)]) -> Vec<String> {
-        check(floors, sources, &[])
-    }
-
     fn sources(files: &[(&str, &str)]) -> Vec<(String, String)> {
         files
             .iter()
@@ -643,7 +626,7 @@ mod guard {
 
     #[test]
     fn downward_imports_pass() {
-        let problems = check_all(
+        let problems = check(
             &floors(),
             &sources(&[
                 ("lib.rs", "pub mod api;\npub mod domain;\npub mod store;\n"),
@@ -660,7 +643,7 @@ mod guard {
 
     #[test]
     fn an_upward_import_fails_naming_the_file_and_the_import() {
-        let problems = check_all(
+        let problems = check(
             &floors(),
             &sources(&[
                 ("domain/mod.rs", "pub struct Id;\n"),
@@ -677,7 +660,7 @@ mod guard {
 
     #[test]
     fn an_import_from_a_neighbour_on_the_same_floor_fails() {
-        let problems = check_all(
+        let problems = check(
             &floors(),
             &sources(&[
                 ("store/mod.rs", "use crate::error::Error;\n"),
@@ -690,14 +673,14 @@ mod guard {
 
     #[test]
     fn a_module_on_no_floor_fails() {
-        let problems = check_all(&floors(), &sources(&[("web/mod.rs", "")]));
+        let problems = check(&floors(), &sources(&[("web/mod.rs", "")]));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("`web` is on no floor"));
     }
 
     #[test]
     fn files_that_import_each_other_fail() {
-        let problems = check_all(
+        let problems = check(
             &floors(),
             &sources(&[
                 ("store/mod.rs", "mod a;\nmod b;\npub use a::A;\n"),
@@ -713,19 +696,8 @@ mod guard {
     }
 
     #[test]
-    fn a_loop_inside_a_folder_left_to_untangle_passes_and_one_leaving_it_fails() {
-        let inside = sources(&[
-            ("store/mod.rs", "mod a;\nmod b;\n"),
-            ("store/a.rs", "use super::b::B;\npub struct A;\n"),
-            ("store/b.rs", "use super::a::A;\npub struct B;\n"),
-        ]);
-        assert!(check(&floors(), &inside, &["store/"]).is_empty());
-        assert_eq!(check(&floors(), &inside, &["store/a"]).len(), 1);
-    }
-
-    #[test]
     fn a_parent_that_only_re_exports_its_children_closes_no_loop() {
-        let problems = check_all(
+        let problems = check(
             &floors(),
             &sources(&[
                 (

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{BUSY_TIMEOUT, configure, open_reader, sql_error};
+use super::open_reader;
+use super::sqlite::{BUSY_TIMEOUT, configure, sql_error};
 use crate::store::{StoreError, StoreResult};
 
 /// Copies the embedded store at `database` into a new file `to`, consistent and complete,

@@ -9,35 +9,34 @@
 //! same transaction, so a reader that has seen LSN n has seen everything committed before.
 
 mod backup;
+mod group_commit;
 mod purge;
 mod readers;
+mod reads;
 mod schema;
 mod sql;
+mod sqlite;
 mod store_impl;
 mod writer;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{Checkpoint, Container, ETag, StoreError, StoreResult, Tenancy};
+use super::{Container, StoreError, StoreResult, Tenancy};
 
 pub use backup::backup;
+use group_commit::{WriteJob, run_writer};
 use readers::Reader;
 use schema::{SCHEMA, add_expiry, check_layout, check_layout_read_only, set_planner_stats};
-use writer::{WriteJob, run_writer};
+use sqlite::{configure, sql_error};
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
 const READERS: usize = 4;
 /// Page cache of the writer connection, in KiB (a negative `cache_size` is KiB).
 const WRITER_CACHE_KIB: i64 = 32 * 1024;
-/// How long a connection waits for another process's write lock (e.g. `rebuild` while the
-/// server runs) before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Cheap to clone: clones share the connections.
 #[derive(Clone)]
@@ -217,59 +216,5 @@ impl EmbeddedStore {
             .position(|c| *c == container)
             .unwrap_or(0);
         &self.shared.changes[index]
-    }
-}
-
-fn configure(conn: &Connection) -> StoreResult<()> {
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
-    // FULL: a commit is on disk before the API answers, so an acknowledged write survives
-    // a power cut, not just a process crash.
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(sql_error)?;
-    Ok(())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back
-    // on drop), so the connection is still usable.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn sql_error(error: rusqlite::Error) -> StoreError {
-    sql_error_ref(&error)
-}
-
-fn sql_error_ref(error: &rusqlite::Error) -> StoreError {
-    match error.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-            StoreError::Unavailable(format!("database busy: {error}"))
-        }
-        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::CannotOpen) => {
-            StoreError::Unavailable(error.to_string())
-        }
-        _ => StoreError::Internal(error.to_string()),
-    }
-}
-
-fn etag_for(lsn: i64) -> ETag {
-    ETag(format!("\"{lsn:016x}\""))
-}
-
-fn now_seconds() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
-fn parse_body(body: &str) -> StoreResult<Value> {
-    serde_json::from_str(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
-}
-
-fn parse_checkpoint(checkpoint: Option<&Checkpoint>) -> StoreResult<i64> {
-    match checkpoint {
-        None => Ok(0),
-        Some(Checkpoint(text)) => text
-            .parse::<i64>()
-            .map_err(|_| StoreError::BadRequest(format!("not an embedded checkpoint: {text:?}"))),
     }
 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{EmbeddedStore, sql_error};
+use super::EmbeddedStore;
+use super::sqlite::sql_error;
 use crate::store::{StoreError, StoreResult};
 
 /// How often the background purge deletes expired items.

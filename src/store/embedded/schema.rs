@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::sql_error;
+use super::sqlite::sql_error;
 use crate::store::{StoreError, StoreResult, Tenancy};
 
 /// The tables and indexes, created where missing. `items_by_type_and_sort` holds a list's

@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::schema::LIVE;
-use super::{parse_body, sql_error};
+use super::sqlite::{parse_body, sql_error};
 use crate::store::{
     Container, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder, StoreError,
     StoreResult,

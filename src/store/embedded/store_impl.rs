@@ -8,11 +8,12 @@ use rusqlite::OptionalExtension;
 use serde_json::Value;
 use serde_json::value::to_raw_value;
 
-use super::readers::Reach;
+use super::EmbeddedStore;
+use super::reads::Reach;
 use super::schema::LIVE;
 use super::sql::{run_query, run_query_json};
+use super::sqlite::{etag_for, parse_body, parse_checkpoint, sql_error};
 use super::writer::{apply, written};
-use super::{EmbeddedStore, etag_for, parse_body, parse_checkpoint, sql_error};
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
     PartitionKey, Query, QueryScope, RawItem, Store, StoreError, StoreResult, Tenancy,

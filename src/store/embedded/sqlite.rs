@@ -1,0 +1,69 @@
+//! What every part of the embedded store shares about SQLite: a connection's settings, the
+//! mapping of its errors, the lock of a connection, and the store's encodings of etags,
+//! checkpoints and item bodies.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::store::{Checkpoint, ETag, StoreError, StoreResult};
+
+/// How long a connection waits for another process's write lock (e.g. `rebuild` while the
+/// server runs) before giving up.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) fn configure(conn: &Connection) -> StoreResult<()> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
+    // FULL: a commit is on disk before the API answers, so an acknowledged write survives
+    // a power cut, not just a process crash.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql_error)?;
+    Ok(())
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave a transaction open (rusqlite rolls back
+    // on drop), so the connection is still usable.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(super) fn sql_error(error: rusqlite::Error) -> StoreError {
+    sql_error_ref(&error)
+}
+
+pub(super) fn sql_error_ref(error: &rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Unavailable(format!("database busy: {error}"))
+        }
+        Some(rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::CannotOpen) => {
+            StoreError::Unavailable(error.to_string())
+        }
+        _ => StoreError::Internal(error.to_string()),
+    }
+}
+
+pub(super) fn etag_for(lsn: i64) -> ETag {
+    ETag(format!("\"{lsn:016x}\""))
+}
+
+pub(super) fn now_seconds() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+pub(super) fn parse_body(body: &str) -> StoreResult<Value> {
+    serde_json::from_str(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+}
+
+pub(super) fn parse_checkpoint(checkpoint: Option<&Checkpoint>) -> StoreResult<i64> {
+    match checkpoint {
+        None => Ok(0),
+        Some(Checkpoint(text)) => text
+            .parse::<i64>()
+            .map_err(|_| StoreError::BadRequest(format!("not an embedded checkpoint: {text:?}"))),
+    }
+}
