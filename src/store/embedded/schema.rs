@@ -8,11 +8,6 @@ use rusqlite::Connection;
 use super::sqlite::sql_error;
 use crate::store::{StoreError, StoreResult, Tenancy};
 
-/// The tables and indexes, created where missing. `items_by_type_and_sort` holds a list's
-/// sort key exactly as a query sorts on it (`sql.rs`: absent dates sort as ''), so a page of a
-/// partition is read in order from the index, its dates never parsed out of the bodies; it
-/// replaces `items_by_type_and_date`, which held the bare date, so every list query parsed
-/// each item of its type in the partition and sorted them all to return one page.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS items (
     container TEXT NOT NULL,
@@ -25,10 +20,8 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (container, pk, id)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS items_by_lsn ON items (container, lsn);
-CREATE INDEX IF NOT EXISTS items_by_type_and_sort ON items (
-    container, pk, json_extract(body, '$.type'),
-    COALESCE(json_extract(body, '$.creationDate'), ''), id);
-DROP INDEX IF EXISTS items_by_type_and_date;
+CREATE INDEX IF NOT EXISTS items_by_type_and_date ON items (
+    container, pk, json_extract(body, '$.type'), json_extract(body, '$.creationDate'), id);
 CREATE INDEX IF NOT EXISTS items_by_user ON items (container, json_extract(body, '$.userId'));
 CREATE TABLE IF NOT EXISTS log_sequence (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
@@ -154,7 +147,7 @@ pub(super) const LIVE: &str = "(expires_at IS NULL OR expires_at > unixepoch())"
 const PLANNER_STATS: [(&str, &str); 4] = [
     ("items", "1000000 300000 20 1"),
     ("items_by_lsn", "1000000 300000 1"),
-    ("items_by_type_and_sort", "1000000 300000 20 10 2 1"),
+    ("items_by_type_and_date", "1000000 300000 20 10 2 1"),
     ("items_by_user", "1000000 300000 50"),
 ];
 

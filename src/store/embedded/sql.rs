@@ -81,8 +81,6 @@ fn run_query_as<T>(
     page: &PageRequest,
     decode: impl Fn(String) -> StoreResult<T>,
 ) -> StoreResult<Page<T>> {
-    // The index `items_by_type_and_sort` holds this very expression for `creationDate`, the
-    // one field lists sort on: the planner matches it and reads the page in order.
     let sort_expr = match query.order_by {
         Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
         None => "''".to_owned(),
