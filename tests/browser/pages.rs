@@ -2,12 +2,13 @@
 //! field, press a button and wait for the page it leads to. Waits are on elements and
 //! navigations; where a page shows the change feed's work, it is reloaded until it does.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 
 use testkit::TestApp;
+use testkit::poll::poll_for;
 
 use crate::chromium::Script;
 
@@ -17,6 +18,9 @@ const CHANGE_FEED_LIMIT: Duration = Duration::from_secs(20);
 
 /// Between two reloads of a page that waits for the change feed.
 const RELOAD_PERIOD: Duration = Duration::from_millis(50);
+/// How long a pressed button's page may take to load, and how often to look.
+const PAGE_LOAD_LIMIT: Duration = Duration::from_secs(10);
+const PAGE_POLL_PERIOD: Duration = Duration::from_millis(10);
 
 pub struct Visitor {
     pub client: Client,
@@ -130,18 +134,19 @@ impl Visitor {
 
     /// Waits until `page` (a former `<html>` element) is gone: a new document has loaded.
     async fn wait_until_replaced(&self, page: Element) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        let page = &page;
+        let replaced = poll_for(PAGE_LOAD_LIMIT, PAGE_POLL_PERIOD, || async move {
             match page.tag_name().await {
-                Err(e) if e.is_stale_element_reference() || e.is_no_such_element() => break,
-                Ok(_) | Err(_) => {}
+                Err(e) if e.is_stale_element_reference() || e.is_no_such_element() => Ok(()),
+                Ok(_) | Err(_) => Err(()),
             }
-            assert!(
-                Instant::now() < deadline,
+        })
+        .await;
+        if replaced.is_err() {
+            panic!(
                 "no new page loaded after pressing a button: {}",
                 self.describe().await
             );
-            tokio::task::yield_now().await;
         }
         self.find("main").await;
     }
@@ -157,20 +162,19 @@ impl Visitor {
     ) -> impl Future<Output = String> + 'a {
         let caller = std::panic::Location::caller();
         async move {
-            let deadline = Instant::now() + CHANGE_FEED_LIMIT;
-            loop {
+            let shows = &shows;
+            let shown = poll_for(CHANGE_FEED_LIMIT, RELOAD_PERIOD, || async move {
                 self.open(path).await;
                 let text = self.main_text().await;
-                if shows(&text) {
-                    return text;
-                }
-                assert!(
-                    Instant::now() < deadline,
+                if shows(&text) { Ok(text) } else { Err(text) }
+            })
+            .await;
+            shown.unwrap_or_else(|text| {
+                panic!(
                     "{path} did not show {what} within {CHANGE_FEED_LIMIT:?} (waiting at \
                      {caller}); it shows:\n{text}"
-                );
-                tokio::time::sleep(RELOAD_PERIOD).await;
-            }
+                )
+            })
         }
     }
 
