@@ -73,6 +73,14 @@ pub(super) fn run_query_json(
     })
 }
 
+/// The SQL of one page of a query: its text, its parameters, and the items it is for (it
+/// asks for one row more, which says whether a page follows).
+struct PageSelect {
+    sql: String,
+    params: Vec<SqlValue>,
+    wanted: usize,
+}
+
 /// A page of the items matching `query`, each body turned into `T` by `decode`.
 fn run_query_as<T>(
     conn: &Connection,
@@ -81,6 +89,42 @@ fn run_query_as<T>(
     page: &PageRequest,
     decode: impl Fn(String) -> StoreResult<T>,
 ) -> StoreResult<Page<T>> {
+    let PageSelect {
+        sql,
+        params,
+        wanted,
+    } = page_select(container, query, page)?;
+    let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
+    let mut rows = statement
+        .query(rusqlite::params_from_iter(params))
+        .map_err(sql_error)?;
+    let mut items = Vec::with_capacity(wanted.min(128));
+    // Only the last item's position makes the continuation token, and only if one more row
+    // follows it (the query asks for one row more than the page).
+    let mut last = None;
+    let mut has_more = false;
+    while let Some(row) = rows.next().map_err(sql_error)? {
+        if items.len() == wanted {
+            has_more = true;
+            break;
+        }
+        items.push(decode(row.get::<_, String>(3).map_err(sql_error)?)?);
+        if items.len() == wanted {
+            last = Some((
+                row.get::<_, String>(0).map_err(sql_error)?,
+                row.get::<_, String>(1).map_err(sql_error)?,
+                row.get::<_, String>(2).map_err(sql_error)?,
+            ));
+        }
+    }
+    let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
+    Ok(Page {
+        items,
+        continuation,
+    })
+}
+
+fn page_select(container: Container, query: &Query, page: &PageRequest) -> StoreResult<PageSelect> {
     let sort_expr = match query.order_by {
         Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
         None => "''".to_owned(),
@@ -150,34 +194,63 @@ fn run_query_as<T>(
         query.offset
     };
     params.push(SqlValue::Integer(i64::from(offset)));
+    Ok(PageSelect {
+        sql,
+        params,
+        wanted: max_items as usize,
+    })
+}
 
-    let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
-    let mut rows = statement
-        .query(rusqlite::params_from_iter(params))
-        .map_err(sql_error)?;
-    let wanted = max_items as usize;
-    let mut items = Vec::with_capacity(wanted.min(128));
-    // Only the last item's position makes the continuation token, and only if one more row
-    // follows it (the query asks for one row more than the page).
-    let mut last = None;
-    let mut has_more = false;
-    while let Some(row) = rows.next().map_err(sql_error)? {
-        if items.len() == wanted {
-            has_more = true;
-            break;
-        }
-        items.push(decode(row.get::<_, String>(3).map_err(sql_error)?)?);
-        if items.len() == wanted {
-            last = Some((
-                row.get::<_, String>(0).map_err(sql_error)?,
-                row.get::<_, String>(1).map_err(sql_error)?,
-                row.get::<_, String>(2).map_err(sql_error)?,
-            ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{PartitionKey, SortOrder};
+
+    /// What SQLite plans for `select`, one line per step.
+    fn plan(conn: &Connection, select: &PageSelect) -> Vec<String> {
+        let mut statement = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", select.sql))
+            .unwrap();
+        statement
+            .query_map(rusqlite::params_from_iter(&select.params), |row| {
+                row.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_page_of_a_partition_is_read_in_order_without_sorting() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::SCHEMA).unwrap();
+        super::super::schema::add_expiry(&conn).unwrap();
+        super::super::schema::set_planner_stats(&conn).unwrap();
+        let newest_first = Query::in_partition(PartitionKey::single("u"))
+            .of_type("post")
+            .order_by("creationDate", SortOrder::Descending);
+        let oldest_first = Query::in_partition(PartitionKey::single("p"))
+            .of_type("comment")
+            .order_by("creationDate", SortOrder::Ascending);
+        let next = encode_position(&("2026".into(), "[\"u\"]".into(), "x".into()));
+        for query in [newest_first, oldest_first] {
+            for continuation in [None, Some(next.clone())] {
+                let page = PageRequest {
+                    max_items: 50,
+                    continuation,
+                };
+                let select = page_select(Container::Users, &query, &page).unwrap();
+                let plan = plan(&conn, &select);
+                assert!(
+                    plan.iter()
+                        .any(|step| step.contains("items_by_type_and_sort_date")),
+                    "{plan:?}"
+                );
+                assert!(
+                    !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+                    "{plan:?}"
+                );
+            }
         }
     }
-    let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
-    Ok(Page {
-        items,
-        continuation,
-    })
 }
