@@ -67,7 +67,7 @@ fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
 }
 
 /// The rules of every id the store holds: what Cosmos DB can address.
-fn stored_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
+fn stored_id(field: &'static str, raw: String) -> Result<String, ValidationError> {
     if raw.is_empty() {
         return Err(ValidationError::new(field, "must not be empty"));
     }
@@ -77,22 +77,26 @@ fn stored_id(field: &'static str, raw: &str) -> Result<String, ValidationError> 
             format!("must be at most {MAX_ID_BYTES} bytes"),
         ));
     }
-    if let Some(bad) = raw
-        .chars()
-        .find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
-    {
+    let refused = |c: char| matches!(c, '/' | '\\' | '?' | '#') || c.is_control();
+    // Every item read checks its ids, so the common case, ASCII, is checked byte by byte.
+    let bad = if raw.is_ascii() {
+        raw.bytes().map(char::from).find(|&c| refused(c))
+    } else {
+        raw.chars().find(|&c| refused(c))
+    };
+    if let Some(bad) = bad {
         return Err(ValidationError::new(
             field,
             format!("must not contain {:?}", bad),
         ));
     }
-    Ok(raw.to_owned())
+    Ok(raw)
 }
 
 /// An id a client chooses: [`stored_id`]'s rules, and those that make it visible and
 /// addressable (see the module's description).
 fn parse_id(field: &'static str, raw: &str) -> Result<String, ValidationError> {
-    let id = stored_id(field, raw)?;
+    let id = stored_id(field, raw.to_owned())?;
     let refuse = |reason: String| Err(ValidationError::new(field, reason));
     if id == "." || id == ".." {
         return refuse(format!("must not be {id:?}: URLs resolve it away"));
@@ -129,9 +133,16 @@ fn unreachable_in_id(c: char) -> bool {
 macro_rules! id_type {
     ($name:ident, $field:literal, $doc:literal, example = $example:literal) => {
         #[doc = $doc]
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+        #[serde(try_from = "String")]
         pub struct $name(String);
+
+        /// Written as the string it is, without the copy that `#[serde(into)]` makes.
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
 
         impl $name {
             /// An id a client sends: in a path, a header or a token.
@@ -149,7 +160,7 @@ macro_rules! id_type {
         impl TryFrom<String> for $name {
             type Error = ValidationError;
             fn try_from(raw: String) -> Result<Self, Self::Error> {
-                stored_id($field, &raw).map(Self)
+                stored_id($field, raw).map(Self)
             }
         }
 
