@@ -108,6 +108,10 @@ pub struct Args {
     /// answers shows what export costs the requests (nothing, is the promise).
     #[arg(long)]
     pub otlp_endpoint: Option<String>,
+    /// The ceiling phase: only the routes whose label starts with one of these (`Q3`,
+    /// `page`), beside the readiness route, to profile one route alone. Repeatable.
+    #[arg(long)]
+    pub route: Vec<String>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
@@ -452,9 +456,16 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 write_mix_only: false,
                 otlp_endpoint: None,
             };
-            let runs =
-                crate::ceiling::run(store, dataset, &config, args.otlp_endpoint.as_deref(), log)
-                    .await?;
+            let routes = crate::ceiling::chosen(&args.route);
+            let runs = crate::ceiling::run(
+                store,
+                dataset,
+                &config,
+                &routes,
+                args.otlp_endpoint.as_deref(),
+                log,
+            )
+            .await?;
             crate::ceiling::markdown(&mut out, &runs, config.concurrency);
         }
         Only::Faults => {
