@@ -369,3 +369,40 @@ async fn the_transfer_phase_runs_alone() {
         "{markdown}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route() {
+    let args = suite::Args::parse_from([
+        "harness",
+        "--only",
+        "ceiling",
+        "--users",
+        "3",
+        "--load-seconds",
+        "0.6",
+        "--concurrency",
+        "2",
+        "--route",
+        "Q2",
+        "--route",
+        "Q4",
+        "--route",
+        "page GET /posts",
+        "--quiet",
+    ]);
+    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
+        .await
+        .unwrap();
+    for route in [
+        "| GET / (readiness) | ",
+        "| Q2 GET /api/posts/{id} | ",
+        "| Q4 GET /api/posts/{id}/comments | ",
+        "| page GET /posts/{id} | ",
+        "| page GET /posts/{id} | Q2 GET /api/posts/{id} + Q4 GET /api/posts/{id}/comments | ",
+    ] {
+        assert!(markdown.contains(route), "{route} in {markdown}");
+    }
+    for absent in ["| Q1 ", "| Q3 ", "| page GET / (front page) |", "errors)"] {
+        assert!(!markdown.contains(absent), "{absent} in {markdown}");
+    }
+}
