@@ -124,6 +124,33 @@ fn run_query_as<T>(
     })
 }
 
+const TYPE_FIELD: &str = "type";
+
+/// The types of a sorted query of one partition for items of several types (a post's
+/// comments and its tombstone), each once: read as one ordered arm per type and merged.
+/// `None` for any other query.
+fn merged_types(query: &Query) -> Option<Vec<Value>> {
+    if query.order_by.is_none() || !matches!(query.scope, QueryScope::Partition(_)) {
+        return None;
+    }
+    let mut types = Vec::new();
+    for filter in &query.filters {
+        if let (TYPE_FIELD, FilterOp::In, Value::Array(values)) =
+            (filter.field, filter.op, &filter.value)
+        {
+            if !types.is_empty() {
+                return None;
+            }
+            for value in values {
+                if !types.contains(value) {
+                    types.push(value.clone());
+                }
+            }
+        }
+    }
+    (types.len() > 1).then_some(types)
+}
+
 fn page_select(container: Container, query: &Query, page: &PageRequest) -> StoreResult<PageSelect> {
     let sort_expr = match query.order_by {
         Some((field, _)) => format!("COALESCE({}, '')", field_expr(field)),
@@ -146,7 +173,11 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
         }
         QueryScope::CrossPartition => {}
     }
+    let merged = merged_types(query);
     for filter in &query.filters {
+        if merged.is_some() && filter.field == TYPE_FIELD && filter.op == FilterOp::In {
+            continue;
+        }
         let expr = field_expr(filter.field);
         match (&filter.value, filter.op) {
             (Value::Null, FilterOp::Eq) => sql.push_str(&format!(" AND {expr} IS NULL")),
@@ -178,14 +209,32 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
         }
         params.extend([SqlValue::Text(pk), SqlValue::Text(id)]);
     }
-    let sort_key = if sorted {
-        format!("1 {direction}, ")
+    if let Some(types) = merged {
+        // One arm per type, each read in order from `items_by_type_and_sort_date`; SQLite
+        // merges the arms (`MERGE (UNION ALL)`) instead of sorting the rows of an `IN`.
+        let arm = format!("{sql} AND {} = ?", field_expr(TYPE_FIELD));
+        sql = vec![arm; types.len()].join(" UNION ALL ");
+        params = types
+            .iter()
+            .flat_map(|item_type| {
+                let mut arm_params = params.clone();
+                arm_params.push(filter_param(item_type));
+                arm_params
+            })
+            .collect();
+        sql.push_str(&format!(
+            " ORDER BY 1 {direction}, 2 {direction}, 3 {direction} LIMIT ? OFFSET ?"
+        ));
     } else {
-        String::new()
-    };
-    sql.push_str(&format!(
-        " ORDER BY {sort_key}pk {direction}, id {direction} LIMIT ? OFFSET ?"
-    ));
+        let sort_key = if sorted {
+            format!("1 {direction}, ")
+        } else {
+            String::new()
+        };
+        sql.push_str(&format!(
+            " ORDER BY {sort_key}pk {direction}, id {direction} LIMIT ? OFFSET ?"
+        ));
+    }
     let max_items = page.max_items.max(1);
     params.push(SqlValue::Integer(i64::from(max_items) + 1));
     let offset = if page.continuation.is_some() {
@@ -232,8 +281,11 @@ mod tests {
         let oldest_first = Query::in_partition(PartitionKey::single("p"))
             .of_type("comment")
             .order_by("creationDate", SortOrder::Ascending);
+        let children_first = Query::in_partition(PartitionKey::single("p"))
+            .of_types(&["like", "tombstone"])
+            .order_by("creationDate", SortOrder::Ascending);
         let next = encode_position(&("2026".into(), "[\"u\"]".into(), "x".into()));
-        for query in [newest_first, oldest_first] {
+        for query in [newest_first, oldest_first, children_first] {
             for continuation in [None, Some(next.clone())] {
                 let page = PageRequest {
                     max_items: 50,
@@ -251,6 +303,55 @@ mod tests {
                     "{plan:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn items_of_several_types_come_merged_in_order_page_after_page() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::schema::SCHEMA).unwrap();
+        super::super::schema::add_expiry(&conn).unwrap();
+        let pk = PartitionKey::single("p");
+        let types = ["like", "comment", "tombstone", "like"];
+        let mut wanted = Vec::new();
+        for n in 0..40 {
+            let item_type = types[n % types.len()];
+            // Some dates repeat, so that the id breaks ties.
+            let date = format!("2026-01-{:02}", 1 + (n * 7) % 13);
+            let id = format!("{n:03}");
+            let body = serde_json::json!({"id": id, "type": item_type, "creationDate": date});
+            conn.execute(
+                "INSERT INTO items (container, pk, id, body, lsn, ts) VALUES ('posts', ?, ?, ?, ?, 0)",
+                rusqlite::params![pk.to_json_array(), id, body.to_string(), n as i64],
+            )
+            .unwrap();
+            if item_type != "comment" {
+                wanted.push((date, id));
+            }
+        }
+        for order in [SortOrder::Ascending, SortOrder::Descending] {
+            let query = Query::in_partition(pk.clone())
+                .of_types(&["like", "tombstone", "like"])
+                .order_by("creationDate", order);
+            let mut read = Vec::new();
+            let mut page = PageRequest::first(3);
+            loop {
+                let found = run_query(&conn, Container::Posts, &query, &page).unwrap();
+                read.extend(found.items.iter().map(|item| {
+                    let field = |name: &str| item[name].as_str().unwrap().to_owned();
+                    (field("creationDate"), field("id"))
+                }));
+                match found.continuation {
+                    Some(token) => page.continuation = Some(token),
+                    None => break,
+                }
+            }
+            let mut expected = wanted.clone();
+            expected.sort();
+            if order == SortOrder::Descending {
+                expected.reverse();
+            }
+            assert_eq!(read, expected, "{order:?}");
         }
     }
 }
