@@ -77,14 +77,10 @@ fn stored_id(field: &'static str, raw: String) -> Result<String, ValidationError
             format!("must be at most {MAX_ID_BYTES} bytes"),
         ));
     }
-    let refused = |c: char| matches!(c, '/' | '\\' | '?' | '#') || c.is_control();
-    // Every item read checks its ids, so the common case, ASCII, is checked byte by byte.
-    let bad = if raw.is_ascii() {
-        raw.bytes().map(char::from).find(|&c| refused(c))
-    } else {
-        raw.chars().find(|&c| refused(c))
-    };
-    if let Some(bad) = bad {
+    if let Some(bad) = raw
+        .chars()
+        .find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
+    {
         return Err(ValidationError::new(
             field,
             format!("must not contain {:?}", bad),

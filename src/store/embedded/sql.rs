@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 use super::schema::LIVE;
 use super::sqlite::{parse_body, sql_error};
 use crate::store::{
-    Container, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder, StoreError,
-    StoreResult,
+    Container, Filter, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder,
+    StoreError, StoreResult,
 };
 
 /// The SQL expression of a top-level field of the item body.
@@ -126,6 +126,14 @@ fn run_query_as<T>(
 
 const TYPE_FIELD: &str = "type";
 
+/// The types of a filter for items of any of several types (`type IN (…)`).
+fn type_list(filter: &Filter) -> Option<&[Value]> {
+    match (filter.field, filter.op, &filter.value) {
+        (TYPE_FIELD, FilterOp::In, Value::Array(values)) => Some(values),
+        _ => None,
+    }
+}
+
 /// The types of a sorted query of one partition for items of several types (a post's
 /// comments and its tombstone), each once: read as one ordered arm per type and merged.
 /// `None` for any other query.
@@ -133,19 +141,14 @@ fn merged_types(query: &Query) -> Option<Vec<Value>> {
     if query.order_by.is_none() || !matches!(query.scope, QueryScope::Partition(_)) {
         return None;
     }
-    let mut types = Vec::new();
-    for filter in &query.filters {
-        if let (TYPE_FIELD, FilterOp::In, Value::Array(values)) =
-            (filter.field, filter.op, &filter.value)
-        {
-            if !types.is_empty() {
-                return None;
-            }
-            for value in values {
-                if !types.contains(value) {
-                    types.push(value.clone());
-                }
-            }
+    let mut lists = query.filters.iter().filter_map(type_list);
+    let (Some(values), None) = (lists.next(), lists.next()) else {
+        return None;
+    };
+    let mut types: Vec<Value> = Vec::new();
+    for value in values {
+        if !types.contains(value) {
+            types.push(value.clone());
         }
     }
     (types.len() > 1).then_some(types)
@@ -175,7 +178,7 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
     }
     let merged = merged_types(query);
     for filter in &query.filters {
-        if merged.is_some() && filter.field == TYPE_FIELD && filter.op == FilterOp::In {
+        if merged.is_some() && type_list(filter).is_some() {
             continue;
         }
         let expr = field_expr(filter.field);
@@ -269,12 +272,18 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn a_page_of_a_partition_is_read_in_order_without_sorting() {
+    /// An empty store's tables, indexes and planner statistics, in memory.
+    fn empty_store() -> Connection {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(super::super::schema::SCHEMA).unwrap();
         super::super::schema::add_expiry(&conn).unwrap();
         super::super::schema::set_planner_stats(&conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn a_page_of_a_partition_is_read_in_order_without_sorting() {
+        let conn = empty_store();
         let newest_first = Query::in_partition(PartitionKey::single("u"))
             .of_type("post")
             .order_by("creationDate", SortOrder::Descending);
@@ -308,9 +317,7 @@ mod tests {
 
     #[test]
     fn items_of_several_types_come_merged_in_order_page_after_page() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(super::super::schema::SCHEMA).unwrap();
-        super::super::schema::add_expiry(&conn).unwrap();
+        let conn = empty_store();
         let pk = PartitionKey::single("p");
         let types = ["like", "comment", "tombstone", "like"];
         let mut wanted = Vec::new();
