@@ -92,7 +92,7 @@ impl EmbeddedStore {
                 )
                 .map_err(sql_error)?;
                 configure(&reader)?;
-                Ok(Mutex::new(Reader::new(reader)))
+                Ok(Mutex::new(Reader::new(reader)?))
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let (writes, jobs) = std::sync::mpsc::channel();
@@ -124,21 +124,18 @@ impl EmbeddedStore {
             .map(|_| {
                 let reader = open_reader(path)?;
                 configure(&reader)?;
-                Ok(reader)
+                Reader::new(reader)
             })
             .collect::<StoreResult<Vec<_>>>()?;
         if let Some(first) = readers.first() {
-            check_layout_read_only(first, tenancy, path)?;
+            check_layout_read_only(&first.conn, tenancy, path)?;
         }
         // No writer thread: the receiver is dropped, and `read_only` refuses writes first.
         let (writes, _) = std::sync::mpsc::channel();
         Ok(Self {
             shared: Arc::new(Shared {
                 writes,
-                readers: readers
-                    .into_iter()
-                    .map(|reader| Mutex::new(Reader::new(reader)))
-                    .collect(),
+                readers: readers.into_iter().map(Mutex::new).collect(),
                 changes: Default::default(),
                 tenancy,
                 read_only: true,

@@ -65,6 +65,7 @@ mod tests {
     use serde_json::json;
 
     use super::super::READERS;
+    use super::super::readers::READER_MAP_BYTES;
     use super::*;
     use crate::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store, Tenancy};
 
@@ -91,6 +92,25 @@ mod tests {
             .upsert_item(Container::Feed, &PartitionKey::single("post"), item)
             .await
             .unwrap();
+    }
+
+    /// The readers of a store and of a backup opened read-only read through a memory map of
+    /// the size asked for: SQLite would quietly map less (or nothing) past its build's limit.
+    #[test]
+    fn every_reader_reads_through_a_memory_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let writable = EmbeddedStore::open(&path).unwrap();
+        let read_only = EmbeddedStore::open_read_only(&path, Tenancy::Single).unwrap();
+        for store in [&writable, &read_only] {
+            for reader in &store.shared.readers {
+                let mapped: i64 = lock(reader)
+                    .conn
+                    .query_row("PRAGMA mmap_size", [], |row| row.get(0))
+                    .unwrap();
+                assert_eq!(mapped, READER_MAP_BYTES);
+            }
+        }
     }
 
     #[tokio::test]
