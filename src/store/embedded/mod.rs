@@ -91,7 +91,6 @@ impl EmbeddedStore {
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
                 )
                 .map_err(sql_error)?;
-                configure(&reader)?;
                 Ok(Mutex::new(Reader::new(reader)?))
             })
             .collect::<StoreResult<Vec<_>>>()?;
@@ -121,11 +120,7 @@ impl EmbeddedStore {
     /// database file lacks, the file is opened as immutable instead.
     pub fn open_read_only(path: &Path, tenancy: Tenancy) -> StoreResult<Self> {
         let readers = (0..READERS)
-            .map(|_| {
-                let reader = open_reader(path)?;
-                configure(&reader)?;
-                Reader::new(reader)
-            })
+            .map(|_| Reader::new(open_reader(path)?))
             .collect::<StoreResult<Vec<_>>>()?;
         if let Some(first) = readers.first() {
             check_layout_read_only(&first.conn, tenancy, path)?;

@@ -5,7 +5,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use super::sql::run_query;
-use super::sqlite::sql_error;
+use super::sqlite::{configure, sql_error};
 use crate::store::{Container, Page, PageRequest, Query, StoreResult};
 
 /// A reader connection and the last feed pages it read.
@@ -39,7 +39,9 @@ struct CachedPage {
 }
 
 impl Reader {
+    /// A reader on `conn`, with every connection's settings and a reader's own.
     pub(super) fn new(conn: Connection) -> StoreResult<Self> {
+        configure(&conn)?;
         // Every kind of read keeps its statement prepared: the API's queries, the pump's,
         // and the rebuild's are a few dozen SQL texts, more than rusqlite's default of 16,
         // and a statement prepared again costs more than the read of a partition.
