@@ -14,6 +14,13 @@ use cosmos_blog_harness::profile::Row;
 use cosmos_blog_harness::versions::{Op, Version};
 use cosmos_blog_harness::{hotpost, layouts, stats, suite, tenants};
 
+/// The report of the one phase that `args` (after the program's name) choose with `--only`.
+async fn phase_alone(args: &[&str]) -> String {
+    let args = suite::Args::parse_from(std::iter::once("harness").chain(args.iter().copied()));
+    let only = args.only.expect("the arguments choose a phase with --only");
+    suite::run_only(&args, only, "harness_smoke").await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     let out = tempfile::tempdir().unwrap();
@@ -306,8 +313,7 @@ fn percentiles_are_nearest_rank() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_phase_runs_alone() {
-    let args = suite::Args::parse_from([
-        "harness",
+    let markdown = phase_alone(&[
         "--only",
         "write-mix",
         "--users",
@@ -319,10 +325,8 @@ async fn one_phase_runs_alone() {
         "--post-rate",
         "20",
         "--quiet",
-    ]);
-    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
-        .await
-        .unwrap();
+    ])
+    .await;
     assert!(markdown.contains("**write mix (20% posts, 40% comments, 40% likes)**"));
     assert!(
         markdown.contains("| under the write mix | 20 | 20 |"),
@@ -332,17 +336,14 @@ async fn one_phase_runs_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hot_post_phase_runs_alone_on_both_backends() {
-    let args = suite::Args::parse_from([
-        "harness",
+    let markdown = phase_alone(&[
         "--only",
         "hot-post",
         "--hot-post-writers",
         "8,30",
         "--quiet",
-    ]);
-    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
-        .await
-        .unwrap();
+    ])
+    .await;
     for backend in ["embedded", "Cosmos DB emulator, +5 ms per request"] {
         for writers in [8, 30] {
             let row = format!("| {backend} | {writers} | {writers} | 0 | 0 |");
@@ -354,11 +355,7 @@ async fn the_hot_post_phase_runs_alone_on_both_backends() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_transfer_phase_runs_alone() {
-    let args =
-        suite::Args::parse_from(["harness", "--only", "transfer", "--users", "3", "--quiet"]);
-    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
-        .await
-        .unwrap();
+    let markdown = phase_alone(&["--only", "transfer", "--users", "3", "--quiet"]).await;
     assert!(markdown.contains("| export |"), "{markdown}");
     assert!(
         markdown.contains("| import, copies derived |"),
@@ -372,8 +369,7 @@ async fn the_transfer_phase_runs_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route() {
-    let args = suite::Args::parse_from([
-        "harness",
+    let markdown = phase_alone(&[
         "--only",
         "ceiling",
         "--users",
@@ -389,10 +385,8 @@ async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route
         "--route",
         "page GET /posts",
         "--quiet",
-    ]);
-    let markdown = suite::run_only(&args, args.only.unwrap(), "harness_smoke")
-        .await
-        .unwrap();
+    ])
+    .await;
     for route in [
         "| GET / (readiness) | ",
         "| Q2 GET /api/posts/{id} | ",
