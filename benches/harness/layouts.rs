@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 
 use cosmos_blog::blog::{Blog, PageSize};
 use cosmos_blog::changefeed::{Source, rebuild};
-use cosmos_blog::domain::{CommentContent, PostContent, PostId, TenantId, Title, UserId, Username};
+use cosmos_blog::domain::{
+    Comment, CommentContent, Like, Post, PostContent, PostId, TenantId, Title, User, UserId,
+    Username,
+};
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::metered::{MeteredStore, Metrics};
 use cosmos_blog::store::{Container, PartitionKey, PartitionKeyValue, Store, Tenancy, tenant};
@@ -424,7 +427,7 @@ async fn run_once(
         }
         LayoutOp::Q2 => blog.get_post(&target.post).await.map(|_| 1)?,
         LayoutOp::Q3 => blog
-            .user_posts(&target.user, PageSize::DEFAULT, None)
+            .user_posts::<Post>(&target.user, PageSize::DEFAULT, None)
             .await?
             .items
             .len(),
@@ -435,7 +438,7 @@ async fn run_once(
                 .map(|_| 1)?
         }
         LayoutOp::Q4 => blog
-            .comments(&target.post, PageSize::DEFAULT, None)
+            .comments::<Comment>(&target.post, PageSize::DEFAULT, None)
             .await?
             .items
             .len(),
@@ -444,12 +447,16 @@ async fn run_once(
             .await
             .map(|_| 1)?,
         LayoutOp::Q5 => blog
-            .likes(&target.post, PageSize::DEFAULT, None)
+            .likes::<Like>(&target.post, PageSize::DEFAULT, None)
             .await?
             .items
             .len(),
         LayoutOp::Q6 => blog.feed(PageSize::MAX).await?.len(),
-        LayoutOp::Q7 => blog.list_users(PageSize::DEFAULT, None).await?.items.len(),
+        LayoutOp::Q7 => blog
+            .list_users::<User>(PageSize::DEFAULT, None)
+            .await?
+            .items
+            .len(),
         LayoutOp::Rename => {
             let name = Username::parse(&format!("renamed {}", target.fresh))?;
             blog.put_user(&target.user, target.user.clone(), name)
@@ -682,7 +689,7 @@ async fn walks(subjects: &[Subject], data: &TenantsData) -> anyhow::Result<Vec<U
             subject.take();
             loop {
                 let page = blog
-                    .list_users(PageSize::DEFAULT, continuation.as_deref())
+                    .list_users::<User>(PageSize::DEFAULT, continuation.as_deref())
                     .await?;
                 listed += page.items.len();
                 let step = Step {

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use cosmos_blog::blog::{Blog, PageSize};
 use cosmos_blog::domain::{
-    CommentContent, CommentId, LikeId, PostContent, PostId, SHORT_CONTENT_CHARS, Timestamp, Title,
-    UserId, Username,
+    Comment, CommentContent, CommentId, Like, LikeId, Post, PostContent, PostId,
+    SHORT_CONTENT_CHARS, Timestamp, Title, UserId, Username,
 };
 use cosmos_blog::store::{
     Container, PageRequest, PartitionKey, Query, SortOrder, Store, StoreError,
@@ -218,7 +218,7 @@ impl Versions {
             (_, Op::Q3) => {
                 let page = self
                     .blog
-                    .user_posts(&target.user, PageSize::DEFAULT, None)
+                    .user_posts::<Post>(&target.user, PageSize::DEFAULT, None)
                     .await?;
                 Ok((page.items.len(), None))
             }
@@ -234,7 +234,7 @@ impl Versions {
             (_, Op::Q4) => {
                 let page = self
                     .blog
-                    .comments(&target.post, PageSize::DEFAULT, None)
+                    .comments::<Comment>(&target.post, PageSize::DEFAULT, None)
                     .await?;
                 Ok((page.items.len(), None))
             }
@@ -247,7 +247,7 @@ impl Versions {
             (_, Op::Q5) => {
                 let page = self
                     .blog
-                    .likes(&target.post, PageSize::DEFAULT, None)
+                    .likes::<Like>(&target.post, PageSize::DEFAULT, None)
                     .await?;
                 Ok((page.items.len(), None))
             }

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::pages::page_json;
 use crate::blog::{Blog, FEED_SIZE, PageSize};
 use crate::error::{Error, Result};
 
@@ -76,11 +77,7 @@ async fn fetch(blog: &Blog) -> Result<FeedItems> {
 /// The feed page body, `{"items":[...],"continuation":null}`, with the first `limit` items.
 pub fn page_body(items: &[String], limit: PageSize) -> String {
     let shown = &items[..items.len().min(limit.get() as usize)];
-    let mut body = String::with_capacity(shown.iter().map(|i| i.len() + 1).sum::<usize>() + 40);
-    body.push_str("{\"items\":[");
-    body.push_str(&shown.join(","));
-    body.push_str("],\"continuation\":null}");
-    body
+    page_json(shown.iter().map(String::as_str), None)
 }
 
 #[cfg(test)]

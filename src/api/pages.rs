@@ -2,11 +2,14 @@
 
 use std::borrow::Cow;
 
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::blog::WireJson;
 use crate::domain::{Comment, Like, Post, User};
 use crate::store::Page;
 
@@ -15,6 +18,39 @@ use crate::store::Page;
 pub struct PageBody<T> {
     pub items: Vec<T>,
     pub continuation: Option<String>,
+}
+
+/// A page whose items are already the JSON the API sends for them: answered with the bytes
+/// a [`PageBody`] of the parsed items serialises to, without parsing them again.
+pub struct WirePage<T>(pub Page<WireJson<T>>);
+
+impl<T> IntoResponse for WirePage<T> {
+    fn into_response(self) -> Response {
+        let items = self.0.items.iter().map(WireJson::as_str);
+        let body = page_json(items, self.0.continuation.as_deref());
+        ([(CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+/// The JSON of a [`PageBody`] whose items are already serialised.
+pub fn page_json<'a>(
+    items: impl ExactSizeIterator<Item = &'a str> + Clone,
+    continuation: Option<&str>,
+) -> String {
+    let continuation = serde_json::Value::from(continuation).to_string();
+    let length = items.clone().map(|item| item.len() + 1).sum::<usize>() + continuation.len();
+    let mut body = String::with_capacity(length + 32);
+    body.push_str("{\"items\":[");
+    for (position, item) in items.enumerate() {
+        if position > 0 {
+            body.push(',');
+        }
+        body.push_str(item);
+    }
+    body.push_str("],\"continuation\":");
+    body.push_str(&continuation);
+    body.push('}');
+    body
 }
 
 /// The schema of a [`PageBody`] of `item`s, with `items` referring to the item's schema.

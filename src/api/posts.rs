@@ -18,7 +18,7 @@ use super::extract::{
     PathParam,
 };
 use super::feed_cache::page_body;
-use super::pages::{CommentPage, LikePage, PageBody, PostPage};
+use super::pages::{CommentPage, LikePage, PostPage, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
@@ -215,12 +215,12 @@ async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     list: List,
-) -> Result<Json<PageBody<Comment>>> {
+) -> Result<WirePage<Comment>> {
     let post_id = PostId::parse(&post_id)?;
     let page = blog
         .comments(&post_id, list.size, list.continuation.as_deref())
         .await?;
-    Ok(Json(page.into()))
+    Ok(WirePage(page))
 }
 
 /// Like a post (C4)
@@ -277,12 +277,12 @@ async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     list: List,
-) -> Result<Json<PageBody<Like>>> {
+) -> Result<WirePage<Like>> {
     let post_id = PostId::parse(&post_id)?;
     let page = blog
         .likes(&post_id, list.size, list.continuation.as_deref())
         .await?;
-    Ok(Json(page.into()))
+    Ok(WirePage(page))
 }
 
 /// The feed (Q6)

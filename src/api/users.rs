@@ -11,7 +11,7 @@ use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
 use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
-use super::pages::{PageBody, PostPage, UserPage};
+use super::pages::{PostPage, UserPage, WirePage};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::blog::CreateOutcome;
@@ -118,12 +118,12 @@ async fn user_posts(
     CurrentBlog(blog): CurrentBlog,
     PathParam(user_id): PathParam,
     list: List,
-) -> Result<Json<PageBody<Post>>> {
+) -> Result<WirePage<Post>> {
     let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
         .await?;
-    Ok(Json(page.into()))
+    Ok(WirePage(page))
 }
 
 /// List the tenant's users (Q7)
@@ -143,9 +143,9 @@ async fn user_posts(
         StoreFailures,
     )
 )]
-async fn list_users(CurrentBlog(blog): CurrentBlog, list: List) -> Result<Json<PageBody<User>>> {
+async fn list_users(CurrentBlog(blog): CurrentBlog, list: List) -> Result<WirePage<User>> {
     let page = blog
         .list_users(list.size, list.continuation.as_deref())
         .await?;
-    Ok(Json(page.into()))
+    Ok(WirePage(page))
 }

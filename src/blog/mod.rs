@@ -6,6 +6,7 @@
 pub(crate) mod combiner;
 mod deletes;
 mod feed;
+mod listed;
 mod paging;
 mod storage;
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
+pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 
@@ -176,11 +178,11 @@ impl Blog {
     /// (Cosmos DB's is the hash of the keys). Through a tenant's view of the store this is a
     /// query on the first level of the hierarchical key: Cosmos DB routes it to the physical
     /// partitions holding the tenant, not to all of them.
-    pub async fn list_users(
+    pub async fn list_users<T: Listed<Item = User>>(
         &self,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<User>> {
+    ) -> Result<Page<T>> {
         let query = Query::cross_partition().of_type(User::TYPE);
         self.page(Container::Users, &query, "users", size, continuation)
             .await
@@ -343,12 +345,12 @@ impl Blog {
 
     /// Q3: the user's posts in short form, newest first, from the copies in the user's own
     /// partition of `users`.
-    pub async fn user_posts(
+    pub async fn user_posts<T: Listed<Item = Post>>(
         &self,
         user_id: &UserId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<Post>> {
+    ) -> Result<Page<T>> {
         let query = Query::in_partition(user_partition(user_id))
             .of_type(Post::TYPE)
             .order_by("creationDate", SortOrder::Descending);
@@ -469,23 +471,23 @@ impl Blog {
     }
 
     /// Q4: comments of a post, oldest first.
-    pub async fn comments(
+    pub async fn comments<T: Listed<Item = Comment>>(
         &self,
         post_id: &PostId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<Comment>> {
+    ) -> Result<Page<T>> {
         self.children(post_id, Comment::TYPE, "comments", size, continuation)
             .await
     }
 
     /// Q5: likes of a post, oldest first.
-    pub async fn likes(
+    pub async fn likes<T: Listed<Item = Like>>(
         &self,
         post_id: &PostId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<Like>> {
+    ) -> Result<Page<T>> {
         self.children(post_id, Like::TYPE, "likes", size, continuation)
             .await
     }
@@ -494,7 +496,7 @@ impl Blog {
     /// the post's tombstone, which sorts before them (it keeps the post's date): a deleted
     /// post answers 404 at once, in the same request. Only an empty first page costs a read
     /// of the post, to tell "no comments yet" from "no such post".
-    async fn children<T: DeserializeOwned>(
+    async fn children<T: Listed>(
         &self,
         post_id: &PostId,
         item_type: &'static str,
@@ -560,7 +562,7 @@ impl Blog {
             .is_some_and(|document| &document.item == item))
     }
 
-    async fn page<T: DeserializeOwned>(
+    async fn page<T: Listed>(
         &self,
         container: Container,
         query: &Query,

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::Listed;
 use crate::domain::{PostId, UserId};
 use crate::error::{Error, Result};
 use crate::store::{Page, PartitionKey, RawItem};
@@ -16,13 +17,13 @@ pub(super) fn from_item<T: DeserializeOwned>(value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(Error::from)
 }
 
-/// A page of stored JSON text, its items read straight into their type.
-pub(super) fn parse_page<T: DeserializeOwned>(page: Page<RawItem>) -> Result<Page<T>> {
+/// A page of stored JSON text, each item handed over in the form `T`.
+pub(super) fn parse_page<T: Listed>(page: Page<RawItem>) -> Result<Page<T>> {
     Ok(Page {
         items: page
             .items
             .iter()
-            .map(|item| serde_json::from_str(item.get()))
+            .map(|item| T::from_stored(item))
             .collect::<Result<_, _>>()?,
         continuation: page.continuation,
     })

@@ -60,6 +60,11 @@ impl Timestamp {
         Self(at.replace_nanosecond(ticks_only).unwrap_or(at))
     }
 
+    /// Whether `raw` is a date in the canonical form, the form serialising it writes.
+    pub(super) fn is_canonical(raw: &str) -> bool {
+        Self::parse_canonical(raw).is_some()
+    }
+
     /// The canonical form, read by position: stored items hold their dates in it, and every
     /// item read parses them, so this spares the general parser. `None` for any other form.
     fn parse_canonical(raw: &str) -> Option<Self> {

@@ -68,25 +68,28 @@ fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
 
 /// The rules of every id the store holds: what Cosmos DB can address.
 fn stored_id(field: &'static str, raw: String) -> Result<String, ValidationError> {
+    match stored_id_fault(&raw) {
+        Some(reason) => Err(ValidationError::new(field, reason)),
+        None => Ok(raw),
+    }
+}
+
+/// Whether `raw` is an id the store can hold (the rules of [`stored_id`]), without a copy.
+pub(super) fn is_stored_id(raw: &str) -> bool {
+    stored_id_fault(raw).is_none()
+}
+
+/// Why `raw` breaks [`stored_id`]'s rules, if it does.
+fn stored_id_fault(raw: &str) -> Option<String> {
     if raw.is_empty() {
-        return Err(ValidationError::new(field, "must not be empty"));
+        return Some("must not be empty".into());
     }
     if raw.len() > MAX_ID_BYTES {
-        return Err(ValidationError::new(
-            field,
-            format!("must be at most {MAX_ID_BYTES} bytes"),
-        ));
+        return Some(format!("must be at most {MAX_ID_BYTES} bytes"));
     }
-    if let Some(bad) = raw
-        .chars()
+    raw.chars()
         .find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control())
-    {
-        return Err(ValidationError::new(
-            field,
-            format!("must not contain {:?}", bad),
-        ));
-    }
-    Ok(raw)
+        .map(|bad| format!("must not contain {bad:?}"))
 }
 
 /// An id a client chooses: [`stored_id`]'s rules, and those that make it visible and

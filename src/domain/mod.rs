@@ -9,6 +9,7 @@ mod items;
 mod text;
 mod tombstone;
 mod visible;
+mod wire;
 
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
@@ -16,6 +17,7 @@ pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a, is_stored_a};
 pub use text::{CommentContent, PostContent, Title, Username};
 pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};
+pub use wire::WireForm;
 
 /// Why an input was refused. `field` names the offending field for the problem document.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

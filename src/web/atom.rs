@@ -56,7 +56,10 @@ pub async fn author_feed(
 ) -> Result<Response> {
     let base = base.map(|b| b.0.0).unwrap_or_default();
     let user_id = UserId::parse(&user_id)?;
-    let posts = blog.user_posts(&user_id, FEED_ENTRIES, None).await?.items;
+    let posts = blog
+        .user_posts::<Post>(&user_id, FEED_ENTRIES, None)
+        .await?
+        .items;
     let author_page = user_href(&base, &user_id);
     let title = match posts.first() {
         Some(post) => format!("Cosmos Blog: posts by {}", post.user_username),

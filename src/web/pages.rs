@@ -383,7 +383,9 @@ pub async fn author_page(
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
     let user_id = UserId::parse(&user_id)?;
-    let posts = blog.user_posts(&user_id, PAGE_SIZE, paging.token()).await?;
+    let posts = blog
+        .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
+        .await?;
     let username = match posts.items.first() {
         Some(post) => post.user_username.clone(),
         None => blog.get_user(&user_id).await?.username,
