@@ -4,7 +4,6 @@ use std::borrow::Cow;
 
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
@@ -13,15 +12,8 @@ use crate::blog::WireJson;
 use crate::domain::{Comment, Like, Post, User};
 use crate::store::Page;
 
-/// A page of a list: `{"items": [...], "continuation": "<token>" | null}`.
-#[derive(Debug, Serialize)]
-pub struct PageBody<T> {
-    pub items: Vec<T>,
-    pub continuation: Option<String>,
-}
-
-/// A page whose items are already the JSON the API sends for them: answered with the bytes
-/// a [`PageBody`] of the parsed items serialises to, without parsing them again.
+/// A page of a list, `{"items": [...], "continuation": "<token>" | null}`, whose items are
+/// already the JSON the API sends for them: written around them, not parsed again.
 pub struct WirePage<T>(pub Page<WireJson<T>>);
 
 impl<T> IntoResponse for WirePage<T> {
@@ -32,9 +24,9 @@ impl<T> IntoResponse for WirePage<T> {
     }
 }
 
-/// The JSON of a [`PageBody`] whose items are already serialised.
+/// The JSON of a page of a list whose items are already serialised.
 pub fn page_json<'a>(
-    items: impl ExactSizeIterator<Item = &'a str> + Clone,
+    items: impl Iterator<Item = &'a str> + Clone,
     continuation: Option<&str>,
 ) -> String {
     let continuation = serde_json::Value::from(continuation).to_string();
@@ -53,7 +45,7 @@ pub fn page_json<'a>(
     body
 }
 
-/// The schema of a [`PageBody`] of `item`s, with `items` referring to the item's schema.
+/// The schema of a page of `item`s, with `items` referring to the item's schema.
 fn page_schema(item: Cow<'static, str>) -> RefOr<Schema> {
     let continuation = ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
@@ -74,11 +66,11 @@ fn page_schema(item: Cow<'static, str>) -> RefOr<Schema> {
 }
 
 /// Names a page of one kind of item for the API description (`body = PostPage`): utoipa's
-/// derive would inline the item's schema into a generic `PageBody<T>` instead of referring
+/// derive would inline the item's schema into a generic page type instead of referring
 /// to it, which gives generated clients a second, anonymous item type.
 macro_rules! page_schemas {
     ($($page:ident => $item:ty),* $(,)?) => {$(
-        #[doc = concat!("The schema of `PageBody<", stringify!($item), ">`.")]
+        #[doc = concat!("The schema of a page of `", stringify!($item), "` items.")]
         pub struct $page;
 
         impl PartialSchema for $page {
@@ -97,12 +89,3 @@ macro_rules! page_schemas {
 }
 
 page_schemas!(PostPage => Post, CommentPage => Comment, LikePage => Like, UserPage => User);
-
-impl<T> From<Page<T>> for PageBody<T> {
-    fn from(page: Page<T>) -> Self {
-        PageBody {
-            items: page.items,
-            continuation: page.continuation,
-        }
-    }
-}
