@@ -11,6 +11,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use cosmos_blog_harness::suite;
 
+/// The binary's allocator: the harness serves the same application in its own process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = suite::Args::parse();
     let shown: Vec<String> = std::env::args()
