@@ -15,6 +15,9 @@ pub use crate::store::StoreSettings;
 /// change feed's own lag, far below what a reader could notice.
 pub const DEFAULT_FEED_CACHE_MS: u64 = 50;
 
+/// List pages kept by default (MiB): the first pages of a few thousand posts.
+pub const DEFAULT_LIST_CACHE_MB: u64 = crate::blog::DEFAULT_LIST_CACHE_BYTES / (1024 * 1024);
+
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
     /// Port to serve on. The Functions host assigns one through FUNCTIONS_CUSTOMHANDLER_PORT.
@@ -39,6 +42,13 @@ pub struct Settings {
     /// is eventually consistent anyway; 0 turns the cache off.
     #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS)]
     pub feed_cache_ms: u64,
+
+    /// How many MiB of list pages (a user's posts, a post's comments and likes) may be kept in
+    /// memory and served again while their partition is unchanged: the embedded store counts
+    /// every write to a partition, so a kept page is never stale. Cosmos DB keeps no such
+    /// count, so nothing is kept there. 0 turns it off.
+    #[arg(long, env = "BLOG_LIST_CACHE_MB", default_value_t = DEFAULT_LIST_CACHE_MB)]
+    pub list_cache_mb: u64,
 
     /// How far behind the present (ms) the delayed re-check reads the change feeds of `users`
     /// and `posts`, checks each change against its source and its dependents, and repairs what

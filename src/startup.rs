@@ -86,11 +86,7 @@ impl Application {
             Arc::clone(&store),
             settings.store.database.clone(),
         ));
-        let state = AppState::new(
-            Arc::clone(&traced),
-            Duration::from_millis(settings.feed_cache_ms),
-            auth,
-        );
+        let state = AppState::new(Arc::clone(&traced), caches(settings), auth);
         warn_of_unshared_form_key(settings);
         let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);
         let start_pump = || Pump::start(Arc::clone(&traced));
@@ -212,6 +208,14 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 
 /// On a hosting platform the site may run on several instances, and a form token signed by
 /// one must pass on the others: without a shared key, forms fail now and then.
+/// What the settings keep in memory for readers.
+fn caches(settings: &Settings) -> api::Caches {
+    api::Caches::new(
+        Duration::from_millis(settings.feed_cache_ms),
+        settings.list_cache_mb.saturating_mul(1024 * 1024),
+    )
+}
+
 fn warn_of_unshared_form_key(settings: &Settings) {
     let platform = &settings.auth.platform;
     let hosted = platform.functions_host || platform.app_service;

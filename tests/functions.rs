@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::http::{Method, Request, StatusCode, header};
-use cosmos_blog::api::{self, AppState};
+use cosmos_blog::api::{self, AppState, Caches};
 use cosmos_blog::auth::Authenticator;
 use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
@@ -84,7 +84,7 @@ impl Harness {
 
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
-        let state = AppState::new(self.dyn_store(), Duration::ZERO, auth);
+        let state = AppState::new(self.dyn_store(), Caches::none(), auth);
         startup::app(state, functions::router(self.recheck), &[])
     }
 
@@ -978,7 +978,7 @@ async fn every_route_of_the_router_is_in_the_table_and_only_they() {
             })
             .with_state(AppState::new(
                 h.dyn_store(),
-                Duration::ZERO,
+                Caches::none(),
                 Authenticator::EasyAuthDisabled,
             ));
         let mut served = BTreeSet::new();

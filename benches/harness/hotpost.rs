@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
+use cosmos_blog::settings::{
+    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
+};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -127,6 +129,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        list_cache_mb: DEFAULT_LIST_CACHE_MB,
         // The delayed re-check only where a test or phase asks for it: it reads the store.
         recheck_delay_ms: 0,
         change_feed: ChangeFeedMode::Off,

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
+use cosmos_blog::settings::{
+    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
+};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::telemetry::export::{Export, Schedule};
@@ -446,6 +448,7 @@ pub async fn serve(
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        list_cache_mb: DEFAULT_LIST_CACHE_MB,
         // The delayed re-check only where a test or phase asks for it: it reads the store.
         recheck_delay_ms: 0,
         change_feed: ChangeFeedMode::Pump,

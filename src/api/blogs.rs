@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::feed_cache::FeedCache;
-use crate::blog::Blog;
+use crate::blog::{Blog, ListCache};
 use crate::domain::TenantId;
 use crate::store::tenant::TenantStore;
 use crate::store::{Store, Tenancy};
@@ -22,10 +22,38 @@ pub struct BlogScope {
 }
 
 impl BlogScope {
-    fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
+    /// `tenant`: the blog's tenant, or `""` for the one blog of a `single` store.
+    fn new(store: Arc<dyn Store>, caches: &Caches, tenant: &str) -> Self {
         Self {
-            blog: Blog::new(store),
-            feed: FeedCache::new(feed_cache_ttl),
+            blog: Blog::with_lists(store, caches.lists.scoped(tenant)),
+            feed: FeedCache::new(caches.feed_ttl),
+        }
+    }
+}
+
+/// What a deployment keeps in memory for its readers, shared by all its blogs.
+#[derive(Clone)]
+pub struct Caches {
+    /// How long a feed read may be served from memory (zero: never).
+    pub feed_ttl: Duration,
+    /// Pages of lists, served again while their partition is unchanged.
+    pub lists: ListCache,
+}
+
+impl Caches {
+    /// Caches of `feed_ttl` and of at most `list_bytes` of lists' pages.
+    pub fn new(feed_ttl: Duration, list_bytes: u64) -> Self {
+        Self {
+            feed_ttl,
+            lists: ListCache::new(list_bytes),
+        }
+    }
+
+    /// Nothing kept: every read goes to the store.
+    pub fn none() -> Self {
+        Self {
+            feed_ttl: Duration::ZERO,
+            lists: ListCache::none(),
         }
     }
 }
@@ -34,19 +62,19 @@ impl BlogScope {
 pub struct Blogs {
     /// The whole store: what the change-feed triggers read and write.
     store: Arc<dyn Store>,
-    feed_cache_ttl: Duration,
+    caches: Caches,
     /// The blog of a `single` store.
     single: Option<Arc<BlogScope>>,
     tenants: Mutex<HashMap<TenantId, Arc<BlogScope>>>,
 }
 
 impl Blogs {
-    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration) -> Self {
+    pub fn new(store: Arc<dyn Store>, caches: Caches) -> Self {
         let single = (store.tenancy() == Tenancy::Single)
-            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), feed_cache_ttl)));
+            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), &caches, "")));
         Self {
             store,
-            feed_cache_ttl,
+            caches,
             single,
             tenants: Mutex::default(),
         }
@@ -86,7 +114,7 @@ impl Blogs {
         }
         let store: Arc<dyn Store> =
             Arc::new(TenantStore::new(Arc::clone(&self.store), tenant.clone()));
-        let scope = Arc::new(BlogScope::new(store, self.feed_cache_ttl));
+        let scope = Arc::new(BlogScope::new(store, &self.caches, tenant.as_str()));
         tenants.insert(tenant.clone(), Arc::clone(&scope));
         scope
     }
@@ -102,7 +130,7 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let store =
             EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), Tenancy::Multi).unwrap();
-        let blogs = Blogs::new(Arc::new(store), Duration::ZERO);
+        let blogs = Blogs::new(Arc::new(store), Caches::none());
         let tenant = |n: usize| TenantId::parse(&format!("t{n}")).unwrap();
         assert!(blogs.scope(None).is_none(), "multi needs a tenant");
         let busy = blogs.of_tenant(&tenant(0));

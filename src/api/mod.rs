@@ -30,6 +30,7 @@ use utoipa_axum::routes;
 use crate::store::Tenancy;
 use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
+pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
 pub use refusals::route_not_found;
 use refusals::{method_not_allowed, panic_problem, unknown_route};

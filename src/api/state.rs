@@ -1,11 +1,10 @@
 //! What every handler is given: the blogs the deployment serves and who the caller is.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::FromRef;
 
-use super::blogs::Blogs;
+use super::blogs::{Blogs, Caches};
 use crate::auth::Authenticator;
 use crate::store::Store;
 
@@ -17,11 +16,11 @@ pub struct AppState {
 
 impl AppState {
     /// `store`: the whole store, whose layout decides the routes (one blog, or one per
-    /// tenant); `feed_cache_ttl`: how long a feed read may be served from memory (zero:
-    /// never); `auth`: who the caller of a command is.
-    pub fn new(store: Arc<dyn Store>, feed_cache_ttl: Duration, auth: Authenticator) -> Self {
+    /// tenant); `caches`: what is kept in memory for readers; `auth`: who the caller of a
+    /// command is.
+    pub fn new(store: Arc<dyn Store>, caches: Caches, auth: Authenticator) -> Self {
         Self {
-            blogs: Arc::new(Blogs::new(store, feed_cache_ttl)),
+            blogs: Arc::new(Blogs::new(store, caches)),
             auth: Arc::new(auth),
         }
     }

@@ -12,7 +12,7 @@ use crate::domain::{Comment, Like, Post, Typed, User, WireForm};
 use crate::error::{Error, Result};
 
 /// A form a list can hand its items over in.
-pub trait Listed: Sized {
+pub trait Listed: Sized + Clone + Send + Sync + 'static {
     /// The kind of item listed.
     type Item: Typed;
 
@@ -47,7 +47,10 @@ impl<T> WireJson<T> {
     }
 }
 
-impl<T: WireForm + DeserializeOwned + Serialize> Listed for WireJson<T> {
+impl<T> Listed for WireJson<T>
+where
+    T: WireForm + DeserializeOwned + Serialize + Clone + Send + Sync + 'static,
+{
     type Item = T;
 
     fn from_stored(stored: &RawValue) -> Result<Self> {

@@ -6,6 +6,7 @@
 pub(crate) mod combiner;
 mod deletes;
 mod feed;
+mod list_cache;
 mod listed;
 mod paging;
 mod storage;
@@ -20,6 +21,8 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
+pub use list_cache::{BlogLists, DEFAULT_LIST_CACHE_BYTES, ListCache};
+use list_cache::{Kept, ListKey};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
@@ -31,8 +34,8 @@ use crate::domain::{
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, Page, PageRequest, PartitionKey, Query, RawItem,
-    SortOrder, Store, StoreError,
+    BatchOperation, Container, Document, ETag, JsonPage, Page, PageRequest, PartitionKey,
+    PartitionVersion, Query, RawItem, SortOrder, Store, StoreError,
 };
 
 /// Whether a command made something new or found/changed something that existed.
@@ -47,6 +50,21 @@ pub struct Blog {
     store: Arc<dyn Store>,
     /// Comments and likes of one post, written together (see [`combiner`]).
     combiner: Combiner,
+    /// Pages of lists read lately, served again while their partition is unchanged.
+    lists: BlogLists,
+}
+
+/// A page of a list: the one kept, its partition unchanged, or one just read.
+enum ListRead<T> {
+    Kept(Page<T>),
+    Read(ReadPage),
+}
+
+/// A page just read, with what keeping it takes.
+struct ReadPage {
+    page: Page<RawItem>,
+    version: Option<PartitionVersion>,
+    key: ListKey,
 }
 
 /// Why one optimistic attempt did not go through.
@@ -98,10 +116,17 @@ fn already_there(cause: &StoreError) -> Result<()> {
 }
 
 impl Blog {
+    /// The blog on `store`, every read sent to the store.
     pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::with_lists(store, ListCache::none().scoped(""))
+    }
+
+    /// The blog on `store`, keeping its lists' pages in `lists`.
+    pub fn with_lists(store: Arc<dyn Store>, lists: BlogLists) -> Self {
         Self {
             combiner: Combiner::new(Arc::clone(&store)),
             store,
+            lists,
         }
     }
 
@@ -508,16 +533,27 @@ impl Blog {
             .of_types(&[item_type, Tombstone::TYPE])
             .order_by("creationDate", SortOrder::Ascending);
         let list = format!("{list}:{post_id}");
-        let page = self
-            .stored_page(Container::Posts, &query, &list, size, continuation)
-            .await?;
-        if page.items.iter().any(|item| is_stored_a::<Tombstone>(item)) {
+        let read = match self
+            .list_page::<T>(Container::Posts, &query, &list, size, continuation)
+            .await?
+        {
+            ListRead::Kept(page) => return Ok(page),
+            ListRead::Read(read) => read,
+        };
+        if read
+            .page
+            .items
+            .iter()
+            .any(|item| is_stored_a::<Tombstone>(item))
+        {
             return Err(Error::not_found("post", post_id.as_str()));
         }
-        if page.items.is_empty() && continuation.is_none() {
+        // The post is in the partition it lists: an unchanged partition still holds it, so
+        // a kept page never needs this read again.
+        if read.page.items.is_empty() && continuation.is_none() {
             self.existing_post(post_id).await?;
         }
-        parse_page(page)
+        self.keep(read)
     }
 
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
@@ -562,6 +598,7 @@ impl Blog {
             .is_some_and(|document| &document.item == item))
     }
 
+    /// A page of `list` in the form `T`, the kept one while its partition is unchanged.
     async fn page<T: Listed>(
         &self,
         container: Container,
@@ -570,38 +607,70 @@ impl Blog {
         size: PageSize,
         continuation: Option<&str>,
     ) -> Result<Page<T>> {
-        parse_page(
-            self.stored_page(container, query, list, size, continuation)
-                .await?,
-        )
+        match self
+            .list_page::<T>(container, query, list, size, continuation)
+            .await?
+        {
+            ListRead::Kept(page) => Ok(page),
+            ListRead::Read(read) => self.keep(read),
+        }
     }
 
-    /// [`Blog::page`] with its items still as the stored JSON text.
-    async fn stored_page(
+    /// A page of `list`: the one kept in the form `T` if the store answers that its
+    /// partition is unchanged since, else the page as the store reads it now. One store
+    /// request either way.
+    async fn list_page<T: Listed>(
         &self,
         container: Container,
         query: &Query,
         list: &str,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<RawItem>> {
+    ) -> Result<ListRead<T>> {
+        let key = self.lists.key::<T>(list, size.get(), continuation);
+        let kept = self.lists.get(&key);
         let request = PageRequest {
             max_items: size.get(),
             continuation: continuation
                 .map(|token| decode_continuation(list, token))
                 .transpose()?,
         };
-        let page = match self.store.query_json(container, query, request).await {
+        let known = kept.as_ref().map(Kept::version);
+        let answer = match self
+            .store
+            .query_json(container, query, request, known)
+            .await
+        {
             Err(StoreError::BadRequest(_)) if continuation.is_some() => {
                 return Err(Error::InvalidContinuation);
             }
             other => other?,
         };
-        Ok(Page {
-            items: page.items,
-            continuation: page
-                .continuation
-                .map(|token| encode_continuation(list, &token)),
-        })
+        match answer {
+            JsonPage::Unchanged => kept
+                .and_then(|kept| kept.page::<T>())
+                .map(ListRead::Kept)
+                .ok_or_else(|| Error::Internal("the store vouched for a page not kept".into())),
+            JsonPage::Read { page, version } => Ok(ListRead::Read(ReadPage {
+                page: Page {
+                    items: page.items,
+                    continuation: page
+                        .continuation
+                        .map(|token| encode_continuation(list, &token)),
+                },
+                version,
+                key,
+            })),
+        }
+    }
+
+    /// The page just read, in the form `T`, kept if the store gave its version.
+    fn keep<T: Listed>(&self, read: ReadPage) -> Result<Page<T>> {
+        let stored_bytes = read.page.items.iter().map(|item| item.get().len()).sum();
+        let page = parse_page::<T>(read.page)?;
+        if let Some(version) = read.version {
+            self.lists.keep(read.key, version, &page, stored_bytes);
+        }
+        Ok(page)
     }
 }

@@ -17,8 +17,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, RawItem, Store, StoreError, StoreResult, Tenancy,
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage, Page,
+    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, Store, StoreError, StoreResult,
+    Tenancy,
 };
 
 /// What a wrapper adds to the calls made through it.
@@ -77,6 +78,7 @@ pub enum StoreRequest<'a> {
     QueryJson {
         query: &'a Query,
         page: PageRequest,
+        known: Option<&'a PartitionVersion>,
     },
     ReadChanges {
         since: Option<&'a Checkpoint>,
@@ -116,8 +118,8 @@ impl<'a> StoreRequest<'a> {
                 .query(container, query, page)
                 .await
                 .map(StoreAnswer::Page),
-            Self::QueryJson { query, page } => store
-                .query_json(container, query, page)
+            Self::QueryJson { query, page, known } => store
+                .query_json(container, query, page, known)
                 .await
                 .map(StoreAnswer::JsonPage),
             Self::ReadChanges { since, max_items } => store
@@ -234,7 +236,7 @@ pub enum StoreAnswer {
     Deleted,
     Batch(Vec<Option<ETag>>),
     Page(Page<Value>),
-    JsonPage(Page<RawItem>),
+    JsonPage(JsonPage),
     Changes(ChangeBatch),
 }
 
@@ -271,7 +273,7 @@ impl StoreAnswer {
     /// How many items the answer returns, in either form.
     pub fn item_count(&self) -> usize {
         match self {
-            Self::JsonPage(page) => page.items.len(),
+            Self::JsonPage(page) => page.item_count(),
             other => other.items().len(),
         }
     }
@@ -281,7 +283,8 @@ impl StoreAnswer {
     /// keys, say) pays that only when it does.
     pub fn documents(&self) -> StoreResult<Cow<'_, [Value]>> {
         match self {
-            Self::JsonPage(page) => page
+            Self::JsonPage(JsonPage::Unchanged) => Ok(Cow::Borrowed(&[])),
+            Self::JsonPage(JsonPage::Read { page, .. }) => page
                 .items
                 .iter()
                 .map(|raw| {
@@ -451,11 +454,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         container: Container,
         query: &Query,
         page: PageRequest,
-    ) -> StoreResult<Page<RawItem>> {
-        match self
-            .call(container, StoreRequest::QueryJson { query, page })
-            .await?
-        {
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
+        let request = StoreRequest::QueryJson { query, page, known };
+        match self.call(container, request).await? {
             StoreAnswer::JsonPage(page) => Ok(page),
             other => Err(mismatched("query_json", &other)),
         }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use super::{Container, PartitionKey, QueryScope, Store, StoreResult, Tenancy, charge};
+use super::{Container, JsonPage, PartitionKey, QueryScope, Store, StoreResult, Tenancy, charge};
 
 /// What the store was asked for since the last [`MeteredStore::take`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,9 +65,10 @@ impl Counters {
     fn returned(&mut self, answer: &StoreAnswer) {
         self.metrics.items_read += answer.item_count() as u64;
         self.metrics.bytes_read += match answer {
-            StoreAnswer::JsonPage(page) => {
+            StoreAnswer::JsonPage(JsonPage::Read { page, .. }) => {
                 page.items.iter().map(|raw| raw.get().len() as u64).sum()
             }
+            StoreAnswer::JsonPage(JsonPage::Unchanged) => 0,
             other => other.items().iter().map(json_len).sum::<u64>(),
         };
     }

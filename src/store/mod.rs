@@ -21,7 +21,9 @@ use serde_json::Value;
 
 pub use open::{open, open_existing, open_read_only};
 pub use partition_key::{PartitionKey, PartitionKeyError, PartitionKeyValue};
-pub use query::{Filter, FilterOp, Page, PageRequest, Query, QueryScope, SortOrder};
+pub use query::{
+    Filter, FilterOp, JsonPage, Page, PageRequest, PartitionVersion, Query, QueryScope, SortOrder,
+};
 pub use settings::StoreSettings;
 
 /// The data layout of a deployment, chosen once: the containers' partition keys depend on it
@@ -284,12 +286,17 @@ pub trait Store: Send + Sync + 'static {
     /// document tree per item, the largest cost of a list. An item may carry fields that
     /// [`Store::query`] leaves out (a tenant's stamp in a tenant's view, system properties),
     /// which a typed reader ignores.
+    ///
+    /// `known`: the version an earlier answer to the same query and page carried. A store that
+    /// keeps versions answers [`JsonPage::Unchanged`] when the partition has not changed since,
+    /// without reading the page; one that keeps none (Cosmos DB) always reads it.
     async fn query_json(
         &self,
         container: Container,
         query: &Query,
         page: PageRequest,
-    ) -> StoreResult<Page<RawItem>>;
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage>;
 
     /// The next changes of `container` after `since` (from the beginning when `None`), at
     /// most `max_items`. Items carry their system properties (`_etag`, `_ts`, `_lsn`), as the

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::PartitionKey;
+use super::{Container, PartitionKey, RawItem};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueryScope {
@@ -199,6 +199,93 @@ impl<T> Page<T> {
     }
 }
 
+/// What one logical partition held when a page of it was read. Handed back with the same
+/// query, it lets the store answer that nothing changed, without reading the page again: how
+/// a reader keeps a page it read and still answers exactly what the store holds. Only a store
+/// that counts the changes of each partition makes one (the embedded store); the token names
+/// the partition, so a version of one partition never vouches for another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionVersion {
+    container: Container,
+    /// The whole key as the store keys it (a tenant's view includes the tenant).
+    partition: String,
+    /// Counts every write to the partition, by any process.
+    changes: i64,
+    /// The page's first item to expire, in Unix seconds: from then on the page is no longer
+    /// what the store answers, though nothing was written.
+    live_until: Option<i64>,
+}
+
+impl PartitionVersion {
+    pub(crate) fn new(
+        container: Container,
+        partition: String,
+        changes: i64,
+        live_until: Option<i64>,
+    ) -> Self {
+        Self {
+            container,
+            partition,
+            changes,
+            live_until,
+        }
+    }
+
+    /// When the page read at this version stops being the answer though nothing is written
+    /// (its first item's expiry, Unix seconds).
+    pub fn live_until(&self) -> Option<i64> {
+        self.live_until
+    }
+
+    /// Whether a page read at this version is still what the store answers, the partition
+    /// having been written `changes` times by now (`now`: Unix seconds).
+    pub(crate) fn still_holds(
+        &self,
+        container: Container,
+        partition: &str,
+        changes: i64,
+        now: i64,
+    ) -> bool {
+        self.container == container
+            && self.partition == partition
+            && self.changes == changes
+            && self.live_until.is_none_or(|until| now < until)
+    }
+}
+
+/// A page of stored JSON text ([`crate::store::Store::query_json`]), or the word that the
+/// partition is unchanged since the version the caller holds.
+#[derive(Debug, Clone)]
+pub enum JsonPage {
+    /// Nothing in the partition changed since the version handed in: the page read then is
+    /// still the answer.
+    Unchanged,
+    Read {
+        page: Page<RawItem>,
+        /// The partition's version as read, for the next call; `None` when the store keeps
+        /// no versions (Cosmos DB) or the query spans several partitions.
+        version: Option<PartitionVersion>,
+    },
+}
+
+impl JsonPage {
+    /// A page read from a store that keeps no versions.
+    pub fn unversioned(page: Page<RawItem>) -> Self {
+        Self::Read {
+            page,
+            version: None,
+        }
+    }
+
+    /// How many items the answer carries (none when unchanged).
+    pub fn item_count(&self) -> usize {
+        match self {
+            Self::Unchanged => 0,
+            Self::Read { page, .. } => page.items.len(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +318,30 @@ mod tests {
                 ("@p0_1".to_owned(), Value::from("tombstone")),
             ]
         );
+    }
+
+    #[test]
+    fn a_partition_version_holds_for_its_partition_unchanged_and_unexpired_only() {
+        let version = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, Some(100));
+        assert!(version.still_holds(Container::Posts, "[\"p\"]", 7, 99));
+        assert!(
+            !version.still_holds(Container::Posts, "[\"p\"]", 7, 100),
+            "expired"
+        );
+        assert!(
+            !version.still_holds(Container::Posts, "[\"p\"]", 8, 0),
+            "written since"
+        );
+        assert!(
+            !version.still_holds(Container::Posts, "[\"q\"]", 7, 0),
+            "another partition"
+        );
+        assert!(
+            !version.still_holds(Container::Users, "[\"p\"]", 7, 0),
+            "another container"
+        );
+        let forever = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, None);
+        assert!(forever.still_holds(Container::Posts, "[\"p\"]", 7, i64::MAX));
     }
 
     #[test]

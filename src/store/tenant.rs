@@ -106,11 +106,14 @@ impl StoreLayer for TenantView {
                 }
             }
             // The items keep the tenant's stamp: a typed reader ignores the field.
-            StoreRequest::QueryJson { query, page } => {
+            // The version of a page names the tenant's partition as the store keys it, so a
+            // version of another tenant's page never passes for one of this tenant's.
+            StoreRequest::QueryJson { query, page, known } => {
                 scoped = query.clone().scoped(self.scope(container, &query.scope)?);
                 StoreRequest::QueryJson {
                     query: &scoped,
                     page,
+                    known,
                 }
             }
             mut other => match other.partition() {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::domain::TenantId;
-use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
+use cosmos_blog::settings::{
+    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
+};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Store, Tenancy, tenant};
@@ -69,6 +71,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
+        list_cache_mb: DEFAULT_LIST_CACHE_MB,
         recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),

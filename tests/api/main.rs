@@ -15,6 +15,7 @@ mod hot_posts;
 mod idempotency;
 mod interactions;
 mod interrupted_import;
+mod kept_pages;
 mod openapi;
 mod operations;
 mod posts;

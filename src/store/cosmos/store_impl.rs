@@ -20,9 +20,9 @@ use super::translate::{
     with_lsn, write_options,
 };
 use crate::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, MAX_BATCH_OPERATIONS, Page,
-    PageRequest, PartitionKey, Query, RawItem, Store, StoreError, StoreResult, Tenancy,
-    checked_item, strip_system_properties,
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage,
+    MAX_BATCH_OPERATIONS, Page, PageRequest, PartitionKey, PartitionVersion, Query, RawItem, Store,
+    StoreError, StoreResult, Tenancy, checked_item, strip_system_properties,
 };
 
 #[async_trait]
@@ -225,10 +225,14 @@ impl Store for CosmosStore {
         container: Container,
         query: &Query,
         page: PageRequest,
-    ) -> StoreResult<Page<RawItem>> {
-        // The items keep their system properties: a typed reader ignores them.
+        _known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
+        // The items keep their system properties: a typed reader ignores them. Cosmos DB
+        // has no version of a logical partition (an item's etag is the item's alone), so
+        // every page is read.
         self.query_as(container, query, page, |_: &mut RawItem| {})
             .await
+            .map(JsonPage::unversioned)
     }
 
     async fn read_changes(

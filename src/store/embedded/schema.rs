@@ -28,6 +28,35 @@ CREATE INDEX IF NOT EXISTS items_by_type_and_sort_date ON items (
     COALESCE(json_extract(body, '$.creationDate'), ''), id);
 DROP INDEX IF EXISTS items_by_type_and_date;
 CREATE INDEX IF NOT EXISTS items_by_user ON items (container, json_extract(body, '$.userId'));
+-- How many times each logical partition was written, by any connection of any process: a
+-- reader that kept a page of a partition serves it again while the count is the same (see
+-- `PartitionVersion`). The triggers count in the writing transaction itself, so a count and
+-- the items it describes are never seen apart. A partition never written has no row (0).
+CREATE TABLE IF NOT EXISTS partition_changes (
+    container TEXT NOT NULL,
+    pk TEXT NOT NULL,
+    changes INTEGER NOT NULL,
+    PRIMARY KEY (container, pk)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS items_inserted_count_a_change AFTER INSERT ON items BEGIN
+    INSERT INTO partition_changes (container, pk, changes) VALUES (NEW.container, NEW.pk, 1)
+        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS items_updated_count_a_change AFTER UPDATE ON items BEGIN
+    INSERT INTO partition_changes (container, pk, changes) VALUES (NEW.container, NEW.pk, 1)
+        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
+END;
+-- The writer never moves an item between partitions; a hand-made UPDATE that did is counted
+-- in the partition it left as well.
+CREATE TRIGGER IF NOT EXISTS items_moved_count_a_change AFTER UPDATE ON items
+    WHEN OLD.container IS NOT NEW.container OR OLD.pk IS NOT NEW.pk BEGIN
+    INSERT INTO partition_changes (container, pk, changes) VALUES (OLD.container, OLD.pk, 1)
+        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS items_deleted_count_a_change AFTER DELETE ON items BEGIN
+    INSERT INTO partition_changes (container, pk, changes) VALUES (OLD.container, OLD.pk, 1)
+        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
+END;
 CREATE TABLE IF NOT EXISTS log_sequence (
     singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
     last_lsn INTEGER NOT NULL

@@ -58,7 +58,7 @@ pub(super) fn run_query(
     query: &Query,
     page: &PageRequest,
 ) -> StoreResult<Page<Value>> {
-    run_query_as(conn, container, query, page, |body| parse_body(&body))
+    run_query_as(conn, container, query, page, |body| parse_body(&body)).map(|read| read.page)
 }
 
 /// [`run_query`], each item handed over as its stored JSON text.
@@ -67,10 +67,22 @@ pub(super) fn run_query_json(
     container: Container,
     query: &Query,
     page: &PageRequest,
-) -> StoreResult<Page<RawItem>> {
+) -> StoreResult<PageRead<RawItem>> {
     run_query_as(conn, container, query, page, |body| {
         RawValue::from_string(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
     })
+}
+
+/// A page as read, and until when it stays the answer if nothing is written.
+pub(super) struct PageRead<T> {
+    pub(super) page: Page<T>,
+    /// The earliest expiry (Unix seconds) among the rows read, the one past the page
+    /// included: when it passes, that row leaves the answer. Rows before the page's start
+    /// cannot change it (the continuation is a position, not a count), except under an
+    /// `OFFSET`, whose skipped rows are not read: then the page has no such bound, `None`
+    /// together with `bounded: false`.
+    pub(super) live_until: Option<i64>,
+    pub(super) bounded: bool,
 }
 
 /// The SQL of one page of a query: its text, its parameters, and the items it is for (it
@@ -79,6 +91,8 @@ struct PageSelect {
     sql: String,
     params: Vec<SqlValue>,
     wanted: usize,
+    /// Whether an `OFFSET` skips rows that are not read.
+    skips: bool,
 }
 
 /// A page of the items matching `query`, each body turned into `T` by `decode`.
@@ -88,11 +102,12 @@ fn run_query_as<T>(
     query: &Query,
     page: &PageRequest,
     decode: impl Fn(String) -> StoreResult<T>,
-) -> StoreResult<Page<T>> {
+) -> StoreResult<PageRead<T>> {
     let PageSelect {
         sql,
         params,
         wanted,
+        skips,
     } = page_select(container, query, page)?;
     let mut statement = conn.prepare_cached(&sql).map_err(sql_error)?;
     let mut rows = statement
@@ -103,7 +118,11 @@ fn run_query_as<T>(
     // follows it (the query asks for one row more than the page).
     let mut last = None;
     let mut has_more = false;
+    let mut live_until: Option<i64> = None;
     while let Some(row) = rows.next().map_err(sql_error)? {
+        if let Some(expires_at) = row.get::<_, Option<i64>>(4).map_err(sql_error)? {
+            live_until = Some(live_until.map_or(expires_at, |until| until.min(expires_at)));
+        }
         if items.len() == wanted {
             has_more = true;
             break;
@@ -118,9 +137,13 @@ fn run_query_as<T>(
         }
     }
     let continuation = last.filter(|_| has_more).map(|pos| encode_position(&pos));
-    Ok(Page {
-        items,
-        continuation,
+    Ok(PageRead {
+        page: Page {
+            items,
+            continuation,
+        },
+        live_until,
+        bounded: !skips,
     })
 }
 
@@ -160,8 +183,9 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
         None => "''".to_owned(),
     };
     let descending = matches!(query.order_by, Some((_, SortOrder::Descending)));
-    let mut sql =
-        format!("SELECT {sort_expr}, pk, id, body FROM items WHERE container = ? AND {LIVE}");
+    let mut sql = format!(
+        "SELECT {sort_expr}, pk, id, body, expires_at FROM items WHERE container = ? AND {LIVE}"
+    );
     let mut params: Vec<SqlValue> = vec![SqlValue::Text(container.name().to_owned())];
     match &query.scope {
         QueryScope::Partition(pk) => {
@@ -250,6 +274,7 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
         sql,
         params,
         wanted: max_items as usize,
+        skips: offset > 0,
     })
 }
 

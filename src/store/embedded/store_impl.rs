@@ -1,10 +1,10 @@
 //! The [`Store`] operations of the embedded store: reads on a reader connection, writes
 //! through the writer thread.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use rusqlite::OptionalExtension;
+use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 use serde_json::value::to_raw_value;
 
@@ -15,8 +15,9 @@ use super::sql::{run_query, run_query_json};
 use super::sqlite::{etag_for, parse_body, parse_checkpoint, sql_error};
 use super::writer::{apply, written};
 use crate::store::{
-    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, Page, PageRequest,
-    PartitionKey, Query, QueryScope, RawItem, Store, StoreError, StoreResult, Tenancy,
+    BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage, Page,
+    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, Store, StoreError, StoreResult,
+    Tenancy,
 };
 
 #[async_trait]
@@ -157,12 +158,13 @@ impl Store for EmbeddedStore {
         container: Container,
         query: &Query,
         page: PageRequest,
-    ) -> StoreResult<Page<RawItem>> {
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
         // The feed's pages are kept parsed by each reader (see `feed_query`); the list
         // queries read the stored text as it is.
         if container == Container::Feed {
             let page = self.query(container, query, page).await?;
-            return Ok(Page {
+            return Ok(JsonPage::unversioned(Page {
                 items: page
                     .items
                     .iter()
@@ -170,11 +172,39 @@ impl Store for EmbeddedStore {
                     .collect::<Result<_, _>>()
                     .map_err(|e| StoreError::Internal(format!("item does not serialise: {e}")))?,
                 continuation: page.continuation,
-            });
+            }));
         }
         let query = query.clone();
+        let known = known.cloned();
+        // A read-only store (a backup being checked) may predate the counts of changes.
+        let versioned = !self.shared.read_only;
         self.read(reach_of(&query), move |conn| {
-            run_query_json(conn, container, &query, &page)
+            let partition = match &query.scope {
+                QueryScope::Partition(pk) if versioned => Some(pk.to_json_array()),
+                _ => None,
+            };
+            // The count before the page: a write in between makes the page look older than
+            // it is (one needless read later), never newer.
+            let changes = partition
+                .as_deref()
+                .map(|pk| partition_changes(conn, container, pk))
+                .transpose()?;
+            if let (Some(known), Some(pk), Some(changes)) = (&known, &partition, changes)
+                && known.still_holds(container, pk, changes, unix_now())
+            {
+                return Ok(JsonPage::Unchanged);
+            }
+            let read = run_query_json(conn, container, &query, &page)?;
+            let version = partition
+                .zip(changes)
+                .filter(|_| read.bounded)
+                .map(|(pk, changes)| {
+                    PartitionVersion::new(container, pk, changes, read.live_until)
+                });
+            Ok(JsonPage::Read {
+                page: read.page,
+                version,
+            })
         })
         .await
     }
@@ -230,11 +260,183 @@ impl Store for EmbeddedStore {
     }
 }
 
+/// How many times the partition was written (0: never), as the triggers of the schema count.
+fn partition_changes(conn: &Connection, container: Container, pk: &str) -> StoreResult<i64> {
+    conn.prepare_cached("SELECT changes FROM partition_changes WHERE container = ?1 AND pk = ?2")
+        .map_err(sql_error)?
+        .query_row((container.name(), pk), |row| row.get(0))
+        .optional()
+        .map(|changes| changes.unwrap_or(0))
+        .map_err(sql_error)
+}
+
+/// Unix seconds, as SQLite's `unixepoch()` counts them when it hides expired items.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
+}
+
 /// Where a query runs: a partition's on the calling thread when it can, anything wider on a
 /// blocking thread.
 fn reach_of(query: &Query) -> Reach {
     match query.scope {
         QueryScope::Partition(_) => Reach::Partition,
         QueryScope::Prefix(_) | QueryScope::CrossPartition => Reach::Wide,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn comments_of(post: &str) -> Query {
+        Query::in_partition(PartitionKey::single(post))
+            .of_type("comment")
+            .order_by("creationDate", crate::store::SortOrder::Ascending)
+    }
+
+    async fn comment(store: &EmbeddedStore, post: &str, id: &str, extra: Value) {
+        let mut item = json!({"id": id, "type": "comment", "postId": post,
+                              "creationDate": format!("2026-01-01T00:00:0{}.0000000Z", id.len())});
+        if let (Value::Object(fields), Value::Object(more)) = (&mut item, extra) {
+            fields.extend(more);
+        }
+        store
+            .upsert_item(Container::Posts, &PartitionKey::single(post), item)
+            .await
+            .unwrap();
+    }
+
+    /// Queries `post`'s comments handing `known` back: the version read, or `None` when the
+    /// store vouched for `known`.
+    async fn read(
+        store: &EmbeddedStore,
+        post: &str,
+        known: Option<&PartitionVersion>,
+    ) -> Option<PartitionVersion> {
+        match store
+            .query_json(
+                Container::Posts,
+                &comments_of(post),
+                PageRequest::first(10),
+                known,
+            )
+            .await
+            .unwrap()
+        {
+            JsonPage::Unchanged => None,
+            JsonPage::Read { version, .. } => {
+                Some(version.expect("a partition's page is versioned"))
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_page_is_vouched_for_until_its_partition_is_written_by_anyone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = EmbeddedStore::open(&path).unwrap();
+        comment(&store, "p1", "a", json!({})).await;
+        let first = read(&store, "p1", None).await.unwrap();
+        assert_eq!(read(&store, "p1", Some(&first)).await, None, "unchanged");
+        comment(&store, "p2", "b", json!({})).await;
+        assert_eq!(
+            read(&store, "p1", Some(&first)).await,
+            None,
+            "another partition written"
+        );
+
+        comment(&store, "p1", "c", json!({})).await;
+        let second = read(&store, "p1", Some(&first))
+            .await
+            .expect("a write: read again");
+        assert_eq!(read(&store, "p1", Some(&second)).await, None);
+        store
+            .delete_item(Container::Posts, &PartitionKey::single("p1"), "c")
+            .await
+            .unwrap();
+        let third = read(&store, "p1", Some(&second))
+            .await
+            .expect("a delete: read again");
+
+        // Another process (`rebuild`, `import`, `verify --repair` beside the server).
+        let other = EmbeddedStore::open(&path).unwrap();
+        comment(&other, "p1", "d", json!({})).await;
+        assert!(
+            read(&store, "p1", Some(&third)).await.is_some(),
+            "written elsewhere"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_version_vouches_for_its_own_partition_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
+        comment(&store, "p1", "a", json!({})).await;
+        comment(&store, "p2", "a", json!({})).await;
+        let of_p1 = read(&store, "p1", None).await.unwrap();
+        assert!(read(&store, "p2", Some(&of_p1)).await.is_some());
+        let of_p2_in_users = match store
+            .query_json(
+                Container::Users,
+                &comments_of("p2"),
+                PageRequest::first(10),
+                None,
+            )
+            .await
+            .unwrap()
+        {
+            JsonPage::Read { version, .. } => version.unwrap(),
+            JsonPage::Unchanged => panic!("nothing was handed in"),
+        };
+        assert!(read(&store, "p2", Some(&of_p2_in_users)).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_page_holds_until_its_first_item_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
+        let before = unix_now();
+        comment(&store, "p1", "a", json!({"ttl": 3600})).await;
+        comment(&store, "p1", "bb", json!({"ttl": 60})).await;
+        comment(&store, "p1", "ccc", json!({})).await;
+        let version = read(&store, "p1", None).await.unwrap();
+        let until = version.live_until().expect("bounded by the items' expiry");
+        assert!((before + 60..=unix_now() + 60).contains(&until), "{until}");
+        assert_eq!(read(&store, "p1", Some(&version)).await, None);
+    }
+
+    #[tokio::test]
+    async fn only_the_pages_of_one_partition_read_whole_are_versioned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = EmbeddedStore::open(&path).unwrap();
+        comment(&store, "p1", "a", json!({})).await;
+        let unversioned = |answer: JsonPage| matches!(answer, JsonPage::Read { version: None, .. });
+        let across = Query::cross_partition().of_type("comment");
+        let skipping = comments_of("p1").skip(1);
+        for query in [across, skipping] {
+            let answer = store
+                .query_json(Container::Posts, &query, PageRequest::first(10), None)
+                .await
+                .unwrap();
+            assert!(unversioned(answer), "{query:?}");
+        }
+        let read_only = EmbeddedStore::open_read_only(&path, Tenancy::Single).unwrap();
+        let answer = read_only
+            .query_json(
+                Container::Posts,
+                &comments_of("p1"),
+                PageRequest::first(10),
+                None,
+            )
+            .await
+            .unwrap();
+        assert!(unversioned(answer), "a read-only store");
     }
 }

@@ -1,0 +1,151 @@
+//! Pages of the lists of one partition (a user's posts, a post's comments and likes) kept in
+//! memory, each with the version of its partition it was read at.
+//!
+//! A list's page costs a few microseconds per item to read and hand over (a seek per row,
+//! a copy of each item's wire form): for a page of fifty, several times the cost of the
+//! request around it. A kept page is handed back to the store with the next query of the same
+//! page, and the store answers either that the partition is unchanged since (one point read
+//! of its count of changes), so the kept page is served, or with the page read anew. Nothing
+//! is served that the store would not answer: a write to the partition by any process, or an
+//! item's expiry, makes the store read again. Stores that keep no versions (Cosmos DB) give
+//! none, and nothing of theirs is kept.
+
+use std::any::{Any, TypeId};
+use std::hash::Hash;
+use std::sync::Arc;
+
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+
+use crate::store::{Page, PartitionVersion};
+
+/// What the cache holds by default: enough for the first pages of a few thousand posts.
+pub const DEFAULT_LIST_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Bytes a kept page is counted for beyond its items' text: the key, the version, the
+/// vector and the strings' headers.
+const OVERHEAD_BYTES: u64 = 256;
+const OVERHEAD_PER_ITEM: u64 = 48;
+
+/// The kept pages of every blog of a deployment, within one bound.
+#[derive(Clone)]
+pub struct ListCache {
+    pages: Option<Arc<Cache<ListKey, Kept, ByBytes>>>,
+}
+
+impl ListCache {
+    /// A cache of at most `bytes` (0: none).
+    pub fn new(bytes: u64) -> Self {
+        let pages = (bytes > 0).then(|| {
+            // quick_cache sizes its tables from an estimate of the entries: pages of ~4 KB.
+            let estimated = usize::try_from(bytes / 4096).unwrap_or(usize::MAX).max(16);
+            Arc::new(Cache::with_weighter(estimated, bytes, ByBytes))
+        });
+        Self { pages }
+    }
+
+    /// A cache that keeps nothing.
+    pub fn none() -> Self {
+        Self { pages: None }
+    }
+
+    /// The view of one blog: `scope` (its tenant, or empty) keeps blogs' pages apart.
+    pub fn scoped(&self, scope: &str) -> BlogLists {
+        BlogLists {
+            cache: self.clone(),
+            scope: Arc::from(scope),
+        }
+    }
+}
+
+/// One blog's view of the [`ListCache`].
+#[derive(Clone)]
+pub struct BlogLists {
+    cache: ListCache,
+    scope: Arc<str>,
+}
+
+/// Which page of which list, in which form (items parsed, or as their wire JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ListKey {
+    scope: Arc<str>,
+    list: String,
+    size: u32,
+    continuation: Option<String>,
+    form: TypeId,
+}
+
+/// A page as it was handed over, and the version of the partition it was read at.
+#[derive(Clone)]
+pub struct Kept {
+    version: PartitionVersion,
+    page: Arc<dyn Any + Send + Sync>,
+    bytes: u64,
+}
+
+impl Kept {
+    pub fn version(&self) -> &PartitionVersion {
+        &self.version
+    }
+
+    /// The kept page, as the form it was kept in.
+    pub fn page<T: Clone + 'static>(&self) -> Option<Page<T>> {
+        self.page.downcast_ref::<Page<T>>().cloned()
+    }
+}
+
+#[derive(Clone)]
+pub struct ByBytes;
+
+impl Weighter<ListKey, Kept> for ByBytes {
+    fn weight(&self, key: &ListKey, kept: &Kept) -> u64 {
+        key.list.len() as u64 + kept.bytes
+    }
+}
+
+impl BlogLists {
+    /// The key of a page of `list` in the form `T`.
+    pub fn key<T: 'static>(&self, list: &str, size: u32, continuation: Option<&str>) -> ListKey {
+        ListKey {
+            scope: Arc::clone(&self.scope),
+            list: list.to_owned(),
+            size,
+            continuation: continuation.map(str::to_owned),
+            form: TypeId::of::<T>(),
+        }
+    }
+
+    /// The page kept under `key`, if any.
+    pub fn get(&self, key: &ListKey) -> Option<Kept> {
+        self.cache.pages.as_ref()?.get(key)
+    }
+
+    /// Keeps `page`, read at `version`; `stored_bytes`: the size of its items as stored, the
+    /// measure of what it holds in memory.
+    pub fn keep<T: Clone + Send + Sync + 'static>(
+        &self,
+        key: ListKey,
+        version: PartitionVersion,
+        page: &Page<T>,
+        stored_bytes: usize,
+    ) {
+        let Some(pages) = &self.cache.pages else {
+            return;
+        };
+        let bytes = OVERHEAD_BYTES
+            + stored_bytes as u64
+            + OVERHEAD_PER_ITEM * page.items.len() as u64
+            + page
+                .continuation
+                .as_ref()
+                .map_or(0, |token| token.len() as u64);
+        pages.insert(
+            key,
+            Kept {
+                version,
+                page: Arc::new(page.clone()),
+                bytes,
+            },
+        );
+    }
+}
