@@ -117,7 +117,13 @@ pub async fn run(
             Some(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
         };
         log(&format!("ceiling, {export}"));
-        let served = serve(Arc::clone(&store), config.concurrency, endpoint).await?;
+        let served = serve(
+            Arc::clone(&store),
+            config.concurrency,
+            config.list_cache_mb,
+            endpoint,
+        )
+        .await?;
         let figures = measure(&served.client, &data, config, routes, &log).await;
         served.stop().await?;
         runs.push(CeilingRun {
@@ -186,14 +192,19 @@ async fn accepting_collector() -> anyhow::Result<SocketAddr> {
 }
 
 /// The figures of both runs as markdown: one table, a row per route.
-pub fn markdown(out: &mut String, runs: &[CeilingRun], concurrency: usize) {
+pub fn markdown(out: &mut String, runs: &[CeilingRun], config: &LoadConfig) {
     let [off, on] = runs else {
         return;
     };
+    let concurrency = config.concurrency;
+    let kept = match config.list_cache_mb {
+        0 => "no list pages kept".to_owned(),
+        mb => format!("list pages kept up to {mb} MiB"),
+    };
     out.push_str(&format!(
         "\n### The ceiling: each route beside the readiness route\n\n\
-         {concurrency} connections; the routes take turns, {ROUNDS} rounds. Export off, then \
-         {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
+         {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds. Export \
+         off, then {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
          | route | req/s (off) | share of `GET /` | p50 ms | p99 ms | req/s (export on) | share | p99 ms | on vs off |\n\
          |---|---|---|---|---|---|---|---|---|\n",
         on.export

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cosmos_blog::settings::DEFAULT_LIST_CACHE_MB;
 use cosmos_blog::store::Tenancy;
 use cosmos_blog::verify::{VerifyReport, ViolationKind};
 
@@ -132,7 +133,13 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         .await?,
     );
     let items = data.items();
-    let served = crate::load::serve(Arc::clone(&store), config.concurrency, None).await?;
+    let served = crate::load::serve(
+        Arc::clone(&store),
+        config.concurrency,
+        DEFAULT_LIST_CACHE_MB,
+        None,
+    )
+    .await?;
     crate::load::catch_up(&served.client, &data).await?;
 
     faults.start();
@@ -145,6 +152,7 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         seed: config.seed,
         write_mix_only: true,
         otlp_endpoint: None,
+        list_cache_mb: DEFAULT_LIST_CACHE_MB,
     };
     let mix = crate::load::phase(
         "write mix (20% posts, 40% comments, 40% likes)",

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::settings::{
-    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
-};
+use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::telemetry::export::{Export, Schedule};
@@ -45,6 +43,8 @@ pub struct LoadConfig {
     pub write_mix_only: bool,
     /// Export traces and metrics over OTLP/HTTP there (`--otlp-endpoint`).
     pub otlp_endpoint: Option<String>,
+    /// MiB of list pages the server keeps (`--list-cache-mb`; 0: none).
+    pub list_cache_mb: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -411,7 +411,13 @@ pub async fn run(
     log: impl Fn(&str),
 ) -> anyhow::Result<LoadReport> {
     let data = Arc::new(data);
-    let served = serve(store, config.concurrency, config.otlp_endpoint.as_deref()).await?;
+    let served = serve(
+        store,
+        config.concurrency,
+        config.list_cache_mb,
+        config.otlp_endpoint.as_deref(),
+    )
+    .await?;
     let result = measure(&served.client, &data, config, log).await;
     served.stop().await?;
     result
@@ -434,6 +440,7 @@ impl Served {
 pub async fn serve(
     store: Arc<dyn Store>,
     concurrency: usize,
+    list_cache_mb: u64,
     otlp_endpoint: Option<&str>,
 ) -> anyhow::Result<Served> {
     let settings = Settings {
@@ -448,7 +455,7 @@ pub async fn serve(
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
-        list_cache_mb: DEFAULT_LIST_CACHE_MB,
+        list_cache_mb,
         // The delayed re-check only where a test or phase asks for it: it reads the store.
         recheck_delay_ms: 0,
         change_feed: ChangeFeedMode::Pump,

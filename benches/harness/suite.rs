@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use cosmos_blog::settings::DEFAULT_LIST_CACHE_MB;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
 
@@ -112,6 +113,10 @@ pub struct Args {
     /// `page`), beside the readiness route, to profile one route alone. Repeatable.
     #[arg(long)]
     pub route: Vec<String>,
+    /// MiB of list pages the server keeps (`BLOG_LIST_CACHE_MB`); 0 sends every list read to
+    /// the store, as before pages were kept.
+    #[arg(long, default_value_t = DEFAULT_LIST_CACHE_MB)]
+    pub list_cache_mb: u64,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
@@ -264,6 +269,7 @@ pub async fn run(args: &Args, command: &str, binary: &Path) -> anyhow::Result<Ou
             seed: args.seed,
             write_mix_only: false,
             otlp_endpoint: args.otlp_endpoint.clone(),
+            list_cache_mb: args.list_cache_mb,
         };
         crate::recheck::start_here(&store).await?;
         let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
@@ -414,6 +420,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 seed: args.seed,
                 write_mix_only: true,
                 otlp_endpoint: args.otlp_endpoint.clone(),
+                list_cache_mb: args.list_cache_mb,
             };
             let load = crate::load::run(Arc::clone(&store), dataset, &config, log).await?;
             if only == Only::Recheck {
@@ -455,6 +462,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 seed: args.seed,
                 write_mix_only: false,
                 otlp_endpoint: None,
+                list_cache_mb: args.list_cache_mb,
             };
             let routes = crate::ceiling::chosen(&args.route);
             let runs = crate::ceiling::run(
@@ -466,7 +474,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 log,
             )
             .await?;
-            crate::ceiling::markdown(&mut out, &runs, config.concurrency);
+            crate::ceiling::markdown(&mut out, &runs, &config);
         }
         Only::Faults => {
             let phases = crate::faults::run(&faults_config(args), log).await?;
