@@ -12,6 +12,7 @@ use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, Sto
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::telemetry::export::{Export, Schedule};
+use cosmos_blog::telemetry::sampling::Sampling;
 use cosmos_blog::telemetry::{self, Telemetry};
 use serde::Deserialize;
 use serde_json::json;
@@ -470,8 +471,11 @@ pub async fn serve(
             let export = Export::Otlp {
                 endpoint: Some(endpoint.to_owned()),
             };
-            let telemetry =
-                Telemetry::new(telemetry::Config::exporting(export, Schedule::default()))?;
+            // Traces sampled as the binary samples them: by the standard variables, else at
+            // most a few new traces a second.
+            let mut config = telemetry::Config::exporting(export, Schedule::default());
+            config.sampling = Sampling::from_vars(|name| std::env::var(name).ok()).0;
+            let telemetry = Telemetry::new(config)?;
             Application::with_telemetry(&settings, store, telemetry).await?
         }
         None => Application::with_store(&settings, store).await?,

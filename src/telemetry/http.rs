@@ -16,7 +16,7 @@ use tracing::field::{Empty, display};
 use tracing::{Instrument, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use super::metrics;
+use super::{metrics, sampling};
 use crate::domain::TenantId;
 use crate::operations;
 use crate::problem::ProblemCode;
@@ -84,25 +84,39 @@ pub async fn observe(request: Request, next: Next) -> Response {
 /// while handling an invocation carries the id the host logs it under; with export on, its
 /// trace and span ids too.
 pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
-    let span = tracing::info_span!(
-        "request",
-        otel.kind = "server",
-        otel.status_code = Empty,
-        http.request.method = %request.method(),
-        url.path = %request.uri().path(),
-        faas.invocation_id = Empty,
-        http.route = Empty,
-        http.response.status_code = Empty,
-        error.type = Empty,
-        blog.operation = Empty,
-        blog.tenant = Empty,
-        blog.problem.code = Empty,
-        blog.request_charge = Empty,
-        trace_id = Empty,
-        span_id = Empty,
-    );
+    macro_rules! request_span {
+        ($target:expr) => {
+            tracing::info_span!(
+                target: $target,
+                "request",
+                otel.kind = "server",
+                otel.status_code = Empty,
+                http.request.method = %request.method(),
+                url.path = %request.uri().path(),
+                faas.invocation_id = Empty,
+                http.route = Empty,
+                http.response.status_code = Empty,
+                error.type = Empty,
+                blog.operation = Empty,
+                blog.tenant = Empty,
+                blog.problem.code = Empty,
+                blog.request_charge = Empty,
+                trace_id = Empty,
+                span_id = Empty,
+            )
+        };
+    }
+    let traced = sampling::traces_request(request.headers());
+    let span = if traced {
+        request_span!("cosmos_blog::telemetry::http")
+    } else {
+        request_span!(sampling::UNSAMPLED_TARGET)
+    };
     if let Some(id) = header(request.headers(), INVOCATION_ID_HEADER) {
         span.record("faas.invocation_id", display(id));
+    }
+    if !traced {
+        return span;
     }
     if let Some(parent) = caller_context(request.headers()) {
         let _ = span.set_parent(parent);
@@ -146,12 +160,15 @@ fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
     if let Some(template) = &template {
         span.record("http.route", template.as_str());
     }
-    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`.
-    let name = match &template {
-        Some(template) => format!("{method} {template}"),
-        None => method.to_string(),
-    };
-    span.context().span().update_name(name);
+    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`;
+    // only a span that becomes a trace has a use for it.
+    if !span.is_disabled() && !sampling::is_unsampled(span) {
+        let name = match &template {
+            Some(template) => format!("{method} {template}"),
+            None => method.to_string(),
+        };
+        span.context().span().update_name(name);
+    }
     if let Some(operation) = operation {
         span.record("blog.operation", operation);
     }

@@ -18,6 +18,7 @@
 pub mod export;
 pub mod http;
 pub mod metrics;
+pub mod sampling;
 mod scoped;
 pub mod traced;
 
@@ -39,6 +40,7 @@ use tracing_subscriber::prelude::*;
 
 use export::{Export, Providers, Schedule};
 use metrics::{Instruments, MetricsLayer};
+use sampling::{Sampler, Sampling, SamplingLayer};
 
 /// The instrumentation scope of our spans and metrics.
 const SCOPE: &str = "cosmos-blog";
@@ -50,6 +52,8 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Config {
     pub export: Export,
     pub schedule: Schedule,
+    /// Which requests are traced, when exporting.
+    pub sampling: Sampling,
     /// The log filter, in `RUST_LOG` syntax.
     pub log_filter: String,
     /// Where log lines go.
@@ -60,7 +64,7 @@ impl Config {
     /// Export as the standard variables say, logs as `RUST_LOG` says, on stderr. `export`:
     /// whether this run exports at all (only `serve` does).
     pub fn from_env(export: bool) -> (Config, Vec<String>) {
-        let (chosen, notes) = if export {
+        let (chosen, mut notes) = if export {
             match Export::from_vars(|name| std::env::var(name).ok()) {
                 Ok(chosen) => chosen,
                 Err(e) => (Export::Off, vec![format!("telemetry export off: {e:#}")]),
@@ -68,20 +72,24 @@ impl Config {
         } else {
             (Export::Off, Vec::new())
         };
+        let (sampling, warning) = Sampling::from_vars(|name| std::env::var(name).ok());
+        notes.extend(warning.filter(|_| export));
         let config = Config {
             export: chosen,
             schedule: Schedule::default(),
+            sampling,
             log_filter: std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
             log_writer: BoxMakeWriter::new(std::io::stderr),
         };
         (config, notes)
     }
 
-    /// `export` with quiet logs: for tests.
+    /// `export` with quiet logs, every request traced: for tests.
     pub fn exporting(export: Export, schedule: Schedule) -> Config {
         Config {
             export,
             schedule,
+            sampling: Sampling::EveryRequest,
             log_filter: "warn".into(),
             log_writer: BoxMakeWriter::new(std::io::sink),
         }
@@ -127,10 +135,15 @@ impl Telemetry {
             MetricsLayer(Arc::new(Instruments::new(&p.meter.meter(SCOPE))))
                 .with_filter(LevelFilter::OFF)
         });
+        // Like the metrics layer: found by downcast, seeing nothing.
+        let sampler = providers.as_ref().map(|_| {
+            SamplingLayer(Arc::new(Sampler::new(config.sampling))).with_filter(LevelFilter::OFF)
+        });
         let subscriber = tracing_subscriber::registry()
             .with(logs)
             .with(traces)
-            .with(meters);
+            .with(meters)
+            .with(sampler);
         Ok(Self {
             dispatch: Dispatch::new(subscriber),
             providers,
@@ -146,6 +159,7 @@ impl Telemetry {
         let config = Config {
             export: Export::Off,
             schedule: Schedule::default(),
+            sampling: Sampling::default(),
             log_filter: log_filter.into(),
             log_writer: BoxMakeWriter::new(writer),
         };
@@ -213,9 +227,12 @@ fn log_filter(directives: &str) -> EnvFilter {
         .unwrap_or_else(|_| EnvFilter::new(format!("info,{quiet_store}")))
 }
 
-/// What becomes OpenTelemetry data: our spans, and warnings and errors (as span events).
+/// What becomes OpenTelemetry data: our spans but those of work whose trace is not kept, and
+/// warnings and errors (as span events).
 fn trace_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
-    let ours = Targets::new().with_target("cosmos_blog", Level::INFO);
+    let ours = Targets::new()
+        .with_target("cosmos_blog", Level::INFO)
+        .with_target(sampling::UNSAMPLED_TARGET, LevelFilter::OFF);
     FilterFn::new(move |metadata| {
         ours.would_enable(metadata.target(), metadata.level())
             && (metadata.is_span() || *metadata.level() <= Level::WARN)
@@ -227,16 +244,25 @@ fn trace_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
 /// The span of one change-feed batch a handler takes from the standalone pump (under the
 /// Functions host, each batch is a trigger invocation: an HTTP request).
 pub fn batch_span(handler: &'static str, source: &'static str, documents: usize) -> tracing::Span {
-    let span = tracing::info_span!(
-        "change_feed_batch",
-        otel.name = handler,
-        otel.kind = "consumer",
-        blog.operation = handler,
-        blog.change_feed.source = source,
-        blog.change_feed.documents = documents as u64,
-        trace_id = tracing::field::Empty,
-        span_id = tracing::field::Empty,
-    );
+    macro_rules! batch_span {
+        ($target:expr) => {
+            tracing::info_span!(
+                target: $target,
+                "change_feed_batch",
+                otel.name = handler,
+                otel.kind = "consumer",
+                blog.operation = handler,
+                blog.change_feed.source = source,
+                blog.change_feed.documents = documents as u64,
+                trace_id = tracing::field::Empty,
+                span_id = tracing::field::Empty,
+            )
+        };
+    }
+    if !sampling::traces_new_work() {
+        return batch_span!(sampling::UNSAMPLED_TARGET);
+    }
+    let span = batch_span!("cosmos_blog::telemetry");
     http::record_ids(&span);
     span
 }

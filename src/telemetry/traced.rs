@@ -16,6 +16,7 @@ use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use super::metrics::{self, StoreCall};
+use super::sampling;
 use crate::store::charge::{self, Exchange};
 use crate::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use crate::store::metered::partition_keys;
@@ -63,7 +64,8 @@ impl StoreLayer for StoreSpans {
         let outline = Outline::of(&request);
         // Only below a request, an invocation or a batch: the pump's polls and checkpoint
         // reads would otherwise be a trace each, several a second, all of them idle.
-        let span = if Span::current().is_none() {
+        // Nor below one whose trace is not kept.
+        let span = if Span::current().is_none() || sampling::in_unsampled_span() {
             Span::none()
         } else {
             self.span(operation, container)
