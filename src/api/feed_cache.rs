@@ -7,6 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
+
 use super::pages::page_json;
 use crate::blog::{Blog, FEED_SIZE, PageSize};
 use crate::error::{Error, Result};
@@ -16,7 +18,7 @@ pub type FeedItems = Arc<Vec<String>>;
 
 pub struct FeedCache {
     ttl: Duration,
-    entry: Mutex<Option<(Instant, FeedItems)>>,
+    entry: Mutex<Option<(Instant, Arc<Feed>)>>,
     /// One refresh at a time: callers arriving during a refresh wait for its result instead
     /// of all querying the store at once.
     refreshing: tokio::sync::Mutex<()>,
@@ -34,36 +36,57 @@ impl FeedCache {
 
     /// The full feed ([`FEED_SIZE`] items at most), from memory while fresh.
     pub async fn items(&self, blog: &Blog) -> Result<FeedItems> {
+        Ok(Arc::clone(&self.feed(blog).await?.items))
+    }
+
+    /// The body of the feed's page of at most `limit` items, from memory while fresh: the
+    /// whole feed's page (the default `limit`, what nearly every reader asks) is written once
+    /// per refresh and shared, not copied, by every answer.
+    pub async fn page(&self, blog: &Blog, limit: PageSize) -> Result<Bytes> {
+        let feed = self.feed(blog).await?;
+        if limit.get() as usize >= feed.items.len() {
+            return Ok(feed.whole_page.clone());
+        }
+        Ok(Bytes::from(page_body(&feed.items, limit)))
+    }
+
+    async fn feed(&self, blog: &Blog) -> Result<Arc<Feed>> {
         if self.ttl.is_zero() {
             return fetch(blog).await;
         }
-        if let Some(items) = self.fresh() {
-            return Ok(items);
+        if let Some(feed) = self.fresh() {
+            return Ok(feed);
         }
         let _refresh = self.refreshing.lock().await;
-        if let Some(items) = self.fresh() {
-            return Ok(items);
+        if let Some(feed) = self.fresh() {
+            return Ok(feed);
         }
-        let items = fetch(blog).await?;
-        *self.lock() = Some((Instant::now(), Arc::clone(&items)));
-        Ok(items)
+        let feed = fetch(blog).await?;
+        *self.lock() = Some((Instant::now(), Arc::clone(&feed)));
+        Ok(feed)
     }
 
-    fn fresh(&self) -> Option<FeedItems> {
+    fn fresh(&self) -> Option<Arc<Feed>> {
         match &*self.lock() {
-            Some((fetched, items)) if fetched.elapsed() < self.ttl => Some(Arc::clone(items)),
+            Some((fetched, feed)) if fetched.elapsed() < self.ttl => Some(Arc::clone(feed)),
             _ => None,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Instant, FeedItems)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Instant, Arc<Feed>)>> {
         self.entry
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-async fn fetch(blog: &Blog) -> Result<FeedItems> {
+/// One read of the feed: its items, and the page of all of them.
+struct Feed {
+    items: FeedItems,
+    whole_page: Bytes,
+}
+
+async fn fetch(blog: &Blog) -> Result<Arc<Feed>> {
     let posts = blog.feed(PageSize::MAX).await?;
     debug_assert!(posts.len() <= FEED_SIZE as usize);
     let items = posts
@@ -71,7 +94,11 @@ async fn fetch(blog: &Blog) -> Result<FeedItems> {
         .map(serde_json::to_string)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Internal(format!("feed item does not serialise: {e}")))?;
-    Ok(Arc::new(items))
+    let whole_page = Bytes::from(page_json(items.iter().map(String::as_str), None));
+    Ok(Arc::new(Feed {
+        items: Arc::new(items),
+        whole_page,
+    }))
 }
 
 /// The feed page body, `{"items":[...],"continuation":null}`, with the first `limit` items.
@@ -142,5 +169,47 @@ mod tests {
         );
         let uncached = FeedCache::new(Duration::ZERO);
         assert_eq!(uncached.items(&blog).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_whole_feeds_page_is_the_page_of_its_items() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap();
+        let blog = Blog::new(Arc::new(store));
+        let ada = UserId::parse("ada").unwrap();
+        blog.put_user(&ada, ada.clone(), Username::parse("Ada").unwrap())
+            .await
+            .unwrap();
+        for n in 0..3 {
+            let post = blog
+                .create_post(
+                    &ada,
+                    Title::parse(&format!("t{n}")).unwrap(),
+                    PostContent::parse("c").unwrap(),
+                )
+                .await
+                .unwrap();
+            let item = serde_json::to_value(&post).unwrap();
+            crate::copies::on_post_changed(blog.store(), &[item])
+                .await
+                .unwrap();
+        }
+        for cache in [
+            FeedCache::new(Duration::from_secs(3600)),
+            FeedCache::new(Duration::ZERO),
+        ] {
+            let items = cache.items(&blog).await.unwrap();
+            assert_eq!(items.len(), 3);
+            for limit in [1, 2, 3, 100] {
+                let limit = PageSize::parse(Some(limit), PageSize::MAX).unwrap();
+                let page = cache.page(&blog, limit).await.unwrap();
+                assert_eq!(
+                    page,
+                    page_body(&items, limit).as_bytes(),
+                    "limit {}",
+                    limit.get()
+                );
+            }
+        }
     }
 }

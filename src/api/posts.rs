@@ -17,7 +17,6 @@ use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
     PathParam,
 };
-use super::feed_cache::page_body;
 use super::pages::{CommentPage, LikePage, PostPage, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
@@ -304,7 +303,6 @@ async fn list_likes(
     )
 )]
 async fn feed(CurrentScope(scope): CurrentScope, FeedLimit(size): FeedLimit) -> Result<Response> {
-    let items = scope.feed.items(&scope.blog).await?;
-    let body = page_body(&items, size);
+    let body = scope.feed.page(&scope.blog, size).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
