@@ -86,6 +86,13 @@ impl Application {
             Arc::clone(&store),
             settings.store.database.clone(),
         ));
+        // Kept list pages need the store's versions of a partition, which cost every write
+        // a little: asked for only when pages are kept.
+        if settings.list_cache_mb > 0 && !store.keep_partition_versions().await? {
+            tracing::info!(
+                "BLOG_LIST_CACHE_MB: this store keeps no versions of a partition, so no list page is kept"
+            );
+        }
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth);
         warn_of_unshared_form_key(settings);
         let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);

@@ -19,9 +19,6 @@ use quick_cache::sync::Cache;
 
 use crate::store::{Page, PartitionVersion};
 
-/// What the cache holds by default: enough for the first pages of a few thousand posts.
-pub const DEFAULT_LIST_CACHE_BYTES: u64 = 64 * 1024 * 1024;
-
 /// Bytes a kept page is counted for beyond its items' text: the key, the version, the
 /// vector and the strings' headers.
 const OVERHEAD_BYTES: u64 = 256;

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
-pub use list_cache::{BlogLists, DEFAULT_LIST_CACHE_BYTES, ListCache};
+pub use list_cache::{BlogLists, ListCache};
 use list_cache::{Kept, ListKey};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};

@@ -476,6 +476,11 @@ impl<L: StoreLayer> Store for Layered<L> {
         }
     }
 
+    /// A setting of the store, no call to it: every layer lets it through.
+    async fn keep_partition_versions(&self) -> StoreResult<bool> {
+        self.inner.keep_partition_versions().await
+    }
+
     /// A wait is no call to the store: every layer lets it through.
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {
         self.inner.wait_for_changes(container, timeout).await;

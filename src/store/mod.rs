@@ -308,6 +308,14 @@ pub trait Store: Send + Sync + 'static {
         max_items: usize,
     ) -> StoreResult<ChangeBatch>;
 
+    /// Makes the store version the pages of a partition from now on ([`JsonPage`]), if it
+    /// can: whether it will. Versions cost the store a little on every write, so it keeps
+    /// none unless a reader that keeps pages asks. Cosmos DB has no version of a logical
+    /// partition.
+    async fn keep_partition_versions(&self) -> StoreResult<bool> {
+        Ok(false)
+    }
+
     /// Resolves when `container` may have new changes, or after `timeout`. Stores that
     /// cannot tell just wait the timeout, which makes the pump poll.
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {

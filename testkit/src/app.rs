@@ -9,9 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::domain::TenantId;
-use cosmos_blog::settings::{
-    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
-};
+use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Store, Tenancy, tenant};
@@ -56,6 +54,9 @@ struct ServerGuard {
     _data_dir: TempDir,
 }
 
+/// MiB of list pages the applications of the tests keep.
+pub const KEPT_LIST_PAGES_MB: u64 = 64;
+
 /// The settings of an application in tests: port 0 on loopback, the store in `data_dir`, no
 /// delayed re-check (it reads the store: only where a test asks for it).
 pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Settings {
@@ -71,7 +72,9 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             tenancy: Default::default(),
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
-        list_cache_mb: DEFAULT_LIST_CACHE_MB,
+        // Pages kept, so that every test of the API also checks that a kept page is never
+        // served stale.
+        list_cache_mb: KEPT_LIST_PAGES_MB,
         recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),

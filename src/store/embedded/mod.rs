@@ -20,6 +20,7 @@ mod store_impl;
 mod writer;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
@@ -30,7 +31,10 @@ use super::{Container, StoreError, StoreResult, Tenancy};
 pub use backup::backup;
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
-use schema::{SCHEMA, add_expiry, check_layout, check_layout_read_only, set_planner_stats};
+use schema::{
+    CHANGE_COUNTING, SCHEMA, add_expiry, check_layout, check_layout_read_only, counts_changes,
+    set_planner_stats,
+};
 use sqlite::{configure, sql_error};
 
 /// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
@@ -53,6 +57,9 @@ struct Shared {
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
     /// refused.
     read_only: bool,
+    /// The database counts its partitions' writes ([`schema::CHANGE_COUNTING`]), so pages of
+    /// a partition can be versioned.
+    counts_changes: AtomicBool,
 }
 
 impl EmbeddedStore {
@@ -84,6 +91,7 @@ impl EmbeddedStore {
         add_expiry(&writer)?;
         check_layout(&writer, tenancy, path)?;
         set_planner_stats(&writer)?;
+        let counts_changes = AtomicBool::new(counts_changes(&writer)?);
         let readers = (0..READERS)
             .map(|_| {
                 let reader = Connection::open_with_flags(
@@ -106,6 +114,7 @@ impl EmbeddedStore {
                 changes: Default::default(),
                 tenancy,
                 read_only: false,
+                counts_changes,
             }),
         };
         store.start_purge()?;
@@ -134,6 +143,8 @@ impl EmbeddedStore {
                 changes: Default::default(),
                 tenancy,
                 read_only: true,
+                // A copy being checked: nothing of it is kept.
+                counts_changes: AtomicBool::new(false),
             }),
         })
     }
@@ -141,6 +152,27 @@ impl EmbeddedStore {
     /// Whether it was opened by [`EmbeddedStore::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         self.shared.read_only
+    }
+
+    /// Makes the database count the writes to each partition whose lists readers keep (once
+    /// for good: every process writing the file counts from then on), so that pages of them
+    /// are versioned. Refused on a read-only store.
+    pub async fn count_changes(&self) -> StoreResult<()> {
+        if self.shared.counts_changes.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let answer = self.submit(|tx| tx.execute_batch(CHANGE_COUNTING).map_err(sql_error))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))??;
+        // Only once the triggers are committed: a count read before would not be kept up.
+        self.shared.counts_changes.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether pages of a partition are versioned.
+    fn counts_changes(&self) -> bool {
+        self.shared.counts_changes.load(Ordering::Acquire)
     }
 }
 

@@ -28,6 +28,18 @@ CREATE INDEX IF NOT EXISTS items_by_type_and_sort_date ON items (
     COALESCE(json_extract(body, '$.creationDate'), ''), id);
 DROP INDEX IF EXISTS items_by_type_and_date;
 CREATE INDEX IF NOT EXISTS items_by_user ON items (container, json_extract(body, '$.userId'));
+CREATE TABLE IF NOT EXISTS log_sequence (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    last_lsn INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
+";
+
+/// Counts the writes to each partition of the containers whose lists readers keep: created
+/// by [`super::EmbeddedStore::count_changes`] when a server keeps list pages, and never
+/// dropped (a process relying on the counts must not lose them under it). Each counted write
+/// costs another row written in its transaction, which is why it is not there by default.
+pub(super) const CHANGE_COUNTING: &str = "
 -- How many times each logical partition of `users` and `posts` was written, by any connection
 -- of any process: a reader that kept a page of such a partition serves it again while the
 -- count is the same (see `PartitionVersion`). Only the containers whose lists are kept are
@@ -63,16 +75,24 @@ CREATE TRIGGER IF NOT EXISTS items_deleted_count_a_change AFTER DELETE ON items
     INSERT INTO partition_changes (container, pk, changes) VALUES (OLD.container, OLD.pk, 1)
         ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
 END;
-CREATE TABLE IF NOT EXISTS log_sequence (
-    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-    last_lsn INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
 ";
 
-/// The containers whose partitions' writes [`SCHEMA`]'s triggers count: those whose lists
+/// The containers whose partitions' writes [`CHANGE_COUNTING`]'s triggers count: those whose lists
 /// readers keep (Q3 in `users`, Q4 and Q5 in `posts`). A page of any other is never versioned.
 pub(super) const COUNTED_CONTAINERS: [Container; 2] = [Container::Users, Container::Posts];
+
+/// Whether the database counts its partitions' writes (all of [`CHANGE_COUNTING`]'s triggers
+/// are there).
+pub(super) fn counts_changes(conn: &Connection) -> StoreResult<bool> {
+    conn.query_row(
+        "SELECT count(*) = 4 FROM sqlite_schema WHERE type = 'trigger' AND name IN (
+            'items_inserted_count_a_change', 'items_updated_count_a_change',
+            'items_moved_count_a_change', 'items_deleted_count_a_change')",
+        [],
+        |row| row.get(0),
+    )
+    .map_err(sql_error)
+}
 
 /// The layout a database was created with (its partition keys), once recorded.
 const LAYOUT_TABLE: &str = "
@@ -246,7 +266,11 @@ mod tests {
             .map(|container| format!("'{}'", container.name()))
             .collect();
         let list = format!("IN ({})", names.join(", "));
-        assert_eq!(SCHEMA.matches(" IN (").count(), 4, "one list per trigger");
-        assert_eq!(SCHEMA.matches(list.as_str()).count(), 4, "{list}");
+        assert_eq!(
+            CHANGE_COUNTING.matches(" IN (").count(),
+            4,
+            "one list per trigger"
+        );
+        assert_eq!(CHANGE_COUNTING.matches(list.as_str()).count(), 4, "{list}");
     }
 }

@@ -176,8 +176,7 @@ impl Store for EmbeddedStore {
         }
         let query = query.clone();
         let known = known.cloned();
-        // A read-only store (a backup being checked) may predate the counts of changes.
-        let versioned = !self.shared.read_only;
+        let versioned = self.counts_changes();
         self.read(reach_of(&query), move |conn| {
             let partition = match &query.scope {
                 QueryScope::Partition(pk)
@@ -259,6 +258,13 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn keep_partition_versions(&self) -> StoreResult<bool> {
+        if self.shared.read_only {
+            return Ok(false);
+        }
+        self.count_changes().await.map(|()| true)
+    }
+
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {
         let _ = tokio::time::timeout(timeout, self.notifier(container).notified()).await;
     }
@@ -316,6 +322,39 @@ mod tests {
             .unwrap();
     }
 
+    /// A store of `path` that counts its partitions' writes.
+    async fn counting(path: &std::path::Path) -> EmbeddedStore {
+        let store = EmbeddedStore::open(path).unwrap();
+        assert!(store.keep_partition_versions().await.unwrap());
+        store
+    }
+
+    #[tokio::test]
+    async fn pages_are_versioned_only_once_asked_for_and_from_then_on_in_every_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = EmbeddedStore::open(&path).unwrap();
+        comment(&store, "p1", "a", json!({})).await;
+        let answer = store
+            .query_json(
+                Container::Posts,
+                &comments_of("p1"),
+                PageRequest::first(10),
+                None,
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(answer, JsonPage::Read { version: None, .. }),
+            "not counted by default"
+        );
+        let asking = counting(&path).await;
+        assert!(read(&asking, "p1", None).await.is_some());
+        // Opened after the counting began: it counts too.
+        let later = EmbeddedStore::open(&path).unwrap();
+        assert!(read(&later, "p1", None).await.is_some());
+    }
+
     /// Queries `post`'s comments handing `known` back: the version read, or `None` when the
     /// store vouched for `known`.
     async fn read(
@@ -344,7 +383,7 @@ mod tests {
     async fn a_page_is_vouched_for_until_its_partition_is_written_by_anyone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite3");
-        let store = EmbeddedStore::open(&path).unwrap();
+        let store = counting(&path).await;
         comment(&store, "p1", "a", json!({})).await;
         let first = read(&store, "p1", None).await.unwrap();
         assert_eq!(read(&store, "p1", Some(&first)).await, None, "unchanged");
@@ -380,7 +419,7 @@ mod tests {
     #[tokio::test]
     async fn a_version_vouches_for_its_own_partition_only() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
+        let store = counting(&dir.path().join("db.sqlite3")).await;
         comment(&store, "p1", "a", json!({})).await;
         comment(&store, "p2", "a", json!({})).await;
         let of_p1 = read(&store, "p1", None).await.unwrap();
@@ -404,7 +443,7 @@ mod tests {
     #[tokio::test]
     async fn a_page_holds_until_its_first_item_expires() {
         let dir = tempfile::tempdir().unwrap();
-        let store = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
+        let store = counting(&dir.path().join("db.sqlite3")).await;
         let before = unix_now();
         comment(&store, "p1", "a", json!({"ttl": 3600})).await;
         comment(&store, "p1", "bb", json!({"ttl": 60})).await;
@@ -419,7 +458,7 @@ mod tests {
     async fn only_the_pages_of_one_partition_read_whole_are_versioned() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite3");
-        let store = EmbeddedStore::open(&path).unwrap();
+        let store = counting(&path).await;
         comment(&store, "p1", "a", json!({})).await;
         let unversioned = |answer: JsonPage| matches!(answer, JsonPage::Read { version: None, .. });
         let across = Query::cross_partition().of_type("comment");
