@@ -139,22 +139,7 @@ mod tests {
         let mut cache = FeedCache::new(Duration::from_secs(3600));
         assert!(cache.items(&blog).await.unwrap().is_empty());
 
-        let ada = UserId::parse("ada").unwrap();
-        blog.put_user(&ada, ada.clone(), Username::parse("Ada").unwrap())
-            .await
-            .unwrap();
-        let post = blog
-            .create_post(
-                &ada,
-                Title::parse("t").unwrap(),
-                PostContent::parse("c").unwrap(),
-            )
-            .await
-            .unwrap();
-        let item = serde_json::to_value(&post).unwrap();
-        crate::copies::on_post_changed(blog.store(), &[item])
-            .await
-            .unwrap();
+        post_to_the_feed(&blog, "t").await;
 
         assert!(
             cache.items(&blog).await.unwrap().is_empty(),
@@ -171,28 +156,33 @@ mod tests {
         assert_eq!(uncached.items(&blog).await.unwrap().len(), 1);
     }
 
+    /// Ada writes post `title`, and the change feed copies it into the feed.
+    async fn post_to_the_feed(blog: &Blog, title: &str) {
+        let ada = UserId::parse("ada").unwrap();
+        blog.put_user(&ada, ada.clone(), Username::parse("Ada").unwrap())
+            .await
+            .unwrap();
+        let post = blog
+            .create_post(
+                &ada,
+                Title::parse(title).unwrap(),
+                PostContent::parse("c").unwrap(),
+            )
+            .await
+            .unwrap();
+        let item = serde_json::to_value(&post).unwrap();
+        crate::copies::on_post_changed(blog.store(), &[item])
+            .await
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn the_whole_feeds_page_is_the_page_of_its_items() {
         let dir = tempfile::TempDir::new().unwrap();
         let store = EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap();
         let blog = Blog::new(Arc::new(store));
-        let ada = UserId::parse("ada").unwrap();
-        blog.put_user(&ada, ada.clone(), Username::parse("Ada").unwrap())
-            .await
-            .unwrap();
         for n in 0..3 {
-            let post = blog
-                .create_post(
-                    &ada,
-                    Title::parse(&format!("t{n}")).unwrap(),
-                    PostContent::parse("c").unwrap(),
-                )
-                .await
-                .unwrap();
-            let item = serde_json::to_value(&post).unwrap();
-            crate::copies::on_post_changed(blog.store(), &[item])
-                .await
-                .unwrap();
+            post_to_the_feed(&blog, &format!("t{n}")).await;
         }
         for cache in [
             FeedCache::new(Duration::from_secs(3600)),

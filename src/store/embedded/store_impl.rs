@@ -335,19 +335,8 @@ mod tests {
         let path = dir.path().join("db.sqlite3");
         let store = EmbeddedStore::open(&path).unwrap();
         comment(&store, "p1", "a", json!({})).await;
-        let answer = store
-            .query_json(
-                Container::Posts,
-                &comments_of("p1"),
-                PageRequest::first(10),
-                None,
-            )
-            .await
-            .unwrap();
-        assert!(
-            matches!(answer, JsonPage::Read { version: None, .. }),
-            "not counted by default"
-        );
+        let uncounted = unversioned(&store, Container::Posts, &comments_of("p1")).await;
+        assert!(uncounted, "not counted by default");
         let asking = counting(&path).await;
         assert!(read(&asking, "p1", None).await.is_some());
         // Opened after the counting began: it counts too.
@@ -460,37 +449,28 @@ mod tests {
         let path = dir.path().join("db.sqlite3");
         let store = counting(&path).await;
         comment(&store, "p1", "a", json!({})).await;
-        let unversioned = |answer: JsonPage| matches!(answer, JsonPage::Read { version: None, .. });
         let across = Query::cross_partition().of_type("comment");
         let skipping = comments_of("p1").skip(1);
         for query in [across, skipping] {
-            let answer = store
-                .query_json(Container::Posts, &query, PageRequest::first(10), None)
-                .await
-                .unwrap();
-            assert!(unversioned(answer), "{query:?}");
+            assert!(
+                unversioned(&store, Container::Posts, &query).await,
+                "{query:?}"
+            );
         }
         // The leases' writes are not counted: a page of them could not be vouched for.
-        let answer = store
-            .query_json(
-                Container::Leases,
-                &comments_of("p1"),
-                PageRequest::first(10),
-                None,
-            )
-            .await
-            .unwrap();
-        assert!(unversioned(answer), "an uncounted container");
+        let leases = unversioned(&store, Container::Leases, &comments_of("p1")).await;
+        assert!(leases, "an uncounted container");
         let read_only = EmbeddedStore::open_read_only(&path, Tenancy::Single).unwrap();
-        let answer = read_only
-            .query_json(
-                Container::Posts,
-                &comments_of("p1"),
-                PageRequest::first(10),
-                None,
-            )
+        let backup = unversioned(&read_only, Container::Posts, &comments_of("p1")).await;
+        assert!(backup, "a read-only store");
+    }
+
+    /// Whether `store` answers `query` on `container` with a page that has no version.
+    async fn unversioned(store: &EmbeddedStore, container: Container, query: &Query) -> bool {
+        let answer = store
+            .query_json(container, query, PageRequest::first(10), None)
             .await
             .unwrap();
-        assert!(unversioned(answer), "a read-only store");
+        matches!(answer, JsonPage::Read { version: None, .. })
     }
 }
