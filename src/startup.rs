@@ -213,8 +213,6 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
     )
 }
 
-/// On a hosting platform the site may run on several instances, and a form token signed by
-/// one must pass on the others: without a shared key, forms fail now and then.
 /// What the settings keep in memory for readers.
 fn caches(settings: &Settings) -> api::Caches {
     api::Caches::new(
@@ -223,6 +221,8 @@ fn caches(settings: &Settings) -> api::Caches {
     )
 }
 
+/// On a hosting platform the site may run on several instances, and a form token signed by
+/// one must pass on the others: without a shared key, forms fail now and then.
 fn warn_of_unshared_form_key(settings: &Settings) {
     let platform = &settings.auth.platform;
     let hosted = platform.functions_host || platform.app_service;

@@ -11,7 +11,6 @@
 //! none, and nothing of theirs is kept.
 
 use std::any::{Any, TypeId};
-use std::hash::Hash;
 use std::sync::Arc;
 
 use quick_cache::Weighter;
