@@ -32,7 +32,7 @@ pub use backup::backup;
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
 use schema::{
-    CHANGE_COUNTING, SCHEMA, add_expiry, check_layout, check_layout_read_only, counts_changes,
+    SCHEMA, add_expiry, change_counting, check_layout, check_layout_read_only, counts_changes,
     set_planner_stats,
 };
 use sqlite::{configure, sql_error};
@@ -57,7 +57,7 @@ struct Shared {
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
     /// refused.
     read_only: bool,
-    /// The database counts its partitions' writes ([`schema::CHANGE_COUNTING`]), so pages of
+    /// The database counts its partitions' writes ([`schema::change_counting`]), so pages of
     /// a partition can be versioned.
     counts_changes: AtomicBool,
 }
@@ -158,13 +158,12 @@ impl EmbeddedStore {
     /// for good: every process writing the file counts from then on), so that pages of them
     /// are versioned. Refused on a read-only store.
     pub async fn count_changes(&self) -> StoreResult<()> {
-        if self.shared.counts_changes.load(Ordering::Acquire) {
+        if self.counts_changes() {
             return Ok(());
         }
-        let answer = self.submit(|tx| tx.execute_batch(CHANGE_COUNTING).map_err(sql_error))?;
-        answer
-            .await
-            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))??;
+        let sql = change_counting();
+        self.on_writer(move |tx| tx.execute_batch(&sql).map_err(sql_error))
+            .await?;
         // Only once the triggers are committed: a count read before would not be kept up.
         self.shared.counts_changes.store(true, Ordering::Release);
         Ok(())

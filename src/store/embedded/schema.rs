@@ -35,63 +35,76 @@ CREATE TABLE IF NOT EXISTS log_sequence (
 INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
 ";
 
-/// Counts the writes to each partition of the containers whose lists readers keep: created
-/// by [`super::EmbeddedStore::count_changes`] when a server keeps list pages, and never
-/// dropped (a process relying on the counts must not lose them under it). Each counted write
-/// costs another row written in its transaction, which is why it is not there by default.
-pub(super) const CHANGE_COUNTING: &str = "
--- How many times each logical partition of `users` and `posts` was written, by any connection
--- of any process: a reader that kept a page of such a partition serves it again while the
--- count is the same (see `PartitionVersion`). Only the containers whose lists are kept are
--- counted (`COUNTED_CONTAINERS`): the feed's and the leases' writes cost nothing more. The
--- triggers count in the writing transaction itself, so a count and the items it describes
--- are never seen apart. A partition never written has no row (0).
+/// How many times each logical partition of the [`COUNTED_CONTAINERS`] was written, by any
+/// connection of any process: a reader that kept a page of such a partition serves it again
+/// while the count is the same (see `PartitionVersion`). The feed's and the leases' writes are
+/// not counted and cost nothing more. A partition never written has no row (0).
+const CHANGES_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS partition_changes (
     container TEXT NOT NULL,
     pk TEXT NOT NULL,
     changes INTEGER NOT NULL,
     PRIMARY KEY (container, pk)
 ) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS items_inserted_count_a_change AFTER INSERT ON items
-    WHEN NEW.container IN ('users', 'posts') BEGIN
-    INSERT INTO partition_changes (container, pk, changes) VALUES (NEW.container, NEW.pk, 1)
-        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS items_updated_count_a_change AFTER UPDATE ON items
-    WHEN NEW.container IN ('users', 'posts') BEGIN
-    INSERT INTO partition_changes (container, pk, changes) VALUES (NEW.container, NEW.pk, 1)
-        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
-END;
--- The writer never moves an item between partitions; a hand-made UPDATE that did is counted
--- in the partition it left as well.
-CREATE TRIGGER IF NOT EXISTS items_moved_count_a_change AFTER UPDATE ON items
-    WHEN OLD.container IN ('users', 'posts')
-        AND (OLD.container IS NOT NEW.container OR OLD.pk IS NOT NEW.pk) BEGIN
-    INSERT INTO partition_changes (container, pk, changes) VALUES (OLD.container, OLD.pk, 1)
-        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS items_deleted_count_a_change AFTER DELETE ON items
-    WHEN OLD.container IN ('users', 'posts') BEGIN
-    INSERT INTO partition_changes (container, pk, changes) VALUES (OLD.container, OLD.pk, 1)
-        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
-END;
 ";
 
-/// The containers whose partitions' writes [`CHANGE_COUNTING`]'s triggers count: those whose lists
-/// readers keep (Q3 in `users`, Q4 and Q5 in `posts`). A page of any other is never versioned.
+/// The triggers that keep the counts, in the writing transaction itself, so that a count and
+/// the items it describes are never seen apart: each trigger's name, the event, the row whose
+/// partition it counts, and any further condition. The writer never moves an item between
+/// partitions; a hand-made UPDATE that did is counted in the partition it left as well.
+const COUNTING_TRIGGERS: [(&str, &str, &str, &str); 4] = [
+    ("items_inserted_count_a_change", "INSERT", "NEW", ""),
+    ("items_updated_count_a_change", "UPDATE", "NEW", ""),
+    (
+        "items_moved_count_a_change",
+        "UPDATE",
+        "OLD",
+        " AND (OLD.container IS NOT NEW.container OR OLD.pk IS NOT NEW.pk)",
+    ),
+    ("items_deleted_count_a_change", "DELETE", "OLD", ""),
+];
+
+/// The containers whose partitions' writes are counted: those whose lists readers keep (Q3 in
+/// `users`, Q4 and Q5 in `posts`). A page of any other is never versioned.
 pub(super) const COUNTED_CONTAINERS: [Container; 2] = [Container::Users, Container::Posts];
 
-/// Whether the database counts its partitions' writes (all of [`CHANGE_COUNTING`]'s triggers
-/// are there).
+/// The table and triggers that count the writes to each partition of the
+/// [`COUNTED_CONTAINERS`]: created by [`super::EmbeddedStore::count_changes`] when a server
+/// keeps list pages, and never dropped (a process relying on the counts must not lose them
+/// under it). Each counted write costs another row written in its transaction, which is why
+/// they are not there by default.
+pub(super) fn change_counting() -> String {
+    let counted: Vec<String> = COUNTED_CONTAINERS
+        .iter()
+        .map(|container| format!("'{}'", container.name()))
+        .collect();
+    let counted = counted.join(", ");
+    let mut sql = CHANGES_TABLE.to_owned();
+    for (name, event, row, also) in COUNTING_TRIGGERS {
+        sql.push_str(&format!(
+            "CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON items
+    WHEN {row}.container IN ({counted}){also} BEGIN
+    INSERT INTO partition_changes (container, pk, changes) VALUES ({row}.container, {row}.pk, 1)
+        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
+END;
+"
+        ));
+    }
+    sql
+}
+
+/// Whether the database counts its partitions' writes (all of the [`COUNTING_TRIGGERS`] are
+/// there).
 pub(super) fn counts_changes(conn: &Connection) -> StoreResult<bool> {
-    conn.query_row(
-        "SELECT count(*) = 4 FROM sqlite_schema WHERE type = 'trigger' AND name IN (
-            'items_inserted_count_a_change', 'items_updated_count_a_change',
-            'items_moved_count_a_change', 'items_deleted_count_a_change')",
-        [],
-        |row| row.get(0),
-    )
-    .map_err(sql_error)
+    let names = COUNTING_TRIGGERS.map(|(name, ..)| name);
+    let found: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3, ?4)",
+            names,
+            |row| row.get(0),
+        )
+        .map_err(sql_error)?;
+    Ok(usize::try_from(found).is_ok_and(|found| found == names.len()))
 }
 
 /// The layout a database was created with (its partition keys), once recorded.
@@ -266,11 +279,8 @@ mod tests {
             .map(|container| format!("'{}'", container.name()))
             .collect();
         let list = format!("IN ({})", names.join(", "));
-        assert_eq!(
-            CHANGE_COUNTING.matches(" IN (").count(),
-            4,
-            "one list per trigger"
-        );
-        assert_eq!(CHANGE_COUNTING.matches(list.as_str()).count(), 4, "{list}");
+        let sql = change_counting();
+        assert_eq!(sql.matches(" IN (").count(), 4, "one list per trigger");
+        assert_eq!(sql.matches(list.as_str()).count(), 4, "{list}");
     }
 }

@@ -47,14 +47,22 @@ impl EmbeddedStore {
         container: Container,
         work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        let answer = self.submit(work)?;
-        let result = answer
-            .await
-            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?;
+        let result = self.on_writer(work).await;
         if result.is_ok() {
             self.notifier(container).notify_one();
         }
         result
+    }
+
+    /// Runs `work` in the writer thread's next group transaction (its own savepoint), and
+    /// answers once the group has committed.
+    pub(super) async fn on_writer<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        self.submit(work)?
+            .await
+            .map_err(|_| StoreError::Internal("the writer thread dropped a write".into()))?
     }
 
     /// Queues `work` for the writer thread; the answer comes once its group has committed
