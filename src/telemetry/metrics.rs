@@ -15,20 +15,17 @@
 //! `AddComment` for C3, `OnPostChanged` for the handler, and so on.
 //!
 //! Instruments are reached through the current `tracing` dispatcher, whose subscriber holds
-//! them (as [`MetricsLayer`]): code records a metric where it happens, the way it logs, and
+//! them (as a [`super::held::Held`] layer): code records a metric where it happens, the way it logs, and
 //! an application with telemetry of its own (a test's) records into its own. With export off
 //! there is no such layer and recording does nothing.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::held::held;
+use crate::store::charge::Exchange;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 use serde_json::Value;
-use tracing::Subscriber;
-use tracing_subscriber::Layer;
-
-use crate::store::charge::Exchange;
 
 /// Semantic conventions' buckets for HTTP server durations (s).
 const HTTP_BUCKETS: &[f64] = &[
@@ -115,19 +112,9 @@ impl Instruments {
     }
 }
 
-/// The subscriber layer that holds the instruments; it sees no span and no event.
-pub(crate) struct MetricsLayer(pub(crate) Arc<Instruments>);
-
-impl<S: Subscriber> Layer<S> for MetricsLayer {}
-
 /// Runs `record` with the current dispatcher's instruments, if it has any.
 fn with_instruments(record: impl FnOnce(&Instruments)) {
-    let instruments = tracing::dispatcher::get_default(|dispatch| {
-        dispatch
-            .downcast_ref::<MetricsLayer>()
-            .map(|layer| Arc::clone(&layer.0))
-    });
-    if let Some(instruments) = instruments {
+    if let Some(instruments) = held::<Instruments>() {
         record(&instruments);
     }
 }

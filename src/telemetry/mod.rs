@@ -16,6 +16,7 @@
 //! test sees another's telemetry.
 
 pub mod export;
+mod held;
 pub mod http;
 pub mod metrics;
 pub mod sampling;
@@ -39,8 +40,9 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
 use export::{Export, Providers, Schedule};
-use metrics::{Instruments, MetricsLayer};
-use sampling::{Sampler, Sampling, SamplingLayer};
+use held::Held;
+use metrics::Instruments;
+use sampling::{Sampler, Sampling};
 
 /// The instrumentation scope of our spans and metrics.
 const SCOPE: &str = "cosmos-blog";
@@ -128,17 +130,15 @@ impl Telemetry {
                 .with_level(true)
                 .with_filter(trace_filter())
         });
-        // The metrics layer only holds the instruments (found by downcast) and wants no span
-        // nor event: without a filter of its own it would have every callsite of the process,
-        // `trace!` in the SDK and hyper included, evaluated on every hit.
+        // The instruments and the sampler are only held (found by downcast) and want no span
+        // nor event: without a filter of their own they would have every callsite of the
+        // process, `trace!` in the SDK and hyper included, evaluated on every hit.
         let meters = providers.as_ref().map(|p| {
-            MetricsLayer(Arc::new(Instruments::new(&p.meter.meter(SCOPE))))
-                .with_filter(LevelFilter::OFF)
+            Held(Arc::new(Instruments::new(&p.meter.meter(SCOPE)))).with_filter(LevelFilter::OFF)
         });
-        // Like the metrics layer: found by downcast, seeing nothing.
-        let sampler = providers.as_ref().map(|_| {
-            SamplingLayer(Arc::new(Sampler::new(config.sampling))).with_filter(LevelFilter::OFF)
-        });
+        let sampler = providers
+            .as_ref()
+            .map(|_| Held(Arc::new(Sampler::new(config.sampling))).with_filter(LevelFilter::OFF));
         let subscriber = tracing_subscriber::registry()
             .with(logs)
             .with(traces)

@@ -14,12 +14,12 @@
 //! - Any other `OTEL_TRACES_SAMPLER` (`always_on`, `parentbased_traceidratio`, ...) makes a span
 //!   for every request and leaves the choice to the SDK's sampler, which reads the variable.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use axum::http::HeaderMap;
-use tracing::Subscriber;
-use tracing_subscriber::Layer;
+
+use super::held::held;
 
 /// The target of the spans of requests and batches whose trace is not kept: the trace filter
 /// leaves it out, the log filter does not.
@@ -72,12 +72,6 @@ impl Sampling {
         }
     }
 }
-
-/// The subscriber layer that holds the sampling of an exporting subscriber (found by
-/// downcast); it sees no span and no event.
-pub(crate) struct SamplingLayer(pub(crate) Arc<Sampler>);
-
-impl<S: Subscriber> Layer<S> for SamplingLayer {}
 
 /// The decisions of one exporting subscriber.
 pub(crate) struct Sampler {
@@ -144,13 +138,9 @@ pub fn traces_new_work() -> bool {
     with_sampler(Sampler::keeps_new_trace)
 }
 
+/// `decide` with the current dispatcher's sampler; `true` where it has none (no export).
 fn with_sampler(decide: impl FnOnce(&Sampler) -> bool) -> bool {
-    let sampler = tracing::dispatcher::get_default(|dispatch| {
-        dispatch
-            .downcast_ref::<SamplingLayer>()
-            .map(|layer| Arc::clone(&layer.0))
-    });
-    sampler.is_none_or(|sampler| decide(&sampler))
+    held::<Sampler>().is_none_or(|sampler| decide(&sampler))
 }
 
 /// The sampled flag of the caller's W3C `traceparent` (`00-<trace>-<span>-<flags>`), if it
