@@ -100,15 +100,21 @@ impl Weighter<ListKey, Kept> for ByBytes {
 }
 
 impl BlogLists {
-    /// The key of a page of `list` in the form `T`.
-    pub fn key<T: 'static>(&self, list: &str, size: u32, continuation: Option<&str>) -> ListKey {
-        ListKey {
+    /// The key of a page of `list` in the form `T`; `None` when nothing is kept.
+    pub fn key<T: 'static>(
+        &self,
+        list: &str,
+        size: u32,
+        continuation: Option<&str>,
+    ) -> Option<ListKey> {
+        self.cache.pages.as_ref()?;
+        Some(ListKey {
             scope: Arc::clone(&self.scope),
             list: list.to_owned(),
             size,
             continuation: continuation.map(str::to_owned),
             form: TypeId::of::<T>(),
-        }
+        })
     }
 
     /// The page kept under `key`, if any.

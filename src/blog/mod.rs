@@ -60,11 +60,11 @@ enum ListRead<T> {
     Read(ReadPage),
 }
 
-/// A page just read, with what keeping it takes.
+/// A page just read, with what keeping it takes (nothing is kept without both).
 struct ReadPage {
     page: Page<RawItem>,
     version: Option<PartitionVersion>,
-    key: ListKey,
+    key: Option<ListKey>,
 }
 
 /// Why one optimistic attempt did not go through.
@@ -628,7 +628,7 @@ impl Blog {
         continuation: Option<&str>,
     ) -> Result<ListRead<T>> {
         let key = self.lists.key::<T>(list, size.get(), continuation);
-        let kept = self.lists.get(&key);
+        let kept = key.as_ref().and_then(|key| self.lists.get(key));
         let request = PageRequest {
             max_items: size.get(),
             continuation: continuation
@@ -664,12 +664,17 @@ impl Blog {
         }
     }
 
-    /// The page just read, in the form `T`, kept if the store gave its version.
+    /// The page just read, in the form `T`, kept if pages are kept and the store gave its
+    /// version.
     fn keep<T: Listed>(&self, read: ReadPage) -> Result<Page<T>> {
-        let stored_bytes = read.page.items.iter().map(|item| item.get().len()).sum();
-        let page = parse_page::<T>(read.page)?;
-        if let Some(version) = read.version {
-            self.lists.keep(read.key, version, &page, stored_bytes);
+        let ReadPage { page, version, key } = read;
+        let keeping = key.zip(version).map(|(key, version)| {
+            let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
+            (key, version, stored_bytes)
+        });
+        let page = parse_page::<T>(page)?;
+        if let Some((key, version, stored_bytes)) = keeping {
+            self.lists.keep(key, version, &page, stored_bytes);
         }
         Ok(page)
     }
