@@ -702,7 +702,7 @@ async fn walks(subjects: &[Subject], data: &TenantsData) -> anyhow::Result<Vec<U
                     latency: Duration::ZERO,
                 };
                 sum.add(step, None);
-                continuation = page.continuation;
+                continuation = page.continuation.clone();
                 if continuation.is_none() {
                     break;
                 }

@@ -1,4 +1,5 @@
-//! A page of a list, as the API answers it and as its description names it.
+//! An item or a page of a list, as the API answers it (already serialised) and as its
+//! description names it.
 
 use std::borrow::Cow;
 
@@ -8,19 +9,27 @@ use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, T
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::blog::WireJson;
+use crate::blog::{Listing, WireJson};
 use crate::domain::{Comment, Like, Post, User};
-use crate::store::Page;
 
 /// A page of a list, `{"items": [...], "continuation": "<token>" | null}`, whose items are
 /// already the JSON the API sends for them: written around them, not parsed again.
-pub struct WirePage<T>(pub Page<WireJson<T>>);
+pub struct WirePage<T>(pub Listing<WireJson<T>>);
 
 impl<T> IntoResponse for WirePage<T> {
     fn into_response(self) -> Response {
         let items = self.0.items.iter().map(WireJson::as_str);
         let body = page_json(items, self.0.continuation.as_deref());
         ([(CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+/// One item, already the JSON the API sends for it.
+pub struct WireItem<T>(pub WireJson<T>);
+
+impl<T> IntoResponse for WireItem<T> {
+    fn into_response(self) -> Response {
+        ([(CONTENT_TYPE, "application/json")], self.0.into_string()).into_response()
     }
 }
 

@@ -17,7 +17,7 @@ use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
     PathParam,
 };
-use super::pages::{CommentPage, LikePage, PostPage, WirePage};
+use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
@@ -151,9 +151,9 @@ async fn edit_post(
 async fn get_post(
     CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
-) -> Result<Json<Post>> {
+) -> Result<WireItem<Post>> {
     let post_id = PostId::parse(&post_id)?;
-    Ok(Json(blog.get_post(&post_id).await?))
+    Ok(WireItem(blog.get_post_as(&post_id).await?))
 }
 
 /// Comment on a post (C3)

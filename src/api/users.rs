@@ -11,7 +11,7 @@ use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
 use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
-use super::pages::{PostPage, UserPage, WirePage};
+use super::pages::{PostPage, UserPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::blog::CreateOutcome;
@@ -93,9 +93,9 @@ async fn put_user(
 async fn get_user(
     CurrentBlog(blog): CurrentBlog,
     PathParam(user_id): PathParam,
-) -> Result<Json<User>> {
+) -> Result<WireItem<User>> {
     let user_id = UserId::parse(&user_id)?;
-    Ok(Json(blog.get_user(&user_id).await?))
+    Ok(WireItem(blog.get_user_as(&user_id).await?))
 }
 
 /// List a user's posts (Q3)

@@ -71,6 +71,10 @@ pub struct ListKey {
     form: TypeId,
 }
 
+/// A page of a list as a read hands it over: shared, so that a kept page is handed over
+/// again without a copy of its items.
+pub type Listing<T> = Arc<Page<T>>;
+
 /// A page as it was handed over, and the version of the partition it was read at.
 #[derive(Clone)]
 pub struct Kept {
@@ -85,8 +89,8 @@ impl Kept {
     }
 
     /// The kept page, as the form it was kept in.
-    pub fn page<T: Clone + 'static>(&self) -> Option<Page<T>> {
-        self.page.downcast_ref::<Page<T>>().cloned()
+    pub fn page<T: Send + Sync + 'static>(&self) -> Option<Listing<T>> {
+        Arc::clone(&self.page).downcast::<Page<T>>().ok()
     }
 }
 
@@ -124,11 +128,11 @@ impl BlogLists {
 
     /// Keeps `page`, read at `version`; `stored_bytes`: the size of its items as stored, the
     /// measure of what it holds in memory.
-    pub fn keep<T: Clone + Send + Sync + 'static>(
+    pub fn keep<T: Send + Sync + 'static>(
         &self,
         key: ListKey,
         version: PartitionVersion,
-        page: &Page<T>,
+        page: Listing<T>,
         stored_bytes: usize,
     ) {
         let Some(pages) = &self.cache.pages else {
@@ -145,7 +149,7 @@ impl BlogLists {
             key,
             Kept {
                 version,
-                page: Arc::new(page.clone()),
+                page,
                 bytes,
             },
         );

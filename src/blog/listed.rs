@@ -1,6 +1,6 @@
-//! What a list hands over for each item: the item parsed into its type (the pages and the
-//! Atom feeds render it), or the JSON the API sends for it, copied from the stored text where
-//! that text is already in that form ([`WireJson`]).
+//! What a read hands over for each item, of a list or alone: the item parsed into its type
+//! (the pages and the Atom feeds render it), or the JSON the API sends for it, copied from
+//! the stored text where that text is already in that form ([`WireJson`]).
 
 use std::marker::PhantomData;
 
@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use crate::domain::{Comment, Like, Post, Typed, User, WireForm};
 use crate::error::{Error, Result};
 
-/// A form a list can hand its items over in.
+/// A form a read can hand its items over in.
 pub trait Listed: Sized + Clone + Send + Sync + 'static {
     /// The kind of item listed.
     type Item: Typed;
@@ -44,6 +44,10 @@ pub struct WireJson<T> {
 impl<T> WireJson<T> {
     pub fn as_str(&self) -> &str {
         &self.json
+    }
+
+    pub fn into_string(self) -> String {
+        self.json
     }
 }
 

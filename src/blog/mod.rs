@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
-pub use list_cache::{BlogLists, ListCache};
+pub use list_cache::{BlogLists, ListCache, Listing};
 use list_cache::{Kept, ListKey};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
@@ -56,7 +56,7 @@ pub struct Blog {
 
 /// A page of a list: the one kept, its partition unchanged, or one just read.
 enum ListRead<T> {
-    Kept(Page<T>),
+    Kept(Listing<T>),
     Read(ReadPage),
 }
 
@@ -193,9 +193,13 @@ impl Blog {
 
     /// Q1.
     pub async fn get_user(&self, user_id: &UserId) -> Result<User> {
-        self.read::<User>(Container::Users, &user_partition(user_id), user_id.as_str())
+        self.get_user_as::<User>(user_id).await
+    }
+
+    /// Q1 in the form `T`: the user parsed, or as the JSON the API sends.
+    pub async fn get_user_as<T: Listed<Item = User>>(&self, user_id: &UserId) -> Result<T> {
+        self.read_as::<T>(Container::Users, &user_partition(user_id), user_id.as_str())
             .await?
-            .map(|(user, _)| user)
             .ok_or_else(|| Error::not_found("user", user_id.as_str()))
     }
 
@@ -207,7 +211,7 @@ impl Blog {
         &self,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         let query = Query::cross_partition().of_type(User::TYPE);
         self.page(Container::Users, &query, "users", size, continuation)
             .await
@@ -349,7 +353,14 @@ impl Blog {
 
     /// Q2: the post with its full content, author username and counts.
     pub async fn get_post(&self, post_id: &PostId) -> Result<Post> {
-        Ok(self.existing_post(post_id).await?.0)
+        self.get_post_as::<Post>(post_id).await
+    }
+
+    /// Q2 in the form `T`: the post parsed, or as the JSON the API sends.
+    pub async fn get_post_as<T: Listed<Item = Post>>(&self, post_id: &PostId) -> Result<T> {
+        self.read_as::<T>(Container::Posts, &post_partition(post_id), post_id.as_str())
+            .await?
+            .ok_or_else(|| Error::not_found("post", post_id.as_str()))
     }
 
     /// Whether `caller` likes the post: a point read of their like (its id comes from the
@@ -375,7 +386,7 @@ impl Blog {
         user_id: &UserId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         let query = Query::in_partition(user_partition(user_id))
             .of_type(Post::TYPE)
             .order_by("creationDate", SortOrder::Descending);
@@ -501,7 +512,7 @@ impl Blog {
         post_id: &PostId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         self.children(post_id, Comment::TYPE, "comments", size, continuation)
             .await
     }
@@ -512,7 +523,7 @@ impl Blog {
         post_id: &PostId,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         self.children(post_id, Like::TYPE, "likes", size, continuation)
             .await
     }
@@ -528,7 +539,7 @@ impl Blog {
         list: &str,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         let query = Query::in_partition(post_partition(post_id))
             .of_types(&[item_type, Tombstone::TYPE])
             .order_by("creationDate", SortOrder::Ascending);
@@ -585,6 +596,20 @@ impl Blog {
         }
     }
 
+    /// The item at `id` in the form `T`, from its stored text: no document is built on the
+    /// way, and no etag is read. An item of another kind at that id (a tombstone) is none.
+    async fn read_as<T: Listed>(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> Result<Option<T>> {
+        match self.store.read_item_json(container, pk, id).await? {
+            Some(stored) if is_stored_a::<T::Item>(&stored) => T::from_stored(&stored).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// Whether the store holds exactly `item` (at its id, in `pk`): how a write whose answer
     /// was lost is recognised when its retry is refused.
     async fn holds(&self, container: Container, pk: &PartitionKey, item: &Value) -> Result<bool> {
@@ -606,7 +631,7 @@ impl Blog {
         list: &str,
         size: PageSize,
         continuation: Option<&str>,
-    ) -> Result<Page<T>> {
+    ) -> Result<Listing<T>> {
         match self
             .list_page::<T>(container, query, list, size, continuation)
             .await?
@@ -666,15 +691,16 @@ impl Blog {
 
     /// The page just read, in the form `T`, kept if pages are kept and the store gave its
     /// version.
-    fn keep<T: Listed>(&self, read: ReadPage) -> Result<Page<T>> {
+    fn keep<T: Listed>(&self, read: ReadPage) -> Result<Listing<T>> {
         let ReadPage { page, version, key } = read;
         let keeping = key.zip(version).map(|(key, version)| {
             let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
             (key, version, stored_bytes)
         });
-        let page = parse_page::<T>(page)?;
+        let page = Arc::new(parse_page::<T>(page)?);
         if let Some((key, version, stored_bytes)) = keeping {
-            self.lists.keep(key, version, &page, stored_bytes);
+            self.lists
+                .keep(key, version, Arc::clone(&page), stored_bytes);
         }
         Ok(page)
     }

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage, Page,
-    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, Store, StoreError, StoreResult,
-    Tenancy,
+    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, RawItem, Store, StoreError,
+    StoreResult, Tenancy,
 };
 
 /// What a wrapper adds to the calls made through it.
@@ -47,6 +47,10 @@ pub trait StoreLayer: Send + Sync + 'static {
 #[derive(Debug, Clone)]
 pub enum StoreRequest<'a> {
     Read {
+        pk: &'a PartitionKey,
+        id: &'a str,
+    },
+    ReadJson {
         pk: &'a PartitionKey,
         id: &'a str,
     },
@@ -94,6 +98,10 @@ impl<'a> StoreRequest<'a> {
                 .read_item(container, pk, id)
                 .await
                 .map(StoreAnswer::Read),
+            Self::ReadJson { pk, id } => store
+                .read_item_json(container, pk, id)
+                .await
+                .map(StoreAnswer::ReadJson),
             Self::Create { pk, item } => store
                 .create_item(container, pk, item)
                 .await
@@ -134,6 +142,7 @@ impl<'a> StoreRequest<'a> {
     pub fn partition(&self) -> Option<&'a PartitionKey> {
         match self {
             Self::Read { pk, .. }
+            | Self::ReadJson { pk, .. }
             | Self::Create { pk, .. }
             | Self::Upsert { pk, .. }
             | Self::Replace { pk, .. }
@@ -150,6 +159,7 @@ impl<'a> StoreRequest<'a> {
     {
         match self {
             Self::Read { id, .. } => StoreRequest::Read { pk, id },
+            Self::ReadJson { id, .. } => StoreRequest::ReadJson { pk, id },
             Self::Create { item, .. } => StoreRequest::Create { pk, item },
             Self::Upsert { item, .. } => StoreRequest::Upsert { pk, item },
             Self::Replace { item, if_match, .. } => StoreRequest::Replace { pk, item, if_match },
@@ -174,6 +184,7 @@ impl<'a> StoreRequest<'a> {
         matches!(
             self,
             Self::Read { .. }
+                | Self::ReadJson { .. }
                 | Self::Query { .. }
                 | Self::QueryJson { .. }
                 | Self::ReadChanges { .. }
@@ -232,6 +243,7 @@ impl BatchOperation {
 #[derive(Debug, Clone)]
 pub enum StoreAnswer {
     Read(Option<Document>),
+    ReadJson(Option<RawItem>),
     Written(ETag),
     Deleted,
     Batch(Vec<Option<ETag>>),
@@ -241,14 +253,15 @@ pub enum StoreAnswer {
 }
 
 impl StoreAnswer {
-    /// The items the answer returns as documents (none for a write, nor for a page of
-    /// stored JSON text: see [`StoreAnswer::documents`]).
+    /// The items the answer returns as documents (none for a write, nor for stored JSON
+    /// text: see [`StoreAnswer::documents`]).
     pub fn items(&self) -> &[Value] {
         match self {
             Self::Read(Some(document)) => slice::from_ref(&document.item),
             Self::Page(page) => &page.items,
             Self::Changes(batch) => &batch.items,
             Self::Read(None)
+            | Self::ReadJson(_)
             | Self::Written(_)
             | Self::Deleted
             | Self::Batch(_)
@@ -263,6 +276,7 @@ impl StoreAnswer {
             Self::Page(page) => &mut page.items,
             Self::Changes(batch) => &mut batch.items,
             Self::Read(None)
+            | Self::ReadJson(_)
             | Self::Written(_)
             | Self::Deleted
             | Self::Batch(_)
@@ -274,28 +288,32 @@ impl StoreAnswer {
     pub fn item_count(&self) -> usize {
         match self {
             Self::JsonPage(page) => page.item_count(),
+            Self::ReadJson(found) => usize::from(found.is_some()),
             other => other.items().len(),
         }
     }
 
-    /// The items the answer returns as documents, whatever their form: a page of stored JSON
-    /// text is parsed here, so a layer that must look inside the items (for their partition
+    /// The items the answer returns as documents, whatever their form: stored JSON text is
+    /// parsed here, so a layer that must look inside the items (for their partition
     /// keys, say) pays that only when it does.
     pub fn documents(&self) -> StoreResult<Cow<'_, [Value]>> {
         match self {
             Self::JsonPage(JsonPage::Unchanged) => Ok(Cow::Borrowed(&[])),
-            Self::JsonPage(JsonPage::Read { page, .. }) => page
-                .items
-                .iter()
-                .map(|raw| {
-                    serde_json::from_str(raw.get())
-                        .map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
-                })
-                .collect::<StoreResult<Vec<Value>>>()
-                .map(Cow::Owned),
+            Self::JsonPage(JsonPage::Read { page, .. }) => parsed(&page.items).map(Cow::Owned),
+            Self::ReadJson(found) => parsed(found.as_slice()).map(Cow::Owned),
             other => Ok(Cow::Borrowed(other.items())),
         }
     }
+}
+
+fn parsed(items: &[RawItem]) -> StoreResult<Vec<Value>> {
+    items
+        .iter()
+        .map(|raw| {
+            serde_json::from_str(raw.get())
+                .map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+        })
+        .collect()
 }
 
 /// A layer's answer of the wrong kind for its request: a bug of the layer, reported as the
@@ -357,6 +375,21 @@ impl<L: StoreLayer> Store for Layered<L> {
         match self.call(container, StoreRequest::Read { pk, id }).await? {
             StoreAnswer::Read(found) => Ok(found),
             other => Err(mismatched("read_item", &other)),
+        }
+    }
+
+    async fn read_item_json(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<RawItem>> {
+        match self
+            .call(container, StoreRequest::ReadJson { pk, id })
+            .await?
+        {
+            StoreAnswer::ReadJson(found) => Ok(found),
+            other => Err(mismatched("read_item_json", &other)),
         }
     }
 

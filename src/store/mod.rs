@@ -231,6 +231,17 @@ pub trait Store: Send + Sync + 'static {
         id: &str,
     ) -> StoreResult<Option<Document>>;
 
+    /// [`Store::read_item`] as the item's stored JSON text, not parsed and without its etag,
+    /// for a reader that hands the item on as it is (the API's point reads). Like the items
+    /// of [`Store::query_json`], it may carry fields the model does not know (Cosmos DB's
+    /// system properties, a `multi` store's tenant): a typed reader ignores them.
+    async fn read_item_json(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<RawItem>>;
+
     /// Fails with [`StoreError::Conflict`] if an item with the same id exists in the partition.
     async fn create_item(
         &self,

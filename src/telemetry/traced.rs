@@ -150,7 +150,7 @@ impl Outline {
 /// The OpenTelemetry name of a call's operation.
 fn operation_name(request: &StoreRequest<'_>) -> &'static str {
     match request {
-        StoreRequest::Read { .. } => "read_item",
+        StoreRequest::Read { .. } | StoreRequest::ReadJson { .. } => "read_item",
         StoreRequest::Create { .. } => "create_item",
         StoreRequest::Upsert { .. } => "upsert_item",
         StoreRequest::Replace { .. } => "replace_item",

@@ -56,24 +56,24 @@ pub async fn author_feed(
 ) -> Result<Response> {
     let base = base.map(|b| b.0.0).unwrap_or_default();
     let user_id = UserId::parse(&user_id)?;
-    let posts = blog
+    let page = blog
         .user_posts::<Post>(&user_id, FEED_ENTRIES, None)
-        .await?
-        .items;
+        .await?;
+    let posts = &page.items;
     let author_page = user_href(&base, &user_id);
     let title = match posts.first() {
         Some(post) => format!("Cosmos Blog: posts by {}", post.user_username),
         None => "Cosmos Blog: posts by this author".to_owned(),
     };
     let feed = feed_of(
-        &posts,
+        posts,
         &site_root(&headers),
         &base,
         &title,
         &format!("{author_page}/feed.atom"),
         &author_page,
     );
-    Ok(answer(&feed, &posts))
+    Ok(answer(&feed, posts))
 }
 
 fn date(post: &Post) -> FixedDateTime {

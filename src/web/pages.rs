@@ -16,10 +16,9 @@ use super::markdown;
 use crate::api::extract::PathParam;
 use crate::api::feed_cache::FeedItems;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::{Blog, PageSize};
+use crate::blog::{Blog, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, UserId};
 use crate::error::{Error, Result};
-use crate::store::Page;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
 /// light on a phone).
@@ -194,7 +193,7 @@ pub struct CommentPaging {
 /// read of their like), which decides between Like and Unlike.
 pub struct PostReading {
     pub post: Post,
-    pub comments: Page<Comment>,
+    pub comments: Listing<Comment>,
     pub liked: bool,
 }
 
@@ -271,7 +270,8 @@ pub fn post_page_of(
         likes_href: format!("{}/likes", view.href),
         later: comments
             .continuation
-            .map(|token| format!("{}?comments={}#comments", view.href, encode(&token))),
+            .as_deref()
+            .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
         content_html: markdown::post_html(post.id.as_str(), &post.content),
         post: view,
         is_author,

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use cosmos_blog::store::{BatchOperation, Container, Document, PartitionKey, Store, StoreResult};
+use cosmos_blog::store::{
+    BatchOperation, Container, Document, PartitionKey, RawItem, Store, StoreError, StoreResult,
+};
 use serde_json::Value;
 
 /// What kind of call a store call is.
@@ -107,7 +109,7 @@ impl<H> Deref for Hooked<H> {
 impl<'a> Call<'a> {
     fn of(container: Container, request: &'a StoreRequest<'_>) -> Self {
         let kind = match request {
-            StoreRequest::Read { .. } => CallKind::Read,
+            StoreRequest::Read { .. } | StoreRequest::ReadJson { .. } => CallKind::Read,
             StoreRequest::Create { .. } => CallKind::Create,
             StoreRequest::Upsert { .. } => CallKind::Upsert,
             StoreRequest::Replace { .. } => CallKind::Replace,
@@ -117,7 +119,9 @@ impl<'a> Call<'a> {
             StoreRequest::ReadChanges { .. } => CallKind::ReadChanges,
         };
         let ids = match request {
-            StoreRequest::Read { id, .. } | StoreRequest::Delete { id, .. } => vec![*id],
+            StoreRequest::Read { id, .. }
+            | StoreRequest::ReadJson { id, .. }
+            | StoreRequest::Delete { id, .. } => vec![*id],
             StoreRequest::Batch { operations, .. } => operations.iter().map(operation_id).collect(),
             other => other.items().map(item_id).collect(),
         };
@@ -128,6 +132,11 @@ impl<'a> Call<'a> {
             ids,
         }
     }
+}
+
+/// A document as the text a store holds it in.
+fn stored_text(item: &Value) -> StoreResult<RawItem> {
+    serde_json::value::to_raw_value(item).map_err(|e| StoreError::Internal(e.to_string()))
 }
 
 fn item_id(item: &Value) -> &str {
@@ -156,7 +165,14 @@ impl<H: Hooks> StoreLayer for Hooked<H> {
         if call.kind == CallKind::Read
             && let Some(answer) = self.hooks.read_instead(&call)
         {
-            return Ok(StoreAnswer::Read(answer));
+            return match request {
+                StoreRequest::ReadJson { .. } => Ok(StoreAnswer::ReadJson(
+                    answer
+                        .map(|document| stored_text(&document.item))
+                        .transpose()?,
+                )),
+                _ => Ok(StoreAnswer::Read(answer)),
+            };
         }
         self.hooks.before(&call, inner).await?;
         let answer = request.clone().send(inner, container).await;

@@ -57,6 +57,27 @@ impl Store for CosmosStore {
         Ok(Some(Document { item, etag }))
     }
 
+    async fn read_item_json(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<RawItem>> {
+        // The item keeps its system properties, as the items of `query_json` do: a typed
+        // reader ignores them.
+        let key = sdk_partition_key(pk)?;
+        let client = self.client(container);
+        let request = || client.read_item(key.clone(), id, None);
+        match item_request("read_item", request).await {
+            Ok(response) => response
+                .into_model::<RawItem>()
+                .map(Some)
+                .map_err(|e| StoreError::Internal(format!("unreadable item: {e}"))),
+            Err(StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn create_item(
         &self,
         container: Container,

@@ -6,10 +6,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::Connection;
 use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::schema::LIVE;
-use super::sqlite::{parse_body, sql_error};
+use super::sqlite::{parse_body, raw_body, sql_error};
 use crate::store::{
     Container, Filter, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder,
     StoreError, StoreResult,
@@ -68,9 +67,7 @@ pub(super) fn run_query_json(
     query: &Query,
     page: &PageRequest,
 ) -> StoreResult<PageRead<RawItem>> {
-    run_query_as(conn, container, query, page, |body| {
-        RawValue::from_string(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
-    })
+    run_query_as(conn, container, query, page, raw_body)
 }
 
 /// A page as read, and until when it stays the answer if nothing is written.

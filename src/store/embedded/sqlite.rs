@@ -8,8 +8,9 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::store::{Checkpoint, ETag, StoreError, StoreResult};
+use crate::store::{Checkpoint, ETag, RawItem, StoreError, StoreResult};
 
 /// How long a connection waits for another process's write lock (e.g. `rebuild` while the
 /// server runs) before giving up.
@@ -65,6 +66,11 @@ pub(super) fn now_seconds() -> i64 {
 
 pub(super) fn parse_body(body: &str) -> StoreResult<Value> {
     serde_json::from_str(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
+}
+
+/// A body as stored JSON text, checked to be JSON but not parsed into anything.
+pub(super) fn raw_body(body: String) -> StoreResult<RawItem> {
+    RawValue::from_string(body).map_err(|e| StoreError::Internal(format!("corrupt item: {e}")))
 }
 
 pub(super) fn parse_checkpoint(checkpoint: Option<&Checkpoint>) -> StoreResult<i64> {

@@ -1,6 +1,7 @@
 //! The [`Store`] operations of the embedded store: reads on a reader connection, writes
 //! through the writer thread.
 
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -12,12 +13,12 @@ use super::EmbeddedStore;
 use super::reads::Reach;
 use super::schema::{COUNTED_CONTAINERS, LIVE};
 use super::sql::{run_query, run_query_json};
-use super::sqlite::{etag_for, parse_body, parse_checkpoint, sql_error};
+use super::sqlite::{etag_for, parse_body, parse_checkpoint, raw_body, sql_error};
 use super::writer::{apply, written};
 use crate::store::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage, Page,
-    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, Store, StoreError, StoreResult,
-    Tenancy,
+    PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, RawItem, Store, StoreError,
+    StoreResult, Tenancy,
 };
 
 #[async_trait]
@@ -38,24 +39,29 @@ impl Store for EmbeddedStore {
     ) -> StoreResult<Option<Document>> {
         let (pk, id) = (pk.to_json_array(), id.to_owned());
         self.read(Reach::Partition, move |conn| {
-            let row = conn
-                .prepare_cached(&format!(
-                    "SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 \
-                     AND {LIVE}"
-                ))
-                .map_err(sql_error)?
-                .query_row((container.name(), pk, id), |row| {
-                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            read_row(conn, container, &pk, &id)?
+                .map(|(body, lsn)| {
+                    Ok(Document {
+                        item: parse_body(&body)?,
+                        etag: etag_for(lsn),
+                    })
                 })
-                .optional()
-                .map_err(sql_error)?;
-            row.map(|(body, lsn)| {
-                Ok(Document {
-                    item: parse_body(&body)?,
-                    etag: etag_for(lsn),
-                })
-            })
-            .transpose()
+                .transpose()
+        })
+        .await
+    }
+
+    async fn read_item_json(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<RawItem>> {
+        let (pk, id) = (pk.to_json_array(), id.to_owned());
+        self.read(Reach::Partition, move |conn| {
+            read_row(conn, container, &pk, &id)?
+                .map(|(body, _)| raw_body(body))
+                .transpose()
         })
         .await
     }
@@ -296,6 +302,27 @@ fn reach_of(query: &Query) -> Reach {
         QueryScope::Partition(_) => Reach::Partition,
         QueryScope::Prefix(_) | QueryScope::CrossPartition => Reach::Wide,
     }
+}
+
+/// The SQL of a point read: the live item at its id in its partition.
+static POINT_READ: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}")
+});
+
+/// The body and log position of the live item `id` in the partition `pk` (a JSON array).
+fn read_row(
+    conn: &Connection,
+    container: Container,
+    pk: &str,
+    id: &str,
+) -> StoreResult<Option<(String, i64)>> {
+    conn.prepare_cached(&POINT_READ)
+        .map_err(sql_error)?
+        .query_row((container.name(), pk, id), |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .optional()
+        .map_err(sql_error)
 }
 
 #[cfg(test)]
