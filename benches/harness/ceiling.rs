@@ -4,8 +4,8 @@
 //! each route's throughput as a share of the probe's.
 //!
 //! The routes take turns in short runs, round after round, so that whatever else the machine
-//! does (other processes, the pump settling) falls on all of them alike. It runs once with
-//! telemetry export off and once exporting to an OTLP/HTTP collector.
+//! does (other processes, the pump settling) falls on all of them alike. Each round runs on
+//! a server with telemetry export off, then on one exporting to an OTLP/HTTP collector.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{Client, Kind, LoadConfig, Summary, catch_up, phase, serve};
+use crate::load::{Kind, LoadConfig, Summary, catch_up, phase, serve};
 use crate::stats::ms;
 
 /// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
@@ -95,8 +95,10 @@ impl CeilingRun {
     }
 }
 
-/// Serves `store` with telemetry export off, then exporting to `otlp_endpoint` (or, without
-/// one, to a collector in this process that accepts everything), and measures both.
+/// Serves `store` with telemetry export off and exporting to `otlp_endpoint` (or, without
+/// one, to a collector in this process that accepts everything), and measures both. The two
+/// take turns too, a server of each per round, so that the comparison of export on and off
+/// sees the same machine as the comparison of the routes.
 pub async fn run(
     store: Arc<dyn Store>,
     data: Dataset,
@@ -110,53 +112,58 @@ pub async fn run(
         Some(endpoint) => endpoint.to_owned(),
         None => format!("http://{}", accepting_collector().await?),
     };
-    let mut runs = Vec::new();
-    for endpoint in [None, Some(collector.as_str())] {
-        let export = match endpoint {
-            None => "telemetry export off".to_owned(),
-            Some(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
-        };
-        log(&format!("ceiling, {export}"));
-        let served = serve(
-            Arc::clone(&store),
-            config.concurrency,
-            config.list_cache_mb,
-            endpoint,
-        )
-        .await?;
-        let figures = measure(&served.client, &data, config, routes, &log).await;
-        served.stop().await?;
-        runs.push(CeilingRun {
-            export,
-            routes: figures?,
-        });
-    }
-    Ok(runs)
-}
-
-async fn measure(
-    client: &Client,
-    data: &Arc<Dataset>,
-    config: &LoadConfig,
-    routes: &[Kind],
-    log: &impl Fn(&str),
-) -> anyhow::Result<Vec<RouteFigures>> {
-    log("waiting for the change-feed pump to catch up with the loaded data");
-    catch_up(client, data).await?;
+    let exports = [None, Some(collector.as_str())];
     let turn = config.phase / ROUNDS;
-    let mut rounds: Vec<Vec<(Summary, Duration)>> = vec![Vec::new(); routes.len()];
+    // rounds[export][route]: each round's figures.
+    let mut rounds = vec![vec![Vec::new(); routes.len()]; exports.len()];
     for round in 1..=ROUNDS {
-        log(&format!("round {round} of {ROUNDS}"));
-        for (kind, runs) in routes.iter().zip(&mut rounds) {
-            let measured = phase(kind.label(), client, data, &[(*kind, 1)], config, turn).await?;
-            runs.push((measured.total, measured.elapsed));
+        for (endpoint, runs) in exports.iter().zip(&mut rounds) {
+            log(&format!(
+                "round {round} of {ROUNDS}, {}",
+                export_name(*endpoint)
+            ));
+            let served = serve(
+                Arc::clone(&store),
+                config.concurrency,
+                config.list_cache_mb,
+                *endpoint,
+            )
+            .await?;
+            log("waiting for the change-feed pump to catch up with the loaded data");
+            let measured = async {
+                catch_up(&served.client, &data).await?;
+                for (kind, runs) in routes.iter().zip(runs.iter_mut()) {
+                    let mix = [(*kind, 1)];
+                    let measured =
+                        phase(kind.label(), &served.client, &data, &mix, config, turn).await?;
+                    runs.push((measured.total, measured.elapsed));
+                }
+                anyhow::Ok(())
+            }
+            .await;
+            served.stop().await?;
+            measured?;
         }
     }
-    Ok(routes
+    Ok(exports
         .iter()
         .zip(rounds)
-        .map(|(kind, runs)| combine(*kind, &runs))
+        .map(|(endpoint, runs)| CeilingRun {
+            export: export_name(*endpoint),
+            routes: routes
+                .iter()
+                .zip(runs)
+                .map(|(kind, runs)| combine(*kind, &runs))
+                .collect(),
+        })
         .collect())
+}
+
+fn export_name(endpoint: Option<&str>) -> String {
+    match endpoint {
+        None => "telemetry export off".to_owned(),
+        Some(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
+    }
 }
 
 fn combine(kind: Kind, runs: &[(Summary, Duration)]) -> RouteFigures {
@@ -203,8 +210,8 @@ pub fn markdown(out: &mut String, runs: &[CeilingRun], config: &LoadConfig) {
     };
     out.push_str(&format!(
         "\n### The ceiling: each route beside the readiness route\n\n\
-         {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds. Export \
-         off, then {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
+         {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds, each \
+         round on a server with telemetry export off, then on one {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
          | route | req/s (off) | share of `GET /` | p50 ms | p99 ms | req/s (export on) | share | p99 ms | on vs off |\n\
          |---|---|---|---|---|---|---|---|---|\n",
         on.export
