@@ -2,6 +2,7 @@
 //! the Functions host sends. [`observe`] is the outermost layer; [`note_route`] runs after
 //! routing and tells it which route (and tenant) the request took.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
@@ -29,16 +30,16 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 /// `tenant`: handed on by the tenant routes (`/api/tenants/{tenantId}/...`).
 #[derive(Debug, Clone)]
 pub struct MatchedRoute {
-    template: String,
+    template: Arc<str>,
     tenant: bool,
 }
 
 impl MatchedRoute {
     /// The template clients call: `http.route`.
-    pub fn template(&self) -> String {
+    pub fn template(&self) -> Arc<str> {
         match self.template.strip_prefix("/api") {
-            Some(rest) if self.tenant => format!("{}{rest}", operations::tenant_prefix()),
-            _ => self.template.clone(),
+            Some(rest) if self.tenant => format!("{}{rest}", operations::tenant_prefix()).into(),
+            _ => Arc::clone(&self.template),
         }
     }
 
@@ -56,7 +57,7 @@ pub async fn note_route(request: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map(|path| MatchedRoute {
-            template: path.as_str().to_owned(),
+            template: Arc::from(path.as_str()),
             tenant: tenant.is_some(),
         });
     if let Some(tenant) = &tenant {
@@ -156,19 +157,29 @@ fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
         .extensions()
         .get::<RequestCharge>()
         .map_or(0.0, |charge| charge.0);
+    metrics::record_request(&metrics::Request {
+        method,
+        route: template.as_ref(),
+        operation,
+        status,
+        duration: started.elapsed(),
+        request_units,
+    });
+    // The outcome is for the trace: a span whose trace is not kept has nothing left to log
+    // under it, and recording each field would format it for the logs all the same.
+    if span.is_disabled() || sampling::is_unsampled(span) {
+        return;
+    }
     span.record("http.response.status_code", status);
     if let Some(template) = &template {
-        span.record("http.route", template.as_str());
+        span.record("http.route", &**template);
     }
-    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`;
-    // only a span that becomes a trace has a use for it.
-    if !span.is_disabled() && !sampling::is_unsampled(span) {
-        let name = match &template {
-            Some(template) => format!("{method} {template}"),
-            None => method.to_string(),
-        };
-        span.context().span().update_name(name);
-    }
+    // The semantic conventions' name, known only now: `POST /api/posts/{postId}/comments`.
+    let name = match &template {
+        Some(template) => format!("{method} {template}"),
+        None => method.to_string(),
+    };
+    span.context().span().update_name(name);
     if let Some(operation) = operation {
         span.record("blog.operation", operation);
     }
@@ -182,12 +193,4 @@ fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
         span.record("error.type", status.to_string());
         span.record("otel.status_code", "error");
     }
-    metrics::record_request(&metrics::Request {
-        method: method.as_str(),
-        route: template.as_deref(),
-        operation,
-        status,
-        duration: started.elapsed(),
-        request_units,
-    });
 }

@@ -19,12 +19,14 @@
 //! an application with telemetry of its own (a test's) records into its own. With export off
 //! there is no such layer and recording does nothing.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::held::held;
 use crate::store::charge::Exchange;
-use opentelemetry::KeyValue;
+use axum::http::Method;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
+use opentelemetry::{KeyValue, StringValue};
 use serde_json::Value;
 
 /// Semantic conventions' buckets for HTTP server durations (s).
@@ -121,8 +123,8 @@ fn with_instruments(record: impl FnOnce(&Instruments)) {
 
 /// One HTTP request (an API operation, or a trigger invocation from the host).
 pub(crate) struct Request<'a> {
-    pub method: &'a str,
-    pub route: Option<&'a str>,
+    pub method: &'a Method,
+    pub route: Option<&'a Arc<str>>,
     pub operation: Option<&'static str>,
     pub status: u16,
     pub duration: Duration,
@@ -131,12 +133,17 @@ pub(crate) struct Request<'a> {
 
 pub(crate) fn record_request(request: &Request<'_>) {
     with_instruments(|i| {
-        let mut attributes = vec![
-            KeyValue::new("http.request.method", request.method.to_owned()),
-            KeyValue::new("http.response.status_code", i64::from(request.status)),
-        ];
+        let mut attributes = Vec::with_capacity(5);
+        attributes.push(KeyValue::new(
+            "http.request.method",
+            method_name(request.method),
+        ));
+        attributes.push(KeyValue::new(
+            "http.response.status_code",
+            i64::from(request.status),
+        ));
         if let Some(route) = request.route {
-            attributes.push(KeyValue::new("http.route", route.to_owned()));
+            attributes.push(KeyValue::new("http.route", Arc::clone(route)));
         }
         if request.status >= 500 {
             attributes.push(KeyValue::new("error.type", request.status.to_string()));
@@ -150,6 +157,19 @@ pub(crate) fn record_request(request: &Request<'_>) {
             record_operation_charge_with(i, operation, request.request_units);
         }
     });
+}
+
+/// A method's name, without an allocation for the methods the API serves.
+fn method_name(method: &Method) -> StringValue {
+    match method.as_str() {
+        "GET" => "GET".into(),
+        "POST" => "POST".into(),
+        "PUT" => "PUT".into(),
+        "DELETE" => "DELETE".into(),
+        "HEAD" => "HEAD".into(),
+        "OPTIONS" => "OPTIONS".into(),
+        other => other.to_owned().into(),
+    }
 }
 
 /// The RU of one batch of a change-feed handler run by the standalone pump.
