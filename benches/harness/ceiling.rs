@@ -14,7 +14,7 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{Kind, LoadConfig, Summary, catch_up, phase, serve};
+use crate::load::{Kind, LoadConfig, Observed, Summary, catch_up, phase, serve};
 use crate::stats::ms;
 
 /// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
@@ -95,8 +95,9 @@ impl CeilingRun {
     }
 }
 
-/// Serves `store` with telemetry export off and exporting to `otlp_endpoint` (or, without
-/// one, to a collector in this process that accepts everything), and measures both. The two
+/// Serves `store` with telemetry export off (logs only, as the binary runs without an
+/// exporter) and exporting to `otlp_endpoint` (or, without one, to a collector in this
+/// process that accepts everything), and measures both. The two
 /// take turns too, a server of each per round, so that the comparison of export on and off
 /// sees the same machine as the comparison of the routes.
 pub async fn run(
@@ -112,21 +113,21 @@ pub async fn run(
         Some(endpoint) => endpoint.to_owned(),
         None => format!("http://{}", accepting_collector().await?),
     };
-    let exports = [None, Some(collector.as_str())];
+    let exports = [Observed::Logs, Observed::Exporting(&collector)];
     let turn = config.phase / ROUNDS;
     // rounds[export][route]: each round's figures.
     let mut rounds = vec![vec![Vec::new(); routes.len()]; exports.len()];
     for round in 1..=ROUNDS {
-        for (endpoint, runs) in exports.iter().zip(&mut rounds) {
+        for (observed, runs) in exports.iter().zip(&mut rounds) {
             log(&format!(
                 "round {round} of {ROUNDS}, {}",
-                export_name(*endpoint)
+                export_name(*observed)
             ));
             let served = serve(
                 Arc::clone(&store),
                 config.concurrency,
                 config.list_cache_mb,
-                *endpoint,
+                *observed,
             )
             .await?;
             log("waiting for the change-feed pump to catch up with the loaded data");
@@ -148,8 +149,8 @@ pub async fn run(
     Ok(exports
         .iter()
         .zip(rounds)
-        .map(|(endpoint, runs)| CeilingRun {
-            export: export_name(*endpoint),
+        .map(|(observed, runs)| CeilingRun {
+            export: export_name(*observed),
             routes: routes
                 .iter()
                 .zip(runs)
@@ -159,10 +160,13 @@ pub async fn run(
         .collect())
 }
 
-fn export_name(endpoint: Option<&str>) -> String {
-    match endpoint {
-        None => "telemetry export off".to_owned(),
-        Some(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
+fn export_name(observed: Observed<'_>) -> String {
+    match observed {
+        Observed::Nothing => "no telemetry".to_owned(),
+        Observed::Logs => {
+            "telemetry export off (logs only, as the binary without an exporter)".to_owned()
+        }
+        Observed::Exporting(endpoint) => format!("exporting over OTLP/HTTP to {endpoint}"),
     }
 }
 
@@ -211,10 +215,11 @@ pub fn markdown(out: &mut String, runs: &[CeilingRun], config: &LoadConfig) {
     out.push_str(&format!(
         "\n### The ceiling: each route beside the readiness route\n\n\
          {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds, each \
-         round on a server with telemetry export off, then on one {}. p50: the median of the rounds' medians; p99: the worst round's.\n\n\
+         round on a server with {}, then on one {}. p50: the median of the rounds' \
+         medians; p99: the worst round's.\n\n\
          | route | req/s (off) | share of `GET /` | p50 ms | p99 ms | req/s (export on) | share | p99 ms | on vs off |\n\
          |---|---|---|---|---|---|---|---|---|\n",
-        on.export
+        off.export, on.export
     ));
     for kind in ROUTES {
         let (Some(a), Some(b)) = (off.figures(kind), on.figures(kind)) else {

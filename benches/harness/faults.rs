@@ -137,7 +137,7 @@ async fn one_run(config: &FaultsConfig, run: FaultRun) -> anyhow::Result<FaultPh
         Arc::clone(&store),
         config.concurrency,
         DEFAULT_LIST_CACHE_MB,
-        None,
+        crate::load::Observed::Nothing,
     )
     .await?;
     crate::load::catch_up(&served.client, &data).await?;

@@ -416,7 +416,7 @@ pub async fn run(
         store,
         config.concurrency,
         config.list_cache_mb,
-        config.otlp_endpoint.as_deref(),
+        Observed::exporting_to(config.otlp_endpoint.as_deref()),
     )
     .await?;
     let result = measure(&served.client, &data, config, log).await;
@@ -438,11 +438,29 @@ impl Served {
     }
 }
 
+/// The telemetry of a served application.
+#[derive(Debug, Clone, Copy)]
+pub enum Observed<'a> {
+    /// None at all: what the store and the server cost alone.
+    Nothing,
+    /// Logs only, as the binary runs without an exporter (its lines go nowhere here).
+    Logs,
+    /// Logs, metrics and sampled traces, exported over OTLP/HTTP to this endpoint.
+    Exporting(&'a str),
+}
+
+impl Observed<'_> {
+    /// Exporting to `endpoint` if there is one, else nothing.
+    pub fn exporting_to(endpoint: Option<&str>) -> Observed<'_> {
+        endpoint.map_or(Observed::Nothing, Observed::Exporting)
+    }
+}
+
 pub async fn serve(
     store: Arc<dyn Store>,
     concurrency: usize,
     list_cache_mb: u64,
-    otlp_endpoint: Option<&str>,
+    observed: Observed<'_>,
 ) -> anyhow::Result<Served> {
     let settings = Settings {
         port: 0,
@@ -466,8 +484,8 @@ pub async fn serve(
             ..AuthSettings::default()
         },
     };
-    let app = match otlp_endpoint {
-        Some(endpoint) => {
+    let app = match observed {
+        Observed::Exporting(endpoint) => {
             let export = Export::Otlp {
                 endpoint: Some(endpoint.to_owned()),
             };
@@ -478,7 +496,11 @@ pub async fn serve(
             let telemetry = Telemetry::new(config)?;
             Application::with_telemetry(&settings, store, telemetry).await?
         }
-        None => Application::with_store(&settings, store).await?,
+        Observed::Logs => {
+            let telemetry = Telemetry::logs_only("info", std::io::sink);
+            Application::with_telemetry(&settings, store, telemetry).await?
+        }
+        Observed::Nothing => Application::with_store(&settings, store).await?,
     };
     let base = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
