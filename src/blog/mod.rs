@@ -605,8 +605,8 @@ impl Blog {
         id: &str,
     ) -> Result<Option<T>> {
         match self.store.read_item_json(container, pk, id).await? {
-            Some(stored) if is_stored_a::<T::Item>(&stored) => T::from_stored(&stored).map(Some),
-            _ => Ok(None),
+            Some(stored) => T::from_stored_of_kind(&stored),
+            None => Ok(None),
         }
     }
 
