@@ -14,7 +14,7 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{Kind, LoadConfig, Observed, Summary, catch_up, phase, serve};
+use crate::load::{Kind, LoadConfig, Observed, Summary, catch_up, phase, serve, settled};
 use crate::stats::ms;
 
 /// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
@@ -133,6 +133,7 @@ pub async fn run(
             log("waiting for the change-feed pump to catch up with the loaded data");
             let measured = async {
                 catch_up(&served.client, &data).await?;
+                settled(&store).await?;
                 for (kind, runs) in routes.iter().zip(runs.iter_mut()) {
                     let mix = [(*kind, 1)];
                     let measured =

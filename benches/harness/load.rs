@@ -537,6 +537,25 @@ pub async fn catch_up(client: &Client, data: &Dataset) -> anyhow::Result<Duratio
     }
 }
 
+/// Waits until the pump has handled every change in the store. [`catch_up`] sees the feed's
+/// handler through; the others (the posts' copies in `users`, the usernames) may still be
+/// working through a freshly loaded data set, on the same cores as the load.
+pub async fn settled(store: &Arc<dyn Store>) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    loop {
+        let backlog = cosmos_blog::changefeed::backlog(store).await?;
+        if backlog.known() && backlog.total() == 0 {
+            return Ok(started.elapsed());
+        }
+        anyhow::ensure!(
+            started.elapsed() < CATCH_UP_LIMIT,
+            "the pump did not catch up: {}",
+            backlog.describe()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 async fn measure(
     client: &Client,
     data: &Arc<Dataset>,
