@@ -132,8 +132,11 @@ pub async fn run(
             .await?;
             log("waiting for the change-feed pump to catch up with the loaded data");
             let measured = async {
-                catch_up(&served.client, &data).await?;
-                settled(&store).await?;
+                let waited = catch_up(&served.client, &data).await? + settled(&store).await?;
+                log(&format!(
+                    "the pump has handled every change ({:.1} s); measuring",
+                    waited.as_secs_f64()
+                ));
                 for (kind, runs) in routes.iter().zip(runs.iter_mut()) {
                     let mix = [(*kind, 1)];
                     let measured =
