@@ -97,9 +97,9 @@ impl CeilingRun {
 
 /// Serves `store` with telemetry export off (logs only, as the binary runs without an
 /// exporter) and exporting to `otlp_endpoint` (or, without one, to a collector in this
-/// process that accepts everything), and measures both. The two
-/// take turns too, a server of each per round, so that the comparison of export on and off
-/// sees the same machine as the comparison of the routes.
+/// process that accepts everything), and measures both. The two take turns too, a server of
+/// each per round, so that the comparison of export on and off sees the same machine as the
+/// comparison of the routes.
 pub async fn run(
     store: Arc<dyn Store>,
     data: Dataset,

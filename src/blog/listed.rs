@@ -75,11 +75,10 @@ where
 
     fn from_stored(stored: &RawValue) -> Result<Self> {
         let mut json = String::new();
-        if !T::copy_wire_form(stored.get(), &mut json) {
-            let item: T = serde_json::from_str(stored.get())?;
-            json = serde_json::to_string(&item)?;
+        if T::copy_wire_form(stored.get(), &mut json) {
+            return Ok(Self::from_wire_form(json));
         }
-        Ok(Self::from_wire_form(json))
+        Self::parsed(stored)
     }
 
     /// The copy checks the tag with every other field: an item it takes needs no look of its
@@ -92,8 +91,15 @@ where
         if !is_stored_a::<T>(stored) {
             return Ok(None);
         }
+        Self::parsed(stored).map(Some)
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> WireJson<T> {
+    /// The wire form of an item whose stored text the copy refused: parsed and serialised.
+    fn parsed(stored: &RawValue) -> Result<Self> {
         let item: T = serde_json::from_str(stored.get())?;
-        Ok(Some(Self::from_wire_form(serde_json::to_string(&item)?)))
+        Ok(Self::from_wire_form(serde_json::to_string(&item)?))
     }
 }
 

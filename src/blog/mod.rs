@@ -368,7 +368,7 @@ impl Blog {
     pub async fn has_liked(&self, caller: &UserId, post_id: &PostId) -> Result<bool> {
         let like_id = LikeId::for_liker(caller);
         let like = self
-            .read::<Like>(Container::Posts, &post_partition(post_id), like_id.as_str())
+            .read_as::<Like>(Container::Posts, &post_partition(post_id), like_id.as_str())
             .await?;
         Ok(like.is_some())
     }

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
+use azure_data_cosmos::models::ItemResponse;
 use azure_data_cosmos::options::{
     BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, QueryOptions,
 };
@@ -41,13 +42,8 @@ impl Store for CosmosStore {
         pk: &PartitionKey,
         id: &str,
     ) -> StoreResult<Option<Document>> {
-        let key = sdk_partition_key(pk)?;
-        let client = self.client(container);
-        let request = || client.read_item(key.clone(), id, None);
-        let response = match item_request("read_item", request).await {
-            Ok(response) => response,
-            Err(StoreError::NotFound) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(response) = self.read_response(container, pk, id).await? else {
+            return Ok(None);
         };
         let etag = etag_from(response.headers().etag())?;
         let mut item: Value = response
@@ -65,17 +61,14 @@ impl Store for CosmosStore {
     ) -> StoreResult<Option<RawItem>> {
         // The item keeps its system properties, as the items of `query_json` do: a typed
         // reader ignores them.
-        let key = sdk_partition_key(pk)?;
-        let client = self.client(container);
-        let request = || client.read_item(key.clone(), id, None);
-        match item_request("read_item", request).await {
-            Ok(response) => response
-                .into_model::<RawItem>()
-                .map(Some)
-                .map_err(|e| StoreError::Internal(format!("unreadable item: {e}"))),
-            Err(StoreError::NotFound) => Ok(None),
-            Err(e) => Err(e),
-        }
+        self.read_response(container, pk, id)
+            .await?
+            .map(|response| {
+                response
+                    .into_model::<RawItem>()
+                    .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))
+            })
+            .transpose()
     }
 
     async fn create_item(
@@ -270,6 +263,23 @@ impl Store for CosmosStore {
 }
 
 impl CosmosStore {
+    /// The service's answer to a point read of `id`, or none when there is no such item.
+    async fn read_response(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        id: &str,
+    ) -> StoreResult<Option<ItemResponse>> {
+        let key = sdk_partition_key(pk)?;
+        let client = self.client(container);
+        let request = || client.read_item(key.clone(), id, None);
+        match item_request("read_item", request).await {
+            Ok(response) => Ok(Some(response)),
+            Err(StoreError::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// A page of `query`'s items, deserialized as `T` and passed through `tidy`.
     async fn query_as<T: DeserializeOwned + Send + 'static>(
         &self,
