@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
@@ -18,8 +19,11 @@ pub struct WirePage<T>(pub Listing<WireJson<T>>);
 
 impl<T> IntoResponse for WirePage<T> {
     fn into_response(self) -> Response {
-        let items = self.0.items.iter().map(WireJson::as_str);
-        let body = page_json(items, self.0.continuation.as_deref());
+        // A kept page is written once and its body shared by every answer that sends it.
+        let body = self.0.body(|page| {
+            let items = page.items.iter().map(WireJson::as_str);
+            Bytes::from(page_json(items, page.continuation.as_deref()))
+        });
         ([(CONTENT_TYPE, "application/json")], body).into_response()
     }
 }

@@ -11,7 +11,10 @@
 //! none, and nothing of theirs is kept.
 
 use std::any::{Any, TypeId};
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -73,7 +76,37 @@ pub struct ListKey {
 
 /// A page of a list as a read hands it over: shared, so that a kept page is handed over
 /// again without a copy of its items.
-pub type Listing<T> = Arc<Page<T>>;
+pub type Listing<T> = Arc<ListPage<T>>;
+
+/// A page of a list, and the body of the answer that sends it, written by the first answer
+/// that asks for it: a kept page is sent again without being written again.
+pub struct ListPage<T> {
+    page: Page<T>,
+    body: OnceLock<Bytes>,
+}
+
+impl<T> ListPage<T> {
+    pub fn new(page: Page<T>) -> Self {
+        Self {
+            page,
+            body: OnceLock::new(),
+        }
+    }
+
+    /// The body `write` makes of the page, made once: every answer that sends this page
+    /// must write it the same way.
+    pub fn body(&self, write: impl FnOnce(&Page<T>) -> Bytes) -> Bytes {
+        self.body.get_or_init(|| write(&self.page)).clone()
+    }
+}
+
+impl<T> Deref for ListPage<T> {
+    type Target = Page<T>;
+
+    fn deref(&self) -> &Page<T> {
+        &self.page
+    }
+}
 
 /// A page as it was handed over, and the version of the partition it was read at.
 #[derive(Clone)]
@@ -90,7 +123,7 @@ impl Kept {
 
     /// The kept page, as the form it was kept in.
     pub fn page<T: Send + Sync + 'static>(&self) -> Option<Listing<T>> {
-        Arc::clone(&self.page).downcast::<Page<T>>().ok()
+        Arc::clone(&self.page).downcast::<ListPage<T>>().ok()
     }
 }
 
@@ -121,13 +154,21 @@ impl BlogLists {
         })
     }
 
+    /// Keeps `kept` under `key` from now on at `version`: the same page, vouched for again.
+    pub fn renew(&self, key: ListKey, kept: Kept, version: PartitionVersion) {
+        if let Some(pages) = &self.cache.pages {
+            pages.insert(key, Kept { version, ..kept });
+        }
+    }
+
     /// The page kept under `key`, if any.
     pub fn get(&self, key: &ListKey) -> Option<Kept> {
         self.cache.pages.as_ref()?.get(key)
     }
 
     /// Keeps `page`, read at `version`; `stored_bytes`: the size of its items as stored, the
-    /// measure of what it holds in memory.
+    /// measure of what it holds in memory, counted twice: once for its items, once for the
+    /// body of an answer made of them.
     pub fn keep<T: Send + Sync + 'static>(
         &self,
         key: ListKey,
@@ -139,7 +180,7 @@ impl BlogLists {
             return;
         };
         let bytes = OVERHEAD_BYTES
-            + stored_bytes as u64
+            + 2 * stored_bytes as u64
             + OVERHEAD_PER_ITEM * page.items.len() as u64
             + page
                 .continuation

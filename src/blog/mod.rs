@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
-pub use list_cache::{BlogLists, ListCache, Listing};
+pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
@@ -672,10 +672,18 @@ impl Blog {
             other => other?,
         };
         match answer {
-            JsonPage::Unchanged => kept
-                .and_then(|kept| kept.page::<T>())
-                .map(ListRead::Kept)
-                .ok_or_else(|| Error::Internal("the store vouched for a page not kept".into())),
+            JsonPage::Unchanged { renewed } => {
+                let kept = kept.ok_or_else(|| {
+                    Error::Internal("the store vouched for a page not kept".into())
+                })?;
+                let page = kept.page::<T>().ok_or_else(|| {
+                    Error::Internal("the store vouched for a page kept in another form".into())
+                })?;
+                if let (Some(key), Some(renewed)) = (key, renewed) {
+                    self.lists.renew(key, kept, renewed);
+                }
+                Ok(ListRead::Kept(page))
+            }
             JsonPage::Read { page, version } => Ok(ListRead::Read(ReadPage {
                 page: Page {
                     items: page.items,
@@ -697,7 +705,7 @@ impl Blog {
             let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
             (key, version, stored_bytes)
         });
-        let page = Arc::new(parse_page::<T>(page)?);
+        let page = Arc::new(ListPage::new(parse_page::<T>(page)?));
         if let Some((key, version, stored_bytes)) = keeping {
             self.lists
                 .keep(key, version, Arc::clone(&page), stored_bytes);

@@ -298,7 +298,7 @@ impl StoreAnswer {
     /// keys, say) pays that only when it does.
     pub fn documents(&self) -> StoreResult<Cow<'_, [Value]>> {
         match self {
-            Self::JsonPage(JsonPage::Unchanged) => Ok(Cow::Borrowed(&[])),
+            Self::JsonPage(JsonPage::Unchanged { .. }) => Ok(Cow::Borrowed(&[])),
             Self::JsonPage(JsonPage::Read { page, .. }) => parsed(&page.items).map(Cow::Owned),
             Self::ReadJson(found) => parsed(found.as_slice()).map(Cow::Owned),
             other => Ok(Cow::Borrowed(other.items())),

@@ -68,7 +68,7 @@ impl Counters {
             StoreAnswer::JsonPage(JsonPage::Read { page, .. }) => {
                 page.items.iter().map(|raw| raw.get().len() as u64).sum()
             }
-            StoreAnswer::JsonPage(JsonPage::Unchanged) => 0,
+            StoreAnswer::JsonPage(JsonPage::Unchanged { .. }) => 0,
             other => other.items().iter().map(json_len).sum::<u64>(),
         };
     }

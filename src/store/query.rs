@@ -214,6 +214,9 @@ pub struct PartitionVersion {
     /// The page's first item to expire, in Unix seconds: from then on the page is no longer
     /// what the store answers, though nothing was written.
     live_until: Option<i64>,
+    /// The store's count of all commits when the version was read: while it has not moved,
+    /// nothing was written anywhere, and the store need not look at `changes`.
+    commits: u64,
 }
 
 impl PartitionVersion {
@@ -222,12 +225,22 @@ impl PartitionVersion {
         partition: String,
         changes: i64,
         live_until: Option<i64>,
+        commits: u64,
     ) -> Self {
         Self {
             container,
             partition,
             changes,
             live_until,
+            commits,
+        }
+    }
+
+    /// The same version, vouched for again when the store had counted `commits`.
+    pub(crate) fn renewed(&self, commits: u64) -> Self {
+        Self {
+            commits,
+            ..self.clone()
         }
     }
 
@@ -246,9 +259,25 @@ impl PartitionVersion {
         changes: i64,
         now: i64,
     ) -> bool {
+        self.changes == changes && self.is_of(container, partition, now)
+    }
+
+    /// Whether a page read at this version is still what the store answers, nothing having
+    /// been committed since: the store's count of commits is still `commits`.
+    pub(crate) fn holds_without_commits(
+        &self,
+        container: Container,
+        partition: &str,
+        commits: u64,
+        now: i64,
+    ) -> bool {
+        self.commits == commits && self.is_of(container, partition, now)
+    }
+
+    /// Whether it is a version of this partition, and its page's items are all still live.
+    fn is_of(&self, container: Container, partition: &str, now: i64) -> bool {
         self.container == container
             && self.partition == partition
-            && self.changes == changes
             && self.live_until.is_none_or(|until| now < until)
     }
 }
@@ -258,8 +287,9 @@ impl PartitionVersion {
 #[derive(Debug, Clone)]
 pub enum JsonPage {
     /// Nothing in the partition changed since the version handed in: the page read then is
-    /// still the answer.
-    Unchanged,
+    /// still the answer. `renewed`: the same version as the store counts it now, to hand in
+    /// from then on instead (it is answered without a look at the partition).
+    Unchanged { renewed: Option<PartitionVersion> },
     Read {
         page: Page<RawItem>,
         /// The partition's version as read, for the next call; `None` when the store keeps
@@ -280,7 +310,7 @@ impl JsonPage {
     /// How many items the answer carries (none when unchanged).
     pub fn item_count(&self) -> usize {
         match self {
-            Self::Unchanged => 0,
+            Self::Unchanged { .. } => 0,
             Self::Read { page, .. } => page.items.len(),
         }
     }
@@ -322,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_partition_version_holds_for_its_partition_unchanged_and_unexpired_only() {
-        let version = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, Some(100));
+        let version = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, Some(100), 0);
         assert!(version.still_holds(Container::Posts, "[\"p\"]", 7, 99));
         assert!(
             !version.still_holds(Container::Posts, "[\"p\"]", 7, 100),
@@ -340,7 +370,7 @@ mod tests {
             !version.still_holds(Container::Users, "[\"p\"]", 7, 0),
             "another container"
         );
-        let forever = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, None);
+        let forever = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, None, 0);
         assert!(forever.still_holds(Container::Posts, "[\"p\"]", 7, i64::MAX));
     }
 

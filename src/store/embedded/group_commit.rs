@@ -1,7 +1,11 @@
 //! The one writing connection, on a thread of its own, committing the writes waiting as one
 //! group: one fsync for the group instead of one per write.
 
+use std::sync::mpsc::RecvTimeoutError;
+
 use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use super::commits::{CommitCount, FOREIGN_COMMIT_POLL, ForeignCommits};
 
 use super::sqlite::sql_error_ref;
 use crate::store::StoreError;
@@ -19,9 +23,23 @@ pub(super) struct WriteJob {
 
 /// The writer thread: takes the writes waiting and commits them as one transaction (group
 /// commit). Every write is answered only after its group's commit is durable, so
-/// `synchronous=FULL` keeps its promise while concurrent writers share the fsync.
-pub(super) fn run_writer(mut conn: Connection, jobs: std::sync::mpsc::Receiver<WriteJob>) {
-    while let Ok(first) = jobs.recv() {
+/// `synchronous=FULL` keeps its promise while concurrent writers share the fsync. It counts
+/// its own commits and, between groups, the commits of other processes in `commits`.
+pub(super) fn run_writer(
+    mut conn: Connection,
+    jobs: std::sync::mpsc::Receiver<WriteJob>,
+    commits: &CommitCount,
+) {
+    let mut foreign = ForeignCommits::new();
+    loop {
+        if foreign.noticed(&conn) {
+            commits.advance();
+        }
+        let first = match jobs.recv_timeout(FOREIGN_COMMIT_POLL) {
+            Ok(job) => job,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match jobs.try_recv() {
@@ -32,6 +50,8 @@ pub(super) fn run_writer(mut conn: Connection, jobs: std::sync::mpsc::Receiver<W
         let (runs, finishes): (Vec<_>, Vec<_>) =
             group.into_iter().map(|job| (job.run, job.finish)).unzip();
         let outcome = commit_group(&mut conn, runs);
+        // Counted even if the group rolled back: a needless read later, never a stale page.
+        commits.advance();
         for finish in finishes {
             finish(outcome.as_ref().err().map(sql_error_ref));
         }

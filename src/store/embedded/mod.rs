@@ -9,6 +9,7 @@
 //! same transaction, so a reader that has seen LSN n has seen everything committed before.
 
 mod backup;
+mod commits;
 mod group_commit;
 mod purge;
 mod readers;
@@ -29,6 +30,7 @@ use tokio::sync::Notify;
 use super::{Container, StoreError, StoreResult, Tenancy};
 
 pub use backup::backup;
+use commits::CommitCount;
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
 use schema::{
@@ -60,6 +62,9 @@ struct Shared {
     /// The database counts its partitions' writes ([`schema::change_counting`]), so pages of
     /// a partition can be versioned.
     counts_changes: AtomicBool,
+    /// Commits seen, counted by the writer thread: a version read at the current count needs
+    /// no look at the partition's count of changes.
+    commits: Arc<CommitCount>,
 }
 
 impl EmbeddedStore {
@@ -103,9 +108,11 @@ impl EmbeddedStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let (writes, jobs) = std::sync::mpsc::channel();
+        let commits = Arc::new(CommitCount::default());
+        let counted = Arc::clone(&commits);
         std::thread::Builder::new()
             .name("embedded-store-writer".into())
-            .spawn(move || run_writer(writer, jobs))
+            .spawn(move || run_writer(writer, jobs, &counted))
             .map_err(|e| StoreError::Internal(format!("cannot start the writer thread: {e}")))?;
         let store = Self {
             shared: Arc::new(Shared {
@@ -115,6 +122,7 @@ impl EmbeddedStore {
                 tenancy,
                 read_only: false,
                 counts_changes,
+                commits,
             }),
         };
         store.start_purge()?;
@@ -145,6 +153,7 @@ impl EmbeddedStore {
                 read_only: true,
                 // A copy being checked: nothing of it is kept.
                 counts_changes: AtomicBool::new(false),
+                commits: Arc::default(),
             }),
         })
     }

@@ -180,18 +180,21 @@ impl Store for EmbeddedStore {
                 continuation: page.continuation,
             }));
         }
+        let versioned = self.counts_changes() && COUNTED_CONTAINERS.contains(&container);
+        let partition = match &query.scope {
+            QueryScope::Partition(pk) if versioned => Some(pk.to_json_array()),
+            _ => None,
+        };
+        // Read before anything else: a commit after it makes the page look older than it is.
+        let commits = self.shared.commits.current();
+        if let (Some(known), Some(pk)) = (known, &partition)
+            && known.holds_without_commits(container, pk, commits, unix_now())
+        {
+            return Ok(JsonPage::Unchanged { renewed: None });
+        }
         let query = query.clone();
         let known = known.cloned();
-        let versioned = self.counts_changes();
         self.read(reach_of(&query), move |conn| {
-            let partition = match &query.scope {
-                QueryScope::Partition(pk)
-                    if versioned && COUNTED_CONTAINERS.contains(&container) =>
-                {
-                    Some(pk.to_json_array())
-                }
-                _ => None,
-            };
             // The count before the page: a write in between makes the page look older than
             // it is (one needless read later), never newer.
             let changes = partition
@@ -201,14 +204,16 @@ impl Store for EmbeddedStore {
             if let (Some(known), Some(pk), Some(changes)) = (&known, &partition, changes)
                 && known.still_holds(container, pk, changes, unix_now())
             {
-                return Ok(JsonPage::Unchanged);
+                return Ok(JsonPage::Unchanged {
+                    renewed: Some(known.renewed(commits)),
+                });
             }
             let read = run_query_json(conn, container, &query, &page)?;
             let version = partition
                 .zip(changes)
                 .filter(|_| read.bounded)
                 .map(|(pk, changes)| {
-                    PartitionVersion::new(container, pk, changes, read.live_until)
+                    PartitionVersion::new(container, pk, changes, read.live_until, commits)
                 });
             Ok(JsonPage::Read {
                 page: read.page,
@@ -329,6 +334,7 @@ fn read_row(
 mod tests {
     use serde_json::json;
 
+    use super::super::commits::FOREIGN_COMMIT_POLL;
     use super::*;
 
     fn comments_of(post: &str) -> Query {
@@ -388,7 +394,7 @@ mod tests {
             .await
             .unwrap()
         {
-            JsonPage::Unchanged => None,
+            JsonPage::Unchanged { .. } => None,
             JsonPage::Read { version, .. } => {
                 Some(version.expect("a partition's page is versioned"))
             }
@@ -423,12 +429,56 @@ mod tests {
             .await
             .expect("a delete: read again");
 
-        // Another process (`rebuild`, `import`, `verify --repair` beside the server).
+        // Another process (`rebuild`, `import`, `verify --repair` beside the server): its
+        // commit reaches the store's count within the writer's poll.
         let other = EmbeddedStore::open(&path).unwrap();
         comment(&other, "p1", "d", json!({})).await;
-        assert!(
-            read(&store, "p1", Some(&third)).await.is_some(),
-            "written elsewhere"
+        let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
+        while read(&store, "p1", Some(&third)).await.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a write of another process is never seen"
+            );
+            tokio::time::sleep(FOREIGN_COMMIT_POLL / 5).await;
+        }
+    }
+
+    /// Once anything is committed, a version is vouched for by a look at its partition's
+    /// count, which renews it; the renewed version is vouched for without that look.
+    #[tokio::test]
+    async fn a_version_vouched_for_after_other_writes_comes_back_renewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = counting(&dir.path().join("db.sqlite3")).await;
+        comment(&store, "p1", "a", json!({})).await;
+        let first = read(&store, "p1", None).await.unwrap();
+        let answer = |known: PartitionVersion| {
+            let store = store.clone();
+            async move {
+                match store
+                    .query_json(
+                        Container::Posts,
+                        &comments_of("p1"),
+                        PageRequest::first(10),
+                        Some(&known),
+                    )
+                    .await
+                    .unwrap()
+                {
+                    JsonPage::Unchanged { renewed } => renewed,
+                    JsonPage::Read { .. } => panic!("p1 was not written"),
+                }
+            }
+        };
+        assert_eq!(answer(first.clone()).await, None, "nothing committed since");
+        comment(&store, "p2", "b", json!({})).await;
+        let renewed = answer(first.clone())
+            .await
+            .expect("a commit since: vouched for by p1's count, and renewed");
+        assert_ne!(renewed, first);
+        assert_eq!(
+            answer(renewed).await,
+            None,
+            "nothing committed since renewal"
         );
     }
 
@@ -451,7 +501,7 @@ mod tests {
             .unwrap()
         {
             JsonPage::Read { version, .. } => version.unwrap(),
-            JsonPage::Unchanged => panic!("nothing was handed in"),
+            JsonPage::Unchanged { .. } => panic!("nothing was handed in"),
         };
         assert!(read(&store, "p2", Some(&of_p2_in_users)).await.is_some());
     }
