@@ -564,7 +564,7 @@ impl Blog {
         if read.page.items.is_empty() && continuation.is_none() {
             self.existing_post(post_id).await?;
         }
-        self.keep(read)
+        self.keep(read, parse_page::<T>)
     }
 
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
@@ -598,16 +598,35 @@ impl Blog {
 
     /// The item at `id` in the form `T`, from its stored text: no document is built on the
     /// way, and no etag is read. An item of another kind at that id (a tombstone) is none.
+    /// Kept like a page of a list (of the item alone, or of none), and handed over again
+    /// while the store vouches that its partition is unchanged.
     async fn read_as<T: Listed>(
         &self,
         container: Container,
         pk: &PartitionKey,
         id: &str,
     ) -> Result<Option<T>> {
-        match self.store.read_item_json(container, pk, id).await? {
-            Some(stored) => T::from_stored_of_kind(&stored),
-            None => Ok(None),
-        }
+        // Lists are named `kind:id`; an item's name cannot be one of theirs.
+        let key = self
+            .lists
+            .key::<T>(&format!("item/{}/{id}", container.name()), 1, None);
+        let kept = key.as_ref().and_then(|key| self.lists.get(key));
+        let known = kept.as_ref().map(Kept::version);
+        let answer = self.store.read_item_json(container, pk, id, known).await?;
+        let found = match self.kept_or_read::<T>(answer, kept, key)? {
+            ListRead::Kept(page) => page,
+            ListRead::Read(read) => self.keep(read, |page| {
+                let item = page
+                    .items
+                    .first()
+                    .map(|stored| T::from_stored_of_kind(stored));
+                Ok(Page {
+                    items: item.transpose()?.into_iter().flatten().collect(),
+                    continuation: None,
+                })
+            })?,
+        };
+        Ok(found.items.first().cloned())
     }
 
     /// Whether the store holds exactly `item` (at its id, in `pk`): how a write whose answer
@@ -637,7 +656,7 @@ impl Blog {
             .await?
         {
             ListRead::Kept(page) => Ok(page),
-            ListRead::Read(read) => self.keep(read),
+            ListRead::Read(read) => self.keep(read, parse_page::<T>),
         }
     }
 
@@ -671,6 +690,29 @@ impl Blog {
             }
             other => other?,
         };
+        let answer = match answer {
+            JsonPage::Read { page, version } => JsonPage::Read {
+                page: Page {
+                    items: page.items,
+                    continuation: page
+                        .continuation
+                        .map(|token| encode_continuation(list, &token)),
+                },
+                version,
+            },
+            unchanged => unchanged,
+        };
+        self.kept_or_read(answer, kept, key)
+    }
+
+    /// The kept page if the store's `answer` vouches for it (kept again if the store renewed
+    /// its version), else the page the store read.
+    fn kept_or_read<T: Listed>(
+        &self,
+        answer: JsonPage,
+        kept: Option<Kept>,
+        key: Option<ListKey>,
+    ) -> Result<ListRead<T>> {
         match answer {
             JsonPage::Unchanged { renewed } => {
                 let kept = kept.ok_or_else(|| {
@@ -684,28 +726,23 @@ impl Blog {
                 }
                 Ok(ListRead::Kept(page))
             }
-            JsonPage::Read { page, version } => Ok(ListRead::Read(ReadPage {
-                page: Page {
-                    items: page.items,
-                    continuation: page
-                        .continuation
-                        .map(|token| encode_continuation(list, &token)),
-                },
-                version,
-                key,
-            })),
+            JsonPage::Read { page, version } => Ok(ListRead::Read(ReadPage { page, version, key })),
         }
     }
 
-    /// The page just read, in the form `T`, kept if pages are kept and the store gave its
-    /// version.
-    fn keep<T: Listed>(&self, read: ReadPage) -> Result<Listing<T>> {
+    /// The page just read, in the form `T` that `parse` makes of it, kept if pages are kept
+    /// and the store gave its version.
+    fn keep<T: Listed>(
+        &self,
+        read: ReadPage,
+        parse: impl FnOnce(Page<RawItem>) -> Result<Page<T>>,
+    ) -> Result<Listing<T>> {
         let ReadPage { page, version, key } = read;
         let keeping = key.zip(version).map(|(key, version)| {
             let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
             (key, version, stored_bytes)
         });
-        let page = Arc::new(ListPage::new(parse_page::<T>(page)?));
+        let page = Arc::new(ListPage::new(parse(page)?));
         if let Some((key, version, stored_bytes)) = keeping {
             self.lists
                 .keep(key, version, Arc::clone(&page), stored_bytes);

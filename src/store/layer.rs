@@ -53,6 +53,7 @@ pub enum StoreRequest<'a> {
     ReadJson {
         pk: &'a PartitionKey,
         id: &'a str,
+        known: Option<&'a PartitionVersion>,
     },
     Create {
         pk: &'a PartitionKey,
@@ -98,8 +99,8 @@ impl<'a> StoreRequest<'a> {
                 .read_item(container, pk, id)
                 .await
                 .map(StoreAnswer::Read),
-            Self::ReadJson { pk, id } => store
-                .read_item_json(container, pk, id)
+            Self::ReadJson { pk, id, known } => store
+                .read_item_json(container, pk, id, known)
                 .await
                 .map(StoreAnswer::ReadJson),
             Self::Create { pk, item } => store
@@ -159,7 +160,7 @@ impl<'a> StoreRequest<'a> {
     {
         match self {
             Self::Read { id, .. } => StoreRequest::Read { pk, id },
-            Self::ReadJson { id, .. } => StoreRequest::ReadJson { pk, id },
+            Self::ReadJson { id, known, .. } => StoreRequest::ReadJson { pk, id, known },
             Self::Create { item, .. } => StoreRequest::Create { pk, item },
             Self::Upsert { item, .. } => StoreRequest::Upsert { pk, item },
             Self::Replace { item, if_match, .. } => StoreRequest::Replace { pk, item, if_match },
@@ -243,7 +244,8 @@ impl BatchOperation {
 #[derive(Debug, Clone)]
 pub enum StoreAnswer {
     Read(Option<Document>),
-    ReadJson(Option<RawItem>),
+    /// A point read's answer, as a page of the item alone.
+    ReadJson(JsonPage),
     Written(ETag),
     Deleted,
     Batch(Vec<Option<ETag>>),
@@ -287,8 +289,7 @@ impl StoreAnswer {
     /// How many items the answer returns, in either form.
     pub fn item_count(&self) -> usize {
         match self {
-            Self::JsonPage(page) => page.item_count(),
-            Self::ReadJson(found) => usize::from(found.is_some()),
+            Self::JsonPage(page) | Self::ReadJson(page) => page.item_count(),
             other => other.items().len(),
         }
     }
@@ -298,9 +299,10 @@ impl StoreAnswer {
     /// keys, say) pays that only when it does.
     pub fn documents(&self) -> StoreResult<Cow<'_, [Value]>> {
         match self {
-            Self::JsonPage(JsonPage::Unchanged { .. }) => Ok(Cow::Borrowed(&[])),
-            Self::JsonPage(JsonPage::Read { page, .. }) => parsed(&page.items).map(Cow::Owned),
-            Self::ReadJson(found) => parsed(found.as_slice()).map(Cow::Owned),
+            Self::JsonPage(JsonPage::Unchanged { .. })
+            | Self::ReadJson(JsonPage::Unchanged { .. }) => Ok(Cow::Borrowed(&[])),
+            Self::JsonPage(JsonPage::Read { page, .. })
+            | Self::ReadJson(JsonPage::Read { page, .. }) => parsed(&page.items).map(Cow::Owned),
             other => Ok(Cow::Borrowed(other.items())),
         }
     }
@@ -383,9 +385,10 @@ impl<L: StoreLayer> Store for Layered<L> {
         container: Container,
         pk: &PartitionKey,
         id: &str,
-    ) -> StoreResult<Option<RawItem>> {
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
         match self
-            .call(container, StoreRequest::ReadJson { pk, id })
+            .call(container, StoreRequest::ReadJson { pk, id, known })
             .await?
         {
             StoreAnswer::ReadJson(found) => Ok(found),

@@ -65,10 +65,12 @@ impl Counters {
     fn returned(&mut self, answer: &StoreAnswer) {
         self.metrics.items_read += answer.item_count() as u64;
         self.metrics.bytes_read += match answer {
-            StoreAnswer::JsonPage(JsonPage::Read { page, .. }) => {
+            StoreAnswer::JsonPage(JsonPage::Read { page, .. })
+            | StoreAnswer::ReadJson(JsonPage::Read { page, .. }) => {
                 page.items.iter().map(|raw| raw.get().len() as u64).sum()
             }
-            StoreAnswer::JsonPage(JsonPage::Unchanged { .. }) => 0,
+            StoreAnswer::JsonPage(JsonPage::Unchanged { .. })
+            | StoreAnswer::ReadJson(JsonPage::Unchanged { .. }) => 0,
             other => other.items().iter().map(json_len).sum::<u64>(),
         };
     }

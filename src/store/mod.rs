@@ -235,12 +235,17 @@ pub trait Store: Send + Sync + 'static {
     /// for a reader that hands the item on as it is (the API's point reads). Like the items
     /// of [`Store::query_json`], it may carry fields the model does not know (Cosmos DB's
     /// system properties, a `multi` store's tenant): a typed reader ignores them.
+    ///
+    /// Answered as [`Store::query_json`] answers, as a page of the item alone (none when it
+    /// is not there) with no continuation; `known` as there: the version an earlier answer to
+    /// the same read carried.
     async fn read_item_json(
         &self,
         container: Container,
         pk: &PartitionKey,
         id: &str,
-    ) -> StoreResult<Option<RawItem>>;
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage>;
 
     /// Fails with [`StoreError::Conflict`] if an item with the same id exists in the partition.
     async fn create_item(

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
-    BatchOperation, Container, Document, PartitionKey, RawItem, Store, StoreError, StoreResult,
+    BatchOperation, Container, Document, JsonPage, Page, PartitionKey, RawItem, Store, StoreError,
+    StoreResult,
 };
 use serde_json::Value;
 
@@ -166,11 +167,16 @@ impl<H: Hooks> StoreLayer for Hooked<H> {
             && let Some(answer) = self.hooks.read_instead(&call)
         {
             return match request {
-                StoreRequest::ReadJson { .. } => Ok(StoreAnswer::ReadJson(
-                    answer
-                        .map(|document| stored_text(&document.item))
-                        .transpose()?,
-                )),
+                StoreRequest::ReadJson { .. } => {
+                    Ok(StoreAnswer::ReadJson(JsonPage::unversioned(Page {
+                        items: answer
+                            .map(|document| stored_text(&document.item))
+                            .transpose()?
+                            .into_iter()
+                            .collect(),
+                        continuation: None,
+                    })))
+                }
                 _ => Ok(StoreAnswer::Read(answer)),
             };
         }

@@ -1,7 +1,8 @@
-//! Lists read again after every kind of write. The application keeps pages of lists in memory
-//! and serves one again only while the store vouches that its partition is unchanged, so each
-//! write shows on the very next read, of the API and of the pages alike. Every list is read
-//! twice before each write, so that the second read is served from what was kept.
+//! Lists and items read again after every kind of write. The application keeps pages of lists
+//! and the items of point reads in memory and serves one again only while the store vouches
+//! that its partition is unchanged, so each write shows on the very next read, of the API and
+//! of the pages alike. Every list and item is read twice before each write, so that the
+//! second read is served from what was kept.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use testkit::{TestApp, eventually, ids, operation_tests};
 operation_tests!(
     every_write_to_a_kept_list_shows_on_the_next_read,
     a_kept_later_page_follows_writes_too,
+    every_write_to_a_kept_item_shows_on_the_next_read,
 );
 
 /// How long the change feed may take to make a copy, on a loaded machine.
@@ -28,6 +30,18 @@ async fn twice(app: &TestApp, path: &str) -> Vec<String> {
         "{path}: read twice without a write in between"
     );
     ids(first["items"].as_array().expect("a page"))
+}
+
+/// The item at `path`, read twice (the second read may be served from memory); both reads
+/// must agree.
+async fn item_twice(app: &TestApp, path: &str) -> Value {
+    let first = app.get_json(path).await;
+    let second = app.get_json(path).await;
+    assert_eq!(
+        first, second,
+        "{path}: read twice without a write in between"
+    );
+    first
 }
 
 /// Waits until the author's list shows the post as Q2 answers it now (title, counts).
@@ -147,6 +161,47 @@ async fn a_kept_later_page_follows_writes_too(app: TestApp) {
         twice(&app, &second).await,
         written[2..],
         "the new comment on it"
+    );
+    app.assert_verifies().await;
+}
+
+async fn every_write_to_a_kept_item_shows_on_the_next_read(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let ada = "/api/users/ada";
+    assert_eq!(item_twice(&app, ada).await["username"], "Ada");
+    app.put_user("ada", "Ada L.").await;
+    assert_eq!(item_twice(&app, ada).await["username"], "Ada L.", "renamed");
+
+    let post = app.new_post("ada", "Kept", "items").await;
+    let post_id = post["id"].as_str().expect("post id").to_owned();
+    let path = format!("/api/posts/{post_id}");
+    assert_eq!(item_twice(&app, &path).await["title"], "Kept");
+    let edited = app
+        .send(
+            Method::PUT,
+            &path,
+            Some("ada"),
+            Some(json!({"title": "Edited", "content": "items"})),
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    assert_eq!(item_twice(&app, &path).await["title"], "Edited", "edited");
+
+    // The change feed counts the like on the post: a write to its partition like any other.
+    created(app.like("bob", &post_id).await).await;
+    eventually(CHANGE_FEED, || async {
+        (app.get_json(&path).await["likeCount"] == 1).then_some(())
+    })
+    .await;
+    assert_eq!(item_twice(&app, &path).await["likeCount"], 1);
+
+    let deleted = app.send(Method::DELETE, &path, Some("ada"), None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get(&path).await.status(),
+        StatusCode::NOT_FOUND,
+        "deleted"
     );
     app.assert_verifies().await;
 }

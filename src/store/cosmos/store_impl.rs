@@ -58,17 +58,23 @@ impl Store for CosmosStore {
         container: Container,
         pk: &PartitionKey,
         id: &str,
-    ) -> StoreResult<Option<RawItem>> {
+        _known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
         // The item keeps its system properties, as the items of `query_json` do: a typed
         // reader ignores them.
-        self.read_response(container, pk, id)
+        let found = self
+            .read_response(container, pk, id)
             .await?
             .map(|response| {
                 response
                     .into_model::<RawItem>()
                     .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))
             })
-            .transpose()
+            .transpose()?;
+        Ok(JsonPage::unversioned(Page {
+            items: found.into_iter().collect(),
+            continuation: None,
+        }))
     }
 
     async fn create_item(

@@ -12,7 +12,7 @@ use serde_json::value::to_raw_value;
 use super::EmbeddedStore;
 use super::reads::Reach;
 use super::schema::{COUNTED_CONTAINERS, LIVE};
-use super::sql::{run_query, run_query_json};
+use super::sql::{PageRead, run_query, run_query_json};
 use super::sqlite::{etag_for, parse_body, parse_checkpoint, raw_body, sql_error};
 use super::writer::{apply, written};
 use crate::store::{
@@ -40,10 +40,10 @@ impl Store for EmbeddedStore {
         let (pk, id) = (pk.to_json_array(), id.to_owned());
         self.read(Reach::Partition, move |conn| {
             read_row(conn, container, &pk, &id)?
-                .map(|(body, lsn)| {
+                .map(|row| {
                     Ok(Document {
-                        item: parse_body(&body)?,
-                        etag: etag_for(lsn),
+                        item: parse_body(&row.body)?,
+                        etag: etag_for(row.lsn),
                     })
                 })
                 .transpose()
@@ -56,12 +56,24 @@ impl Store for EmbeddedStore {
         container: Container,
         pk: &PartitionKey,
         id: &str,
-    ) -> StoreResult<Option<RawItem>> {
+        known: Option<&PartitionVersion>,
+    ) -> StoreResult<JsonPage> {
         let (pk, id) = (pk.to_json_array(), id.to_owned());
-        self.read(Reach::Partition, move |conn| {
-            read_row(conn, container, &pk, &id)?
-                .map(|(body, _)| raw_body(body))
-                .transpose()
+        let partition = self.versions_of(container).then(|| pk.clone());
+        self.versioned_read(container, partition, Reach::Partition, known, move |conn| {
+            let row = read_row(conn, container, &pk, &id)?;
+            Ok(PageRead {
+                live_until: row.as_ref().and_then(|row| row.expires_at),
+                page: Page {
+                    items: row
+                        .map(|row| raw_body(row.body))
+                        .transpose()?
+                        .into_iter()
+                        .collect(),
+                    continuation: None,
+                },
+                bounded: true,
+            })
         })
         .await
     }
@@ -180,45 +192,13 @@ impl Store for EmbeddedStore {
                 continuation: page.continuation,
             }));
         }
-        let versioned = self.counts_changes() && COUNTED_CONTAINERS.contains(&container);
         let partition = match &query.scope {
-            QueryScope::Partition(pk) if versioned => Some(pk.to_json_array()),
+            QueryScope::Partition(pk) if self.versions_of(container) => Some(pk.to_json_array()),
             _ => None,
         };
-        // Read before anything else: a commit after it makes the page look older than it is.
-        let commits = self.shared.commits.current();
-        if let (Some(known), Some(pk)) = (known, &partition)
-            && known.holds_without_commits(container, pk, commits, unix_now())
-        {
-            return Ok(JsonPage::Unchanged { renewed: None });
-        }
         let query = query.clone();
-        let known = known.cloned();
-        self.read(reach_of(&query), move |conn| {
-            // The count before the page: a write in between makes the page look older than
-            // it is (one needless read later), never newer.
-            let changes = partition
-                .as_deref()
-                .map(|pk| partition_changes(conn, container, pk))
-                .transpose()?;
-            if let (Some(known), Some(pk), Some(changes)) = (&known, &partition, changes)
-                && known.still_holds(container, pk, changes, unix_now())
-            {
-                return Ok(JsonPage::Unchanged {
-                    renewed: Some(known.renewed(commits)),
-                });
-            }
-            let read = run_query_json(conn, container, &query, &page)?;
-            let version = partition
-                .zip(changes)
-                .filter(|_| read.bounded)
-                .map(|(pk, changes)| {
-                    PartitionVersion::new(container, pk, changes, read.live_until, commits)
-                });
-            Ok(JsonPage::Read {
-                page: read.page,
-                version,
-            })
+        self.versioned_read(container, partition, reach_of(&query), known, move |conn| {
+            run_query_json(conn, container, &query, &page)
         })
         .await
     }
@@ -281,6 +261,61 @@ impl Store for EmbeddedStore {
     }
 }
 
+impl EmbeddedStore {
+    /// Whether pages of `container`'s partitions are versioned: its writes are counted.
+    fn versions_of(&self, container: Container) -> bool {
+        self.counts_changes() && COUNTED_CONTAINERS.contains(&container)
+    }
+
+    /// What `read` reads of one partition, or the word that the page `known` was read at is
+    /// still the answer. `partition`: the partition's key as its versions name it, `None`
+    /// when its pages are not versioned.
+    async fn versioned_read(
+        &self,
+        container: Container,
+        partition: Option<String>,
+        reach: Reach,
+        known: Option<&PartitionVersion>,
+        read: impl FnOnce(&Connection) -> StoreResult<PageRead<RawItem>> + Send + 'static,
+    ) -> StoreResult<JsonPage> {
+        // Read before anything else: a commit after it makes the page look older than it is.
+        let commits = self.shared.commits.current();
+        if let (Some(known), Some(pk)) = (known, &partition)
+            && known.holds_without_commits(container, pk, commits, unix_now())
+        {
+            return Ok(JsonPage::Unchanged { renewed: None });
+        }
+        let known = known.cloned();
+        self.read(reach, move |conn| {
+            // The count before the page: a write in between makes the page look older than
+            // it is (one needless read later), never newer.
+            let changes = partition
+                .as_deref()
+                .map(|pk| partition_changes(conn, container, pk))
+                .transpose()?;
+            if let (Some(known), Some(pk), Some(changes)) = (&known, &partition, changes)
+                && known.still_holds(container, pk, changes, unix_now())
+            {
+                return Ok(JsonPage::Unchanged {
+                    renewed: Some(known.renewed(commits)),
+                });
+            }
+            let read = read(conn)?;
+            let version = partition
+                .zip(changes)
+                .filter(|_| read.bounded)
+                .map(|(pk, changes)| {
+                    PartitionVersion::new(container, pk, changes, read.live_until, commits)
+                });
+            Ok(JsonPage::Read {
+                page: read.page,
+                version,
+            })
+        })
+        .await
+    }
+}
+
 /// How many times the partition was written (0: never), as the triggers of the schema count.
 fn partition_changes(conn: &Connection, container: Container, pk: &str) -> StoreResult<i64> {
     conn.prepare_cached("SELECT changes FROM partition_changes WHERE container = ?1 AND pk = ?2")
@@ -311,20 +346,36 @@ fn reach_of(query: &Query) -> Reach {
 
 /// The SQL of a point read: the live item at its id in its partition.
 static POINT_READ: LazyLock<String> = LazyLock::new(|| {
-    format!("SELECT body, lsn FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}")
+    format!(
+        "SELECT body, lsn, expires_at FROM items
+         WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}"
+    )
 });
 
-/// The body and log position of the live item `id` in the partition `pk` (a JSON array).
+/// An item as a point read finds it.
+struct ItemRow {
+    body: String,
+    /// Its position in the change log, which its etag encodes.
+    lsn: i64,
+    /// When it expires (Unix seconds), if ever.
+    expires_at: Option<i64>,
+}
+
+/// The live item `id` in the partition `pk` (a JSON array).
 fn read_row(
     conn: &Connection,
     container: Container,
     pk: &str,
     id: &str,
-) -> StoreResult<Option<(String, i64)>> {
+) -> StoreResult<Option<ItemRow>> {
     conn.prepare_cached(&POINT_READ)
         .map_err(sql_error)?
         .query_row((container.name(), pk, id), |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            Ok(ItemRow {
+                body: row.get(0)?,
+                lsn: row.get(1)?,
+                expires_at: row.get(2)?,
+            })
         })
         .optional()
         .map_err(sql_error)
