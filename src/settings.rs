@@ -44,11 +44,12 @@ pub struct Settings {
     #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS)]
     pub feed_cache_ms: u64,
 
-    /// How many MiB of list pages (a user's posts, a post's comments and likes) may be kept in
-    /// memory and served again while their partition is unchanged. The embedded store then
-    /// counts every write to those partitions, so a kept page is never stale, at the cost of
-    /// a row written with each write (measured: the write mix a tenth slower). Cosmos DB keeps
-    /// no such count, so nothing is kept there. 0 (the default) keeps nothing.
+    /// How many MiB of list pages (a user's posts, a post's comments and likes) and of items
+    /// of point reads (a user, a post) may be kept in memory and served again while their
+    /// partition is unchanged. The embedded store then counts every write to those partitions,
+    /// so a kept page shows this server's writes at once and another process's within 50 ms,
+    /// at the cost of a row written with each write (measured: the write mix a tenth slower).
+    /// Cosmos DB keeps no such count, so nothing is kept there. 0 (the default) keeps nothing.
     #[arg(long, env = "BLOG_LIST_CACHE_MB", default_value_t = DEFAULT_LIST_CACHE_MB)]
     pub list_cache_mb: u64,
 

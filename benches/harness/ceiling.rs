@@ -4,9 +4,10 @@
 //! each route's throughput as a share of the probe's.
 //!
 //! The routes take turns in short runs, round after round, so that whatever else the machine
-//! does (other processes, the pump settling) falls on all of them alike. Each round runs on
-//! a server with telemetry export off, then on one exporting to an OTLP/HTTP collector, each
-//! server first warmed up by an unmeasured run of every route.
+//! does (other processes, the pump settling) falls on all of them alike. Each round starts
+//! two servers, one with telemetry export off and one exporting to an OTLP/HTTP collector,
+//! warms both up with an unmeasured run of every route, then runs each route on one and at
+//! once on the other.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,7 +16,9 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{Kind, LoadConfig, Observed, Summary, catch_up, phase, serve, settled};
+use crate::load::{
+    Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled,
+};
 use crate::stats::ms;
 
 /// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
@@ -119,45 +122,63 @@ pub async fn run(
     // rounds[export][route]: each round's figures.
     let mut rounds = vec![vec![Vec::new(); routes.len()]; exports.len()];
     for round in 1..=ROUNDS {
-        for (observed, runs) in exports.iter().zip(&mut rounds) {
-            log(&format!(
-                "round {round} of {ROUNDS}, {}",
-                export_name(*observed)
-            ));
+        log(&format!(
+            "round {round} of {ROUNDS}: a server with {}, and one {}",
+            export_name(exports[0]),
+            export_name(exports[1])
+        ));
+        let mut servers = Vec::new();
+        for observed in exports {
             let served = serve(
                 Arc::clone(&store),
                 config.concurrency,
                 config.list_cache_mb,
-                *observed,
+                observed,
             )
-            .await?;
+            .await;
+            match served {
+                Ok(served) => servers.push(served),
+                Err(e) => {
+                    stop_all(servers).await?;
+                    return Err(e);
+                }
+            }
+        }
+        let measured = async {
             log("waiting for the change-feed pump to catch up with the loaded data");
-            let measured = async {
-                let waited = catch_up(&served.client, &data).await? + settled(&store).await?;
-                log(&format!(
-                    "the pump has handled every change ({:.1} s); warming up",
-                    waited.as_secs_f64()
-                ));
-                // A server that has run a while keeps the pages and items its readers ask
-                // for; a new one keeps a page for good only once it is read a second time
-                // (its cache's admission), so each route first runs unmeasured.
+            let mut waited = settled(&store).await?;
+            for served in &servers {
+                waited += catch_up(&served.client, &data).await?;
+            }
+            waited += settled(&store).await?;
+            log(&format!(
+                "the pump has handled every change ({:.1} s); warming up",
+                waited.as_secs_f64()
+            ));
+            // A server that has run a while keeps the pages and items its readers ask for;
+            // a new one has kept nothing yet, so each route first runs unmeasured.
+            for served in &servers {
                 for kind in routes {
                     let mix = [(*kind, 1)];
                     phase(kind.label(), &served.client, &data, &mix, config, turn / 2).await?;
                 }
-                log("measuring");
-                for (kind, runs) in routes.iter().zip(runs.iter_mut()) {
-                    let mix = [(*kind, 1)];
+            }
+            log("measuring");
+            // Each route on one server, then at once on the other: export on and off are
+            // compared seconds apart, not minutes.
+            for (position, kind) in routes.iter().enumerate() {
+                let mix = [(*kind, 1)];
+                for (served, runs) in servers.iter().zip(rounds.iter_mut()) {
                     let measured =
                         phase(kind.label(), &served.client, &data, &mix, config, turn).await?;
-                    runs.push((measured.total, measured.elapsed));
+                    runs[position].push((measured.total, measured.elapsed));
                 }
-                anyhow::Ok(())
             }
-            .await;
-            served.stop().await?;
-            measured?;
+            anyhow::Ok(())
         }
+        .await;
+        stop_all(servers).await?;
+        measured?;
     }
     Ok(exports
         .iter()
@@ -171,6 +192,15 @@ pub async fn run(
                 .collect(),
         })
         .collect())
+}
+
+/// Stops every server, each even if another's stop failed.
+async fn stop_all(servers: Vec<Served>) -> anyhow::Result<()> {
+    let mut outcome = Ok(());
+    for served in servers {
+        outcome = outcome.and(served.stop().await);
+    }
+    outcome
 }
 
 fn export_name(observed: Observed<'_>) -> String {
@@ -228,8 +258,9 @@ pub fn markdown(out: &mut String, runs: &[CeilingRun], config: &LoadConfig) {
     out.push_str(&format!(
         "\n### The ceiling: each route beside the readiness route\n\n\
          {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds, each \
-         round on a server with {}, then on one {}. p50: the median of the rounds' \
-         medians; p99: the worst round's.\n\n\
+         on two new servers warmed up by every route, one with {}, one {}: each route runs \
+         on the one, then at once on the other. p50: the median of the rounds' medians; \
+         p99: the worst round's.\n\n\
          | route | req/s (off) | share of `GET /` | p50 ms | p99 ms | req/s (export on) | share | p99 ms | on vs off |\n\
          |---|---|---|---|---|---|---|---|---|\n",
         off.export, on.export
