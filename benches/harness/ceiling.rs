@@ -16,9 +16,7 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{
-    Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled,
-};
+use crate::load::{Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled};
 use crate::stats::ms;
 
 /// The routes, the readiness probe (the ceiling) first; the two pages last, each measured

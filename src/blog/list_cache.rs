@@ -11,6 +11,7 @@
 //! none, and nothing of theirs is kept.
 
 use std::any::{Any, TypeId};
+use std::fmt::Display;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
@@ -137,17 +138,18 @@ impl Weighter<ListKey, Kept> for ByBytes {
 }
 
 impl BlogLists {
-    /// The key of a page of `list` in the form `T`; `None` when nothing is kept.
+    /// The key of a page of `list` in the form `T`; `None` when nothing is kept (and the
+    /// list's name is not written).
     pub fn key<T: 'static>(
         &self,
-        list: &str,
+        list: impl Display,
         size: u32,
         continuation: Option<&str>,
     ) -> Option<ListKey> {
         self.cache.pages.as_ref()?;
         Some(ListKey {
             scope: Arc::clone(&self.scope),
-            list: list.to_owned(),
+            list: list.to_string(),
             size,
             continuation: continuation.map(str::to_owned),
             form: TypeId::of::<T>(),

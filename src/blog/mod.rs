@@ -609,7 +609,7 @@ impl Blog {
         // Lists are named `kind:id`; an item's name cannot be one of theirs.
         let key = self
             .lists
-            .key::<T>(&format!("item/{}/{id}", container.name()), 1, None);
+            .key::<T>(format_args!("item/{}/{id}", container.name()), 1, None);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
         let known = kept.as_ref().map(Kept::version);
         let answer = self.store.read_item_json(container, pk, id, known).await?;
