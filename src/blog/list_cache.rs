@@ -101,6 +101,15 @@ impl<T> ListPage<T> {
     }
 }
 
+/// The first item of `listing`: moved out when nothing else holds the page (it was not
+/// kept), copied when the cache holds it too.
+pub fn first_item<T: Clone>(listing: Listing<T>) -> Option<T> {
+    match Arc::try_unwrap(listing) {
+        Ok(alone) => alone.page.items.into_iter().next(),
+        Err(shared) => shared.items.first().cloned(),
+    }
+}
+
 impl<T> Deref for ListPage<T> {
     type Target = Page<T>;
 

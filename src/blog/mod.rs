@@ -22,7 +22,7 @@ use serde_json::Value;
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, feed_partition, feed_query};
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
-use list_cache::{Kept, ListKey};
+use list_cache::{Kept, ListKey, first_item};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
@@ -620,13 +620,10 @@ impl Blog {
                     .items
                     .first()
                     .map(|stored| T::from_stored_of_kind(stored));
-                Ok(Page {
-                    items: item.transpose()?.into_iter().flatten().collect(),
-                    continuation: None,
-                })
+                Ok(Page::of_one(item.transpose()?.flatten()))
             })?,
         };
-        Ok(found.items.first().cloned())
+        Ok(first_item(found))
     }
 
     /// Whether the store holds exactly `item` (at its id, in `pk`): how a write whose answer

@@ -191,6 +191,14 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// The page of a point read: the item alone, or none, with nothing after it.
+    pub fn of_one(item: Option<T>) -> Self {
+        Self {
+            items: item.into_iter().collect(),
+            continuation: None,
+        }
+    }
+
     pub fn map_items<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {
             items: self.items.into_iter().map(f).collect(),

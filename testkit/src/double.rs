@@ -168,14 +168,11 @@ impl<H: Hooks> StoreLayer for Hooked<H> {
         {
             return match request {
                 StoreRequest::ReadJson { .. } => {
-                    Ok(StoreAnswer::ReadJson(JsonPage::unversioned(Page {
-                        items: answer
+                    Ok(StoreAnswer::ReadJson(JsonPage::unversioned(Page::of_one(
+                        answer
                             .map(|document| stored_text(&document.item))
-                            .transpose()?
-                            .into_iter()
-                            .collect(),
-                        continuation: None,
-                    })))
+                            .transpose()?,
+                    ))))
                 }
                 _ => Ok(StoreAnswer::Read(answer)),
             };

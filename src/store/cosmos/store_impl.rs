@@ -71,10 +71,7 @@ impl Store for CosmosStore {
                     .map_err(|e| StoreError::Internal(format!("unreadable item: {e}")))
             })
             .transpose()?;
-        Ok(JsonPage::unversioned(Page {
-            items: found.into_iter().collect(),
-            continuation: None,
-        }))
+        Ok(JsonPage::unversioned(Page::of_one(found)))
     }
 
     async fn create_item(

@@ -64,14 +64,7 @@ impl Store for EmbeddedStore {
             let row = read_row(conn, container, &pk, &id)?;
             Ok(PageRead {
                 live_until: row.as_ref().and_then(|row| row.expires_at),
-                page: Page {
-                    items: row
-                        .map(|row| raw_body(row.body))
-                        .transpose()?
-                        .into_iter()
-                        .collect(),
-                    continuation: None,
-                },
+                page: Page::of_one(row.map(|row| raw_body(row.body)).transpose()?),
                 bounded: true,
             })
         })
