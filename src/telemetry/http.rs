@@ -77,7 +77,9 @@ pub async fn observe(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;
-    finish(&span, &method, &response, started);
+    let traced =
+        sampling::exports_traces() && !span.is_disabled() && !sampling::is_unsampled(&span);
+    finish(&span, traced, &method, &response, started);
     response
 }
 
@@ -116,7 +118,7 @@ pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
     if let Some(id) = header(request.headers(), INVOCATION_ID_HEADER) {
         span.record("faas.invocation_id", display(id));
     }
-    if !traced {
+    if !traced || !sampling::exports_traces() {
         return span;
     }
     if let Some(parent) = caller_context(request.headers()) {
@@ -148,7 +150,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
+fn finish(span: &Span, traced: bool, method: &Method, response: &Response, started: Instant) {
     let status = response.status().as_u16();
     let route = response.extensions().get::<MatchedRoute>();
     let template = route.map(MatchedRoute::template);
@@ -165,9 +167,10 @@ fn finish(span: &Span, method: &Method, response: &Response, started: Instant) {
         duration: started.elapsed(),
         request_units,
     });
-    // The outcome is for the trace: a span whose trace is not kept has nothing left to log
-    // under it, and recording each field would format it for the logs all the same.
-    if span.is_disabled() || sampling::is_unsampled(span) {
+    // The outcome is for the trace. Where no trace is kept (none is exported, or not this
+    // one), nothing is left to log under the span, and recording each field would format it
+    // for the logs all the same.
+    if !traced {
         return;
     }
     span.record("http.response.status_code", status);

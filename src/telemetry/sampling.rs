@@ -138,6 +138,12 @@ pub fn traces_new_work() -> bool {
     with_sampler(Sampler::keeps_new_trace)
 }
 
+/// Whether the current subscriber exports traces at all. Without export a request's span is
+/// only the context of its log lines, so its outcome, known after them, is not recorded.
+pub fn exports_traces() -> bool {
+    held::<Sampler>().is_some()
+}
+
 /// `decide` with the current dispatcher's sampler; `true` where it has none (no export).
 fn with_sampler(decide: impl FnOnce(&Sampler) -> bool) -> bool {
     held::<Sampler>().is_none_or(|sampler| decide(&sampler))
