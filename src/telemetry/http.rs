@@ -73,20 +73,23 @@ pub async fn note_route(request: Request, next: Next) -> Response {
 /// The outermost layer: runs the request in its span (a child of the caller's W3C
 /// `traceparent`, when it sends one), then records its outcome and metrics.
 pub async fn observe(request: Request, next: Next) -> Response {
-    let span = request_span(&request);
+    let traced = sampling::traces_request(request.headers());
+    // Without an exporter a request's span is only the context of its log lines: its outcome,
+    // known after the last of them, has no reader.
+    let exported = traced && sampling::exports_traces();
+    let span = request_span(&request, traced, exported);
     let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).instrument(span.clone()).await;
-    let traced =
-        sampling::exports_traces() && !span.is_disabled() && !sampling::is_unsampled(&span);
-    finish(&span, traced, &method, &response, started);
+    finish(&span, exported, &method, &response, started);
     response
 }
 
 /// The span of one request. The host's invocation id is a field of it, so each line logged
-/// while handling an invocation carries the id the host logs it under; with export on, its
-/// trace and span ids too.
-pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
+/// while handling an invocation carries the id the host logs it under; when its trace is
+/// exported, its trace and span ids too. `traced`: its trace is kept (its store calls get spans
+/// of their own); `exported`: kept and sent somewhere.
+fn request_span<B>(request: &axum::http::Request<B>, traced: bool, exported: bool) -> Span {
     macro_rules! request_span {
         ($target:expr) => {
             tracing::info_span!(
@@ -109,7 +112,6 @@ pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
             )
         };
     }
-    let traced = sampling::traces_request(request.headers());
     let span = if traced {
         request_span!("cosmos_blog::telemetry::http")
     } else {
@@ -118,7 +120,7 @@ pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
     if let Some(id) = header(request.headers(), INVOCATION_ID_HEADER) {
         span.record("faas.invocation_id", display(id));
     }
-    if !traced || !sampling::exports_traces() {
+    if !exported {
         return span;
     }
     if let Some(parent) = caller_context(request.headers()) {
@@ -150,7 +152,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-fn finish(span: &Span, traced: bool, method: &Method, response: &Response, started: Instant) {
+fn finish(span: &Span, exported: bool, method: &Method, response: &Response, started: Instant) {
     let status = response.status().as_u16();
     let route = response.extensions().get::<MatchedRoute>();
     let template = route.map(MatchedRoute::template);
@@ -167,10 +169,9 @@ fn finish(span: &Span, traced: bool, method: &Method, response: &Response, start
         duration: started.elapsed(),
         request_units,
     });
-    // The outcome is for the trace. Where no trace is kept (none is exported, or not this
-    // one), nothing is left to log under the span, and recording each field would format it
-    // for the logs all the same.
-    if !traced {
+    // The outcome is for the exported trace: nothing is left to log under the span, and
+    // recording each field would format it for the logs all the same.
+    if !exported || span.is_disabled() {
         return;
     }
     span.record("http.response.status_code", status);
