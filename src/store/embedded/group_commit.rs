@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use super::commits::{CommitCount, FOREIGN_COMMIT_POLL, ForeignCommits};
+use super::commits::{FOREIGN_COMMIT_POLL, ForeignCommits, Versioning};
 
 use super::sqlite::sql_error_ref;
 use crate::store::StoreError;
@@ -24,25 +24,34 @@ pub(super) struct WriteJob {
 
 /// The writer thread: takes the writes waiting and commits them as one transaction (group
 /// commit). Every write is answered only after its group's commit is durable, so
-/// `synchronous=FULL` keeps its promise while concurrent writers share the fsync. It counts
-/// its own commits and, between groups, the commits of other processes in `commits`.
+/// `synchronous=FULL` keeps its promise while concurrent writers share the fsync. While pages
+/// are versioned, it counts its own commits and, between groups, those of other processes
+/// (`foreign`: what it had seen of them when the store opened).
 pub(super) fn run_writer(
     mut conn: Connection,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
-    commits: &CommitCount,
+    versioning: &Versioning,
+    mut foreign: ForeignCommits,
 ) {
-    let mut foreign = ForeignCommits::new();
     // A look costs a read transaction on the thread every write waits for: under a stream of
     // writes, one per poll, not one per group.
     let mut looked: Option<Instant> = None;
     loop {
-        if looked.is_none_or(|at| at.elapsed() >= FOREIGN_COMMIT_POLL) {
+        // Nothing reads the count while no page is versioned: the thread then sleeps until a
+        // write comes (the one that turns versioning on among them).
+        let watching = versioning.counts_changes();
+        if watching && looked.is_none_or(|at| at.elapsed() >= FOREIGN_COMMIT_POLL) {
             if foreign.noticed(&conn) {
-                commits.advance();
+                versioning.count_commit();
             }
             looked = Some(Instant::now());
         }
-        let first = match jobs.recv_timeout(FOREIGN_COMMIT_POLL) {
+        let next = if watching {
+            jobs.recv_timeout(FOREIGN_COMMIT_POLL)
+        } else {
+            jobs.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        };
+        let first = match next {
             Ok(job) => job,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
@@ -58,7 +67,7 @@ pub(super) fn run_writer(
             group.into_iter().map(|job| (job.run, job.finish)).unzip();
         let outcome = commit_group(&mut conn, runs);
         // Counted even if the group rolled back: a needless read later, never a stale page.
-        commits.advance();
+        versioning.count_commit();
         for finish in finishes {
             finish(outcome.as_ref().err().map(sql_error_ref));
         }

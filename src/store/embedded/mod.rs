@@ -21,7 +21,6 @@ mod store_impl;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
@@ -30,7 +29,7 @@ use tokio::sync::Notify;
 use super::{Container, StoreError, StoreResult, Tenancy};
 
 pub use backup::backup;
-use commits::CommitCount;
+use commits::{ForeignCommits, Versioning};
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
 use schema::{
@@ -59,12 +58,10 @@ struct Shared {
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
     /// refused.
     read_only: bool,
-    /// The database counts its partitions' writes ([`schema::change_counting`]), so pages of
-    /// a partition can be versioned.
-    counts_changes: AtomicBool,
-    /// Commits seen, counted by the writer thread: a version read at the current count needs
-    /// no look at the partition's count of changes.
-    commits: Arc<CommitCount>,
+    /// Whether pages of a partition are versioned, and the commits their versions are read
+    /// at, counted by the writer thread: a version read at the current count needs no look at
+    /// the partition's count of changes.
+    versioning: Arc<Versioning>,
 }
 
 impl EmbeddedStore {
@@ -96,7 +93,7 @@ impl EmbeddedStore {
         add_expiry(&writer)?;
         check_layout(&writer, tenancy, path)?;
         set_planner_stats(&writer)?;
-        let counts_changes = AtomicBool::new(counts_changes(&writer)?);
+        let versioning = Arc::new(Versioning::new(counts_changes(&writer)?));
         let readers = (0..READERS)
             .map(|_| {
                 let reader = Connection::open_with_flags(
@@ -108,11 +105,11 @@ impl EmbeddedStore {
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let (writes, jobs) = std::sync::mpsc::channel();
-        let commits = Arc::new(CommitCount::default());
-        let counted = Arc::clone(&commits);
+        let counted = Arc::clone(&versioning);
+        let foreign = ForeignCommits::seen_by(&writer);
         std::thread::Builder::new()
             .name("embedded-store-writer".into())
-            .spawn(move || run_writer(writer, jobs, &counted))
+            .spawn(move || run_writer(writer, jobs, &counted, foreign))
             .map_err(|e| StoreError::Internal(format!("cannot start the writer thread: {e}")))?;
         let store = Self {
             shared: Arc::new(Shared {
@@ -121,8 +118,7 @@ impl EmbeddedStore {
                 changes: Default::default(),
                 tenancy,
                 read_only: false,
-                counts_changes,
-                commits,
+                versioning,
             }),
         };
         store.start_purge()?;
@@ -152,8 +148,7 @@ impl EmbeddedStore {
                 tenancy,
                 read_only: true,
                 // A copy being checked: nothing of it is kept.
-                counts_changes: AtomicBool::new(false),
-                commits: Arc::default(),
+                versioning: Arc::new(Versioning::new(false)),
             }),
         })
     }
@@ -174,13 +169,15 @@ impl EmbeddedStore {
         self.on_writer(move |tx| tx.execute_batch(&sql).map_err(sql_error))
             .await?;
         // Only once the triggers are committed: a count read before would not be kept up.
-        self.shared.counts_changes.store(true, Ordering::Release);
-        Ok(())
+        self.shared.versioning.start_counting();
+        // The writer thread sleeps between writes while nothing is versioned: a write (of
+        // nothing) wakes it to look for other processes' commits from now on.
+        self.on_writer(|_| Ok(())).await
     }
 
     /// Whether pages of a partition are versioned.
     fn counts_changes(&self) -> bool {
-        self.shared.counts_changes.load(Ordering::Acquire)
+        self.shared.versioning.counts_changes()
     }
 }
 

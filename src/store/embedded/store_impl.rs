@@ -272,7 +272,7 @@ impl EmbeddedStore {
         read: impl FnOnce(&Connection) -> StoreResult<PageRead<RawItem>> + Send + 'static,
     ) -> StoreResult<JsonPage> {
         // Read before anything else: a commit after it makes the page look older than it is.
-        let commits = self.shared.commits.current();
+        let commits = self.shared.versioning.commits();
         if let (Some(known), Some(pk)) = (known, &partition)
             && known.holds_without_commits(container, pk, commits, unix_now())
         {
@@ -479,6 +479,28 @@ mod tests {
         comment(&other, "p1", "d", json!({})).await;
         let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
         while read(&store, "p1", Some(&third)).await.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a write of another process is never seen"
+            );
+            tokio::time::sleep(FOREIGN_COMMIT_POLL / 5).await;
+        }
+    }
+
+    /// The writer thread sleeps between writes until pages are versioned; once they are, it
+    /// looks for other processes' commits though this process writes nothing more.
+    #[tokio::test]
+    async fn another_process_write_is_seen_when_versioning_starts_without_a_write_of_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = EmbeddedStore::open(&path).unwrap();
+        let other = EmbeddedStore::open(&path).unwrap();
+        comment(&other, "p1", "a", json!({})).await;
+        assert!(store.keep_partition_versions().await.unwrap());
+        let first = read(&store, "p1", None).await.unwrap();
+        comment(&other, "p1", "b", json!({})).await;
+        let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
+        while read(&store, "p1", Some(&first)).await.is_none() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "a write of another process is never seen"
