@@ -445,6 +445,24 @@ mod tests {
         }
     }
 
+    /// A write of another process to `post` since `known` was read reaches the store's count
+    /// within the writer's poll (waiting up to 40 of them): `known` is then no longer vouched
+    /// for.
+    async fn assert_written_elsewhere_is_seen(
+        store: &EmbeddedStore,
+        post: &str,
+        known: &PartitionVersion,
+    ) {
+        let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
+        while read(store, post, Some(known)).await.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a write of another process is never seen"
+            );
+            tokio::time::sleep(FOREIGN_COMMIT_POLL / 5).await;
+        }
+    }
+
     #[tokio::test]
     async fn a_page_is_vouched_for_until_its_partition_is_written_by_anyone() {
         let dir = tempfile::tempdir().unwrap();
@@ -477,14 +495,7 @@ mod tests {
         // commit reaches the store's count within the writer's poll.
         let other = EmbeddedStore::open(&path).unwrap();
         comment(&other, "p1", "d", json!({})).await;
-        let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
-        while read(&store, "p1", Some(&third)).await.is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "a write of another process is never seen"
-            );
-            tokio::time::sleep(FOREIGN_COMMIT_POLL / 5).await;
-        }
+        assert_written_elsewhere_is_seen(&store, "p1", &third).await;
     }
 
     /// The writer thread sleeps between writes until pages are versioned; once they are, it
@@ -499,14 +510,7 @@ mod tests {
         assert!(store.keep_partition_versions().await.unwrap());
         let first = read(&store, "p1", None).await.unwrap();
         comment(&other, "p1", "b", json!({})).await;
-        let deadline = std::time::Instant::now() + FOREIGN_COMMIT_POLL * 40;
-        while read(&store, "p1", Some(&first)).await.is_none() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "a write of another process is never seen"
-            );
-            tokio::time::sleep(FOREIGN_COMMIT_POLL / 5).await;
-        }
+        assert_written_elsewhere_is_seen(&store, "p1", &first).await;
     }
 
     /// Once anything is committed, a version is vouched for by a look at its partition's
