@@ -5,6 +5,11 @@
 //! binary's start-up, and writes `REPORT.md` and `chart.svg` to `--out`. With `--tenants N`
 //! it also compares the `single` and `multi` layouts on a multi-tenant data set.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test: a failed unwrap is a failed test, with its message"
+)]
+
 use std::path::Path;
 use std::process::ExitCode;
 

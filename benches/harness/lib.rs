@@ -4,6 +4,11 @@
 //! `chart.svg`. `benches/harness.rs` runs it (`cargo bench --bench harness -- --help`), and
 //! `tests/harness_smoke.rs` runs it at a tiny scale so that it cannot rot.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a measuring tool: a broken run stops with the reason, and its figures are not served"
+)]
+
 pub mod ceiling;
 pub mod deletes;
 pub mod faults;

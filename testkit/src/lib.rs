@@ -6,6 +6,11 @@
 //! - [`eventually`]: the one way to wait for something;
 //! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test support: a failed unwrap is a failed test, with its message"
+)]
+
 pub mod app;
 pub mod binary;
 pub mod double;

@@ -1,6 +1,11 @@
 //! The platform's integration suite: one test binary that spawns the real application per
 //! test and drives it over HTTP, plus the contract tests of the storage backends.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test: a failed unwrap is a failed test, with its message"
+)]
+
 mod auth;
 mod backlog;
 mod changefeed;
