@@ -11,7 +11,7 @@ use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::words::count;
-use cosmos_blog::{changefeed, transfer};
+use cosmos_blog::{changefeed, copies, transfer};
 
 /// Every request allocates per item and per header; mimalloc spends less on that than glibc's
 /// malloc (13–20 % more requests/s on every route in the benchmark harness).
@@ -242,7 +242,7 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     if let Some(unfinished) = transfer::unfinished_import(&store).await? {
         anyhow::bail!("{unfinished}; rebuild derives copies, it cannot load the missing sources");
     }
-    let report = changefeed::rebuild(&store).await?;
+    let report = copies::rebuild(&store).await?;
     for line in report.log_lines("rebuild") {
         println!("{line}");
     }

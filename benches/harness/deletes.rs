@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cosmos_blog::blog::Blog;
-use cosmos_blog::changefeed::{on_post_changed, on_user_changed};
+use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{
     CommentContent, CommentId, PostContent, PostId, Title, Tombstone, UserId, Username,
 };

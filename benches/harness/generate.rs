@@ -6,7 +6,7 @@
 //! partition (at most 100 operations each, the Cosmos DB limit), carrying its final counts,
 //! so the data is what the product would hold after the same commands, in a fraction of the
 //! requests. The copies in `users` and `feed` are then derived by the product's own
-//! `changefeed::rebuild`, exactly as after a lost change-feed checkpoint.
+//! `copies::rebuild`, exactly as after a lost change-feed checkpoint.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -267,7 +267,7 @@ pub async fn generate(store: &Arc<dyn Store>, config: &GenConfig) -> anyhow::Res
     let spinner = progress_bar(config.progress, 0, "rebuild");
     spinner.enable_steady_tick(Duration::from_millis(200));
     let started = Instant::now();
-    cosmos_blog::changefeed::rebuild(store)
+    cosmos_blog::copies::rebuild(store)
         .await
         .context("rebuilding the copies")?;
     spinner.finish_and_clear();

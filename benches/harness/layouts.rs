@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cosmos_blog::blog::{Blog, PageSize};
-use cosmos_blog::changefeed::{Source, rebuild};
+use cosmos_blog::copies::{Source, rebuild};
 use cosmos_blog::domain::{
     Comment, CommentContent, Like, Post, PostContent, PostId, TenantId, Title, User, UserId,
     Username,

@@ -168,7 +168,7 @@ pub async fn load(store: &Arc<dyn Store>, config: &TenantsConfig) -> anyhow::Res
     let load_time = started.elapsed();
 
     let started = Instant::now();
-    cosmos_blog::changefeed::rebuild(store)
+    cosmos_blog::copies::rebuild(store)
         .await
         .context("rebuilding the copies")?;
     Ok(TenantsData {

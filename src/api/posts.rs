@@ -1,4 +1,6 @@
-//! C2, Q2, C3, Q4, C4, Q5, Q6.
+//! The routes of posts and what hangs off them: write and edit a post (C2), read it (Q2),
+//! comment on it and list its comments (C3, Q4), like it and list its likes (C4, Q5), and the
+//! front page's feed of the newest posts (Q6).
 
 use axum::Json;
 use axum::http::StatusCode;

@@ -1,4 +1,5 @@
-//! C1, Q1, Q3.
+//! The routes of users: create or rename a user (C1), read one (Q1), list a user's posts
+//! (Q3), and, in a multi-tenant deployment, list the tenant's users (Q7).
 
 use axum::Json;
 use axum::http::StatusCode;

@@ -5,7 +5,6 @@ mod backlog;
 mod pump;
 pub mod recheck;
 
-pub use crate::copies::{Report, Source, on_post_changed, on_user_changed, rebuild};
 pub use backlog::{Backlog, backlog};
 pub use pump::Pump;
 pub use recheck::{Recheck, RecheckReport, RecheckTask};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cosmos_blog::changefeed::{on_post_changed, on_user_changed, rebuild};
+use cosmos_blog::copies::{on_post_changed, on_user_changed, rebuild};
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, Tenancy};
 use reqwest::StatusCode;
 use serde_json::{Value, json};

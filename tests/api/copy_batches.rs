@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cosmos_blog::changefeed::on_post_changed;
+use cosmos_blog::copies::on_post_changed;
 use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
 use serde_json::{Value, json};

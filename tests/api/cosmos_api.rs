@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use cosmos_blog::changefeed::on_post_changed;
+use cosmos_blog::copies::on_post_changed;
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cosmos_blog::changefeed::{on_post_changed, on_user_changed};
+use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};

@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use cosmos_blog::changefeed::rebuild;
+use cosmos_blog::copies::rebuild;
 use cosmos_blog::store::{Container, PageRequest, Query, Tenancy};
 use cosmos_blog::verify::verify;
 use futures::future::join_all;

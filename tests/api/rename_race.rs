@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cosmos_blog::changefeed::{on_post_changed, on_user_changed};
+use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{LikeId, UserId};
 use cosmos_blog::store::{BatchOperation, Container, PartitionKey, Store};
 use cosmos_blog::verify::verify;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cosmos_blog::blog::Blog;
-use cosmos_blog::changefeed::{Source, rebuild};
+use cosmos_blog::copies::{Source, rebuild};
 use cosmos_blog::domain::TenantId;
 use cosmos_blog::domain::{PostContent, Title, UserId, Username};
 use cosmos_blog::store::cosmos::CosmosStore;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::process::Output;
 use std::sync::Arc;
 
-use cosmos_blog::changefeed::{on_post_changed, rebuild};
+use cosmos_blog::copies::{on_post_changed, rebuild};
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{BatchOperation, Container, PartitionKey, Store};
 use cosmos_blog::verify::{Scanned, VerifyReport, ViolationKind, verify};

@@ -216,8 +216,8 @@ pub(super) const LIVE: &str = "(expires_at IS NULL OR expires_at > unixepoch())"
 /// What the query planner is told about the data, instead of measuring it with `ANALYZE`:
 /// many containers' items, partitions of a few dozen items, a few dozen items per user.
 /// Without statistics SQLite prefers the primary key (it covers the whole row) over the
-/// expression indexes, so a cross-partition query on `userId` (the username fan-out of
-/// SPEC 5.1, run for every user by `rebuild`) scanned the whole container: at 100 users
+/// expression indexes, so a cross-partition query on `userId` (the username fan-out that
+/// follows a rename, run for every user by `rebuild`) scanned the whole container: at 100 users
 /// `rebuild` took 30 s, most of it there. Fixed figures keep the plans the same for an
 /// empty store and a large one, and opening cheap (no `ANALYZE` of a big file at start-up).
 /// Rows: `(index, "rows rows-per-container rows-per-next-column ...")`.
