@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cosmos_blog::copies::rebuild;
 use cosmos_blog::changefeed::{RecheckReport, recheck};
+use cosmos_blog::copies::rebuild;
 use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{Container, Document, PartitionKey, Store, StoreResult, Tenancy};
 use cosmos_blog::verify::{VerifyReport, ViolationKind, verify, verify_and_repair};

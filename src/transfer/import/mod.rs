@@ -1,7 +1,7 @@
 //! `import`: validate the whole export ([`Plan::validate`]), then load it ([`Plan::import`]):
 //!
 //! 1. **Sources.** Each file in turn, a chunk of lines at a time, grouped by partition into
-//!    transactional batches (at most 100 operations and [`MAX_BATCH_BYTES`]), at most
+//!    transactional batches (at most 100 operations and [`batches::MAX_BATCH_BYTES`]), at most
 //!    `concurrency` batches in flight. A batch first reads which of its items the target
 //!    already holds (one query by id in the partition) and upserts only the others, so a
 //!    second run, or one after a kill, writes nothing that is already there. Into a blog
@@ -17,34 +17,26 @@
 //!    Only what was imported is visited, and the tenants come from the export: no scan of
 //!    the store looks for them.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use backon::Retryable;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
+mod batches;
+
 use super::marker::{self, UnfinishedImport};
-use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Item, Line, Lines};
+use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, TransferProgress};
 use crate::copies::{Report, Source};
 use crate::domain::{Post, TenantId, is_a};
-use crate::retry::Backoff;
-use crate::store::{
-    BatchOperation, Container, FilterOp, MAX_BATCH_OPERATIONS, PageRequest, PartitionKey, Query,
-    Store, StoreError, StoreResult, Tenancy, tenant,
-};
+use crate::store::{Container, PageRequest, Query, Store, Tenancy};
 use crate::words::count;
+use batches::{Batches, Loaded, Views, retrying, stored_form};
 
-/// Bytes of items in one batch at most: Cosmos DB refuses requests over 2 MiB; the rest is
-/// room for the request's own envelope.
-const MAX_BATCH_BYTES: usize = 3 << 19;
-/// Lines parsed and grouped into batches together; bounded in bytes too (posts may be large).
-const CHUNK_ITEMS: usize = 20_000;
-const CHUNK_BYTES: usize = 16 << 20;
 /// What deriving the copies counts: the users, erasure markers, posts and deleted posts
 /// whose copies are made.
 const SOURCES: (&str, &str) = ("source", "sources");
@@ -362,13 +354,8 @@ impl Plan {
     ) -> anyhow::Result<()> {
         progress.start("import: writing", Some(summary.loaded));
         for kind in Kind::ALL {
-            let mut batches = Batches {
-                lines: self.loaded_lines(kind)?,
-                ready: VecDeque::new(),
-                views: &mut *views,
-                empty,
-                container: kind.container(),
-            };
+            let lines = self.loaded_lines(kind)?;
+            let mut batches = Batches::new(lines, &mut *views, empty, kind.container());
             // The next chunk is read and grouped while the batches before it are written:
             // the store's writes go on meanwhile, their answers wait for the next poll.
             let mut done = stream::iter(std::iter::from_fn(|| batches.next()))
@@ -427,280 +414,6 @@ impl Plan {
         }
         progress.finish();
         Ok(report)
-    }
-}
-
-/// An item on its way into the target.
-struct Loaded {
-    /// The target's blog (`None`: the store itself).
-    into: Option<TenantId>,
-    pk: PartitionKey,
-    id: String,
-    item: Value,
-    /// Its size as serialised, near enough.
-    bytes: usize,
-}
-
-/// The item as the target will hold it: counts recomputed from the export, the author's
-/// username as the export's user has it (an erased author's items keep theirs: the
-/// erasure removes them), and every field in the domain type's canonical form. With its
-/// serialised size.
-fn stored_form(item: Item, blog: &ImportedBlog) -> serde_json::Result<(Value, usize)> {
-    let renamed = |user_username: &mut String, user_id| {
-        if let Some(username) = blog.username(user_id) {
-            username.clone_into(user_username);
-        }
-    };
-    let value = match item {
-        Item::User(user) => serde_json::to_value(user),
-        Item::Erasure(tombstone) | Item::DeletedPost(tombstone) => serde_json::to_value(tombstone),
-        Item::Post(mut post) => {
-            let tally = blog.tally(&post.post_id);
-            post.comment_count = tally.comments;
-            post.like_count = tally.likes;
-            renamed(&mut post.user_username, &post.user_id);
-            serde_json::to_value(post)
-        }
-        Item::Comment(mut comment) => {
-            renamed(&mut comment.user_username, &comment.user_id);
-            serde_json::to_value(comment)
-        }
-        Item::Like(mut like) => {
-            renamed(&mut like.user_username, &like.user_id);
-            serde_json::to_value(like)
-        }
-    }?;
-    let bytes = approximate_size(&value);
-    Ok((value, bytes))
-}
-
-/// The serialised size of an item of the model, near enough to bound a batch: its strings'
-/// lengths plus a generous allowance per field.
-fn approximate_size(item: &Value) -> usize {
-    match item {
-        Value::Object(fields) => fields
-            .iter()
-            .map(|(name, value)| name.len() + 8 + approximate_size(value))
-            .sum(),
-        Value::String(text) => text.len() + text.len() / 8 + 2,
-        Value::Array(values) => values.iter().map(approximate_size).sum::<usize>() + 2,
-        _ => 24,
-    }
-}
-
-/// The target store, and each tenant's view of it.
-struct Views {
-    store: Arc<dyn Store>,
-    tenants: HashMap<TenantId, Arc<dyn Store>>,
-}
-
-impl Views {
-    fn new(store: &Arc<dyn Store>) -> Self {
-        Self {
-            store: Arc::clone(store),
-            tenants: HashMap::new(),
-        }
-    }
-
-    fn of(&mut self, into: &Option<TenantId>) -> Arc<dyn Store> {
-        match into {
-            None => Arc::clone(&self.store),
-            Some(tenant) => Arc::clone(
-                self.tenants
-                    .entry(tenant.clone())
-                    .or_insert_with(|| tenant::scoped(&self.store, tenant)),
-            ),
-        }
-    }
-}
-
-/// Items of one logical partition of one blog, written together.
-struct Batch {
-    store: Arc<dyn Store>,
-    container: Container,
-    pk: PartitionKey,
-    items: Vec<(String, Value)>,
-    /// The blog held no source item when the import began: none of these can be there.
-    new: bool,
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Written {
-    written: u64,
-    unchanged: u64,
-}
-
-/// The batches of a file's items, a chunk of lines at a time.
-struct Batches<'a, I> {
-    lines: I,
-    ready: VecDeque<Batch>,
-    views: &'a mut Views,
-    empty: &'a HashSet<Option<TenantId>>,
-    container: Container,
-}
-
-impl<I: Iterator<Item = anyhow::Result<Loaded>>> Batches<'_, I> {
-    /// The next batch, reading the next chunk of lines when the last one is all handed out.
-    fn next(&mut self) -> Option<anyhow::Result<Batch>> {
-        if self.ready.is_empty() {
-            let mut chunk = Vec::new();
-            let mut bytes = 0;
-            while chunk.len() < CHUNK_ITEMS && bytes < CHUNK_BYTES {
-                match self.lines.next() {
-                    Some(Ok(loaded)) => {
-                        bytes += loaded.bytes;
-                        chunk.push(loaded);
-                    }
-                    Some(Err(e)) => return Some(Err(e)),
-                    None => break,
-                }
-            }
-            self.ready = batches(self.views, self.empty, self.container, chunk).into();
-        }
-        self.ready.pop_front().map(Ok)
-    }
-}
-
-/// Groups a chunk's items by blog and partition, in order, and cuts each group into batches
-/// of at most [`MAX_BATCH_OPERATIONS`] items and [`MAX_BATCH_BYTES`].
-fn batches(
-    views: &mut Views,
-    empty: &HashSet<Option<TenantId>>,
-    container: Container,
-    chunk: Vec<Loaded>,
-) -> Vec<Batch> {
-    let mut groups: Vec<(Option<TenantId>, PartitionKey, Vec<Loaded>)> = Vec::new();
-    let mut position: HashMap<(Option<TenantId>, String), usize> = HashMap::new();
-    for loaded in chunk {
-        let key = (loaded.into.clone(), loaded.pk.to_json_array());
-        let at = *position.entry(key).or_insert_with(|| {
-            groups.push((loaded.into.clone(), loaded.pk.clone(), Vec::new()));
-            groups.len() - 1
-        });
-        groups[at].2.push(loaded);
-    }
-    let mut batches = Vec::new();
-    for (into, pk, items) in groups {
-        let store = views.of(&into);
-        let new = empty.contains(&into);
-        let mut batch: Vec<(String, Value)> = Vec::new();
-        let mut bytes = 0;
-        for loaded in items {
-            let full = batch.len() >= MAX_BATCH_OPERATIONS
-                || (!batch.is_empty() && bytes + loaded.bytes > MAX_BATCH_BYTES);
-            if full {
-                batches.push(Batch {
-                    store: Arc::clone(&store),
-                    container,
-                    pk: pk.clone(),
-                    items: std::mem::take(&mut batch),
-                    new,
-                });
-                bytes = 0;
-            }
-            bytes += loaded.bytes;
-            batch.push((loaded.id, loaded.item));
-        }
-        if !batch.is_empty() {
-            batches.push(Batch {
-                store,
-                container,
-                pk,
-                items: batch,
-                new,
-            });
-        }
-    }
-    batches
-}
-
-impl Batch {
-    /// Reads which of the items the partition already holds as they are, and upserts the
-    /// others in one transactional batch.
-    async fn write(self) -> anyhow::Result<Written> {
-        let present = if self.new {
-            Vec::new()
-        } else {
-            self.present().await?
-        };
-        let present: HashMap<&str, &Value> = present
-            .iter()
-            .filter_map(|item| Some((item.get("id")?.as_str()?, item)))
-            .collect();
-        let operations: Vec<BatchOperation> = self
-            .items
-            .iter()
-            .filter(|(id, item)| present.get(id.as_str()) != Some(&item))
-            .map(|(_, item)| BatchOperation::Upsert { item: item.clone() })
-            .collect();
-        let written = operations.len() as u64;
-        if !operations.is_empty() {
-            retrying(|| {
-                self.store
-                    .execute_batch(self.container, &self.pk, operations.clone())
-            })
-            .await
-            .with_context(|| self.failed("write"))?;
-        }
-        Ok(Written {
-            written,
-            unchanged: self.items.len() as u64 - written,
-        })
-    }
-
-    /// The batch's items that the partition holds, as it holds them.
-    async fn present(&self) -> anyhow::Result<Vec<Value>> {
-        let ids: Vec<Value> = self
-            .items
-            .iter()
-            .map(|(id, _)| Value::from(id.as_str()))
-            .collect();
-        let held = Query::in_partition(self.pk.clone()).filter("id", FilterOp::In, ids);
-        let page = PageRequest::first(self.items.len() as u32);
-        let present = retrying(|| self.store.query(self.container, &held, page.clone()))
-            .await
-            .with_context(|| self.failed("read"))?;
-        Ok(present.items)
-    }
-
-    fn failed(&self, what: &str) -> String {
-        format!(
-            "cannot {what} {} items of {}/{}",
-            self.items.len(),
-            self.container.name(),
-            self.pk.to_json_array()
-        )
-    }
-}
-
-/// Runs `operation` again while it fails for a reason that passes (throttled, unavailable),
-/// with jittered exponential backoff, waiting at least what the store asked for
-/// (`Retry-After` of a 429, which the Cosmos DB SDK has already honoured a few times before
-/// giving up).
-async fn retrying<T, F, Fut>(operation: F) -> StoreResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = StoreResult<T>>,
-{
-    let backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(10))
-        .at_most(12)
-        .builder();
-    operation
-        .retry(backoff)
-        .when(StoreError::is_transient)
-        .adjust(|error, next| next.map(|backoff| backoff.max(retry_after(error))))
-        .notify(|error, wait| tracing::debug!(%error, ?wait, "import: retrying"))
-        .await
-}
-
-/// How long the store asked to wait before the next request.
-fn retry_after(error: &StoreError) -> Duration {
-    match error {
-        StoreError::Throttled {
-            retry_after: Some(wait),
-        } => *wait,
-        StoreError::BatchOperationFailed { cause, .. } => retry_after(cause),
-        _ => Duration::ZERO,
     }
 }
 
@@ -814,20 +527,6 @@ mod tests {
         assert_eq!(pick.route(&TenantId::parse("u").ok()), None);
         let all = Routing::new(Multi, Multi, None).unwrap();
         assert_eq!(all.route(&t()), Some(t()));
-    }
-
-    #[test]
-    fn a_throttled_batch_waits_what_the_store_asked() {
-        let throttled = StoreError::Throttled {
-            retry_after: Some(Duration::from_millis(700)),
-        };
-        assert_eq!(retry_after(&throttled), Duration::from_millis(700));
-        let in_batch = StoreError::BatchOperationFailed {
-            index: 3,
-            cause: Box::new(throttled),
-        };
-        assert_eq!(retry_after(&in_batch), Duration::from_millis(700));
-        assert_eq!(retry_after(&StoreError::NotFound), Duration::ZERO);
     }
 }
 
