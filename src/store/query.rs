@@ -198,13 +198,6 @@ impl<T> Page<T> {
             continuation: None,
         }
     }
-
-    pub fn map_items<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page {
-            items: self.items.into_iter().map(f).collect(),
-            continuation: self.continuation,
-        }
-    }
 }
 
 /// What one logical partition held when a page of it was read. Handed back with the same
