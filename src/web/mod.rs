@@ -11,6 +11,7 @@
 mod assets;
 mod atom;
 mod context;
+pub mod excerpt;
 mod forms;
 pub mod guard;
 pub mod markdown;
