@@ -20,10 +20,10 @@ use cosmos_blog::api::{self, AppState, Caches};
 use cosmos_blog::auth::Authenticator;
 use cosmos_blog::changefeed::{Recheck, Source};
 use cosmos_blog::functions::{self, metadata, stage};
-use cosmos_blog::startup;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PartitionKey, Store, StoreError, StoreResult, Tenancy};
 use cosmos_blog::telemetry;
+use cosmos_blog::{startup, web};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -85,7 +85,12 @@ impl Harness {
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
         let state = AppState::new(self.dyn_store(), Caches::none(), auth);
-        startup::app(state, functions::router(self.recheck), &[])
+        let site = web::Site {
+            public_url: web::PublicUrl::parse("https://blog.example").expect("an origin"),
+            form_key: web::FormKey::drawn(),
+            trusts_forwarded_host: true,
+        };
+        startup::app(state, functions::router(self.recheck), &[], site)
     }
 
     async fn invoke(&self, function: &str, body: Vec<u8>) -> (StatusCode, String, Value) {

@@ -3,7 +3,11 @@
 //! and the development sign-in. Each form works without JavaScript: it posts, the server
 //! answers `303 See Other` to the page that shows the result, and invalid input comes back
 //! on the form with the reason beside its field, a 4xx status and the text kept; nothing
-//! is stored then. Every form carries the CSRF token ([`super::guard`]).
+//! is stored then. Every form carries the CSRF token ([`super::guard`]). A form refused for
+//! its token, or because its sender is signed out, comes back with what was typed in it.
+//!
+//! A reader who is not signed in and opens a page that needs it is sent to this auth
+//! mode's sign-in, and from there back to the page (`return`, a path of this site only).
 
 use askama::Template;
 use axum::extract::rejection::FormRejection;
@@ -15,10 +19,10 @@ use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{PostReading, post_href, post_page_of};
+use super::pages::{PostReading, likes_text, post_href, post_page_of};
 use crate::api::extract::{PathPair, PathParam};
 use crate::api::tenants::CurrentBlog;
-use crate::auth::{AuthError, DEVELOPMENT_CALLER_COOKIE, HeaderSource};
+use crate::auth::DEVELOPMENT_CALLER_COOKIE;
 use crate::domain::{
     CommentContent, CommentId, PostContent, PostId, Title, UserId, Username, ValidationError,
 };
@@ -79,19 +83,63 @@ pub struct Button {
     csrf: String,
 }
 
+/// Whether a form's token is the one its page carried, signed with this site's key.
+fn token_holds(context: &PageContext, posted_token: &str) -> bool {
+    guard::token_matches(context.headers(), posted_token, &context.site().form_key)
+}
+
 /// Refuses a form whose token is not the one its page carried.
 fn checked_token(context: &PageContext, posted_token: &str) -> Result<(), Refusal> {
-    if guard::token_matches(context.headers(), posted_token) {
+    if token_holds(context, posted_token) {
         Ok(())
     } else {
         Err(guard::forged_form().into())
     }
 }
 
+/// Why a form that carries text was not taken before its text was even read: said above
+/// the form, which comes back with the text in it.
+enum Unsent {
+    /// Its token did not hold (a cookie lost, or a form open since before a new key).
+    Token,
+    /// Nobody is signed in (any more).
+    SignedOut,
+}
+
+impl Unsent {
+    /// The form's writer, or why the form is not taken.
+    fn check(context: &PageContext, posted_token: &str) -> Result<UserId, Self> {
+        if !token_holds(context, posted_token) {
+            return Err(Self::Token);
+        }
+        context.viewer.clone().ok_or(Self::SignedOut)
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Token => StatusCode::FORBIDDEN,
+            Self::SignedOut => StatusCode::UNAUTHORIZED,
+        }
+    }
+
+    fn message(&self) -> &'static str {
+        match self {
+            Self::Token => {
+                "This form could not be checked (it may have been open since before the site \
+                 changed). Nothing was saved: what you wrote is below; send it again."
+            }
+            Self::SignedOut => {
+                "You are not signed in, so nothing was saved. What you wrote is below: copy \
+                 it, sign in, and send it again."
+            }
+        }
+    }
+}
+
 /// The signed-in reader, after the form's token is checked.
 fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> {
     checked_token(context, posted_token)?;
-    signed_in(context)
+    button_writer(context)
 }
 
 /// The signed-in reader and the post of the path, for a form about a post.
@@ -120,23 +168,56 @@ fn unless_unregistered<T>(
     }
 }
 
+/// The signed-in reader of a page that needs one; a reader who is not signed in is sent to
+/// sign in and back here (where the pages only read, an error page says so). Developer
+/// wording (headers, modes) stays in the API's problem documents.
 fn signed_in(context: &PageContext) -> Result<UserId, Refusal> {
+    if let Some(viewer) = &context.viewer {
+        return Ok(viewer.clone());
+    }
+    let refusal = match context.sign_in_href() {
+        Some(sign_in) => Redirect::to(&sign_in).into_response(),
+        None => read_only().into_response(),
+    };
+    Err(Refusal(Box::new(refusal)))
+}
+
+/// What a page that writes answers where the pages only read (`jwt`).
+fn read_only() -> Problem {
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "read-only-pages",
+        "This blog's pages only read: posts, comments and likes are written through its API.",
+    )
+}
+
+/// The signed-in sender of a button's form (nothing typed to keep): a signed-out one gets an
+/// error page in the reader's words.
+fn button_writer(context: &PageContext) -> Result<UserId, Refusal> {
     context.viewer.clone().ok_or_else(|| {
-        // The refusal names the way to sign in that this deployment has.
-        let source = match context.identity {
-            Identity::Development => HeaderSource::Client,
-            Identity::EasyAuth | Identity::ReadOnly => HeaderSource::EasyAuth,
+        let problem = match context.identity {
+            Identity::ReadOnly => read_only(),
+            Identity::Development | Identity::EasyAuth => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "You are not signed in, so nothing was changed: sign in and try again.",
+            ),
         };
-        Refusal(Box::new(
-            AuthError::MissingPrincipal(source).into_response(),
-        ))
+        Refusal::from(problem)
     })
 }
 
-/// A path of this site to go back to; anything else (another site, a scheme) is home.
-fn local_path(candidate: Option<&str>, home: &str) -> String {
+/// A path of this site to go back to; anything else (another site, a scheme, a path a
+/// browser would read as another site's once it drops tabs and line breaks) is `home`.
+pub fn local_path(candidate: Option<&str>, home: &str) -> String {
     match candidate {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path
+                    .chars()
+                    .any(|c| c == '\\' || c.is_control() || c.is_whitespace()) =>
+        {
             path.to_owned()
         }
         _ => home.to_owned(),
@@ -240,13 +321,28 @@ pub async fn write_page_get(context: PageContext, CurrentBlog(blog): CurrentBlog
     Ok(context.respond(StatusCode::OK, &write_page(&context, None, &empty, None)))
 }
 
+/// The post's form again, with what was typed and why it was not taken.
+fn unsent_post_form(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    unsent: &Unsent,
+) -> Response {
+    let mut page = write_page(context, editing, form, None);
+    page.problem = Some(unsent.message().to_owned());
+    context.respond(unsent.status(), &page)
+}
+
 /// `POST /write`: C2, then the new post's page.
 pub async fn create_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return Ok(unsent_post_form(&context, None, &form, &unsent)),
+    };
     let (title, content) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
@@ -288,7 +384,11 @@ pub async fn edit_post(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return Ok(unsent_post_form(&context, Some(&post_id), &form, &unsent)),
+    };
     let (title, content) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
@@ -309,7 +409,7 @@ pub async fn delete_post(
 ) -> FormResult {
     let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     blog.delete_post(&caller, &post_id).await?;
-    Ok(Redirect::to(&home(&context)).into_response())
+    Ok(Redirect::to(&format!("{}?done=post-deleted", home(&context))).into_response())
 }
 
 // ---- comments and likes -------------------------------------------------------------------
@@ -325,22 +425,40 @@ pub struct CommentForm {
 /// `POST /posts/{postId}/comments`: C3, then the post's comments. A refused comment comes
 /// back on the post page, beside the comment field.
 pub async fn add_comment(
-    context: PageContext,
+    mut context: PageContext,
     CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
-    let content = match CommentContent::parse(&form.content) {
-        Ok(content) => content,
-        Err(refused) => {
-            let reading = PostReading::read(&blog, Some(&caller), &post_id, None).await?;
-            let reason = format!("The comment {}.", refused.reason);
+    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let href = post_href(&context.base, &post_id);
+    // A refused comment comes back on the post's page, which sign-in returns to.
+    context.here = href.clone();
+    let (caller, content) = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => (
+            caller.clone(),
+            CommentContent::parse(&form.content).map_err(|refused| {
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("The comment {}.", refused.reason),
+                )
+            }),
+        ),
+        Err(unsent) => {
+            let reading = PostReading::read(&blog, context.viewer.as_ref(), &post_id, None).await?;
+            let reason = unsent.message().to_owned();
             let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
+            return Ok(context.respond(unsent.status(), &page));
         }
     };
-    let href = post_href(&context.base, &post_id);
+    let content = match content {
+        Ok(content) => content,
+        Err((status, reason)) => {
+            let reading = PostReading::read(&blog, Some(&caller), &post_id, None).await?;
+            let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
+            return Ok(context.respond(status, &page));
+        }
+    };
     let written = blog.add_comment(&caller, &post_id, content).await;
     unless_unregistered(&context, written, &href, |comment| {
         Redirect::to(&format!("{href}#comment-{}", encode(comment.id.as_str()))).into_response()
@@ -357,7 +475,11 @@ pub async fn delete_comment(
     let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     let comment_id = CommentId::parse(&comment_id).map_err(Error::from)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
-    Ok(Redirect::to(&format!("{}#comments", post_href(&context.base, &post_id))).into_response())
+    let back = format!(
+        "{}?done=comment-deleted#comments",
+        post_href(&context.base, &post_id)
+    );
+    Ok(Redirect::to(&back).into_response())
 }
 
 /// `POST /posts/{postId}/like`: C4, then the post (or, for the page's script, the count).
@@ -412,10 +534,12 @@ async fn after_like(
         return Ok(Redirect::to(&post_href(&context.base, post_id)).into_response());
     }
     let post = blog.get_post(post_id).await?;
-    Ok(
-        axum::Json(serde_json::json!({ "likeCount": post.like_count, "liked": liked }))
-            .into_response(),
-    )
+    let answer = serde_json::json!({
+        "likeCount": post.like_count,
+        "likeText": likes_text(post.like_count),
+        "liked": liked,
+    });
+    Ok(axum::Json(answer).into_response())
 }
 
 // ---- the account --------------------------------------------------------------------------
@@ -491,7 +615,16 @@ pub async fn rename(
     CurrentBlog(blog): CurrentBlog,
     FormBody(form): FormBody<AccountForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
+    let caller = button_writer(&context)?;
+    if !token_holds(&context, &form.csrf) {
+        let registered = blog.get_user(&caller).await.is_ok();
+        let page = AccountPage {
+            note: Some(Unsent::Token.message().to_owned()),
+            return_to: form.return_to.clone(),
+            ..AccountPage::new(&context, &caller, registered, form.username.clone())
+        };
+        return Ok(context.respond(Unsent::Token.status(), &page));
+    }
     let username = match Username::parse(&form.username) {
         Ok(username) => username,
         Err(refused) => {
@@ -507,7 +640,7 @@ pub async fn rename(
     blog.put_user(&caller, caller.clone(), username).await?;
     let account = format!("{}/account", context.base);
     let next = if form.return_to.is_empty() {
-        account
+        format!("{account}?done=renamed")
     } else {
         local_path(Some(&form.return_to), &account)
     };
@@ -554,14 +687,20 @@ pub async fn delete_account(
     CurrentBlog(blog): CurrentBlog,
     FormBody(form): FormBody<DeleteAccountForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
+    let caller = button_writer(&context)?;
+    if !token_holds(&context, &form.csrf) {
+        let refused = Some(Unsent::Token.message().to_owned());
+        let page = DeleteAccountPage::new(&context, &caller, refused);
+        return Ok(context.respond(Unsent::Token.status(), &page));
+    }
     if form.confirm != "yes" {
         let refused = Some("Tick the box to confirm.".to_owned());
         let page = DeleteAccountPage::new(&context, &caller, refused);
         return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
     }
     blog.delete_user(&caller, &caller).await?;
-    let mut response = Redirect::to(&home(&context)).into_response();
+    let home = format!("{}?done=account-deleted", home(&context));
+    let mut response = Redirect::to(&home).into_response();
     if context.identity == Identity::Development {
         response
             .headers_mut()
@@ -647,8 +786,13 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
         )
         .into());
     }
-    checked_token(&context, &form.csrf)?;
     let return_to = local_path(Some(&form.return_to), "/");
+    if !token_holds(&context, &form.csrf) {
+        context.ensure_form_token();
+        let reason = Some(Unsent::Token.message().to_owned());
+        let page = SignInPage::new(&context, form.user_id.clone(), reason, return_to);
+        return Ok(context.respond(Unsent::Token.status(), &page));
+    }
     let user_id = match UserId::parse(form.user_id.trim()) {
         Ok(user_id) => user_id,
         Err(refused) => {

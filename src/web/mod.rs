@@ -15,13 +15,16 @@ mod forms;
 pub mod guard;
 pub mod markdown;
 mod pages;
+pub mod site;
 
-use axum::Router;
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
+use axum::{Extension, Router};
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -34,6 +37,7 @@ use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};
 pub use guard::AllowedOrigins;
+pub use site::{FormKey, PublicUrl, Site};
 
 /// Where a tenant's pages are in the `multi` layout.
 pub const TENANT_PAGES_PREFIX: &str = "/tenants/{tenantId}";
@@ -70,6 +74,7 @@ fn blog_pages() -> Router<AppState> {
             "/account/delete",
             get(forms::delete_account_page).post(forms::delete_account),
         )
+        .method_not_allowed_fallback(method_not_allowed)
 }
 
 /// The pages that belong to the site rather than to one blog: sign-in, the assets and the
@@ -80,12 +85,26 @@ fn site_pages() -> Router<AppState> {
         .route("/sign-out", post(forms::sign_out))
         .route(assets::ROUTE, get(assets::serve))
         .route(assets::FAVICON_ROUTE, get(assets::favicon))
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+/// A visit to an address that only takes a form (the browser's own "HTTP ERROR 405"
+/// otherwise): an error page that says so.
+async fn method_not_allowed() -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this address takes a form sent from one of this site's pages; there is nothing to \
+         see here",
+    )
 }
 
 /// The whole application: the pages, and `api` (the API application, with its own layers)
 /// for every request no page answers. `allowed`: the origins whose pages may call the API
-/// (`BLOG_CORS_ORIGINS`).
-pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
+/// (`BLOG_CORS_ORIGINS`); `site`: what the pages know of the site (its public address, the
+/// forms' key), handed to every request.
+pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site) -> Router {
+    let site = Arc::new(site);
     let blog = match state.blogs.tenancy() {
         Tenancy::Single => observed(blog_pages())
             .layer(middleware::from_fn(answer_conditionally))
@@ -109,8 +128,35 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
             allowed,
             guard::refuse_cross_site,
         ))
-        .layer(middleware::from_fn_with_state(state, error_pages))
+        .layer(middleware::from_fn(refuse_long_urls))
+        .layer(middleware::from_fn_with_state(
+            (state, Arc::clone(&site)),
+            error_pages,
+        ))
         .layer(middleware::from_fn(guard::page_headers))
+        .layer(Extension(site))
+}
+
+/// A page's URL is bounded as the API's is ([`crate::api::MAX_URI_BYTES`]), with the same
+/// status: an over-long id is `414` on a page as on the API, shown as an error page.
+async fn refuse_long_urls(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    let is_api = request.uri().path().starts_with("/api/");
+    if is_api || target <= crate::api::MAX_URI_BYTES {
+        return next.run(request).await;
+    }
+    Problem::new(
+        StatusCode::URI_TOO_LONG,
+        "uri-too-long",
+        format!(
+            "the address is {target} bytes long; at most {} are served",
+            crate::api::MAX_URI_BYTES
+        ),
+    )
+    .into_response()
 }
 
 /// Pages are traced and measured like the API's operations (the API application has its own
@@ -199,6 +245,7 @@ async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> R
         return crate::api::route_not_found().into_response();
     };
     let base = PageBase::of_tenant(&tenant);
+    let site = Site::of(request.extensions());
     let (parts, body) = request.into_parts();
     let mut plain = Request::new(body);
     *plain.method_mut() = parts.method;
@@ -207,6 +254,9 @@ async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> R
     *plain.headers_mut() = parts.headers;
     plain.extensions_mut().insert(tenant);
     plain.extensions_mut().insert(base);
+    if let Some(site) = site {
+        plain.extensions_mut().insert(site);
+    }
     match pages.oneshot(plain).await {
         Ok(response) => response,
         Err(never) => match never {},
@@ -271,14 +321,22 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
 
 /// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an
 /// error page in the site's layout, with the same status and the problem's code.
-async fn error_pages(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn error_pages(
+    State((state, site)): State<(AppState, Arc<Site>)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let as_page = !request.uri().path().starts_with("/api/") && wants_html(request.headers());
     if !as_page {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let context = PageContext::for_error(&state, &parts).await;
-    let response = next.run(Request::from_parts(parts, body)).await;
+    // What the error page needs of the request, kept aside while the request is handled
+    // (most are answered without an error, and their page context is never made).
+    let mut asked = Request::new(());
+    *asked.uri_mut() = request.uri().clone();
+    *asked.headers_mut() = request.headers().clone();
+    let (mut asked, ()) = asked.into_parts();
+    let response = next.run(request).await;
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -286,14 +344,22 @@ async fn error_pages(State(state): State<AppState>, request: Request, next: Next
     if !is_problem {
         return response;
     }
-    let status = response.status();
-    let Ok(bytes) = axum::body::to_bytes(response.into_body(), usize::MAX).await else {
-        return status.into_response();
+    let (answered, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return answered.status.into_response();
     };
     let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
     let code = problem["code"].as_str().unwrap_or("error").to_owned();
     let detail = problem["detail"].as_str().unwrap_or_default().to_owned();
-    pages::error_page(&context, status, code, detail)
+    let context = PageContext::for_error(&state, site, &mut asked).await;
+    let mut page = pages::error_page(&context, answered.status, code, detail);
+    // What the refusal said besides its body (`Allow`, `Retry-After`) holds for the page too.
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = answered.headers.get(&name) {
+            page.headers_mut().insert(name, value.clone());
+        }
+    }
+    page
 }
 
 fn panic_page(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
