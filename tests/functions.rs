@@ -1639,6 +1639,17 @@ async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
         headers[header::LOCATION],
         "/.auth/login/aad?post_login_redirect_uri=%2Fwrite"
     );
+    // A page that needs a signed-in reader sends them there, and back to it.
+    let (status, headers, _) = html_of(
+        &app,
+        forwarded_page_request(Method::GET, "/write", None, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        headers[header::LOCATION],
+        "/.auth/login/aad?post_login_redirect_uri=%2Fwrite"
+    );
 
     // Signed in (Easy Auth's principal header): the write form, then its post.
     let (status, headers, html) = html_of(
@@ -1677,5 +1688,5 @@ async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    assert!(html.contains("<h1>From the host</h1>"), "{html}");
+    assert!(html.contains(">From the host</h1>"), "{html}");
 }
