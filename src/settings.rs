@@ -322,6 +322,74 @@ mod tests {
     }
 
     #[test]
+    fn the_forms_key_is_kept_beside_the_embedded_store_unless_a_setting_gives_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let data_arg = data.to_str().expect("a UTF-8 path");
+        let laptop = settings(&["--data-dir", data_arg], Platform::default());
+        let (first, source) = laptop.site.form_key(&laptop.store).expect("a key");
+        assert_eq!(source, FormKeySource::File);
+        let (again, _) = laptop.site.form_key(&laptop.store).expect("the same key");
+        let signed = aws_lc_rs::hmac::sign(first.key(), b"nonce");
+        assert!(aws_lc_rs::hmac::verify(again.key(), b"nonce", signed.as_ref()).is_ok());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(data.join(FORM_KEY_FILE))
+                .expect("the key file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "readable by its owner only");
+        }
+        let set = settings(
+            &["--data-dir", data_arg, "--csrf-key", "one secret"],
+            Platform::default(),
+        );
+        assert_eq!(
+            set.site.form_key(&set.store).expect("a key").1,
+            FormKeySource::Setting
+        );
+        let cosmos = settings(
+            &["--cosmos-endpoint", "https://blog.documents.azure.com:443/"],
+            Platform::default(),
+        );
+        assert_eq!(
+            cosmos.site.form_key(&cosmos.store).expect("a key").1,
+            FormKeySource::Process
+        );
+        std::fs::write(data.join(FORM_KEY_FILE), "short").expect("written");
+        assert!(laptop.site.form_key(&laptop.store).is_err(), "not a key");
+    }
+
+    #[test]
+    fn the_public_address_is_the_setting_else_the_platforms_else_loopback() {
+        let laptop = settings(&[], Platform::default());
+        assert_eq!(
+            laptop.site.public_url(8080).expect("loopback").as_str(),
+            "http://127.0.0.1:8080"
+        );
+        let set = settings(
+            &["--public-url", "https://blog.example/"],
+            Platform::default(),
+        );
+        assert_eq!(
+            set.site.public_url(8080).expect("set").as_str(),
+            "https://blog.example"
+        );
+        let mut azure = settings(&[], Platform::default());
+        azure.site.website_hostname = Some("blog.azurewebsites.net".into());
+        assert_eq!(
+            azure.site.public_url(80).expect("the platform's").as_str(),
+            "https://blog.azurewebsites.net"
+        );
+        let wrong = settings(
+            &["--public-url", "https://blog.example/blog"],
+            Platform::default(),
+        );
+        assert!(wrong.site.public_url(80).is_err(), "a path is refused");
+    }
+
+    #[test]
     fn the_recheck_runs_where_the_change_feed_is_handled() {
         let cosmos = ["--cosmos-endpoint", "https://blog.documents.azure.com:443/"];
         let host = Platform {

@@ -8,6 +8,7 @@
 //! pages of a tenant are under `/tenants/{tenantId}/`, served by the same routes with the
 //! tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
 
+mod account;
 mod assets;
 mod atom;
 mod context;
@@ -69,10 +70,10 @@ fn blog_pages() -> Router<AppState> {
             "/write",
             get(forms::write_page_get).post(forms::create_post),
         )
-        .route("/account", get(forms::account_page).post(forms::rename))
+        .route("/account", get(account::account_page).post(account::rename))
         .route(
             "/account/delete",
-            get(forms::delete_account_page).post(forms::delete_account),
+            get(account::delete_account_page).post(account::delete_account),
         )
         .method_not_allowed_fallback(method_not_allowed)
 }
@@ -81,8 +82,11 @@ fn blog_pages() -> Router<AppState> {
 /// icon.
 fn site_pages() -> Router<AppState> {
     Router::new()
-        .route("/sign-in", get(forms::sign_in_page).post(forms::sign_in))
-        .route("/sign-out", post(forms::sign_out))
+        .route(
+            "/sign-in",
+            get(account::sign_in_page).post(account::sign_in),
+        )
+        .route("/sign-out", post(account::sign_out))
         .route(assets::ROUTE, get(assets::serve))
         .route(assets::FAVICON_ROUTE, get(assets::favicon))
         .method_not_allowed_fallback(method_not_allowed)
