@@ -10,7 +10,7 @@
 use atom_syndication::{
     Entry, EntryBuilder, Feed, FeedBuilder, FixedDateTime, LinkBuilder, PersonBuilder, Text,
 };
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
@@ -30,7 +30,6 @@ pub const CONTENT_TYPE: &str = "application/atom+xml; charset=utf-8";
 
 /// `/feed.atom`.
 pub async fn front_feed(
-    headers: HeaderMap,
     site: Option<axum::Extension<std::sync::Arc<Site>>>,
     base: Option<axum::Extension<PageBase>>,
     tenant: Option<axum::Extension<TenantId>>,
@@ -57,12 +56,11 @@ pub async fn front_feed(
         &format!("{base}/feed.atom"),
         &format!("{base}/"),
     );
-    Ok(answer(&feed, &posts, &headers))
+    Ok(answer(&feed, &posts))
 }
 
 /// `/users/{userId}/feed.atom`: the author's latest posts, from one Q3 page.
 pub async fn author_feed(
-    headers: HeaderMap,
     site: Option<axum::Extension<std::sync::Arc<Site>>>,
     base: Option<axum::Extension<PageBase>>,
     tenant: Option<axum::Extension<TenantId>>,
@@ -94,7 +92,7 @@ pub async fn author_feed(
         &format!("{author_page}/feed.atom"),
         &author_page,
     );
-    Ok(answer(&feed, posts, &headers))
+    Ok(answer(&feed, posts))
 }
 
 fn site_of(site: Option<axum::Extension<std::sync::Arc<Site>>>) -> Result<std::sync::Arc<Site>> {
@@ -203,44 +201,22 @@ impl Feeds<'_> {
 }
 
 /// The feed as the response, with its `Last-Modified` (its newest entry's `updated`, to the
-/// second, as HTTP dates go), and `304 Not Modified` for an `If-Modified-Since` at or after
-/// it. `If-None-Match`, when sent, decides instead (RFC 9110 §13.1.3): the pages'
-/// conditional layer adds the `ETag` and answers it.
-fn answer(feed: &Feed, posts: &[Post], request: &HeaderMap) -> Response {
-    let newest = posts.iter().map(Post::updated).max().map(date);
-    let last_modified = newest.and_then(|at| {
-        let text = at.to_rfc2822().replace("+0000", "GMT");
-        HeaderValue::from_str(&text).ok().map(|value| (at, value))
-    });
-    let headers = [
-        (header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE)),
-        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-    ];
-    if let Some((at, _)) = &last_modified
-        && !request.contains_key(header::IF_NONE_MATCH)
-        && unmodified_since(request, at.timestamp())
+/// second, as HTTP dates go); the pages' conditional layer adds the `ETag` and answers
+/// `If-None-Match` and `If-Modified-Since`.
+fn answer(feed: &Feed, posts: &[Post]) -> Response {
+    let mut response = (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        feed.to_string(),
+    )
+        .into_response();
+    if let Some(newest) = posts.iter().map(Post::updated).max().map(date)
+        && let Ok(value) = HeaderValue::from_str(&newest.to_rfc2822().replace("+0000", "GMT"))
     {
-        let mut response = (StatusCode::NOT_MODIFIED, headers).into_response();
-        if let Some((_, value)) = last_modified {
-            response.headers_mut().insert(header::LAST_MODIFIED, value);
-        }
-        return response;
-    }
-    let mut response = (StatusCode::OK, headers, feed.to_string()).into_response();
-    if let Some((_, value)) = last_modified {
         response.headers_mut().insert(header::LAST_MODIFIED, value);
     }
     response
-}
-
-/// Whether the request's `If-Modified-Since` (an HTTP date) is at or after `newest` (Unix
-/// seconds). An unreadable date is ignored, as RFC 9110 §13.1.3 asks.
-fn unmodified_since(request: &HeaderMap, newest: i64) -> bool {
-    request
-        .get(header::IF_MODIFIED_SINCE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-        .and_then(|since| since.duration_since(std::time::UNIX_EPOCH).ok())
-        .and_then(|since| i64::try_from(since.as_secs()).ok())
-        .is_some_and(|since| since >= newest)
 }

@@ -279,11 +279,14 @@ fn blog_uri(uri: &Uri) -> Option<Uri> {
 }
 
 /// Public pages and feeds answer conditional GETs: the `ETag` is a digest of the body, and
-/// an `If-None-Match` that names it is answered `304` without the body.
+/// an `If-None-Match` that names it is answered `304` without the body. A response with a
+/// `Last-Modified` (the feeds) also answers an `If-Modified-Since` at or after it with `304`,
+/// unless `If-None-Match` is sent, which then decides alone (RFC 9110 §13.1.3).
 async fn answer_conditionally(request: Request, next: Next) -> Response {
     let conditional =
         request.method() == axum::http::Method::GET || request.method() == axum::http::Method::HEAD;
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let response = next.run(request).await;
     if !conditional
         || response.status() != StatusCode::OK
@@ -315,12 +318,31 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
                 || v.split(',')
                     .any(|t| t.trim().trim_start_matches("W/") == tag)
         });
-    if matches {
+    let unmodified = if_none_match.is_none()
+        && not_modified_since(
+            if_modified_since.as_ref(),
+            parts.headers.get(header::LAST_MODIFIED),
+        );
+    if matches || unmodified {
         parts.status = StatusCode::NOT_MODIFIED;
         parts.headers.remove(header::CONTENT_LENGTH);
         return Response::from_parts(parts, axum::body::Body::empty());
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// Whether `If-Modified-Since` names a time at or after `Last-Modified`. HTTP dates are read
+/// in all three of their forms; an unreadable one is ignored, as RFC 9110 asks.
+fn not_modified_since(since: Option<&HeaderValue>, last_modified: Option<&HeaderValue>) -> bool {
+    let date = |value: Option<&HeaderValue>| {
+        value
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+    };
+    match (date(since), date(last_modified)) {
+        (Some(since), Some(last_modified)) => since >= last_modified,
+        _ => false,
+    }
 }
 
 /// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an

@@ -255,6 +255,7 @@ async fn feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry(
             assert_eq!(response.status(), expected, "{path} {headers:?}");
             if expected == StatusCode::NOT_MODIFIED {
                 assert_eq!(response.headers()[header::LAST_MODIFIED], lm);
+                assert!(response.headers().contains_key(header::ETAG));
                 assert!(response.bytes().await.unwrap().is_empty());
             }
         }
