@@ -165,7 +165,8 @@ impl PageContext {
         context
     }
 
-    /// The context of an error page, made before the request is handled.
+    /// The context of an error page, from what the request asked (the router has not said
+    /// which blog it addresses at this layer: the base comes from the path).
     pub async fn for_error(state: &AppState, site: Arc<Site>, request: &mut Parts) -> Self {
         let mut context = Self::new(state, site, request).await;
         if let Some(tenant) = request

@@ -433,35 +433,38 @@ pub async fn add_comment(
     let href = post_href(&context.base, &post_id);
     // A refused comment comes back on the post's page, which sign-in returns to.
     context.here = href.clone();
-    let (caller, content) = match Unsent::check(&context, &form.csrf) {
-        Ok(caller) => (
-            caller.clone(),
-            CommentContent::parse(&form.content).map_err(|refused| {
-                (
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("The comment {}.", refused.reason),
-                )
-            }),
-        ),
-        Err(unsent) => {
-            let reading = PostReading::read(&blog, context.viewer.as_ref(), &post_id, None).await?;
-            let reason = unsent.message().to_owned();
-            let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
-            return Ok(context.respond(unsent.status(), &page));
-        }
+    let refused = |status: StatusCode, reason: String| {
+        refused_comment(&context, &blog, &post_id, &form.content, status, reason)
     };
-    let content = match content {
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return refused(unsent.status(), unsent.message().to_owned()).await,
+    };
+    let content = match CommentContent::parse(&form.content) {
         Ok(content) => content,
-        Err((status, reason)) => {
-            let reading = PostReading::read(&blog, Some(&caller), &post_id, None).await?;
-            let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
-            return Ok(context.respond(status, &page));
+        Err(invalid) => {
+            let reason = format!("The comment {}.", invalid.reason);
+            return refused(StatusCode::UNPROCESSABLE_ENTITY, reason).await;
         }
     };
     let written = blog.add_comment(&caller, &post_id, content).await;
     unless_unregistered(&context, written, &href, |comment| {
         Redirect::to(&format!("{href}#comment-{}", encode(comment.id.as_str()))).into_response()
     })
+}
+
+/// The post's page with a refused comment's text in its field and the reason beside it.
+async fn refused_comment(
+    context: &PageContext,
+    blog: &crate::blog::Blog,
+    post_id: &PostId,
+    text: &str,
+    status: StatusCode,
+    reason: String,
+) -> FormResult {
+    let reading = PostReading::read(blog, context.viewer.as_ref(), post_id, None).await?;
+    let page = post_page_of(context, reading, Some((text.to_owned(), reason)));
+    Ok(context.respond(status, &page))
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: by the comment's or the post's author.
