@@ -1,15 +1,20 @@
 //! Settings, all from command-line flags or environment variables (Functions app settings
 //! are environment variables). With no Cosmos DB setting the embedded store is used.
 
+use std::io::Write;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
 use crate::changefeed::recheck::{self, Recheck};
 pub use crate::store::StoreSettings;
+use crate::web::{FormKey, PublicUrl};
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
@@ -68,6 +73,134 @@ pub struct Settings {
 
     #[command(flatten)]
     pub auth: AuthSettings,
+
+    #[command(flatten)]
+    pub site: SiteSettings,
+}
+
+/// What the pages know of the site: its public address and the key of the forms' tokens.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SiteSettings {
+    /// The site's public address (`https://blog.example`, an origin: no path). Every absolute
+    /// URL the Atom feeds, canonical links and link previews give starts with it, never with
+    /// the host a request names. Default: `https://$WEBSITE_HOSTNAME` on Azure App Service,
+    /// else `http://127.0.0.1:{port}`. In `multi` a tenant's blog is at
+    /// `{this}/tenants/{tenantId}`.
+    #[arg(long, env = PUBLIC_URL_SETTING)]
+    pub public_url: Option<String>,
+
+    /// The host name Azure App Service gives the site (the platform sets it).
+    #[arg(long, env = "WEBSITE_HOSTNAME", hide = true)]
+    pub website_hostname: Option<String>,
+
+    /// The key the pages' form tokens are signed with (any long random text): the same on
+    /// every instance, so that a form one instance served is taken by another, and after a
+    /// restart. Default: a key kept in the file `form-key` beside the embedded store, or on
+    /// Cosmos DB one drawn per process (said at start-up on a hosting platform).
+    #[arg(long, env = CSRF_KEY_SETTING, hide_env_values = true)]
+    pub csrf_key: Option<String>,
+}
+
+pub const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
+pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+
+/// Where the embedded store's folder keeps the forms' key when no setting gives one.
+pub const FORM_KEY_FILE: &str = "form-key";
+
+/// Where the forms' key came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormKeySource {
+    Setting,
+    /// The file beside the embedded store (drawn there on the first start).
+    File,
+    /// Drawn for this process alone.
+    Process,
+}
+
+impl SiteSettings {
+    /// The public address: the setting, else App Service's host name, else loopback on
+    /// `port` (the port this server listens on).
+    pub fn public_url(&self, port: u16) -> anyhow::Result<PublicUrl> {
+        fn given(value: &Option<String>) -> Option<&str> {
+            value.as_deref().filter(|v| !v.trim().is_empty())
+        }
+        if let Some(url) = given(&self.public_url) {
+            return PublicUrl::parse(url)
+                .map_err(|why| anyhow::anyhow!("{PUBLIC_URL_SETTING}={url}: {why}"));
+        }
+        if let Some(host) = given(&self.website_hostname) {
+            // `func start` names the developer's machine there.
+            let host = host.trim();
+            let local = host.starts_with("localhost") || host.starts_with("127.0.0.1");
+            let scheme = if local { "http" } else { "https" };
+            return PublicUrl::parse(&format!("{scheme}://{host}"))
+                .map_err(|why| anyhow::anyhow!("WEBSITE_HOSTNAME={host}: {why}"));
+        }
+        Ok(PublicUrl::loopback(port))
+    }
+
+    /// Whether a public address was given (or the platform gave one).
+    pub fn names_public_url(&self) -> bool {
+        [&self.public_url, &self.website_hostname]
+            .iter()
+            .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()))
+    }
+
+    /// The forms' key: the setting; else, on the embedded store, the one kept beside it
+    /// (drawn and written there on the first start); else one for this process.
+    pub fn form_key(&self, store: &StoreSettings) -> anyhow::Result<(FormKey, FormKeySource)> {
+        if let Some(key) = self.csrf_key.as_deref().filter(|k| !k.is_empty()) {
+            return Ok((FormKey::from_secret(key.as_bytes()), FormKeySource::Setting));
+        }
+        if store.uses_cosmos() {
+            return Ok((FormKey::drawn(), FormKeySource::Process));
+        }
+        let secret = kept_form_key(&store.data_dir)?;
+        Ok((FormKey::from_secret(&secret), FormKeySource::File))
+    }
+}
+
+/// The least a kept key may hold (bytes): less is not a key drawn here.
+const MIN_KEPT_KEY_BYTES: usize = 32;
+
+/// The key kept in `data_dir`'s [`FORM_KEY_FILE`], drawn and written (readable by its owner
+/// only) when there is none. Two processes starting at once on one folder agree: only one
+/// creates the file, the other reads it.
+fn kept_form_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join(FORM_KEY_FILE);
+    let read = |path: &Path| -> anyhow::Result<Vec<u8>> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the forms' key {}", path.display()))?;
+        let key = text.trim().as_bytes().to_vec();
+        anyhow::ensure!(
+            key.len() >= MIN_KEPT_KEY_BYTES,
+            "the forms' key {} is too short to be one: delete it, and a new one is drawn",
+            path.display()
+        );
+        Ok(key)
+    };
+    if path.exists() {
+        return read(&path);
+    }
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create the data folder {}", data_dir.display()))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(&path) {
+        Ok(mut file) => {
+            let text = URL_SAFE_NO_PAD.encode(crate::web::site::random_secret());
+            file.write_all(format!("{text}\n").as_bytes())
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("cannot write the forms' key {}", path.display()))?;
+            Ok(text.into_bytes())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot create the forms' key {}", path.display()))
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -110,6 +243,27 @@ impl Settings {
             ms if self.runs_pump() => Recheck::BesideThePump(Duration::from_millis(ms)),
             ms => Recheck::OnTimer(Duration::from_millis(ms)),
         }
+    }
+
+    /// What start-up says about the site's settings where they are unsafe or incomplete:
+    /// forms that fail between instances, links that name a machine no reader reaches.
+    pub fn site_warnings(&self, key_source: FormKeySource) -> Vec<String> {
+        let mut said = Vec::new();
+        if self.auth.platform.hosted() && key_source != FormKeySource::Setting {
+            said.push(format!(
+                "{CSRF_KEY_SETTING} is not set: with more than one instance, or after a \
+                 restart, forms are refused once (what was typed comes back to be sent \
+                 again); set it to one secret for all instances (the template does)"
+            ));
+        }
+        if !self.site.names_public_url() && !self.bind_address.is_loopback() {
+            said.push(format!(
+                "{PUBLIC_URL_SETTING} is not set: the feeds and link previews name this \
+                 server as http://127.0.0.1:{{port}}, which no other machine reaches; set it \
+                 to the address readers use"
+            ));
+        }
+        said
     }
 
     /// Whether this process runs the change-feed pump.
@@ -165,6 +319,74 @@ mod tests {
         assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
         let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
         assert!(settings(&forced, flex_without_worker_runtime).runs_pump());
+    }
+
+    #[test]
+    fn the_forms_key_is_kept_beside_the_embedded_store_unless_a_setting_gives_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data = dir.path().join("data");
+        let data_arg = data.to_str().expect("a UTF-8 path");
+        let laptop = settings(&["--data-dir", data_arg], Platform::default());
+        let (first, source) = laptop.site.form_key(&laptop.store).expect("a key");
+        assert_eq!(source, FormKeySource::File);
+        let (again, _) = laptop.site.form_key(&laptop.store).expect("the same key");
+        let signed = aws_lc_rs::hmac::sign(first.key(), b"nonce");
+        assert!(aws_lc_rs::hmac::verify(again.key(), b"nonce", signed.as_ref()).is_ok());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(data.join(FORM_KEY_FILE))
+                .expect("the key file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "readable by its owner only");
+        }
+        let set = settings(
+            &["--data-dir", data_arg, "--csrf-key", "one secret"],
+            Platform::default(),
+        );
+        assert_eq!(
+            set.site.form_key(&set.store).expect("a key").1,
+            FormKeySource::Setting
+        );
+        let cosmos = settings(
+            &["--cosmos-endpoint", "https://blog.documents.azure.com:443/"],
+            Platform::default(),
+        );
+        assert_eq!(
+            cosmos.site.form_key(&cosmos.store).expect("a key").1,
+            FormKeySource::Process
+        );
+        std::fs::write(data.join(FORM_KEY_FILE), "short").expect("written");
+        assert!(laptop.site.form_key(&laptop.store).is_err(), "not a key");
+    }
+
+    #[test]
+    fn the_public_address_is_the_setting_else_the_platforms_else_loopback() {
+        let laptop = settings(&[], Platform::default());
+        assert_eq!(
+            laptop.site.public_url(8080).expect("loopback").as_str(),
+            "http://127.0.0.1:8080"
+        );
+        let set = settings(
+            &["--public-url", "https://blog.example/"],
+            Platform::default(),
+        );
+        assert_eq!(
+            set.site.public_url(8080).expect("set").as_str(),
+            "https://blog.example"
+        );
+        let mut azure = settings(&[], Platform::default());
+        azure.site.website_hostname = Some("blog.azurewebsites.net".into());
+        assert_eq!(
+            azure.site.public_url(80).expect("the platform's").as_str(),
+            "https://blog.azurewebsites.net"
+        );
+        let wrong = settings(
+            &["--public-url", "https://blog.example/blog"],
+            Platform::default(),
+        );
+        assert!(wrong.site.public_url(80).is_err(), "a path is refused");
     }
 
     #[test]

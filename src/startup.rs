@@ -94,8 +94,17 @@ impl Application {
             );
         }
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth);
-        warn_of_unshared_form_key(settings);
-        let mut router = app(state, trigger_routes(settings), &settings.auth.cors_origins);
+        let port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or(settings.port);
+        let site = site(settings, port)?;
+        let mut router = app(
+            state,
+            trigger_routes(settings),
+            &settings.auth.cors_origins,
+            site,
+        );
         let start_pump = || Pump::start(Arc::clone(&traced));
         let pump = match &telemetry {
             Some(own) => {
@@ -181,10 +190,15 @@ pub fn read_port_file(path: &Path) -> Option<u16> {
 
 /// The whole HTTP application: the API (with `triggers`, the Functions host's trigger
 /// routes, when it invokes them) behind the web pages, and CORS for `cors_origins`.
-pub fn app(state: AppState, triggers: Router<AppState>, cors_origins: &[String]) -> Router {
+pub fn app(
+    state: AppState,
+    triggers: Router<AppState>,
+    cors_origins: &[String],
+    site: web::Site,
+) -> Router {
     let allowed = web::AllowedOrigins(cors_origins.to_vec());
     let api = api::app(state.clone(), triggers);
-    let router = web::router(state, api, allowed);
+    let router = web::router(state, api, allowed, site);
     match cors(cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,
@@ -221,20 +235,21 @@ fn caches(settings: &Settings) -> api::Caches {
     )
 }
 
-/// On a hosting platform the site may run on several instances, and a form token signed by
-/// one must pass on the others: without a shared key, forms fail now and then.
-fn warn_of_unshared_form_key(settings: &Settings) {
-    let platform = &settings.auth.platform;
-    let hosted = platform.functions_host || platform.app_service;
-    let key_set = std::env::var(web::guard::CSRF_KEY_SETTING).is_ok_and(|key| !key.is_empty());
-    if hosted && !key_set {
-        tracing::warn!(
-            setting = web::guard::CSRF_KEY_SETTING,
-            "no shared key for the pages' form tokens: with more than one instance, forms \
-             posted to another instance than the one that served them are refused; set it to \
-             one secret for all instances (the template does)"
-        );
+/// What the pages know of the site (its public address, the forms' key), from the settings;
+/// `port`: the one this server listens on. Unsafe or incomplete settings are said here.
+fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
+    let public_url = settings.site.public_url(port)?;
+    let (form_key, key_source) = settings.site.form_key(&settings.store)?;
+    for warning in settings.site_warnings(key_source) {
+        tracing::warn!("{warning}");
     }
+    tracing::info!(public_url = public_url.as_str(), form_key = ?key_source, "site");
+    Ok(web::Site {
+        public_url,
+        form_key,
+        // App Service's front end sets it; elsewhere anyone may send it.
+        trusts_forwarded_host: settings.auth.platform.app_service,
+    })
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

@@ -17,8 +17,9 @@ document.addEventListener("submit", async (event) => {
     });
     if (!response.ok) { form.submit(); return; }
     const body = await response.json();
+    // The server words the count ("1 like", "2 likes"), as the page it served did.
     const count = document.getElementById("like-count");
-    if (count && typeof body.likeCount === "number") count.textContent = String(body.likeCount);
+    if (count && typeof body.likeText === "string") count.textContent = body.likeText;
     const status = document.getElementById("like-status");
     if (status) status.textContent = form.dataset.like === "like" ? "You like this post." : "Like removed.";
     if (typeof body.liked === "boolean") offer(form, body.liked ? "unlike" : "like");

@@ -138,6 +138,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
             mode: Some(AuthMode::Header),
             ..AuthSettings::default()
         },
+        site: Default::default(),
     };
     let app = Application::with_store(&settings, Arc::new(metered.clone())).await?;
     let base = format!("http://127.0.0.1:{}", app.port());

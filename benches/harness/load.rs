@@ -483,6 +483,7 @@ pub async fn serve(
             mode: Some(AuthMode::Header),
             ..AuthSettings::default()
         },
+        site: Default::default(),
     };
     let app = match observed {
         Observed::Exporting(endpoint) => {

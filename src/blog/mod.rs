@@ -29,7 +29,7 @@ use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
+    Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -335,6 +335,7 @@ impl Blog {
             }
             post.title = title.as_str().to_owned();
             post.content = content.as_str().to_owned();
+            post.modified_date = Some(Timestamp::now());
             match self
                 .store
                 .replace_item(Container::Posts, &pk, to_item(&post)?, Some(&etag))

@@ -66,7 +66,7 @@ async fn copy_posts(
     let mut copies = Vec::with_capacity(read.len());
     for (id, result) in read {
         match result {
-            Ok(Found::Live(copy, existing)) => copies.push((copy, existing)),
+            Ok(Found::Live(copy, existing)) => copies.push((*copy, existing)),
             Ok(Found::Deleted(cleared)) => {
                 report.written += cleared.written;
                 left_feed |= cleared.left_feed;
@@ -111,7 +111,7 @@ async fn copy_posts(
 /// What became of a changed post: its short copy and its author's copy of it as stored (if
 /// any), or, when the post has been deleted since, the clean-up of everything derived from it.
 enum Found {
-    Live(Post, Option<Value>),
+    Live(Box<Post>, Option<Value>),
     Deleted(Cleared),
 }
 
@@ -134,7 +134,7 @@ async fn read_post_and_author_copy(
         let existing = store
             .read_item(Container::Users, &pk, copy.id.as_str())
             .await?;
-        Ok(Found::Live(copy, existing.map(|d| d.item)))
+        Ok(Found::Live(Box::new(copy), existing.map(|d| d.item)))
     };
     (id.clone(), read.await)
 }

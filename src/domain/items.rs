@@ -145,6 +145,10 @@ pub struct Post {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: Timestamp,
+    /// When the title or content last changed; absent until the post is first edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub modified_date: Option<Timestamp>,
 }
 
 impl Typed for Post {
@@ -168,7 +172,13 @@ impl Post {
             comment_count: 0,
             like_count: 0,
             creation_date: Timestamp::now(),
+            modified_date: None,
         }
+    }
+
+    /// When the post last changed as readers see it: its last edit, else its creation.
+    pub fn updated(&self) -> Timestamp {
+        self.modified_date.unwrap_or(self.creation_date)
     }
 
     /// The copy that lists show: the same item with its content cut to

@@ -102,19 +102,24 @@ fn is_canonical_count(raw: &str) -> bool {
     digits_only && no_leading_zero && raw.parse::<u64>().is_ok()
 }
 
-/// Writes the wire form of `fields` (name, kind, raw value, in the type's field order).
-fn copy_fields(fields: &[(&str, Field, &RawValue)], tag: &str, out: &mut String) -> bool {
-    if !fields.iter().all(|(_, field, raw)| field.holds(raw, tag)) {
+/// Writes the wire form of `fields` (name, kind, raw value, in the type's field order); an
+/// optional field that is absent (`None`) is left out, as serialising leaves it out.
+fn copy_fields(fields: &[(&str, Field, Option<&RawValue>)], tag: &str, out: &mut String) -> bool {
+    let present = || {
+        fields
+            .iter()
+            .filter_map(|(name, field, raw)| raw.map(|raw| (name, field, raw)))
+    };
+    if !present().all(|(_, field, raw)| field.holds(raw, tag)) {
         return false;
     }
     out.reserve(
-        fields
-            .iter()
+        present()
             .map(|(name, _, raw)| name.len() + raw.get().len() + 4)
             .sum(),
     );
     out.push('{');
-    for (position, (name, _, raw)) in fields.iter().enumerate() {
+    for (position, (name, _, raw)) in present().enumerate() {
         if position > 0 {
             out.push(',');
         }
@@ -131,15 +136,21 @@ fn copy_fields(fields: &[(&str, Field, &RawValue)], tag: &str, out: &mut String)
 /// JSON name and [`Field`] kind: a struct that borrows every field's raw text (deserialising
 /// it refuses a missing or repeated field and skips unknown ones, as the type's own does).
 /// The tests compare the copy with the type's serialisation, so a field added to the type
-/// and not here fails them.
+/// and not here fails them. Fields after `optional` are those the type leaves out when they
+/// have no value (`skip_serializing_if = "Option::is_none"`), last in the type.
 macro_rules! wire_form {
-    ($type:ty, $stored:ident { $($field:ident: $name:literal => $kind:ident),+ $(,)? }) => {
+    ($type:ty, $stored:ident { $($field:ident: $name:literal => $kind:ident),+ $(,)? }
+     $(optional { $($opt:ident: $opt_name:literal => $opt_kind:ident),+ $(,)? })?) => {
         #[derive(Deserialize)]
         struct $stored<'a> {
             $(
                 #[serde(rename = $name, borrow)]
                 $field: &'a RawValue,
             )+
+            $($(
+                #[serde(rename = $opt_name, borrow, default)]
+                $opt: Option<&'a RawValue>,
+            )+)?
         }
 
         impl WireForm for $type {
@@ -148,7 +159,10 @@ macro_rules! wire_form {
                     return false;
                 };
                 copy_fields(
-                    &[$(($name, Field::$kind, item.$field)),+],
+                    &[
+                        $(($name, Field::$kind, Some(item.$field)),)+
+                        $($(($opt_name, Field::$opt_kind, item.$opt),)+)?
+                    ],
                     <$type as Typed>::TYPE,
                     out,
                 )
@@ -175,6 +189,8 @@ wire_form!(Post, StoredPost {
     comment_count: "commentCount" => Count,
     like_count: "likeCount" => Count,
     creation_date: "creationDate" => Date,
+} optional {
+    modified_date: "modifiedDate" => Date,
 });
 
 wire_form!(Comment, StoredComment {
@@ -250,6 +266,13 @@ mod tests {
     #[test]
     fn every_kind_is_copied_as_serialising_it_writes() {
         assert_copies::<Post>(&stored(&post()), true);
+        let edited = with(
+            post(),
+            "modifiedDate",
+            json!("2026-11-23T10:00:00.0000000Z"),
+        );
+        assert_copies::<Post>(&stored(&edited), true);
+        assert_copies::<Post>(&stored(&with(post(), "modifiedDate", Value::Null)), true);
         let user = json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada L."});
         assert_copies::<User>(&stored(&user), true);
         let comment = json!({

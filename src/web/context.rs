@@ -13,7 +13,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::assets;
 use super::guard;
+use super::site::Site;
 use crate::api::AppState;
+use crate::api::tenants::CurrentBlog;
 use crate::auth::Authenticator;
 use crate::domain::{TenantId, UserId};
 use crate::problem::Problem;
@@ -68,7 +70,12 @@ pub struct PageContext {
     /// The path (and query) the browser asked for, as it sent it: where sign-in returns.
     pub here: String,
     pub viewer: Option<UserId>,
+    /// The signed-in reader's username, once they have chosen one.
+    pub viewer_name: Option<String>,
     pub identity: Identity,
+    /// What the last action did, said once on the page it led to (`?done=`).
+    pub done: Option<&'static str>,
+    site: Arc<Site>,
     headers: HeaderMap,
     /// The form token, once a page with a form asked for it.
     csrf: Option<(String, Option<HeaderValue>)>,
@@ -78,23 +85,64 @@ impl FromRequestParts<AppState> for PageContext {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
-        Ok(Self::new(&state.auth, &parts.headers, &parts.extensions, &parts.uri).await)
+        let site = Site::of(&parts.extensions).ok_or_else(|| {
+            tracing::error!("a page was served without the site's settings");
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "something went wrong on our side; it has been logged",
+            )
+        })?;
+        Ok(Self::new(state, site, parts).await)
     }
 }
 
+/// `?done=` of the page an action leads to, and what it says.
+const DONE: [(&str, &str); 4] = [
+    (
+        "renamed",
+        "Your username is changed. Your posts, comments and likes show it within a few seconds.",
+    ),
+    ("comment-deleted", "The comment is deleted."),
+    (
+        "post-deleted",
+        "The post is deleted. It leaves the lists within a few seconds.",
+    ),
+    (
+        "account-deleted",
+        "Your account is deleted. Its posts, comments and likes disappear from every page \
+         within a few seconds.",
+    ),
+];
+
+/// What `?done=` in `query` says, if it is one of [`DONE`].
+fn done_message(query: Option<&str>) -> Option<&'static str> {
+    let done = query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("done="))?;
+    DONE.iter()
+        .find(|(code, _)| *code == done)
+        .map(|(_, message)| *message)
+}
+
 impl PageContext {
-    async fn new(
-        auth: &Arc<Authenticator>,
-        headers: &HeaderMap,
-        extensions: &axum::http::Extensions,
-        uri: &axum::http::Uri,
-    ) -> Self {
-        let base = extensions.get::<PageBase>().cloned().unwrap_or_default().0;
-        let identity = Identity::of(auth);
+    async fn new(state: &AppState, site: Arc<Site>, parts: &mut Parts) -> Self {
+        let identity = Identity::of(&state.auth);
         let viewer = match identity {
             Identity::ReadOnly => None,
-            _ => auth.caller(headers).await.ok(),
+            _ => state.auth.caller(&parts.headers).await.ok(),
         };
+        // The name the navigation shows: one point read of the reader's user item, in the
+        // blog the request addresses (none where it addresses none, as an error page may).
+        let viewer_name = match &viewer {
+            Some(viewer) => match CurrentBlog::from_request_parts(parts, state).await {
+                Ok(CurrentBlog(blog)) => blog.get_user(viewer).await.ok().map(|u| u.username),
+                Err(_) => None,
+            },
+            None => None,
+        };
+        let (headers, extensions, uri) = (&parts.headers, &parts.extensions, &parts.uri);
+        let base = extensions.get::<PageBase>().cloned().unwrap_or_default().0;
         let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
         let here = match path_and_query {
             "/" if !base.is_empty() => format!("{base}/"),
@@ -104,7 +152,10 @@ impl PageContext {
             base,
             here,
             viewer,
+            viewer_name,
             identity,
+            done: done_message(uri.query()),
+            site,
             headers: headers.clone(),
             csrf: None,
         };
@@ -114,15 +165,10 @@ impl PageContext {
         context
     }
 
-    /// The context of an error page, made before the request is handled.
-    pub async fn for_error(state: &AppState, request: &Parts) -> Self {
-        let mut context = Self::new(
-            &state.auth,
-            &request.headers,
-            &request.extensions,
-            &request.uri,
-        )
-        .await;
+    /// The context of an error page, from what the request asked (the router has not said
+    /// which blog it addresses at this layer: the base comes from the path).
+    pub async fn for_error(state: &AppState, site: Arc<Site>, request: &mut Parts) -> Self {
+        let mut context = Self::new(state, site, request).await;
         if let Some(tenant) = request
             .uri
             .path()
@@ -139,7 +185,7 @@ impl PageContext {
         let headers = &self.headers;
         &self
             .csrf
-            .get_or_insert_with(|| guard::form_token(headers))
+            .get_or_insert_with(|| guard::form_token(headers, &self.site.form_key))
             .0
     }
 
@@ -147,39 +193,50 @@ impl PageContext {
         &self.headers
     }
 
-    /// `https://host` as the request names it (behind a proxy, as the proxy says), or empty:
-    /// what makes a path an absolute URL for feed readers and link previews.
-    pub fn site_root(&self) -> String {
-        site_root(&self.headers)
+    pub fn site(&self) -> &Site {
+        &self.site
+    }
+
+    /// The absolute URL of a path of this site, from its public address (never from the
+    /// request's host): for canonical links and link previews.
+    pub fn absolute(&self, path: &str) -> String {
+        self.site.public_url.join(path)
+    }
+
+    /// Where a reader who is not signed in goes to sign in and come back here; `None` where
+    /// the pages only read.
+    pub fn sign_in_href(&self) -> Option<String> {
+        let here = encode(&self.here);
+        match self.identity {
+            Identity::Development => Some(format!("/sign-in?return={here}")),
+            Identity::EasyAuth => Some(format!("/.auth/login/aad?post_login_redirect_uri={here}")),
+            Identity::ReadOnly => None,
+        }
     }
 
     /// The layout's part of a page.
     pub fn layout(&self, title: impl Into<String>, description: impl Into<String>) -> Layout {
-        let here = encode(&self.here);
-        let (sign_in, sign_out) = match self.identity {
-            Identity::Development => (format!("/sign-in?return={here}"), None),
-            Identity::EasyAuth => (
-                format!("/.auth/login/aad?post_login_redirect_uri={here}"),
-                Some(format!(
-                    "/.auth/logout?post_logout_redirect_uri={}",
-                    encode(&format!("{}/", self.base))
-                )),
-            ),
-            Identity::ReadOnly => (String::new(), None),
-        };
+        let sign_out = (self.identity == Identity::EasyAuth).then(|| {
+            format!(
+                "/.auth/logout?post_logout_redirect_uri={}",
+                encode(&format!("{}/", self.base))
+            )
+        });
         Layout {
             title: title.into(),
             description: description.into(),
             home: format!("{}/", self.base),
             base: self.base.clone(),
             viewer: self.viewer.as_ref().map(|v| v.as_str().to_owned()),
+            viewer_name: self.viewer_name.clone(),
+            done: self.done,
             viewer_href: self
                 .viewer
                 .as_ref()
                 .map(|v| format!("{}/users/{}", self.base, encode(v.as_str())))
                 .unwrap_or_default(),
             read_only: self.identity == Identity::ReadOnly,
-            sign_in,
+            sign_in: self.sign_in_href().unwrap_or_default(),
             sign_out_link: sign_out,
             here: self.here.clone(),
             csrf: self
@@ -193,6 +250,7 @@ impl PageContext {
             feed: format!("{}/feed.atom", self.base),
             author_feed: None,
             og: None,
+            canonical: None,
         }
     }
 
@@ -231,24 +289,18 @@ impl PageContext {
     }
 }
 
-/// `https://host` as `headers` name it (behind a proxy, as the proxy says), or empty.
-pub fn site_root(headers: &HeaderMap) -> String {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let Some(host) = header("x-forwarded-host").or_else(|| header(header::HOST.as_str())) else {
-        return String::new();
-    };
-    let loopback = host.starts_with("127.0.0.1") || host.starts_with("localhost");
-    let scheme = header("x-forwarded-proto").unwrap_or(if loopback { "http" } else { "https" });
-    format!("{scheme}://{host}")
-}
-
 /// A page's head and chrome: title, description, navigation, sign-in state.
 pub struct Layout {
     pub title: String,
     pub description: String,
     pub home: String,
     pub base: String,
+    /// The signed-in reader's id (whether anyone is signed in).
     pub viewer: Option<String>,
+    /// Their username, once chosen: what the navigation shows.
+    pub viewer_name: Option<String>,
+    /// What the last action did (`?done=`), said once as a status message.
+    pub done: Option<&'static str>,
     pub viewer_href: String,
     pub read_only: bool,
     /// Where "Sign in" goes (empty when the pages only read).
@@ -264,6 +316,8 @@ pub struct Layout {
     /// An author's feed, on the author's page.
     pub author_feed: Option<String>,
     pub og: Option<OpenGraph>,
+    /// The page's canonical absolute URL, for public pages.
+    pub canonical: Option<String>,
 }
 
 /// A post page's Open Graph tags.

@@ -1,26 +1,29 @@
 //! The pages that write, and their forms: a post (C2: write, edit, delete), a comment (C3,
-//! delete), a like (C4, unlike), the account (C1: choose or change the username; delete),
-//! and the development sign-in. Each form works without JavaScript: it posts, the server
+//! delete), a like (C4, unlike); the account and the development sign-in are
+//! [`super::account`]'s, on the helpers here. Each form works without JavaScript: it posts, the server
 //! answers `303 See Other` to the page that shows the result, and invalid input comes back
 //! on the form with the reason beside its field, a 4xx status and the text kept; nothing
-//! is stored then. Every form carries the CSRF token ([`super::guard`]).
+//! is stored then. Every form carries the CSRF token ([`super::guard`]). A form refused for
+//! its token, or because its sender is signed out, comes back with what was typed in it.
+//!
+//! A reader who is not signed in and opens a page that needs it is sent to this auth
+//! mode's sign-in, and from there back to the page (`return`, a path of this site only).
 
 use askama::Template;
 use axum::extract::rejection::FormRejection;
-use axum::extract::{FromRequest, Query, Request};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{PostReading, post_href, post_page_of};
+use super::pages::{PostReading, likes_text, post_href, post_page_of};
 use crate::api::extract::{PathPair, PathParam};
 use crate::api::tenants::CurrentBlog;
-use crate::auth::{AuthError, DEVELOPMENT_CALLER_COOKIE, HeaderSource};
 use crate::domain::{
-    CommentContent, CommentId, PostContent, PostId, Title, UserId, Username, ValidationError,
+    CommentContent, CommentId, PostContent, PostId, Title, UserId, ValidationError,
 };
 use crate::error::Error;
 use crate::problem::Problem;
@@ -47,7 +50,7 @@ impl From<Problem> for Refusal {
     }
 }
 
-type FormResult = Result<Response, Refusal>;
+pub(super) type FormResult = Result<Response, Refusal>;
 
 /// `axum::Form` with problem documents for its refusals.
 pub struct FormBody<T>(pub T);
@@ -79,19 +82,63 @@ pub struct Button {
     csrf: String,
 }
 
+/// Whether a form's token is the one its page carried, signed with this site's key.
+pub(super) fn token_holds(context: &PageContext, posted_token: &str) -> bool {
+    guard::token_matches(context.headers(), posted_token, &context.site().form_key)
+}
+
 /// Refuses a form whose token is not the one its page carried.
-fn checked_token(context: &PageContext, posted_token: &str) -> Result<(), Refusal> {
-    if guard::token_matches(context.headers(), posted_token) {
+pub(super) fn checked_token(context: &PageContext, posted_token: &str) -> Result<(), Refusal> {
+    if token_holds(context, posted_token) {
         Ok(())
     } else {
         Err(guard::forged_form().into())
     }
 }
 
+/// Why a form that carries text was not taken before its text was even read: said above
+/// the form, which comes back with the text in it.
+pub(super) enum Unsent {
+    /// Its token did not hold (a cookie lost, or a form open since before a new key).
+    Token,
+    /// Nobody is signed in (any more).
+    SignedOut,
+}
+
+impl Unsent {
+    /// The form's writer, or why the form is not taken.
+    pub(super) fn check(context: &PageContext, posted_token: &str) -> Result<UserId, Self> {
+        if !token_holds(context, posted_token) {
+            return Err(Self::Token);
+        }
+        context.viewer.clone().ok_or(Self::SignedOut)
+    }
+
+    pub(super) fn status(&self) -> StatusCode {
+        match self {
+            Self::Token => StatusCode::FORBIDDEN,
+            Self::SignedOut => StatusCode::UNAUTHORIZED,
+        }
+    }
+
+    pub(super) fn message(&self) -> &'static str {
+        match self {
+            Self::Token => {
+                "This form could not be checked (it may have been open since before the site \
+                 changed). Nothing was saved: what you wrote is below; send it again."
+            }
+            Self::SignedOut => {
+                "You are not signed in, so nothing was saved. What you wrote is below: copy \
+                 it, sign in, and send it again."
+            }
+        }
+    }
+}
+
 /// The signed-in reader, after the form's token is checked.
 fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> {
     checked_token(context, posted_token)?;
-    signed_in(context)
+    button_writer(context)
 }
 
 /// The signed-in reader and the post of the path, for a form about a post.
@@ -120,30 +167,63 @@ fn unless_unregistered<T>(
     }
 }
 
-fn signed_in(context: &PageContext) -> Result<UserId, Refusal> {
+/// The signed-in reader of a page that needs one; a reader who is not signed in is sent to
+/// sign in and back here (where the pages only read, an error page says so). Developer
+/// wording (headers, modes) stays in the API's problem documents.
+pub(super) fn signed_in(context: &PageContext) -> Result<UserId, Refusal> {
+    if let Some(viewer) = &context.viewer {
+        return Ok(viewer.clone());
+    }
+    let refusal = match context.sign_in_href() {
+        Some(sign_in) => Redirect::to(&sign_in).into_response(),
+        None => read_only().into_response(),
+    };
+    Err(Refusal(Box::new(refusal)))
+}
+
+/// What a page that writes answers where the pages only read (`jwt`).
+fn read_only() -> Problem {
+    Problem::new(
+        StatusCode::FORBIDDEN,
+        "read-only-pages",
+        "This blog's pages only read: posts, comments and likes are written through its API.",
+    )
+}
+
+/// The signed-in sender of a button's form (nothing typed to keep): a signed-out one gets an
+/// error page in the reader's words.
+pub(super) fn button_writer(context: &PageContext) -> Result<UserId, Refusal> {
     context.viewer.clone().ok_or_else(|| {
-        // The refusal names the way to sign in that this deployment has.
-        let source = match context.identity {
-            Identity::Development => HeaderSource::Client,
-            Identity::EasyAuth | Identity::ReadOnly => HeaderSource::EasyAuth,
+        let problem = match context.identity {
+            Identity::ReadOnly => read_only(),
+            Identity::Development | Identity::EasyAuth => Problem::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "You are not signed in, so nothing was changed: sign in and try again.",
+            ),
         };
-        Refusal(Box::new(
-            AuthError::MissingPrincipal(source).into_response(),
-        ))
+        Refusal::from(problem)
     })
 }
 
-/// A path of this site to go back to; anything else (another site, a scheme) is home.
-fn local_path(candidate: Option<&str>, home: &str) -> String {
+/// A path of this site to go back to; anything else (another site, a scheme, a path a
+/// browser would read as another site's once it drops tabs and line breaks) is `home`.
+pub fn local_path(candidate: Option<&str>, home: &str) -> String {
     match candidate {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path
+                    .chars()
+                    .any(|c| c == '\\' || c.is_control() || c.is_whitespace()) =>
+        {
             path.to_owned()
         }
         _ => home.to_owned(),
     }
 }
 
-fn home(context: &PageContext) -> String {
+pub(super) fn home(context: &PageContext) -> String {
     format!("{}/", context.base)
 }
 
@@ -240,13 +320,28 @@ pub async fn write_page_get(context: PageContext, CurrentBlog(blog): CurrentBlog
     Ok(context.respond(StatusCode::OK, &write_page(&context, None, &empty, None)))
 }
 
+/// The post's form again, with what was typed and why it was not taken.
+fn unsent_post_form(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    unsent: &Unsent,
+) -> Response {
+    let mut page = write_page(context, editing, form, None);
+    page.problem = Some(unsent.message().to_owned());
+    context.respond(unsent.status(), &page)
+}
+
 /// `POST /write`: C2, then the new post's page.
 pub async fn create_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return Ok(unsent_post_form(&context, None, &form, &unsent)),
+    };
     let (title, content) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
@@ -288,7 +383,11 @@ pub async fn edit_post(
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return Ok(unsent_post_form(&context, Some(&post_id), &form, &unsent)),
+    };
     let (title, content) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
@@ -309,7 +408,7 @@ pub async fn delete_post(
 ) -> FormResult {
     let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     blog.delete_post(&caller, &post_id).await?;
-    Ok(Redirect::to(&home(&context)).into_response())
+    Ok(Redirect::to(&format!("{}?done=post-deleted", home(&context))).into_response())
 }
 
 // ---- comments and likes -------------------------------------------------------------------
@@ -325,26 +424,47 @@ pub struct CommentForm {
 /// `POST /posts/{postId}/comments`: C3, then the post's comments. A refused comment comes
 /// back on the post page, beside the comment field.
 pub async fn add_comment(
-    context: PageContext,
+    mut context: PageContext,
     CurrentBlog(blog): CurrentBlog,
     PathParam(post_id): PathParam,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
+    let href = post_href(&context.base, &post_id);
+    // A refused comment comes back on the post's page, which sign-in returns to.
+    context.here = href.clone();
+    let refused = |status: StatusCode, reason: String| {
+        refused_comment(&context, &blog, &post_id, &form.content, status, reason)
+    };
+    let caller = match Unsent::check(&context, &form.csrf) {
+        Ok(caller) => caller,
+        Err(unsent) => return refused(unsent.status(), unsent.message().to_owned()).await,
+    };
     let content = match CommentContent::parse(&form.content) {
         Ok(content) => content,
-        Err(refused) => {
-            let reading = PostReading::read(&blog, Some(&caller), &post_id, None).await?;
-            let reason = format!("The comment {}.", refused.reason);
-            let page = post_page_of(&context, reading, Some((form.content.clone(), reason)));
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        Err(invalid) => {
+            let reason = format!("The comment {}.", invalid.reason);
+            return refused(StatusCode::UNPROCESSABLE_ENTITY, reason).await;
         }
     };
-    let href = post_href(&context.base, &post_id);
     let written = blog.add_comment(&caller, &post_id, content).await;
     unless_unregistered(&context, written, &href, |comment| {
         Redirect::to(&format!("{href}#comment-{}", encode(comment.id.as_str()))).into_response()
     })
+}
+
+/// The post's page with a refused comment's text in its field and the reason beside it.
+async fn refused_comment(
+    context: &PageContext,
+    blog: &crate::blog::Blog,
+    post_id: &PostId,
+    text: &str,
+    status: StatusCode,
+    reason: String,
+) -> FormResult {
+    let reading = PostReading::read(blog, context.viewer.as_ref(), post_id, None).await?;
+    let page = post_page_of(context, reading, Some((text.to_owned(), reason)));
+    Ok(context.respond(status, &page))
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: by the comment's or the post's author.
@@ -357,7 +477,11 @@ pub async fn delete_comment(
     let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
     let comment_id = CommentId::parse(&comment_id).map_err(Error::from)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
-    Ok(Redirect::to(&format!("{}#comments", post_href(&context.base, &post_id))).into_response())
+    let back = format!(
+        "{}?done=comment-deleted#comments",
+        post_href(&context.base, &post_id)
+    );
+    Ok(Redirect::to(&back).into_response())
 }
 
 /// `POST /posts/{postId}/like`: C4, then the post (or, for the page's script, the count).
@@ -412,273 +536,35 @@ async fn after_like(
         return Ok(Redirect::to(&post_href(&context.base, post_id)).into_response());
     }
     let post = blog.get_post(post_id).await?;
-    Ok(
-        axum::Json(serde_json::json!({ "likeCount": post.like_count, "liked": liked }))
-            .into_response(),
-    )
+    let answer = serde_json::json!({
+        "likeCount": post.like_count,
+        "likeText": likes_text(post.like_count),
+        "liked": liked,
+    });
+    Ok(axum::Json(answer).into_response())
 }
 
-// ---- the account --------------------------------------------------------------------------
+#[cfg(test)]
+mod tests {
+    use super::local_path;
 
-#[derive(Template)]
-#[template(path = "account.html")]
-struct AccountPage {
-    l: Layout,
-    user_id: String,
-    registered: bool,
-    username: String,
-    username_error: Option<String>,
-    note: Option<String>,
-    return_to: String,
-}
-
-impl AccountPage {
-    fn new(context: &PageContext, caller: &UserId, registered: bool, username: String) -> Self {
-        Self {
-            l: context.layout("Your account · Cosmos Blog", "Your username and account."),
-            user_id: caller.as_str().to_owned(),
-            registered,
-            username,
-            username_error: None,
-            note: None,
-            return_to: String::new(),
+    #[test]
+    fn only_a_path_of_this_site_is_a_way_back() {
+        for kept in ["/write", "/tenants/t/posts/p?comments=x#comments", "/"] {
+            assert_eq!(local_path(Some(kept), "/home"), kept);
         }
-    }
-}
-
-/// `?return=` of the account and sign-in pages: where to go once done.
-#[derive(Deserialize)]
-pub struct ReturnTo {
-    #[serde(default, rename = "return")]
-    return_to: Option<String>,
-}
-
-/// `GET /account`: the username (C1's form), and the way to delete the account. A caller
-/// without a user item is asked to choose a username first.
-pub async fn account_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-    Query(query): Query<ReturnTo>,
-) -> FormResult {
-    let caller = signed_in(&context)?;
-    let (registered, username) = match blog.get_user(&caller).await {
-        Ok(user) => (true, user.username),
-        Err(Error::NotFound { .. }) => (false, String::new()),
-        Err(other) => return Err(other.into()),
-    };
-    let page = AccountPage {
-        note: (!registered)
-            .then(|| "Choose a username: it is shown with everything you write.".to_owned()),
-        return_to: query.return_to.unwrap_or_default(),
-        ..AccountPage::new(&context, &caller, registered, username)
-    };
-    Ok(context.respond(StatusCode::OK, &page))
-}
-
-#[derive(Deserialize)]
-pub struct AccountForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    username: String,
-    #[serde(default, rename = "return")]
-    return_to: String,
-}
-
-/// `POST /account`: C1 (create or rename), then where the reader was going, or the account.
-pub async fn rename(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-    FormBody(form): FormBody<AccountForm>,
-) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    let username = match Username::parse(&form.username) {
-        Ok(username) => username,
-        Err(refused) => {
-            let registered = blog.get_user(&caller).await.is_ok();
-            let page = AccountPage {
-                username_error: Some(format!("The username {}.", refused.reason)),
-                return_to: form.return_to.clone(),
-                ..AccountPage::new(&context, &caller, registered, form.username.clone())
-            };
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        for refused in [
+            "https://elsewhere.example/",
+            "//elsewhere.example",
+            "/\\elsewhere.example",
+            "/\t/elsewhere.example",
+            "/\n/elsewhere.example",
+            " /write",
+            "javascript:alert(1)",
+            "",
+        ] {
+            assert_eq!(local_path(Some(refused), "/home"), "/home", "{refused:?}");
         }
-    };
-    blog.put_user(&caller, caller.clone(), username).await?;
-    let account = format!("{}/account", context.base);
-    let next = if form.return_to.is_empty() {
-        account
-    } else {
-        local_path(Some(&form.return_to), &account)
-    };
-    Ok(Redirect::to(&next).into_response())
-}
-
-#[derive(Template)]
-#[template(path = "delete_account.html")]
-struct DeleteAccountPage {
-    l: Layout,
-    user_id: String,
-    error: Option<String>,
-}
-
-impl DeleteAccountPage {
-    fn new(context: &PageContext, caller: &UserId, error: Option<String>) -> Self {
-        Self {
-            l: context.layout("Delete your account · Cosmos Blog", "Delete your account."),
-            user_id: caller.as_str().to_owned(),
-            error,
-        }
+        assert_eq!(local_path(None, "/home"), "/home");
     }
-}
-
-/// `GET /account/delete`: the confirmation.
-pub async fn delete_account_page(context: PageContext) -> FormResult {
-    let caller = signed_in(&context)?;
-    let page = DeleteAccountPage::new(&context, &caller, None);
-    Ok(context.respond(StatusCode::OK, &page))
-}
-
-#[derive(Deserialize)]
-pub struct DeleteAccountForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    confirm: String,
-}
-
-/// `POST /account/delete`: with the confirmation ticked, the account is deleted (and the
-/// development sign-in forgotten); then the front page.
-pub async fn delete_account(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-    FormBody(form): FormBody<DeleteAccountForm>,
-) -> FormResult {
-    let caller = writer(&context, &form.csrf)?;
-    if form.confirm != "yes" {
-        let refused = Some("Tick the box to confirm.".to_owned());
-        let page = DeleteAccountPage::new(&context, &caller, refused);
-        return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
-    }
-    blog.delete_user(&caller, &caller).await?;
-    let mut response = Redirect::to(&home(&context)).into_response();
-    if context.identity == Identity::Development {
-        response
-            .headers_mut()
-            .append(header::SET_COOKIE, forget_development_caller());
-    }
-    Ok(response)
-}
-
-// ---- signing in and out -------------------------------------------------------------------
-
-#[derive(Template)]
-#[template(path = "sign_in.html")]
-struct SignInPage {
-    l: Layout,
-    user_id: String,
-    error: Option<String>,
-    return_to: String,
-}
-
-impl SignInPage {
-    fn new(
-        context: &PageContext,
-        user_id: String,
-        error: Option<String>,
-        return_to: String,
-    ) -> Self {
-        Self {
-            l: context.layout(
-                "Sign in · Cosmos Blog",
-                "Sign in to write, comment and like.",
-            ),
-            user_id,
-            error,
-            return_to,
-        }
-    }
-}
-
-/// `GET /sign-in`: the development sign-in form; under Easy Auth, its login.
-pub async fn sign_in_page(mut context: PageContext, Query(query): Query<ReturnTo>) -> FormResult {
-    let return_to = local_path(query.return_to.as_deref(), "/");
-    match context.identity {
-        Identity::Development => {}
-        Identity::EasyAuth => {
-            return Ok(Redirect::to(&format!(
-                "/.auth/login/aad?post_login_redirect_uri={}",
-                encode(&return_to)
-            ))
-            .into_response());
-        }
-        Identity::ReadOnly => {
-            return Err(Problem::new(
-                StatusCode::NOT_FOUND,
-                "read-only-pages",
-                "these pages only read: write through the API with a bearer token",
-            )
-            .into());
-        }
-    }
-    context.ensure_form_token();
-    let page = SignInPage::new(&context, String::new(), None, return_to);
-    Ok(context.respond(StatusCode::OK, &page))
-}
-
-#[derive(Deserialize)]
-pub struct SignInForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    user_id: String,
-    #[serde(default, rename = "return")]
-    return_to: String,
-}
-
-/// `POST /sign-in` (development): remembers the user id in a cookie, which pages and the
-/// API then take as the caller.
-pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInForm>) -> FormResult {
-    if context.identity != Identity::Development {
-        return Err(Problem::new(
-            StatusCode::NOT_FOUND,
-            "development-only",
-            "signing in here is for development (BLOG_AUTH=header) only",
-        )
-        .into());
-    }
-    checked_token(&context, &form.csrf)?;
-    let return_to = local_path(Some(&form.return_to), "/");
-    let user_id = match UserId::parse(form.user_id.trim()) {
-        Ok(user_id) => user_id,
-        Err(refused) => {
-            context.ensure_form_token();
-            let reason = Some(format!("The user id {}.", refused.reason));
-            let page = SignInPage::new(&context, form.user_id.clone(), reason, return_to);
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
-        }
-    };
-    let cookie = format!(
-        "{DEVELOPMENT_CALLER_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax",
-        encode(user_id.as_str())
-    );
-    let mut response = Redirect::to(&return_to).into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    Ok(response)
-}
-
-/// `POST /sign-out` (development): forgets the cookie.
-pub async fn sign_out(context: PageContext, FormBody(form): FormBody<SignInForm>) -> FormResult {
-    checked_token(&context, &form.csrf)?;
-    let mut response = Redirect::to(&local_path(Some(&form.return_to), "/")).into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, forget_development_caller());
-    Ok(response)
-}
-
-fn forget_development_caller() -> HeaderValue {
-    HeaderValue::from_static("blog_dev_user=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
 }

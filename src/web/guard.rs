@@ -11,8 +11,6 @@
 //! - Headers: a strict Content-Security-Policy (nothing inline, nothing from other origins,
 //!   no framing), `nosniff` and a referrer policy on every response outside `/api`.
 
-use std::sync::LazyLock;
-
 use aws_lc_rs::hmac;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use axum::extract::{Request, State};
@@ -22,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use super::site::{FormKey, Site};
 use crate::auth::cookie;
 use crate::problem::Problem;
 
@@ -29,58 +28,39 @@ use crate::problem::Problem;
 pub const CSRF_COOKIE: &str = "blog_csrf";
 pub const CSRF_FIELD: &str = "csrf";
 
-/// The app setting that pins the key the CSRF tokens are signed with: needed when several
-/// instances serve one site (a token one signed must pass on the others). Without it each
-/// process draws a key of its own.
-pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
-
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
      base-uri 'none'; frame-ancestors 'none'";
-
-static CSRF_KEY: LazyLock<hmac::Key> = LazyLock::new(|| {
-    let secret = match std::env::var(CSRF_KEY_SETTING) {
-        Ok(pinned) if !pinned.is_empty() => pinned.into_bytes(),
-        _ => {
-            let mut drawn = [0u8; 32];
-            // The system's generator failing is a broken machine: a zero key would still be
-            // unknown to other sites' pages, which is all the token has to be.
-            let _ = SystemRandom::new().fill(&mut drawn);
-            drawn.to_vec()
-        }
-    };
-    hmac::Key::new(hmac::HMAC_SHA256, &secret)
-});
 
 /// The allowed CORS origins (`BLOG_CORS_ORIGINS`), which may also write cross-site.
 #[derive(Debug, Clone, Default)]
 pub struct AllowedOrigins(pub Vec<String>);
 
 /// A CSRF token: a random nonce and its signature.
-fn new_token() -> String {
+fn new_token(key: &FormKey) -> String {
     let mut nonce = [0u8; 18];
     let _ = SystemRandom::new().fill(&mut nonce);
     let nonce = URL_SAFE_NO_PAD.encode(nonce);
-    let tag = hmac::sign(&CSRF_KEY, nonce.as_bytes());
+    let tag = hmac::sign(key.key(), nonce.as_bytes());
     format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
 }
 
-fn is_signed(token: &str) -> bool {
+fn is_signed(token: &str, key: &FormKey) -> bool {
     let Some((nonce, tag)) = token.split_once('.') else {
         return false;
     };
     URL_SAFE_NO_PAD
         .decode(tag)
-        .is_ok_and(|tag| hmac::verify(&CSRF_KEY, nonce.as_bytes(), &tag).is_ok())
+        .is_ok_and(|tag| hmac::verify(key.key(), nonce.as_bytes(), &tag).is_ok())
 }
 
 /// The token a page's forms carry: the request's own cookie when it is one of ours, else a
 /// new one with the `Set-Cookie` that stores it.
-pub fn form_token(headers: &HeaderMap) -> (String, Option<HeaderValue>) {
-    if let Some(existing) = cookie(headers, CSRF_COOKIE).filter(|t| is_signed(t)) {
+pub fn form_token(headers: &HeaderMap, key: &FormKey) -> (String, Option<HeaderValue>) {
+    if let Some(existing) = cookie(headers, CSRF_COOKIE).filter(|t| is_signed(t, key)) {
         return (existing, None);
     }
-    let token = new_token();
+    let token = new_token(key);
     let set_cookie = HeaderValue::from_str(&format!(
         "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
     ))
@@ -89,8 +69,8 @@ pub fn form_token(headers: &HeaderMap) -> (String, Option<HeaderValue>) {
 }
 
 /// Whether a posted form's token is the one in its cookie, signed by this server.
-pub fn token_matches(headers: &HeaderMap, posted: &str) -> bool {
-    cookie(headers, CSRF_COOKIE).is_some_and(|stored| stored == posted && is_signed(&stored))
+pub fn token_matches(headers: &HeaderMap, posted: &str, key: &FormKey) -> bool {
+    cookie(headers, CSRF_COOKIE).is_some_and(|stored| stored == posted && is_signed(&stored, key))
 }
 
 pub fn forged_form() -> Problem {
@@ -108,7 +88,8 @@ pub async fn refuse_cross_site(
     request: Request,
     next: Next,
 ) -> Response {
-    if is_safe(request.method()) || !is_cross_site(request.headers(), &allowed) {
+    let site = Site::of(request.extensions());
+    if is_safe(request.method()) || !is_cross_site(request.headers(), &allowed, site.as_deref()) {
         return next.run(request).await;
     }
     tracing::debug!(method = %request.method(), path = request.uri().path(), "cross-site write refused");
@@ -124,7 +105,7 @@ fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-fn is_cross_site(headers: &HeaderMap, allowed: &AllowedOrigins) -> bool {
+fn is_cross_site(headers: &HeaderMap, allowed: &AllowedOrigins, site: Option<&Site>) -> bool {
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let allowed_origin = origin.is_some_and(|o| allowed.0.iter().any(|a| a == o));
     if allowed_origin {
@@ -139,17 +120,27 @@ fn is_cross_site(headers: &HeaderMap, allowed: &AllowedOrigins) -> bool {
     if sites.peek().is_some() {
         return sites.any(|site| !matches!(site, "same-origin" | "none"));
     }
-    origin.is_some_and(|origin| !is_own_origin(headers, origin))
+    origin.is_some_and(|origin| !is_own_origin(headers, origin, site))
 }
 
-/// Whether `origin` names the host the request was sent to (as the client or a proxy in
-/// front says: `Host`, or `X-Forwarded-Host`). The scheme is left out: TLS may end before
-/// this server. A page can set neither header on a cross-site request.
-fn is_own_origin(headers: &HeaderMap, origin: &str) -> bool {
+/// Whether `origin` is this site: its public address, or the host the browser sent the
+/// request to (`Host`, which a page cannot set; `X-Forwarded-Host` only where the platform in
+/// front vouches for it). The scheme is left out of the host comparison: TLS may end before
+/// this server.
+fn is_own_origin(headers: &HeaderMap, origin: &str, site: Option<&Site>) -> bool {
+    if site.is_some_and(|site| site.public_url.as_str().eq_ignore_ascii_case(origin)) {
+        return true;
+    }
     let Some((_, authority)) = origin.split_once("://") else {
         return false; // `null` and other opaque origins
     };
-    ["x-forwarded-host", header::HOST.as_str()]
+    let forwarded = site.is_some_and(|site| site.trusts_forwarded_host);
+    let names: &[&str] = if forwarded {
+        &["x-forwarded-host", "host"]
+    } else {
+        &["host"]
+    };
+    names
         .iter()
         .filter_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
         .any(|host| host.eq_ignore_ascii_case(authority))
@@ -181,6 +172,7 @@ pub async fn page_headers(request: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::site::PublicUrl;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -219,45 +211,74 @@ mod tests {
                 true,
             ),
             (vec![("host", "blog.example"), ("origin", "null")], true),
-            (
-                vec![
-                    ("host", "10.0.0.4:8080"),
-                    ("x-forwarded-host", "blog.example"),
-                    ("origin", "https://blog.example"),
-                ],
-                false,
-            ),
         ] {
-            assert_eq!(is_cross_site(&headers(&pairs), &none), cross, "{pairs:?}");
+            assert_eq!(
+                is_cross_site(&headers(&pairs), &none, None),
+                cross,
+                "{pairs:?}"
+            );
         }
         let from_front = headers(&[
             ("sec-fetch-site", "cross-site"),
             ("origin", "https://front.example"),
         ]);
-        assert!(is_cross_site(&from_front, &none));
+        assert!(is_cross_site(&from_front, &none, None));
         assert!(
-            !is_cross_site(&from_front, &front),
+            !is_cross_site(&from_front, &front, None),
             "an allowed CORS origin"
         );
     }
 
+    fn site(public_url: &str, trusts_forwarded_host: bool) -> Site {
+        Site {
+            public_url: PublicUrl::parse(public_url).unwrap(),
+            form_key: FormKey::drawn(),
+            trusts_forwarded_host,
+        }
+    }
+
+    #[test]
+    fn the_public_address_is_this_site_and_a_forwarded_host_only_where_vouched_for() {
+        let none = AllowedOrigins::default();
+        let behind_proxy = headers(&[
+            ("host", "10.0.0.4:8080"),
+            ("x-forwarded-host", "blog.example"),
+            ("origin", "https://blog.example"),
+        ]);
+        let elsewhere = site("https://other.example", false);
+        assert!(is_cross_site(&behind_proxy, &none, Some(&elsewhere)));
+        let platform = site("https://other.example", true);
+        assert!(!is_cross_site(&behind_proxy, &none, Some(&platform)));
+        let public = site("https://blog.example", false);
+        assert!(!is_cross_site(&behind_proxy, &none, Some(&public)));
+    }
+
     #[test]
     fn a_token_passes_only_with_its_own_signed_cookie() {
-        let (token, set_cookie) = form_token(&HeaderMap::new());
+        let key = FormKey::drawn();
+        let (token, set_cookie) = form_token(&HeaderMap::new(), &key);
         assert!(set_cookie.is_some());
         let cookie_header = HeaderValue::from_str(&format!("a=b; {CSRF_COOKIE}={token}")).unwrap();
         let mut with_cookie = HeaderMap::new();
         with_cookie.insert(header::COOKIE, cookie_header);
-        assert!(token_matches(&with_cookie, &token));
-        assert_eq!(form_token(&with_cookie), (token.clone(), None), "reused");
-        assert!(!token_matches(&with_cookie, "other"));
-        assert!(!token_matches(&HeaderMap::new(), &token), "no cookie");
+        assert!(token_matches(&with_cookie, &token, &key));
+        assert_eq!(
+            form_token(&with_cookie, &key),
+            (token.clone(), None),
+            "reused"
+        );
+        assert!(!token_matches(&with_cookie, "other", &key));
+        assert!(!token_matches(&HeaderMap::new(), &token, &key), "no cookie");
+        assert!(
+            !token_matches(&with_cookie, &token, &FormKey::drawn()),
+            "another key's token"
+        );
         let unsigned = "abc.def";
         let mut forged = HeaderMap::new();
         forged.insert(
             header::COOKIE,
             HeaderValue::from_str(&format!("{CSRF_COOKIE}={unsigned}")).unwrap(),
         );
-        assert!(!token_matches(&forged, unsigned), "not signed by us");
+        assert!(!token_matches(&forged, unsigned, &key), "not signed by us");
     }
 }

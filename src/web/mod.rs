@@ -8,6 +8,7 @@
 //! pages of a tenant are under `/tenants/{tenantId}/`, served by the same routes with the
 //! tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
 
+mod account;
 mod assets;
 mod atom;
 mod context;
@@ -16,13 +17,16 @@ mod forms;
 pub mod guard;
 pub mod markdown;
 mod pages;
+pub mod site;
 
-use axum::Router;
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
+use axum::{Extension, Router};
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 
@@ -35,6 +39,7 @@ use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};
 pub use guard::AllowedOrigins;
+pub use site::{FormKey, PublicUrl, Site};
 
 /// Where a tenant's pages are in the `multi` layout.
 pub const TENANT_PAGES_PREFIX: &str = "/tenants/{tenantId}";
@@ -66,27 +71,45 @@ fn blog_pages() -> Router<AppState> {
             "/write",
             get(forms::write_page_get).post(forms::create_post),
         )
-        .route("/account", get(forms::account_page).post(forms::rename))
+        .route("/account", get(account::account_page).post(account::rename))
         .route(
             "/account/delete",
-            get(forms::delete_account_page).post(forms::delete_account),
+            get(account::delete_account_page).post(account::delete_account),
         )
+        .method_not_allowed_fallback(method_not_allowed)
 }
 
 /// The pages that belong to the site rather than to one blog: sign-in, the assets and the
 /// icon.
 fn site_pages() -> Router<AppState> {
     Router::new()
-        .route("/sign-in", get(forms::sign_in_page).post(forms::sign_in))
-        .route("/sign-out", post(forms::sign_out))
+        .route(
+            "/sign-in",
+            get(account::sign_in_page).post(account::sign_in),
+        )
+        .route("/sign-out", post(account::sign_out))
         .route(assets::ROUTE, get(assets::serve))
         .route(assets::FAVICON_ROUTE, get(assets::favicon))
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+/// A visit to an address that only takes a form (the browser's own "HTTP ERROR 405"
+/// otherwise): an error page that says so.
+async fn method_not_allowed() -> Problem {
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this address takes a form sent from one of this site's pages; there is nothing to \
+         see here",
+    )
 }
 
 /// The whole application: the pages, and `api` (the API application, with its own layers)
 /// for every request no page answers. `allowed`: the origins whose pages may call the API
-/// (`BLOG_CORS_ORIGINS`).
-pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
+/// (`BLOG_CORS_ORIGINS`); `site`: what the pages know of the site (its public address, the
+/// forms' key), handed to every request.
+pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site) -> Router {
+    let site = Arc::new(site);
     let blog = match state.blogs.tenancy() {
         Tenancy::Single => observed(blog_pages())
             .layer(middleware::from_fn(answer_conditionally))
@@ -110,8 +133,35 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
             allowed,
             guard::refuse_cross_site,
         ))
-        .layer(middleware::from_fn_with_state(state, error_pages))
+        .layer(middleware::from_fn(refuse_long_urls))
+        .layer(middleware::from_fn_with_state(
+            (state, Arc::clone(&site)),
+            error_pages,
+        ))
         .layer(middleware::from_fn(guard::page_headers))
+        .layer(Extension(site))
+}
+
+/// A page's URL is bounded as the API's is ([`crate::api::MAX_URI_BYTES`]), with the same
+/// status: an over-long id is `414` on a page as on the API, shown as an error page.
+async fn refuse_long_urls(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    let is_api = request.uri().path().starts_with("/api/");
+    if is_api || target <= crate::api::MAX_URI_BYTES {
+        return next.run(request).await;
+    }
+    Problem::new(
+        StatusCode::URI_TOO_LONG,
+        "uri-too-long",
+        format!(
+            "the address is {target} bytes long; at most {} are served",
+            crate::api::MAX_URI_BYTES
+        ),
+    )
+    .into_response()
 }
 
 /// Pages are traced and measured like the API's operations (the API application has its own
@@ -200,6 +250,7 @@ async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> R
         return crate::api::route_not_found().into_response();
     };
     let base = PageBase::of_tenant(&tenant);
+    let site = Site::of(request.extensions());
     let (parts, body) = request.into_parts();
     let mut plain = Request::new(body);
     *plain.method_mut() = parts.method;
@@ -208,6 +259,9 @@ async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> R
     *plain.headers_mut() = parts.headers;
     plain.extensions_mut().insert(tenant);
     plain.extensions_mut().insert(base);
+    if let Some(site) = site {
+        plain.extensions_mut().insert(site);
+    }
     match pages.oneshot(plain).await {
         Ok(response) => response,
         Err(never) => match never {},
@@ -226,11 +280,14 @@ fn blog_uri(uri: &Uri) -> Option<Uri> {
 }
 
 /// Public pages and feeds answer conditional GETs: the `ETag` is a digest of the body, and
-/// an `If-None-Match` that names it is answered `304` without the body.
+/// an `If-None-Match` that names it is answered `304` without the body. A response with a
+/// `Last-Modified` (the feeds) also answers an `If-Modified-Since` at or after it with `304`,
+/// unless `If-None-Match` is sent, which then decides alone (RFC 9110 §13.1.3).
 async fn answer_conditionally(request: Request, next: Next) -> Response {
     let conditional =
         request.method() == axum::http::Method::GET || request.method() == axum::http::Method::HEAD;
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+    let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let response = next.run(request).await;
     if !conditional
         || response.status() != StatusCode::OK
@@ -262,7 +319,12 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
                 || v.split(',')
                     .any(|t| t.trim().trim_start_matches("W/") == tag)
         });
-    if matches {
+    let unmodified = if_none_match.is_none()
+        && not_modified_since(
+            if_modified_since.as_ref(),
+            parts.headers.get(header::LAST_MODIFIED),
+        );
+    if matches || unmodified {
         parts.status = StatusCode::NOT_MODIFIED;
         parts.headers.remove(header::CONTENT_LENGTH);
         return Response::from_parts(parts, axum::body::Body::empty());
@@ -270,16 +332,38 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
+/// Whether `If-Modified-Since` names a time at or after `Last-Modified`. HTTP dates are read
+/// in all three of their forms; an unreadable one is ignored, as RFC 9110 asks.
+fn not_modified_since(since: Option<&HeaderValue>, last_modified: Option<&HeaderValue>) -> bool {
+    let date = |value: Option<&HeaderValue>| {
+        value
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+    };
+    match (date(since), date(last_modified)) {
+        (Some(since), Some(last_modified)) => since >= last_modified,
+        _ => false,
+    }
+}
+
 /// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an
 /// error page in the site's layout, with the same status and the problem's code.
-async fn error_pages(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn error_pages(
+    State((state, site)): State<(AppState, Arc<Site>)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let as_page = !request.uri().path().starts_with("/api/") && wants_html(request.headers());
     if !as_page {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let context = PageContext::for_error(&state, &parts).await;
-    let response = next.run(Request::from_parts(parts, body)).await;
+    // What the error page needs of the request, kept aside while the request is handled
+    // (most are answered without an error, and their page context is never made).
+    let mut asked = Request::new(());
+    *asked.uri_mut() = request.uri().clone();
+    *asked.headers_mut() = request.headers().clone();
+    let (mut asked, ()) = asked.into_parts();
+    let response = next.run(request).await;
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -287,14 +371,22 @@ async fn error_pages(State(state): State<AppState>, request: Request, next: Next
     if !is_problem {
         return response;
     }
-    let status = response.status();
-    let Ok(bytes) = axum::body::to_bytes(response.into_body(), usize::MAX).await else {
-        return status.into_response();
+    let (answered, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return answered.status.into_response();
     };
     let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
     let code = problem["code"].as_str().unwrap_or("error").to_owned();
     let detail = problem["detail"].as_str().unwrap_or_default().to_owned();
-    pages::error_page(&context, status, code, detail)
+    let context = PageContext::for_error(&state, site, &mut asked).await;
+    let mut page = pages::error_page(&context, answered.status, code, detail);
+    // What the refusal said besides its body (`Allow`, `Retry-After`) holds for the page too.
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = answered.headers.get(&name) {
+            page.headers_mut().insert(name, value.clone());
+        }
+    }
+    page
 }
 
 fn panic_page(_: Box<dyn std::any::Any + Send + 'static>) -> Response {

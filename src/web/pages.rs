@@ -17,8 +17,9 @@ use crate::api::extract::PathParam;
 use crate::api::feed_cache::FeedItems;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
-use crate::domain::{Comment, Like, Post, PostId, UserId};
+use crate::domain::{Comment, Like, Post, PostId, Timestamp, UserId};
 use crate::error::{Error, Result};
+use crate::words::count;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
 /// light on a phone).
@@ -37,26 +38,55 @@ pub struct PostView {
     pub date: String,
     /// The day, for people.
     pub day: String,
+    /// When it was last edited, if it was: `<time datetime>`'s and the day.
+    pub edited: Option<(String, String)>,
     pub short: String,
-    pub comments: u64,
-    pub likes: u64,
+    /// "3 comments", "1 like".
+    pub comments_text: String,
+    pub likes_text: String,
 }
 
 impl PostView {
     pub fn of(post: &Post, base: &str) -> Self {
-        let date = post.creation_date.to_string();
+        let (date, day) = time_element(post.creation_date);
         Self {
             href: post_href(base, &post.id),
             title: post.title.clone(),
             author: post.user_username.clone(),
             author_href: user_href(base, &post.user_id),
-            day: date.get(..10).unwrap_or(&date).to_owned(),
             date,
+            day,
+            edited: post.modified_date.map(time_element),
             short: post.short().content,
-            comments: post.comment_count,
-            likes: post.like_count,
+            comments_text: count(post.comment_count, "comment", "comments"),
+            likes_text: likes_text(post.like_count),
         }
     }
+}
+
+/// "1 like", "2 likes": the post page's count, which its script replaces in place.
+pub fn likes_text(likes: u64) -> String {
+    count(likes, "like", "likes")
+}
+
+/// A date as `<time>` shows it: its `datetime` (HTML's valid global date and time string,
+/// which allows at most three fractional digits: the stored seven are cut, never rounded up
+/// past the stored time) and the day, for people.
+pub fn time_element(at: Timestamp) -> (String, String) {
+    let stored = at.to_string();
+    let datetime = match stored.split_once('.') {
+        Some((seconds, fraction)) => {
+            let digits: String = fraction
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .take(3)
+                .collect();
+            format!("{seconds}.{digits}Z")
+        }
+        None => stored.clone(),
+    };
+    let day = stored.get(..10).unwrap_or(&stored).to_owned();
+    (datetime, day)
 }
 
 pub fn post_href(base: &str, post_id: &PostId) -> String {
@@ -128,13 +158,12 @@ pub async fn front_page(
             list
         }
     };
-    let page = FrontPage {
-        l: context.layout(
-            "Cosmos Blog: latest posts",
-            "The newest posts on this blog, with their authors, comments and likes.",
-        ),
-        list,
-    };
+    let mut l = context.layout(
+        "Cosmos Blog: latest posts",
+        "The newest posts on this blog, with their authors, comments and likes.",
+    );
+    l.canonical = Some(context.absolute(&format!("{}/", context.base)));
+    let page = FrontPage { l, list };
     Ok(context.respond(StatusCode::OK, &page))
 }
 
@@ -258,10 +287,12 @@ pub fn post_page_of(
         .collect();
     let description = post.short().content;
     let mut l = context.layout(format!("{} · Cosmos Blog", post.title), description.clone());
+    let url = context.absolute(&view.href);
+    l.canonical = Some(url.clone());
     l.og = Some(OpenGraph {
         title: post.title.clone(),
         description,
-        url: format!("{}{}", context.site_root(), view.href),
+        url,
     });
     let (comment_text, comment_error) =
         comment.map_or((String::new(), None), |(t, e)| (t, Some(e)));
@@ -289,12 +320,12 @@ fn comment_view(
     viewer: Option<&UserId>,
     viewer_is_post_author: bool,
 ) -> CommentView {
-    let date = comment.creation_date.to_string();
+    let (date, day) = time_element(comment.creation_date);
     CommentView {
         id: comment.id.as_str().to_owned(),
         author: comment.user_username.clone(),
         author_href: user_href(base, &comment.user_id),
-        day: date.get(..10).unwrap_or(&date).to_owned(),
+        day,
         date,
         text: comment.content.clone(),
         deletable: viewer_is_post_author || viewer == Some(&comment.user_id),
@@ -337,11 +368,13 @@ pub async fn likes_page(
     );
     let (post, likes) = (post?, likes?);
     let post_href = post_href(&context.base, &post_id);
+    let mut l = context.layout(
+        format!("Likes of {} · Cosmos Blog", post.title),
+        format!("Who liked “{}”.", post.title),
+    );
+    l.canonical = Some(context.absolute(&format!("{post_href}/likes")));
     let page = LikesPage {
-        l: context.layout(
-            format!("Likes of {} · Cosmos Blog", post.title),
-            format!("Who liked “{}”.", post.title),
-        ),
+        l,
         title: post.title.clone(),
         likes: likes
             .items
@@ -355,11 +388,11 @@ pub async fn likes_page(
 }
 
 fn like_view(like: &Like, base: &str) -> LikeView {
-    let date = like.creation_date.to_string();
+    let (date, day) = time_element(like.creation_date);
     LikeView {
         author: like.user_username.clone(),
         author_href: user_href(base, &like.user_id),
-        day: date.get(..10).unwrap_or(&date).to_owned(),
+        day,
         date,
     }
 }
@@ -397,6 +430,7 @@ pub async fn author_page(
         format!("Posts by {username}."),
     );
     l.author_feed = Some(feed.clone());
+    l.canonical = Some(context.absolute(&href));
     let page = AuthorPage {
         l,
         username,
@@ -443,4 +477,21 @@ pub fn error_page(
         code,
     };
     context.respond(status, &page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_element_holds_at_most_three_fractional_digits() {
+        let at = Timestamp::parse("2026-11-27T01:41:07.2987290Z").unwrap();
+        assert_eq!(
+            time_element(at),
+            (
+                "2026-11-27T01:41:07.298Z".to_owned(),
+                "2026-11-27".to_owned()
+            )
+        );
+    }
 }

@@ -78,6 +78,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         recheck_delay_ms: 0,
         change_feed,
         auth: Default::default(),
+        site: Default::default(),
     }
 }
 

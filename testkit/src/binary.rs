@@ -36,8 +36,10 @@ macro_rules! binary {
 }
 
 /// Variables of the tests' own environment that would change what the binary does.
-const CLEARED: [&str; 17] = [
+const CLEARED: [&str; 19] = [
     "BLOG_AUTH",
+    "BLOG_PUBLIC_URL",
+    "BLOG_CSRF_KEY",
     "BLOG_JWT_JWKS",
     "BLOG_JWT_ISSUER",
     "BLOG_JWT_AUDIENCE",

@@ -100,6 +100,18 @@ async fn build_blog(app: &TestApp) -> Blog {
     delete(app, &format!("/api/posts/{first}/comments/{cys}"), "cy").await;
     delete(app, &format!("/api/posts/{first}/likes"), "cy").await;
     delete(app, &format!("/api/posts/{deleted}"), "ada").await;
+    // An edited post carries its edit's date, which moves with it and into its copies.
+    let edited = app
+        .send(
+            Method::PUT,
+            &format!("/api/posts/{bobs}"),
+            Some("bob"),
+            Some(serde_json::json!({"title": "bob 0, edited", "content": "new words"})),
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    let edited: Value = edited.json().await.expect("the edited post");
+    assert!(edited["modifiedDate"].is_string(), "{edited}");
     assert_eq!(app.put_user("bob", "Robert").await.status(), StatusCode::OK);
     let erased = app
         .send(Method::DELETE, "/api/users/dee", Some("dee"), None)

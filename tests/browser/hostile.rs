@@ -43,7 +43,8 @@ pub async fn hostile_text_never_runs(v: Visitor) {
     assert_inert(&v).await;
     assert_eq!(v.text_of("ol.comments li .comment-text").await, COMMENT);
     let nav = v.text_of("header.site nav").await;
-    assert!(nav.contains(&format!("Account ({USER_ID})")), "{nav}");
+    // The reader's name, not their id.
+    assert!(nav.contains(&format!("Account ({USERNAME})")), "{nav}");
     v.like_or_unlike(&post, "like", Script::On).await;
 
     let front = v

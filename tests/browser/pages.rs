@@ -259,6 +259,14 @@ impl Visitor {
         let other = if action == "like" { "unlike" } else { "like" };
         self.find(&format!("form[data-like='{other}'] button"))
             .await;
+        // The count in words that agree with it, with the script as without ("1 like").
+        let count = self.text_of("#like-count").await;
+        let agrees = match count.split_once(' ') {
+            Some(("1", noun)) => noun == "like",
+            Some((n, noun)) => n.parse::<u64>().is_ok() && noun == "likes",
+            None => false,
+        };
+        assert!(agrees, "the like count says {count:?}");
         assert_eq!(
             self.find_all("form[data-like]").await,
             1,

@@ -384,3 +384,28 @@ async fn the_binary_refuses_to_start_in_jwt_mode_without_its_settings_or_keys() 
     let log = plain_http.log();
     assert!(log.contains("must be an https URL"), "{log}");
 }
+
+/// A browser has no bearer token: the pages only read, and a page that writes says so in a
+/// reader's words (no sign-in to send them to, no header or mode named).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_only_read() {
+    let (app, _jwks) = jwt_app(Backend::Embedded).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    for page in ["/write", "/account", "/account/delete"] {
+        let response = client
+            .get(app.raw_url(page))
+            .header("accept", "text/html")
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{page}");
+        let html = response.text().await.expect("body");
+        assert!(html.contains("read-only-pages"), "{page}: {html}");
+        assert!(html.contains("pages only read"), "{page}: {html}");
+        assert!(!html.contains("/sign-in"), "{page}: {html}");
+        assert!(!html.contains("BLOG_AUTH"), "{page}: {html}");
+    }
+}

@@ -1,0 +1,133 @@
+//! What the pages know of the site that no request may tell them: its public address, which
+//! every absolute URL (feeds, canonical links, Open Graph tags) starts with, and the key that
+//! signs the forms' tokens. Both come from the settings at start-up and reach the handlers
+//! with every request ([`Site`] is a request extension the router adds), never from a
+//! request's `Host` or `X-Forwarded-Host`, which a client or a cache's visitor can forge.
+
+use std::sync::Arc;
+
+use aws_lc_rs::hmac;
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use axum::http::Extensions;
+
+/// The site's public origin (`https://blog.example`, no path, no trailing slash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrl(String);
+
+impl PublicUrl {
+    /// An `http` or `https` URL with a host, and no path, query or fragment: the pages' links
+    /// are paths from the site's root, so a site served under a path prefix would be named
+    /// wrongly by them.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let url = url::Url::parse(raw.trim()).map_err(|e| format!("not a URL ({e})"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("not an http or https URL".to_owned());
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err("it names no host".to_owned());
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err(
+                "it must be an origin only (scheme, host, port): no path, query or fragment"
+                    .to_owned(),
+            );
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("it must not carry a user name or password".to_owned());
+        }
+        Ok(Self(url.origin().ascii_serialization()))
+    }
+
+    /// `http://127.0.0.1:{port}`: a laptop's server, when no public address is set.
+    pub fn loopback(port: u16) -> Self {
+        Self(format!("http://127.0.0.1:{port}"))
+    }
+
+    /// The absolute URL of `path` (a path from the site's root, `/` first).
+    pub fn join(&self, path: &str) -> String {
+        format!("{}{path}", self.0)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The key the forms' CSRF tokens are signed with (HMAC-SHA256).
+#[derive(Clone)]
+pub struct FormKey(Arc<hmac::Key>);
+
+impl std::fmt::Debug for FormKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FormKey(…)")
+    }
+}
+
+impl FormKey {
+    pub fn from_secret(secret: &[u8]) -> Self {
+        Self(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, secret)))
+    }
+
+    /// A key of this process alone (forms it served fail on another process).
+    pub fn drawn() -> Self {
+        Self::from_secret(&random_secret())
+    }
+
+    pub fn key(&self) -> &hmac::Key {
+        &self.0
+    }
+}
+
+/// 32 random bytes: a new key's secret.
+pub fn random_secret() -> [u8; 32] {
+    let mut drawn = [0u8; 32];
+    // The system's generator failing is a broken machine: a zero key would still be unknown
+    // to other sites' pages, which is all a form token has to be.
+    let _ = SystemRandom::new().fill(&mut drawn);
+    drawn
+}
+
+/// What the pages know of the site (see the module's comment).
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub public_url: PublicUrl,
+    pub form_key: FormKey,
+    /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
+    /// Service's front end sets it); elsewhere anyone may send it.
+    pub trusts_forwarded_host: bool,
+}
+
+impl Site {
+    /// The site a request is served for (the router puts it on every request).
+    pub fn of(extensions: &Extensions) -> Option<Arc<Site>> {
+        extensions.get::<Arc<Site>>().cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_public_url_is_an_origin() {
+        assert_eq!(
+            PublicUrl::parse("https://Blog.Example/").unwrap().as_str(),
+            "https://blog.example"
+        );
+        assert_eq!(
+            PublicUrl::parse("http://127.0.0.1:8080")
+                .unwrap()
+                .join("/feed.atom"),
+            "http://127.0.0.1:8080/feed.atom"
+        );
+        for wrong in [
+            "blog.example",
+            "ftp://blog.example",
+            "https://blog.example/blog",
+            "https://blog.example/?a=b",
+            "https://u:p@blog.example",
+        ] {
+            assert!(PublicUrl::parse(wrong).is_err(), "{wrong}");
+        }
+    }
+}
