@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use cosmos_blog::plan::{
-    Azure, DAYS_PER_MONTH, MeasuredCosts, Mix, RuSource, Tenancy, Workload, plan, svg_chart,
+    Azure, CostPoint, DAYS_PER_MONTH, MeasuredCosts, Mix, RuSource, Tenancy, Workload, plan,
+    svg_chart,
 };
 
 use crate::plan::{Rig, comment_text, post_text, prepare};
@@ -181,40 +182,39 @@ pub fn markdown(out: &mut String, check: &PlanCheck) {
 pub fn write_chart(path: &Path) -> anyhow::Result<()> {
     let azure = Azure::checked_in().map_err(anyhow::Error::msg)?;
     let costs = MeasuredCosts::checked_in().map_err(anyhow::Error::msg)?;
-    let points: Vec<(f64, Option<f64>, f64, f64)> =
-        [10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0]
-            .into_iter()
-            .map(|users| {
-                let w = Workload {
-                    users,
-                    posts_per_day: users * 0.02,
-                    comments_per_post: 5.0,
-                    likes_per_post: 20.0,
-                    views_per_day: users * 10.0,
-                    renames_per_day: users * 0.001,
-                    peak_factor: 3.0,
-                    regions: 1.0,
-                    horizon_days: 12.0 * DAYS_PER_MONTH,
-                    tenancy: Tenancy::Single,
-                    tenants: 1.0,
-                    mix: Mix::default(),
-                    feed_cache_ms: 50.0,
-                    function_ms: 20.0,
-                    instance_memory_mb: 2048.0,
-                    ru_source: RuSource::Reference,
-                };
-                let bills = plan(&w, &azure, &costs).monthly_usd;
-                (
-                    users,
-                    bills
-                        .serverless
-                        .holds_peak
-                        .then_some(bills.serverless.total),
-                    bills.provisioned.total,
-                    bills.autoscale.total,
-                )
-            })
-            .collect();
+    let points: Vec<CostPoint> = [10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0]
+        .into_iter()
+        .map(|users| {
+            let w = Workload {
+                users,
+                posts_per_day: users * 0.02,
+                comments_per_post: 5.0,
+                likes_per_post: 20.0,
+                views_per_day: users * 10.0,
+                renames_per_day: users * 0.001,
+                peak_factor: 3.0,
+                regions: 1.0,
+                horizon_days: 12.0 * DAYS_PER_MONTH,
+                tenancy: Tenancy::Single,
+                tenants: 1.0,
+                mix: Mix::default(),
+                feed_cache_ms: 50.0,
+                function_ms: 20.0,
+                instance_memory_mb: 2048.0,
+                ru_source: RuSource::Reference,
+            };
+            let bills = plan(&w, &azure, &costs).monthly_usd;
+            CostPoint {
+                users,
+                serverless: bills
+                    .serverless
+                    .holds_peak
+                    .then_some(bills.serverless.total),
+                provisioned: bills.provisioned.total,
+                autoscale: bills.autoscale.total,
+            }
+        })
+        .collect();
     let svg = svg_chart(
         "Cosmos DB a month against users (10 views, 0.02 posts a user a day; 12 months of storage)",
         &points,

@@ -21,7 +21,7 @@ pub use bill::{FunctionsBill, ModeBill, MonthlyUsd};
 pub use data::{Azure, ItemBytes, MeasuredCosts, MeasuredOp, REFERENCE_RU};
 pub use limits::Reached;
 pub use model::{DAYS_PER_MONTH, Mix, RuSource, Tenancy, Workload};
-pub use render::{Plan, plan, svg_chart, table};
+pub use render::{CostPoint, Plan, plan, svg_chart, table};
 
 /// The application's default feed cache period (`BLOG_FEED_CACHE_MS`), which the planner
 /// assumes unless told otherwise.

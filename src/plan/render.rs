@@ -418,15 +418,33 @@ pub fn table(plan: &Plan) -> String {
     out
 }
 
-/// A chart of the monthly Cosmos DB cost of each mode against users: `points` are (users,
-/// serverless, provisioned, autoscale) in USD; a mode that cannot hold a point's peak has no
-/// point there.
-pub fn svg_chart(title: &str, points: &[(f64, Option<f64>, f64, f64)]) -> String {
+/// One blog size on the chart: its users and each mode's month, USD (serverless `None`
+/// where it cannot hold the peak).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostPoint {
+    pub users: f64,
+    pub serverless: Option<f64>,
+    pub provisioned: f64,
+    pub autoscale: f64,
+}
+
+/// One mode's month at a point of the chart.
+type ModeCost = fn(&CostPoint) -> Option<f64>;
+
+/// A chart of the monthly Cosmos DB cost of each mode against users; a mode that cannot hold
+/// a point's peak has no point there.
+pub fn svg_chart(title: &str, points: &[CostPoint]) -> String {
     let (width, height, left, bottom, top, right) = (720.0, 420.0, 70.0, 50.0, 40.0, 150.0);
-    let users: Vec<f64> = points.iter().map(|p| p.0.max(1.0).log10()).collect();
+    let users: Vec<f64> = points.iter().map(|p| p.users.max(1.0).log10()).collect();
     let costs: Vec<f64> = points
         .iter()
-        .flat_map(|p| [p.1.unwrap_or(p.2), p.2, p.3])
+        .flat_map(|p| {
+            [
+                p.serverless.unwrap_or(p.provisioned),
+                p.provisioned,
+                p.autoscale,
+            ]
+        })
         .map(|c| c.max(0.01).log10())
         .collect();
     let (x0, x1) = (
@@ -459,7 +477,7 @@ pub fn svg_chart(title: &str, points: &[(f64, Option<f64>, f64, f64)]) -> String
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             sx(*x),
             height - bottom + 18.0,
-            figure(p.0)
+            figure(p.users)
         );
     }
     let _ = writeln!(
@@ -468,14 +486,10 @@ pub fn svg_chart(title: &str, points: &[(f64, Option<f64>, f64, f64)]) -> String
         (left + width - right) / 2.0,
         height - 10.0
     );
-    let series: [(
-        &str,
-        &str,
-        Box<dyn Fn(&(f64, Option<f64>, f64, f64)) -> Option<f64>>,
-    ); 3] = [
-        ("serverless", "#2a7ab0", Box::new(|p| p.1)),
-        ("provisioned", "#c0392b", Box::new(|p| Some(p.2))),
-        ("autoscale", "#27ae60", Box::new(|p| Some(p.3))),
+    let series: [(&str, &str, ModeCost); 3] = [
+        ("serverless", "#2a7ab0", |p| p.serverless),
+        ("provisioned", "#c0392b", |p| Some(p.provisioned)),
+        ("autoscale", "#27ae60", |p| Some(p.autoscale)),
     ];
     for (n, (name, colour, value)) in series.iter().enumerate() {
         let path: Vec<String> = users
