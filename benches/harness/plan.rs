@@ -25,7 +25,8 @@ use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
-    Checkpoint, Container, PageRequest, PartitionKey, Query, QueryScope, Store, StoreResult, charge,
+    Checkpoint, Container, PageRequest, PartitionKey, Query, QueryScope, Store, StoreResult,
+    Tenancy, charge,
 };
 use serde_json::{Value, json};
 
@@ -97,8 +98,23 @@ impl StoreLayer for ByContainer {
         let tally = tallies.entry(container).or_default();
         tally.requests += 1;
         tally.ru += exchange.request_units;
-        if let Some(pk) = partition {
-            tally.partitions.insert(pk);
+        match (partition, &result) {
+            (Some(pk), _) => {
+                tally.partitions.insert(pk);
+            }
+            // A query across partitions or on a prefix, a change-feed read: the partitions
+            // of what it returned.
+            (None, Ok(answer)) => {
+                let keys = answer.documents().map(|documents| {
+                    documents
+                        .iter()
+                        .filter_map(|item| container.partition_key_in(inner.tenancy(), item).ok())
+                        .map(|pk| pk.to_json_array())
+                        .collect::<Vec<_>>()
+                });
+                tally.partitions.extend(keys.unwrap_or_default());
+            }
+            (None, Err(_)) => {}
         }
         if query && container == Container::Feed {
             tally.feed_queries += 1;
@@ -114,6 +130,8 @@ pub struct Rig {
     store: Arc<dyn Store>,
     checkpoints: HashMap<Container, Option<Checkpoint>>,
     pub base: String,
+    /// The API's root: `/api`, or a tenant's in `multi`.
+    api: String,
     pub client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -122,9 +140,14 @@ pub struct Rig {
 
 impl Rig {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_in(Tenancy::Single).await
+    }
+
+    /// In `multi`, the API is a tenant's (`/api/tenants/plan`).
+    pub async fn start_in(tenancy: Tenancy) -> anyhow::Result<Self> {
         let data = tempfile::tempdir()?;
         let meter = ByContainer::default();
-        let emulator = testkit::emulator::emulator_store().await;
+        let emulator = testkit::emulator::emulator_store_in(tenancy).await;
         let store: Arc<dyn Store> = Arc::new(Layered::over(emulator, meter.clone()));
         let settings = Settings {
             port: 0,
@@ -135,7 +158,7 @@ impl Rig {
                 cosmos_connection: None,
                 cosmos_endpoint: None,
                 database: "blog".into(),
-                tenancy: Default::default(),
+                tenancy,
             },
             // Every read reaches the store: the planner applies the feed cache itself.
             feed_cache_ms: 0,
@@ -158,6 +181,10 @@ impl Rig {
             store,
             checkpoints: HashMap::new(),
             base,
+            api: match tenancy {
+                Tenancy::Single => "/api".to_owned(),
+                Tenancy::Multi => "/api/tenants/plan".to_owned(),
+            },
             client: reqwest::Client::new(),
             stop: Some(stop),
             server: Some(server),
@@ -215,7 +242,7 @@ impl Rig {
     }
 
     pub async fn put_user(&self, user: &str, username: &str) -> anyhow::Result<()> {
-        let url = format!("{}/api/users/{user}", self.base);
+        let url = format!("{}{}/users/{user}", self.base, self.api);
         self.send(
             self.client.put(url).json(&json!({"username": username})),
             user,
@@ -225,7 +252,7 @@ impl Rig {
     }
 
     pub async fn post(&self, author: &str, content: &str) -> anyhow::Result<String> {
-        let url = format!("{}/api/posts", self.base);
+        let url = format!("{}{}/posts", self.base, self.api);
         let body = json!({"title": "A day on the blog", "content": content});
         let post = self.send(self.client.post(url).json(&body), author).await?;
         post["id"]
@@ -235,7 +262,7 @@ impl Rig {
     }
 
     pub async fn comment(&self, user: &str, post: &str, content: &str) -> anyhow::Result<()> {
-        let url = format!("{}/api/posts/{post}/comments", self.base);
+        let url = format!("{}{}/posts/{post}/comments", self.base, self.api);
         self.send(
             self.client.post(url).json(&json!({"content": content})),
             user,
@@ -245,7 +272,7 @@ impl Rig {
     }
 
     pub async fn like(&self, user: &str, post: &str) -> anyhow::Result<()> {
-        let url = format!("{}/api/posts/{post}/likes", self.base);
+        let url = format!("{}{}/posts/{post}/likes", self.base, self.api);
         self.send(self.client.post(url), user).await.map(|_| ())
     }
 
@@ -591,6 +618,24 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
     );
     let item_bytes = rig.item_bytes().await?;
     rig.stop().await?;
+    log("plan costs: Q7, a tenant's users, in the multi layout");
+    let mut tenant = Rig::start_in(Tenancy::Multi).await?;
+    for n in 0..config.users.max(4) {
+        let id = format!("member-{n:04}");
+        tenant.put_user(&id, &id).await?;
+    }
+    tenant.drain().await?;
+    tenant.meter.take();
+    let mut listed = Sums::default();
+    for _ in 0..samples {
+        tenant.get("/api/tenants/plan/users").await?;
+        listed.add(&tenant.meter.take(), 1.0);
+    }
+    tenant.stop().await?;
+    operations.insert(
+        "Q7".to_owned(),
+        listed.whole("a tenant's users (first page; multi only)", "request"),
+    );
     Ok(MeasuredCosts {
         about: "RU, requests and logical partitions per operation, measured by the harness through the application on the Cosmos DB SDK's in-memory emulator (its RU model: 1 RU per query page and physical partition, reads 1 RU per KB, writes 5.8 RU per KB plus 0.3 per property); change-feed copies per container, handlers run after every write; regenerate with the command below".to_owned(),
         measured_on: today(),

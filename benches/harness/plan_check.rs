@@ -95,8 +95,10 @@ pub async fn validate(users: usize, seed: u64, log: impl Fn(&str)) -> anyhow::Re
             rig.drain().await?;
         }
     }
-    for path in views(&workload.mix, users, &ids, &posts, &mut rng) {
-        rig.get(&path).await?;
+    for view in views(&workload.mix, users, &ids, &posts, &mut rng) {
+        for path in view {
+            rig.get(&path).await?;
+        }
     }
     for id in &ids {
         rig.put_user(id, &format!("{id} renamed")).await?;
@@ -114,35 +116,44 @@ pub async fn validate(users: usize, seed: u64, log: impl Fn(&str)) -> anyhow::Re
     })
 }
 
-/// The day's views, split as `mix` says, as paths: pages, and the API for a user.
+/// The day's views, split as `mix` says, as the API reads each view makes (a post's page: the
+/// post and its comments; its likes: the post and its likes), the reads the planner prices.
 fn views(
     mix: &Mix,
     users: usize,
     ids: &[String],
     posts: &[String],
     rng: &mut fastrand::Rng,
-) -> Vec<String> {
+) -> Vec<Vec<String>> {
     let total = (users * VIEWS_PER_USER) as f64;
     let count = |share: f64| (total * share).round() as usize;
-    let mut paths = Vec::new();
+    let mut views = Vec::new();
     let post = |rng: &mut fastrand::Rng| posts[rng.usize(..posts.len())].clone();
     let user = |rng: &mut fastrand::Rng| ids[rng.usize(..ids.len())].clone();
     for _ in 0..count(mix.front) {
-        paths.push("/".to_owned());
+        views.push(vec!["/api/feed".to_owned()]);
     }
     for _ in 0..count(mix.post) {
-        paths.push(format!("/posts/{}", post(rng)));
+        let id = post(rng);
+        views.push(vec![
+            format!("/api/posts/{id}"),
+            format!("/api/posts/{id}/comments"),
+        ]);
     }
     for _ in 0..count(mix.likes) {
-        paths.push(format!("/posts/{}/likes", post(rng)));
+        let id = post(rng);
+        views.push(vec![
+            format!("/api/posts/{id}"),
+            format!("/api/posts/{id}/likes"),
+        ]);
     }
     for _ in 0..count(mix.author) {
-        paths.push(format!("/users/{}", user(rng)));
+        views.push(vec![format!("/api/users/{}/posts", user(rng))]);
     }
     for _ in 0..count(mix.user) {
-        paths.push(format!("/api/users/{}", user(rng)));
+        views.push(vec![format!("/api/users/{}", user(rng))]);
     }
-    paths
+    views
 }
 
 /// The phase's report.
@@ -154,7 +165,7 @@ pub fn markdown(out: &mut String, check: &PlanCheck) {
     );
     let _ = writeln!(
         out,
-        "A day of {} users through the application over HTTP, each change handed to its change-feed handler after the write: {} posts, {} comments, {} likes, {} views (front page, post pages, likes pages, author pages, user reads as the default mix), {} renames. `cosmos-blog plan` predicts the same day from the checked-in table (`--ru-source measured`, no feed cache).\n",
+        "A day of {} users through the application over HTTP, each change handed to its change-feed handler after the write: {} posts, {} comments, {} likes, {} views (the feed, a post with its comments, a post with its likes, an author's posts, a user, as the default mix, through the API), {} renames. `cosmos-blog plan` predicts the same day from the checked-in table (`--ru-source measured`, no feed cache).\n",
         w.users,
         w.posts_per_day,
         w.posts_per_day * w.comments_per_post,
