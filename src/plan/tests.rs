@@ -38,7 +38,9 @@ fn total_gb(plan: &Plan) -> f64 {
 #[test]
 fn the_checked_in_table_has_every_operation_and_copy() {
     let costs = MeasuredCosts::checked_in().unwrap();
-    for id in ["C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6"] {
+    for id in [
+        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7",
+    ] {
         let op = costs.get(id).unwrap_or_else(|| panic!("{id} in the table"));
         assert!(op.ru > 0.0 && op.requests >= 1.0, "{id}: {op:?}");
     }
