@@ -6,9 +6,10 @@
 //! Every module sits on a floor, and **a module imports only from the floors below it**: never
 //! from a neighbour on its own floor, never from above. Ground floor first:
 //!
-//! 1. `domain`, `platform`, `retry`, `words`: what users, posts, comments and likes are, with
-//!    their validation; which host the process runs on; how to wait before trying again; how
-//!    the commands say a count.
+//! 1. `domain`, `platform`, `retry`, `words`, `plan`: what users, posts, comments and likes
+//!    are, with their validation; which host the process runs on; how to wait before trying
+//!    again; how the commands say a count; the capacity and cost planner (pure arithmetic on
+//!    checked-in data: it needs no store).
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
 //!    decorators that meter and scope it, its settings and `open`.
 //! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table
@@ -44,6 +45,7 @@ pub mod domain;
 pub mod error;
 pub mod functions;
 pub mod operations;
+pub mod plan;
 pub mod platform;
 pub mod problem;
 pub mod retry;

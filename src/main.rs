@@ -11,7 +11,7 @@ use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::words::count;
-use cosmos_blog::{changefeed, copies, transfer};
+use cosmos_blog::{changefeed, copies, plan, transfer};
 
 /// Every request allocates per item and per header; mimalloc spends less on that than glibc's
 /// malloc (13–20 % more requests/s on every route in the benchmark harness).
@@ -123,6 +123,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
         tenancy: Tenancy,
     },
+    /// What a workload needs on Azure and costs a month: RU/s, gigabytes, serverless,
+    /// provisioned and autoscale Cosmos DB plus Flex Consumption, the first limit it meets
+    /// and the mode to choose. Needs no store and no network (see docs/capacity.md).
+    ///
+    /// Exit status 2 on a flag that is not a number, out of range or inconsistent.
+    Plan(plan::PlanArgs),
 }
 
 #[derive(Subcommand)]
@@ -141,7 +147,14 @@ enum FunctionsCommand {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `plan` says a usage error in one line (clap adds a hint); the others as clap does.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if std::env::args().nth(1).as_deref() == Some("plan") => {
+            plan::exit_on_usage_error(e)
+        }
+        Err(e) => e.exit(),
+    };
     // Only a server exports traces and metrics; every command logs.
     let serving = matches!(cli.command, None | Some(Command::Serve));
     let telemetry = start_telemetry(serving);
@@ -188,6 +201,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Serve => serve(&cli.serve).await,
         Command::Rebuild { store } => rebuild(&store).await,
         Command::Verify { store, repair } => return verify_store(&store, repair).await,
+        Command::Plan(args) => return plan_workload(&args),
         Command::Export(args) => transfer::run_export(&args).await,
         Command::Import(args) => import(&args).await,
         Command::Backup(args) => transfer::run_backup(&args),
@@ -224,8 +238,31 @@ fn settings_contradictions(cli: &Cli) -> Vec<String> {
         Some(Command::Export(args)) => args.store.contradictions(),
         Some(Command::Import(args)) => args.store.contradictions(),
         Some(Command::Backup(args)) => args.store.contradictions(),
-        Some(Command::Functions { .. } | Command::Stage { .. } | Command::Openapi { .. }) => {
-            Vec::new()
+        Some(
+            Command::Functions { .. }
+            | Command::Stage { .. }
+            | Command::Openapi { .. }
+            | Command::Plan(_),
+        ) => Vec::new(),
+    }
+}
+
+/// Exit status of `plan` on a workload or price it cannot take.
+const PLAN_BAD_INPUT: u8 = 2;
+
+fn plan_workload(args: &plan::PlanArgs) -> ExitCode {
+    match plan::run(args) {
+        Ok(answer) => {
+            print!("{answer}");
+            ExitCode::SUCCESS
+        }
+        Err(plan::PlanError::Usage(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(PLAN_BAD_INPUT)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

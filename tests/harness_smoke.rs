@@ -405,3 +405,24 @@ async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route
         assert!(!markdown.contains(absent), "{absent} in {markdown}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_planner_agrees_with_the_application_within_ten_percent() {
+    // The phase fails unless the RU charged and the planner's prediction agree within ±10 %.
+    let markdown = phase_alone(&["--only", "plan", "--users", "4", "--quiet"]).await;
+    assert!(
+        markdown.contains("## The planner against the application"),
+        "{markdown}"
+    );
+    let row = markdown
+        .lines()
+        .find(|line| line.ends_with("| yes |"))
+        .unwrap_or_else(|| panic!("no agreeing row in {markdown}"));
+    let figures: Vec<f64> = row
+        .split('|')
+        .filter_map(|cell| cell.trim().parse().ok())
+        .collect();
+    let (charged, predicted) = (figures[0], figures[1]);
+    assert!(charged > 0.0 && predicted > 0.0, "{row}");
+    assert!((charged / predicted - 1.0).abs() <= 0.10, "{row}");
+}

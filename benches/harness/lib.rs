@@ -18,6 +18,8 @@ pub mod invariants;
 pub mod layouts;
 pub mod layouts_report;
 pub mod load;
+pub mod plan;
+pub mod plan_check;
 pub mod profile;
 pub mod recheck;
 pub mod report;

@@ -117,6 +117,12 @@ pub struct Args {
     /// the store, as before pages were kept.
     #[arg(long, default_value_t = DEFAULT_LIST_CACHE_MB)]
     pub list_cache_mb: u64,
+    /// `--only plan-costs`: where to write the planner's table of measured costs.
+    #[arg(long, default_value = "src/plan/costs.json")]
+    pub plan_table: PathBuf,
+    /// `--only plan`: also draw the chart of monthly cost against users here (SVG).
+    #[arg(long)]
+    pub plan_chart: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     pub bench: bool,
@@ -135,6 +141,12 @@ pub enum Only {
     /// The readiness route and the query routes Q1–Q6 taking turns on one data set, each
     /// route's throughput as a share of the readiness route's; export off, then on.
     Ceiling,
+    /// The planner's table: each operation and change-feed copy measured on the emulator,
+    /// written to `--plan-table`.
+    PlanCosts,
+    /// A day of `--users` users through the application on the emulator, its RU against
+    /// what `cosmos-blog plan` predicts (within ±10 %).
+    Plan,
 }
 
 pub struct Outcome {
@@ -475,6 +487,33 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
             )
             .await?;
             crate::ceiling::markdown(&mut out, &runs, &config);
+        }
+        Only::PlanCosts => {
+            let config = crate::plan::CostsConfig {
+                users: args.users,
+                samples: args.samples,
+                seed: args.seed,
+                command: command.to_owned(),
+            };
+            let costs = crate::plan::measure(&config, log).await?;
+            crate::plan::write_table(&costs, &args.plan_table)?;
+            out.push_str(&format!(
+                "\nWrote {} ({} operations).\n",
+                args.plan_table.display(),
+                costs.operations.len()
+            ));
+        }
+        Only::Plan => {
+            let check = crate::plan_check::validate(args.users, args.seed, log).await?;
+            crate::plan_check::markdown(&mut out, &check);
+            if let Some(chart) = &args.plan_chart {
+                crate::plan_check::write_chart(chart)?;
+                out.push_str(&format!("\nDrew {}.\n", chart.display()));
+            }
+            anyhow::ensure!(
+                check.agrees(),
+                "the planner is off by more than ±10 %:\n{out}"
+            );
         }
         Only::Faults => {
             let phases = crate::faults::run(&faults_config(args), log).await?;

@@ -1,0 +1,288 @@
+//! The model's promises, on the checked-in table and prices.
+
+use super::data::{Azure, MeasuredCosts};
+use super::model::{DAYS_PER_MONTH, Mix, RuSource, Tenancy, Workload};
+use super::render::{Plan, json, plan};
+
+fn community() -> Workload {
+    Workload {
+        users: 10_000.0,
+        posts_per_day: 200.0,
+        comments_per_post: 5.0,
+        likes_per_post: 20.0,
+        views_per_day: 100_000.0,
+        renames_per_day: 10.0,
+        peak_factor: 3.0,
+        regions: 1.0,
+        horizon_days: 12.0 * DAYS_PER_MONTH,
+        tenancy: Tenancy::Single,
+        tenants: 1.0,
+        mix: Mix::default(),
+        feed_cache_ms: 50.0,
+        function_ms: 20.0,
+        instance_memory_mb: 2048.0,
+        ru_source: RuSource::Reference,
+    }
+}
+
+fn planned(w: &Workload) -> Plan {
+    let azure = Azure::checked_in().unwrap();
+    let costs = MeasuredCosts::checked_in().unwrap();
+    plan(w, &azure, &costs)
+}
+
+fn total_gb(plan: &Plan) -> f64 {
+    plan.storage_gb.after.values().sum()
+}
+
+#[test]
+fn the_checked_in_table_has_every_operation_and_copy() {
+    let costs = MeasuredCosts::checked_in().unwrap();
+    for id in [
+        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7",
+    ] {
+        let op = costs.get(id).unwrap_or_else(|| panic!("{id} in the table"));
+        assert!(op.ru > 0.0 && op.requests >= 1.0, "{id}: {op:?}");
+    }
+    for write in ["C1", "C1.post", "C1.item", "C2", "C3", "C4"] {
+        for container in ["users", "posts", "feed", "leases"] {
+            assert!(costs.get(&format!("{write}.{container}")).is_some());
+        }
+    }
+    // A new post is copied into its author's partition and into the feed.
+    assert!(costs.get("C2.users").unwrap().ru > 0.0);
+    assert!(costs.get("C2.feed").unwrap().ru > 0.0);
+    assert!(costs.get("C2.feed").unwrap().feed_queries >= 1.0);
+}
+
+/// Every output that a larger figure should raise: RU/s, gigabytes, each month's bill.
+fn assert_no_less(figure: &str, before: &Plan, after: &Plan) {
+    let (m0, m1) = (&before.monthly_usd, &after.monthly_usd);
+    assert!(
+        after.ru_per_second.peak >= before.ru_per_second.peak,
+        "{figure}"
+    );
+    assert!(
+        after.ru_per_second.mean >= before.ru_per_second.mean,
+        "{figure}"
+    );
+    assert!(total_gb(after) >= total_gb(before), "{figure}");
+    assert!(m1.provisioned.total >= m0.provisioned.total, "{figure}");
+    assert!(m1.autoscale.total >= m0.autoscale.total, "{figure}");
+    assert!(m1.serverless.total >= m0.serverless.total, "{figure}");
+    assert!(m1.functions.total >= m0.functions.total, "{figure}");
+    assert!(
+        after.recommendation.total_usd >= before.recommendation.total_usd,
+        "{figure}"
+    );
+}
+
+#[test]
+fn the_model_is_monotonic_in_every_workload_figure() {
+    let base = community();
+    let before = planned(&base);
+    let twice = |f: &dyn Fn(&mut Workload)| {
+        let mut w = base.clone();
+        f(&mut w);
+        w
+    };
+    let grown = [
+        ("posts", twice(&|w| w.posts_per_day *= 2.0)),
+        ("comments", twice(&|w| w.comments_per_post *= 2.0)),
+        ("likes", twice(&|w| w.likes_per_post *= 2.0)),
+        ("views", twice(&|w| w.views_per_day *= 2.0)),
+        ("renames", twice(&|w| w.renames_per_day *= 2.0)),
+        ("peak", twice(&|w| w.peak_factor *= 2.0)),
+        ("regions", twice(&|w| w.regions = 2.0)),
+        ("months", twice(&|w| w.horizon_days *= 2.0)),
+    ];
+    for (figure, w) in grown {
+        assert_no_less(figure, &before, &planned(&w));
+    }
+    // Users: the same renames spread over more users, each with fewer items, rewrite fewer
+    // items (the one figure that lowers a cost, and rightly); without renames, more users
+    // cost no less.
+    let quiet = Workload {
+        renames_per_day: 0.0,
+        ..base.clone()
+    };
+    let more = Workload {
+        users: quiet.users * 2.0,
+        ..quiet.clone()
+    };
+    assert_no_less("users", &planned(&quiet), &planned(&more));
+    let spread = planned(&Workload {
+        users: base.users * 2.0,
+        ..base.clone()
+    });
+    let fan_out = |p: &Plan| -> f64 {
+        p.operations
+            .iter()
+            .filter(|(id, _)| id.starts_with("C1."))
+            .map(|(_, o)| o.ru_per_day)
+            .sum()
+    };
+    assert!(fan_out(&spread) < fan_out(&before));
+}
+
+#[test]
+fn serverless_is_cheaper_small_and_provisioned_large() {
+    let personal = Workload {
+        users: 1.0,
+        posts_per_day: 0.2,
+        comments_per_post: 2.0,
+        likes_per_post: 5.0,
+        views_per_day: 300.0,
+        renames_per_day: 0.0,
+        ..community()
+    };
+    let small = planned(&personal).monthly_usd;
+    assert!(small.serverless.holds_peak);
+    assert!(
+        small.serverless.total < small.provisioned.total,
+        "{small:?}"
+    );
+    assert!(small.serverless.total < small.autoscale.total, "{small:?}");
+    assert_eq!(planned(&personal).recommendation.mode, "serverless");
+
+    let busy = Workload {
+        views_per_day: 30_000_000.0,
+        peak_factor: 1.5,
+        ..community()
+    };
+    let large = planned(&busy).monthly_usd;
+    assert!(
+        large.provisioned.total < large.serverless.total,
+        "{large:?}"
+    );
+    assert_ne!(planned(&busy).recommendation.mode, "serverless");
+}
+
+#[test]
+fn the_first_limit_moves_when_the_feed_cache_is_on() {
+    // Busy enough for provisioned throughput, whose first limit is the design's own.
+    let uncached = Workload {
+        views_per_day: 2_000_000.0,
+        feed_cache_ms: 0.0,
+        ..community()
+    };
+    let cached = Workload {
+        feed_cache_ms: 50.0,
+        ..uncached.clone()
+    };
+    let feed = |p: &Plan| {
+        p.limits
+            .iter()
+            .find(|r| r.what.starts_with("feed container's logical partition"))
+            .and_then(|r| r.scale)
+            .unwrap()
+    };
+    let (off, on) = (planned(&uncached), planned(&cached));
+    assert_ne!(off.recommendation.mode, "serverless");
+    let first_off = off.first_limit.clone().unwrap();
+    assert!(
+        first_off
+            .what
+            .starts_with("feed container's logical partition"),
+        "{first_off:?}"
+    );
+    assert_eq!(first_off.at.flag, Some("--views-per-day"));
+    assert!(
+        feed(&on) > feed(&off) * 2.0,
+        "{} → {}",
+        feed(&off),
+        feed(&on)
+    );
+    let first_on = on.first_limit.unwrap();
+    assert!(
+        first_on.what != first_off.what || first_on.at.scale > first_off.at.scale,
+        "{first_on:?}"
+    );
+}
+
+#[test]
+fn storage_grows_with_the_horizon() {
+    let short = planned(&Workload {
+        horizon_days: DAYS_PER_MONTH,
+        ..community()
+    });
+    let long = planned(&Workload {
+        horizon_days: 36.0 * DAYS_PER_MONTH,
+        ..community()
+    });
+    assert!(total_gb(&long) > total_gb(&short) * 10.0);
+    assert!(long.storage_gb.after["posts"] > long.storage_gb.now["posts"]);
+    assert_eq!(long.storage_gb.now, short.storage_gb.after);
+    assert!(long.monthly_usd.serverless.storage_usd > short.monthly_usd.serverless.storage_usd);
+}
+
+#[test]
+fn its_json_keys_stay_as_listed() {
+    let answer = json(&planned(&community())).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    for key in [
+        "operations",
+        "ru_per_second",
+        "storage_gb",
+        "monthly_usd",
+        "first_limit",
+        "recommendation",
+    ] {
+        assert!(value.get(key).is_some(), "{key} in {answer}");
+    }
+    for op in [
+        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "C2.feed",
+    ] {
+        for key in ["requests", "partitions", "ru"] {
+            assert!(value["operations"][op][key].is_number(), "{op}.{key}");
+        }
+    }
+    for key in ["mean", "peak"] {
+        assert!(value["ru_per_second"][key].is_number());
+    }
+    for key in ["now", "after"] {
+        for container in ["users", "posts", "feed"] {
+            assert!(value["storage_gb"][key][container].is_number());
+        }
+    }
+    for key in ["serverless", "provisioned", "autoscale", "functions"] {
+        assert!(value["monthly_usd"][key]["total"].is_number(), "{key}");
+    }
+    assert!(value["monthly_usd"]["functions"]["executions"].is_number());
+    assert!(value["monthly_usd"]["functions"]["gb_seconds"].is_number());
+    for key in ["what", "at", "then"] {
+        assert!(value["first_limit"].get(key).is_some(), "first_limit.{key}");
+    }
+    assert!(value["recommendation"]["mode"].is_string());
+    assert!(!answer.contains("NaN") && !answer.contains("inf"));
+}
+
+#[test]
+fn a_mix_names_known_kinds_only() {
+    let mix = Mix::parse("front=1,post=1").unwrap();
+    assert_eq!((mix.front, mix.post, mix.author), (0.5, 0.5, 0.0));
+    assert!(Mix::parse("tag=10").unwrap_err().contains("not built yet"));
+    assert!(Mix::parse("banana=1").is_err());
+    assert!(Mix::parse("front=0").is_err());
+    assert!(Mix::parse("front=-1").is_err());
+    assert!(Mix::parse("front=nan").is_err());
+}
+
+#[test]
+fn an_override_replaces_one_price_and_keeps_the_rest() {
+    let azure = Azure::with_overrides(&serde_json::json!({
+        "prices": {"storage_per_gb_month": {"value": 0.5}}
+    }))
+    .unwrap();
+    assert_eq!(azure.prices.storage_per_gb_month.value, 0.5);
+    assert_eq!(azure.prices.serverless_per_million_ru.value, 0.25);
+    assert!(
+        Azure::with_overrides(&serde_json::json!({"prices": {"storage": {"value": 1}}})).is_err()
+    );
+    assert!(
+        Azure::with_overrides(
+            &serde_json::json!({"prices": {"storage_per_gb_month": {"value": -1}}})
+        )
+        .is_err()
+    );
+}

@@ -1,0 +1,144 @@
+//! `cosmos-blog plan` through the binary: it answers a workload in one command, and refuses
+//! bad input in one line naming the flag, exit status 2, without a panic.
+
+use testkit::binary;
+
+/// The binary's exit code, standard output and standard error for `plan` with `args`.
+fn plan(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = binary!().subcommand("plan").args(args).output();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_workload_is_answered_in_one_command() {
+    let (code, out, err) = plan(&["--users", "10000", "--views-per-day", "200000"]);
+    assert_eq!(code, Some(0), "{err}");
+    for part in [
+        "RU/s: mean",
+        "A month, USD:",
+        "serverless",
+        "provisioned",
+        "autoscale",
+        "functions",
+        "First limit:",
+        "Recommendation:",
+        "C2.feed",
+    ] {
+        assert!(out.contains(part), "{part} in {out}");
+    }
+    assert!(!out.contains("NaN") && !out.contains("inf "), "{out}");
+}
+
+#[test]
+fn json_has_the_listed_keys() {
+    let (code, out, err) = plan(&["--json", "--tenancy", "multi", "--users", "50000"]);
+    assert_eq!(code, Some(0), "{err}");
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "operations",
+        "ru_per_second",
+        "storage_gb",
+        "monthly_usd",
+        "first_limit",
+        "recommendation",
+    ] {
+        assert!(value.get(key).is_some(), "{key}");
+    }
+    assert_eq!(value["workload"]["tenants"], 50.0);
+}
+
+#[test]
+fn prices_can_be_overridden_by_flag_and_by_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prices.json");
+    std::fs::write(
+        &file,
+        r#"{"prices": {"serverless_per_million_ru": {"value": 0.5, "source": "our contract"}}}"#,
+    )
+    .unwrap();
+    let monthly = |args: &[&str]| {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let (code, out, err) = plan(&all);
+        assert_eq!(code, Some(0), "{err}");
+        let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+        value["monthly_usd"]["serverless"]["throughput_usd"]
+            .as_f64()
+            .unwrap()
+    };
+    let listed = monthly(&[]);
+    let doubled = monthly(&["--prices", file.to_str().unwrap()]);
+    assert!(
+        (doubled / listed - 2.0).abs() < 1e-9,
+        "{listed} → {doubled}"
+    );
+    let flagged = monthly(&["--price-serverless-per-million-ru", "0.125"]);
+    assert!(
+        (flagged / listed - 0.5).abs() < 1e-9,
+        "{listed} → {flagged}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_flag_with_status_2() {
+    let cases: [(&[&str], &str); 16] = [
+        (&["--users", "-5"], "--users"),
+        (&["--users", "0"], "--users"),
+        (&["--users", "2.5"], "--users"),
+        (&["--users", "1e30"], "--users"),
+        (&["--posts-per-day", "abc"], "--posts-per-day"),
+        (&["--posts-per-day", "NaN"], "--posts-per-day"),
+        (&["--likes-per-post", "inf"], "--likes-per-post"),
+        (&["--comments-per-post", "-1"], "--comments-per-post"),
+        (&["--views-per-day", "1e300"], "--views-per-day"),
+        (&["--peak-factor", "0.5"], "--peak-factor"),
+        (&["--regions", "0"], "--regions"),
+        (&["--months", "0"], "--months"),
+        (&["--mix", "front=abc"], "--mix"),
+        (&["--mix", "tag=10"], "--mix"),
+        (&["--tenants", "3"], "--tenants"),
+        (
+            &["--price-storage-per-gb-month", "-0.25"],
+            "--price-storage-per-gb-month",
+        ),
+    ];
+    for (args, flag) in cases {
+        let (code, out, err) = plan(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} printed {out}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?} names {flag}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_prices_file_that_is_wrong_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"prices\": {\"storage_per_gb_month\": {\"value\": -1}}}",
+    )
+    .unwrap();
+    for file in [&missing, &bad] {
+        let (code, _, err) = plan(&["--prices", file.to_str().unwrap()]);
+        assert_eq!(code, Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("--prices"), "{err}");
+    }
+}
+
+#[test]
+fn the_planner_assumes_the_applications_feed_cache() {
+    assert_eq!(
+        cosmos_blog::plan::APP_FEED_CACHE_MS,
+        cosmos_blog::settings::DEFAULT_FEED_CACHE_MS
+    );
+}
