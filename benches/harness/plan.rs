@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::changefeed::Source;
+use cosmos_blog::copies::Source;
 use cosmos_blog::plan::{ItemBytes, MeasuredCosts, MeasuredOp};
 use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
@@ -169,6 +169,7 @@ impl Rig {
                 mode: Some(AuthMode::Header),
                 ..AuthSettings::default()
             },
+            site: Default::default(),
         };
         let app = Application::with_store(&settings, Arc::clone(&store)).await?;
         let base = format!("http://127.0.0.1:{}", app.port());
