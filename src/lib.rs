@@ -8,7 +8,7 @@
 //!
 //! 1. `domain`, `platform`, `retry`, `words`: what users, posts, comments and likes are, with
 //!    their validation; which host the process runs on; how to wait before trying again; how
-//!    the commands say a count.
+//!    the commands say a count and print what they say.
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
 //!    decorators that meter and scope it, its settings and `open`.
 //! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table

@@ -32,21 +32,36 @@ use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
 pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
-pub use refusals::route_not_found;
+pub use refusals::{body_too_large, route_not_found};
 use refusals::{method_not_allowed, panic_problem, unknown_route};
-use routes::ready;
-pub use routes::{routes, routes_for};
+use routes::health;
+pub use routes::{HEALTH_PATH, routes, routes_for};
 pub use state::AppState;
 
-/// Request bodies above this (1 MiB) are refused with 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The most bytes one character of a text field can take in a request body. Field limits
+/// count characters after NFC, and a character may arrive decomposed: JSON's `\uXXXX` escape
+/// (what Python's `json.dumps` writes for anything not ASCII) of U+1F82 `ᾂ`'s four characters
+/// takes 24 bytes, and a form's percent-encoding (`%XX` per UTF-8 byte) of a Kannada or
+/// Hangul syllable's three takes 27. A unit test checks the figure on every character.
+pub const MAX_BYTES_PER_CHAR: usize = 27;
 
-pub use admission::MAX_URI_BYTES;
+/// Room in a body for what is not the text of its fields: the JSON around them, whitespace
+/// between tokens, the spaces trimmed around a title, a form's other fields.
+const BODY_STRUCTURE_BYTES: usize = 64 * 1024;
+
+/// Request bodies above this are refused with 413 (`body-too-large`): enough for the longest
+/// post the field limits take (its content and title) however its text is encoded
+/// (about 2.7 MB), and no more.
+pub const MAX_BODY_BYTES: usize = MAX_BYTES_PER_CHAR
+    * (crate::domain::PostContent::MAX_CHARS + crate::domain::Title::MAX_CHARS)
+    + BODY_STRUCTURE_BYTES;
+
+pub use admission::{MAX_URI_BYTES, refuse_long_uri};
 
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 
-/// The routes `tenancy` serves: the plain ones, or in `multi` the readiness probe and the
+/// The routes `tenancy` serves: the plain ones, or in `multi` the health probe and the
 /// plain `/api` routes under the tenant prefix, nothing else.
 fn served_routes(state: &AppState) -> Router<AppState> {
     let noted = |routes: Router<AppState>| {
@@ -64,7 +79,7 @@ fn served_routes(state: &AppState) -> Router<AppState> {
                 .method_not_allowed_fallback(method_not_allowed)
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
                 .with_state(state.clone());
-            noted(Router::new().route("/", axum::routing::get(ready)))
+            noted(Router::new().route(HEALTH_PATH, axum::routing::get(health)))
                 .merge(tenants::tenant_router(api))
         }
     }
@@ -94,4 +109,49 @@ async fn request_charge(request: Request, next: Next) -> Response {
         response.extensions_mut().insert(RequestCharge(charged));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use unicode_normalization::UnicodeNormalization;
+
+    use super::MAX_BYTES_PER_CHAR;
+
+    /// The bytes of `text` as a JSON string escaped by Python's `json.dumps` (every UTF-16
+    /// unit outside ASCII as `\uXXXX`).
+    fn escaped_bytes(text: &str) -> usize {
+        text.chars()
+            .map(|c| if c.is_ascii() { 1 } else { 6 * c.len_utf16() })
+            .sum()
+    }
+
+    #[test]
+    fn no_character_of_nfc_text_takes_more_than_the_bound_however_it_arrives() {
+        let widest = (0..=u32::from(char::MAX))
+            .filter_map(char::from_u32)
+            // A character NFC never yields is counted as what it becomes.
+            .filter(|c| std::iter::once(*c).nfc().eq(std::iter::once(*c)))
+            .map(|c| {
+                let decomposed: String = std::iter::once(c).nfd().collect();
+                let percent = 3 * decomposed.len();
+                escaped_bytes(&decomposed).max(percent)
+            })
+            .max()
+            .unwrap_or_default();
+        assert_eq!(widest, MAX_BYTES_PER_CHAR);
+    }
+
+    #[test]
+    fn the_description_of_413_names_the_limit() {
+        use utoipa::ToResponse;
+        let digits = super::MAX_BODY_BYTES.to_string();
+        let (head, tail) = digits.split_at(digits.len() - 3);
+        let (first, middle) = head.split_at(head.len() - 3);
+        let response = super::description::PayloadTooLarge::response().1;
+        let text = serde_json::to_string(&response).unwrap_or_default();
+        assert!(
+            text.contains(&format!("{first},{middle},{tail} bytes")),
+            "{text}"
+        );
+    }
 }

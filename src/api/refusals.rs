@@ -15,6 +15,21 @@ pub fn route_not_found() -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
 }
 
+/// The answer to a body over [`super::MAX_BODY_BYTES`], from the API and the pages' forms.
+pub fn body_too_large() -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body-too-large",
+        format!(
+            "the request body is larger than {} KiB: a post takes at most {} characters of \
+             content and {} of title",
+            super::MAX_BODY_BYTES / 1024,
+            crate::domain::PostContent::MAX_CHARS,
+            crate::domain::Title::MAX_CHARS
+        ),
+    )
+}
+
 pub(super) async fn method_not_allowed() -> Problem {
     Problem::new(
         StatusCode::METHOD_NOT_ALLOWED,

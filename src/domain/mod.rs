@@ -6,6 +6,7 @@ mod dates;
 mod idempotency;
 mod ids;
 mod items;
+mod pattern;
 mod text;
 mod tombstone;
 mod visible;
@@ -13,7 +14,7 @@ mod wire;
 
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
-pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
+pub use ids::{CommentId, LikeId, PostId, TenantId, UserId, is_stored_id};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a, is_stored_a};
 pub use text::{CommentContent, PostContent, Title, Username};
 pub use tombstone::{Deleted, TOMBSTONE_TTL_SECONDS, Tombstone};

@@ -3,10 +3,9 @@
 //! API route and a Functions function are three faces of one operation.
 //!
 //! One door, [`router`]: it serves the pages and hands every other request to the API
-//! application it wraps. `GET /` is the front page for a browser (a request that accepts
-//! HTML) and stays the API's readiness probe for everyone else. In the `multi` layout the
-//! pages of a tenant are under `/tenants/{tenantId}/`, served by the same routes with the
-//! tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
+//! application it wraps. `GET /` is the front page for every client that accepts HTML. In
+//! the `multi` layout the pages of a tenant are under `/tenants/{tenantId}/`, served by the
+//! same routes with the tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
 
 mod assets;
 mod atom;
@@ -109,6 +108,7 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
             allowed,
             guard::refuse_cross_site,
         ))
+        .layer(middleware::from_fn(crate::api::refuse_long_uri))
         .layer(middleware::from_fn_with_state(state, error_pages))
         .layer(middleware::from_fn(guard::page_headers))
 }
@@ -121,15 +121,16 @@ fn observed(pages: Router<AppState>) -> Router<AppState> {
         .layer(middleware::from_fn(telemetry::http::observe))
 }
 
-/// `/` is the front page for a browser, and the API's readiness probe for everyone else
-/// (the Functions host, load balancers, the tests and tools that already call it).
+/// `/` is the front page for every client that accepts HTML (`*/*` included: curl, link
+/// unfurlers, crawlers); a client that accepts only other types gets the API's answer.
+/// Probes have their own route, `GET /api/health`.
 async fn front_door(pages: Router, api: Router, mut request: Request) -> Response {
     // The router it is handed to matches `/` again: without this, that router would see the
     // two matches joined (`//`) and not know the route (its query parameters, its telemetry).
     request
         .extensions_mut()
         .remove::<axum::extract::MatchedPath>();
-    let target = if wants_html(request.headers()) {
+    let target = if accepts_html(request.headers()) {
         pages
     } else {
         api
@@ -147,6 +148,30 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|accept| accept.contains("text/html"))
+}
+
+/// Whether the client takes an HTML answer: it sends no `Accept`, or one that names
+/// `text/html`, `text/*` or `*/*` without refusing it (`q=0`).
+fn accepts_html(headers: &HeaderMap) -> bool {
+    let mut ranges = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|accept| accept.split(','))
+        .peekable();
+    if ranges.peek().is_none() {
+        return true;
+    }
+    ranges.any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.parse::<f32>().ok())
+                .is_some_and(|q| q == 0.0)
+        });
+        matches!(media.as_str(), "text/html" | "text/*" | "*/*") && !refused
+    })
 }
 
 /// The `multi` layout's pages: `/tenants/{tenantId}/<rest>` is the blog page `/<rest>` of that
