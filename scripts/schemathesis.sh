@@ -28,7 +28,7 @@ work=$(mktemp -d)
     >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
     [ -s "$work/port" ] && break
     sleep 0.2
 done

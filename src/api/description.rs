@@ -149,7 +149,7 @@ problem_responses!(
     UnprocessableContent => "The `Idempotency-Key` was sent before with a different request \
         (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
         new key.",
-    PayloadTooLarge => "The request body is larger than the limit (`body-too-large`): 2,773,636 \
+    PayloadTooLarge => "The request body is larger than the limit (`body-too-large`): 1,269,136 \
         bytes, room for the longest post the field limits take however its text is encoded.",
     UnsupportedMediaType => "The body is not sent as `application/json` in UTF-8 \
         (`unsupported-media-type`: another media type, or a `charset` other than `utf-8`), or \

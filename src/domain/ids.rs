@@ -39,10 +39,10 @@ fn id_pattern() -> &'static str {
     static PATTERN: LazyLock<String> = LazyLock::new(|| {
         let inside = |c: char| !refused_in_id(c);
         let at_end = |c: char| inside(c) && c != SPACE;
-        let ascii = pattern::class(|c| c.is_ascii() && inside(c), false);
-        let ascii_end = pattern::class(|c| c.is_ascii() && at_end(c), false);
-        let other = pattern::class(inside, true);
-        let other_end = pattern::class(at_end, true);
+        let ascii = pattern::class(|c| c.is_ascii() && inside(c));
+        let ascii_end = pattern::class(|c| c.is_ascii() && at_end(c));
+        let other = pattern::class(inside);
+        let other_end = pattern::class(at_end);
         let shows = visible::lookahead();
         format!(
             r"^(?!\.{{1,2}}$){shows}(?:{ascii_end}(?:{ascii}{{0,253}}{ascii_end})?|{other_end}(?:{other}{{0,61}}{other_end})?)$"

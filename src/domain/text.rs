@@ -95,9 +95,9 @@ struct Classes {
 impl Classes {
     fn of(kind: Kind) -> Self {
         Self {
-            allowed: pattern::class(|c| !kind.refuses(c), true),
-            whitespace: pattern::class(|c| c.is_whitespace() && !kind.refuses(c), false),
-            not_blank: pattern::class(|c| !c.is_whitespace() && !kind.refuses(c), false),
+            allowed: pattern::class(|c| !kind.refuses(c)),
+            whitespace: pattern::class(|c| c.is_whitespace() && !kind.refuses(c)),
+            not_blank: pattern::class(|c| !c.is_whitespace() && !kind.refuses(c)),
         }
     }
 }
@@ -105,7 +105,7 @@ impl Classes {
 static TEXT_CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes::of(Kind::Text));
 static NAME_CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes::of(Kind::Name));
 /// Whatever `str::trim` strips around a trimmed field, refused inside or not.
-static TRIMMED: LazyLock<String> = LazyLock::new(|| pattern::class(char::is_whitespace, false));
+static TRIMMED: LazyLock<String> = LazyLock::new(|| pattern::class(char::is_whitespace));
 
 /// The pattern of a field that [`bounded`] takes, given its rules: a character that shows,
 /// no refused character, and for a trimmed field at most `max_chars` between the first and

@@ -31,7 +31,7 @@ pub fn has_visible(text: &str) -> bool {
 /// [`shows`] (computed once: the class lists every range of them).
 pub fn lookahead() -> &'static str {
     static LOOKAHEAD: LazyLock<String> =
-        LazyLock::new(|| format!(r"(?=[\s\S]*{})", pattern::class(shows, false)));
+        LazyLock::new(|| format!(r"(?=[\s\S]*{})", pattern::class(shows)));
     &LOOKAHEAD
 }
 

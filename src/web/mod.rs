@@ -108,6 +108,9 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins) -> Router {
             allowed,
             guard::refuse_cross_site,
         ))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::api::MAX_BODY_BYTES,
+        ))
         .layer(middleware::from_fn(crate::api::refuse_long_uri))
         .layer(middleware::from_fn_with_state(state, error_pages))
         .layer(middleware::from_fn(guard::page_headers))

@@ -259,8 +259,8 @@ async fn bodies_over_the_limit_are_413_and_every_text_the_fields_take_fits(app: 
         .await;
     assert_problem(response, StatusCode::BAD_REQUEST, "invalid-field").await;
     // The longest post the fields take, escaped as Python's json.dumps does: 90,000 emoji are
-    // 12 bytes each (a surrogate pair of escapes), a full title of Greek that arrives
-    // decomposed (U+1F82 as four escapes) 24 bytes a character.
+    // 12 bytes each (a surrogate pair of escapes); a full title of Greek sent decomposed
+    // (U+1F82 as four characters) is stored as 300.
     let longest = json!({
         "title": "\u{3b1}\u{313}\u{300}\u{345}".repeat(300),
         "content": format!("{}{}", "😀".repeat(90_000), "x".repeat(10_000)),

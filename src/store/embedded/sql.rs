@@ -347,9 +347,16 @@ mod tests {
         let children_first = Query::in_partition(PartitionKey::single("p"))
             .of_types(&["like", "tombstone"])
             .order_by("creationDate", SortOrder::Ascending);
-        let next = encode_position(&("2026".into(), "[\"u\"]".into(), "x".into()));
-        for query in [newest_first, oldest_first, children_first] {
-            for continuation in [None, Some(next.clone())] {
+        let next = |pk: &str| {
+            let date = "2026-01-01T00:00:00.0000000Z";
+            encode_position(&(date.into(), format!("[\"{pk}\"]"), "x".into()))
+        };
+        for (query, pk) in [
+            (newest_first, "u"),
+            (oldest_first, "p"),
+            (children_first, "p"),
+        ] {
+            for continuation in [None, Some(next(pk))] {
                 let page = PageRequest {
                     max_items: 50,
                     continuation,
