@@ -1073,6 +1073,7 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
             assert_eq!(trigger["methods"], json!([function.method]));
             let route = trigger["route"].as_str().expect("route");
             match tenancy {
+                _ if function.site_wide => assert_eq!(route, format!("api/{}", function.route)),
                 Tenancy::Single => assert_eq!(route, format!("api/{}", function.route)),
                 Tenancy::Multi => {
                     assert_eq!(
@@ -1352,10 +1353,14 @@ async fn start_binary_with(
     };
     let mut served = binary.serve();
     let port = served.port().await;
-    let response = reqwest::get(format!("http://127.0.0.1:{port}/"))
+    let response = reqwest::get(format!("http://127.0.0.1:{port}/api/health"))
         .await
-        .expect("GET /");
-    assert_eq!(response.status(), reqwest::StatusCode::OK, "GET /");
+        .expect("GET /api/health");
+    assert_eq!(
+        response.status(),
+        reqwest::StatusCode::OK,
+        "GET /api/health"
+    );
     (served, port)
 }
 

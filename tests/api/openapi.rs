@@ -552,7 +552,8 @@ fn the_multi_document_puts_every_operation_under_its_tenant_and_q7_only_there() 
         "a tenant id follows the id rules"
     );
     for (template, item) in multi["paths"].as_object().expect("paths") {
-        if template == "/" {
+        // The health probe is the site's, the same in every layout.
+        if template == cosmos_blog::api::HEALTH_PATH {
             continue;
         }
         assert!(
@@ -763,10 +764,12 @@ async fn routing_of(response: reqwest::Response) -> Routing {
 }
 
 /// How `tenancy` addresses an `/api` path: as it is, or under [`TENANT`]'s prefix. Paths
-/// already under a tenant, and those outside `/api`, are left as they are.
+/// already under a tenant, the site's health probe, and those outside `/api`, are left as they
+/// are.
 fn in_layout(tenancy: Tenancy, path: &str) -> String {
+    let site_wide = path.split('?').next() == Some(cosmos_blog::api::HEALTH_PATH);
     match (tenancy, path.strip_prefix("/api/")) {
-        (Tenancy::Multi, Some(rest)) if !rest.starts_with("tenants/") => {
+        (Tenancy::Multi, Some(rest)) if !rest.starts_with("tenants/") && !site_wide => {
             format!("/api/tenants/{TENANT}/{rest}")
         }
         _ => path.to_owned(),
@@ -1092,10 +1095,10 @@ impl Call {
         }
     }
 
-    /// A JSON body over the 1 MiB limit.
+    /// A JSON body over the body limit.
     fn too_large(self) -> Self {
         let mut bytes = b"{\"content\": \"".to_vec();
-        bytes.resize(1024 * 1024 + 16, b'x');
+        bytes.resize(cosmos_blog::api::MAX_BODY_BYTES + 16, b'x');
         bytes.extend_from_slice(b"\"}");
         Self {
             body: Body::Raw("application/json", bytes),

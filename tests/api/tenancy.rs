@@ -605,7 +605,7 @@ async fn a_tenant_is_served_the_multi_openapi_document(backend: Backend) {
     let paths = served["paths"].as_object().expect("paths");
     for path in paths.keys() {
         assert!(
-            path == "/" || path.starts_with("/api/tenants/{tenantId}/"),
+            path == cosmos_blog::api::HEALTH_PATH || path.starts_with("/api/tenants/{tenantId}/"),
             "{path} outside the tenant routes"
         );
     }
