@@ -65,7 +65,8 @@ fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
              one letter, digit, punctuation mark or symbol; not `.` or `..`; without `/`, `\\`, \
              `?`, `#`, `%`, control or format characters, whitespace other than the space, or a \
              space at either end (the pattern: up to 255 such ASCII characters, or 63 of any \
-             kind). Percent-encode it in URLs as usual."
+             kind). Percent-encode it in URLs as usual. An id outside these rules is a `400` \
+             (`invalid-field`, naming it)."
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_ID_BYTES))
