@@ -32,29 +32,11 @@ use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
 pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
-pub use refusals::{body_too_large, route_not_found};
+pub use refusals::{MAX_BODY_BYTES, MAX_BYTES_PER_CHAR, body_too_large, route_not_found};
 use refusals::{method_not_allowed, panic_problem, unknown_route};
 use routes::health;
 pub use routes::{HEALTH_PATH, routes, routes_for};
 pub use state::AppState;
-
-/// The most bytes one character of a text field takes in a request body, as it is sent: one
-/// beyond the Basic Multilingual Plane escaped as a surrogate pair (`\uD83D\uDE00`, what
-/// Python's `json.dumps` writes for an emoji) or percent-encoded in a form (`%F0%9F%98%80`).
-/// A unit test checks the figure on every character. (Field limits count characters after
-/// NFC; a text sent decomposed, as more characters than it is, counts as sent here.)
-pub const MAX_BYTES_PER_CHAR: usize = 12;
-
-/// Room in a body for what is not the text of its fields: the JSON around them, whitespace
-/// between tokens, the spaces trimmed around a title, a form's other fields.
-const BODY_STRUCTURE_BYTES: usize = 64 * 1024;
-
-/// Request bodies above this are refused with 413 (`body-too-large`): enough for the longest
-/// post the field limits take (its content and title) however its text is encoded
-/// (about 1.2 MiB), and no more.
-pub const MAX_BODY_BYTES: usize = MAX_BYTES_PER_CHAR
-    * (crate::domain::PostContent::MAX_CHARS + crate::domain::Title::MAX_CHARS)
-    + BODY_STRUCTURE_BYTES;
 
 pub use admission::{MAX_URI_BYTES, refuse_long_uri};
 
