@@ -8,8 +8,8 @@
 //!
 //! 1. `domain`, `platform`, `retry`, `words`, `plan`: what users, posts, comments and likes
 //!    are, with their validation; which host the process runs on; how to wait before trying
-//!    again; how the commands say a count; the capacity and cost planner (pure arithmetic on
-//!    checked-in data: it needs no store).
+//!    again; how the commands say a count and print what they say; the capacity and cost
+//!    planner (pure arithmetic on checked-in data: it needs no store).
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
 //!    decorators that meter and scope it, its settings and `open`.
 //! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table

@@ -10,8 +10,15 @@ use cosmos_blog::startup::{Application, shutdown_signal};
 use cosmos_blog::store::{self, Store, Tenancy};
 use cosmos_blog::telemetry::{self, Telemetry};
 use cosmos_blog::verify::{self, VerifyReport};
-use cosmos_blog::words::count;
+use cosmos_blog::words::{self, count};
 use cosmos_blog::{changefeed, copies, plan, transfer};
+
+/// `println!` that ends quietly when standard output's reader goes away (`words::print`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        words::print_line(&format!($($arg)*))
+    };
+}
 
 /// Every request allocates per item and per header; mimalloc spends less on that than glibc's
 /// malloc (13–20 % more requests/s on every route in the benchmark harness).
@@ -20,6 +27,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Blog platform backend: an Azure Functions custom handler, or a standalone server with an
 /// embedded store.
+///
+/// The settings (flags, or the environment variables named beside them) go before or after
+/// the command: `cosmos-blog --port 0 serve` and `cosmos-blog serve --port 0` are the same.
 #[derive(Parser)]
 #[command(
     version,
@@ -32,8 +42,10 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
+    /// Every setting is global (`global = true`): taken before or after any command, and
+    /// listed by every command's `--help`.
     #[command(flatten)]
-    serve: Settings,
+    settings: Settings,
 }
 
 #[derive(Subcommand)]
@@ -46,10 +58,7 @@ enum Command {
     Serve,
     /// Re-derive every copy (post copies in users and feed, usernames in posts) from the
     /// source items. Refuses a store that an import left unfinished.
-    Rebuild {
-        #[command(flatten)]
-        store: StoreSettings,
-    },
+    Rebuild,
     /// Check every invariant of the data model (counts, usernames, post copies, feed).
     ///
     /// Copies that the change feed has not made yet (changes after the standalone pump's
@@ -61,8 +70,6 @@ enum Command {
     /// line), or an import left the store unfinished (said first, with the command that
     /// finishes it; nothing else is checked then); 2: the store could not be read.
     Verify {
-        #[command(flatten)]
-        store: StoreSettings,
         /// Also fix what it finds, with targeted writes (a copy rewritten, a username set, a
         /// count recomputed, an orphan removed, the feed trimmed or refilled), print each fix,
         /// and check again: exit status 0 when everything holds afterwards, 1 when something
@@ -94,17 +101,16 @@ enum Command {
     /// Assemble a deployable Azure Functions script root (host.json, the function folders
     /// beside it, the Linux x64 binary), and optionally zip it.
     ///
+    /// The data layout of the deployment is `--tenancy`'s: its routes (`multi`: under
+    /// /api/tenants/{tenantId}), and host.json starts the binary with `--tenancy` set to it,
+    /// which wins over BLOG_TENANCY there.
+    ///
     /// Refuses a binary the Functions Linux host cannot start: not an x86-64 Linux ELF
     /// executable, or needing a newer glibc than the Functions image has.
     Stage {
         /// Folder of the script root; replaced if it holds a previous staging.
         #[arg(long, default_value = stage::DEFAULT_OUT)]
         out: PathBuf,
-        /// Data layout of the deployment: its routes (`multi`: under
-        /// /api/tenants/{tenantId}), and host.json starts the binary with `--tenancy` set to
-        /// it, which wins over BLOG_TENANCY.
-        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
-        tenancy: Tenancy,
         /// The Linux x64 release binary [default: the x86_64-unknown-linux-gnu release build if
         /// present, else target/release/cosmos-blog].
         #[arg(long)]
@@ -113,15 +119,14 @@ enum Command {
         #[arg(long)]
         zip: bool,
     },
-    /// Write the OpenAPI 3.1 description of the HTTP API (what `GET .../openapi.json` serves).
+    /// Write the OpenAPI 3.1 description of the HTTP API (what `GET .../openapi.json` serves)
+    /// of the data layout `--tenancy` names (`multi`: every route under
+    /// /api/tenants/{tenantId}).
     Openapi {
         /// File to write; `-` for standard output [default: openapi.json, or
         /// openapi.multi.json with `--tenancy multi`].
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Data layout to describe (`multi`: every route under /api/tenants/{tenantId}).
-        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
-        tenancy: Tenancy,
     },
     /// What a workload needs on Azure and costs a month: RU/s, gigabytes, serverless,
     /// provisioned and autoscale Cosmos DB plus Flex Consumption, the first limit it meets
@@ -133,15 +138,13 @@ enum Command {
 
 #[derive(Subcommand)]
 enum FunctionsCommand {
-    /// (Re)write host.json and functions/*/function.json from the function table.
+    /// (Re)write host.json and functions/*/function.json from the function table, with the
+    /// routes of the data layout `--tenancy` names (`multi`: under /api/tenants/{tenantId}).
     Generate {
         /// Folder to write into [default: `.`, the repository, which keeps the single-tenant
         /// files; required with `--tenancy multi`].
-        #[arg(long, required_if_eq("tenancy", "multi"))]
+        #[arg(long)]
         root: Option<PathBuf>,
-        /// Data layout whose routes to write (`multi`: under /api/tenants/{tenantId}).
-        #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
-        tenancy: Tenancy,
     },
 }
 
@@ -197,24 +200,24 @@ async fn run(cli: Cli) -> ExitCode {
         }
         return ExitCode::from(CONTRADICTORY_SETTINGS);
     }
+    let store = &cli.settings.store;
+    let tenancy = store.tenancy;
     let result = match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(&cli.serve).await,
-        Command::Rebuild { store } => rebuild(&store).await,
-        Command::Verify { store, repair } => return verify_store(&store, repair).await,
-        Command::Plan(args) => return plan_workload(&args),
-        Command::Export(args) => transfer::run_export(&args).await,
-        Command::Import(args) => import(&args).await,
-        Command::Backup(args) => transfer::run_backup(&args),
+        Command::Serve => serve(&cli.settings).await,
+        Command::Rebuild => rebuild(store).await,
+        Command::Verify { repair } => return verify_store(store, repair).await,
+        Command::Plan(args) => {
+            let args = plan::PlanArgs { tenancy, ..args };
+            return plan_workload(&args);
+        }
+        Command::Export(args) => transfer::run_export(store, &args).await,
+        Command::Import(args) => import(store, &args).await,
+        Command::Backup(args) => transfer::run_backup(store, &args),
         Command::Functions {
-            command: FunctionsCommand::Generate { root, tenancy },
-        } => generate(root.as_deref().unwrap_or(Path::new(".")), tenancy),
-        Command::Stage {
-            out,
-            binary,
-            zip,
-            tenancy,
-        } => stage_script_root(&out, binary, zip, tenancy),
-        Command::Openapi { out, tenancy } => write_openapi(
+            command: FunctionsCommand::Generate { root },
+        } => generate(root.as_deref(), tenancy),
+        Command::Stage { out, binary, zip } => stage_script_root(&out, binary, zip, tenancy),
+        Command::Openapi { out } => write_openapi(
             out.as_deref()
                 .unwrap_or(Path::new(openapi::committed_file(tenancy))),
             tenancy,
@@ -233,11 +236,14 @@ async fn run(cli: Cli) -> ExitCode {
 /// What the chosen command's settings say twice; every command refuses to start on any.
 fn settings_contradictions(cli: &Cli) -> Vec<String> {
     match &cli.command {
-        None | Some(Command::Serve) => cli.serve.contradictions(),
-        Some(Command::Rebuild { store } | Command::Verify { store, .. }) => store.contradictions(),
-        Some(Command::Export(args)) => args.store.contradictions(),
-        Some(Command::Import(args)) => args.store.contradictions(),
-        Some(Command::Backup(args)) => args.store.contradictions(),
+        None | Some(Command::Serve) => cli.settings.contradictions(),
+        Some(
+            Command::Rebuild
+            | Command::Verify { .. }
+            | Command::Export(_)
+            | Command::Import(_)
+            | Command::Backup(_),
+        ) => cli.settings.store.contradictions(),
         Some(
             Command::Functions { .. }
             | Command::Stage { .. }
@@ -253,7 +259,7 @@ const PLAN_BAD_INPUT: u8 = 2;
 fn plan_workload(args: &plan::PlanArgs) -> ExitCode {
     match plan::run(args) {
         Ok(answer) => {
-            print!("{answer}");
+            words::print(&answer);
             ExitCode::SUCCESS
         }
         Err(plan::PlanError::Usage(e)) => {
@@ -281,7 +287,7 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     }
     let report = copies::rebuild(&store).await?;
     for line in report.log_lines("rebuild") {
-        println!("{line}");
+        say!("{line}");
     }
     let verdict = run_verify(&store).await?;
     anyhow::ensure!(
@@ -291,8 +297,8 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn import(args: &transfer::ImportArgs) -> anyhow::Result<()> {
-    let store = transfer::run_import(args).await?;
+async fn import(settings: &StoreSettings, args: &transfer::ImportArgs) -> anyhow::Result<()> {
+    let store = transfer::run_import(settings, args).await?;
     let verdict = run_verify(&store).await?;
     anyhow::ensure!(verdict.holds(), "the imported store violates the model");
     Ok(())
@@ -314,7 +320,7 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
         // Half a store loaded breaks invariants by the hundred; the one thing to say is how to
         // finish the import (a repair cannot: the sources are missing).
         if let Some(unfinished) = transfer::unfinished_import(&store).await? {
-            println!("verify: FAILED, {unfinished}");
+            say!("verify: FAILED, {unfinished}");
             return Ok(None);
         }
         if repair {
@@ -346,7 +352,7 @@ async fn run_verify(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
 async fn run_verify_beside_the_change_feed(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     let backlog = changefeed::backlog(store).await?;
     if backlog.total() > 0 {
-        println!("verify: {}", backlog.describe());
+        say!("verify: {}", backlog.describe());
     }
     let explained = |violation: &verify::Violation| backlog.explains(violation);
     let report = verify::verify_explained(store, &mut show_progress, &explained).await?;
@@ -358,15 +364,15 @@ async fn run_verify_beside_the_change_feed(store: &Arc<dyn Store>) -> anyhow::Re
 /// then what still fails (if anything) and the verdict of the scan after the repairs.
 async fn run_repair(store: &Arc<dyn Store>) -> anyhow::Result<VerifyReport> {
     let report = verify::verify_and_repair(store, &mut show_progress, &mut |fixed| {
-        println!("{fixed}");
+        say!("{fixed}");
     })
     .await?;
     // Each fix named its violation as it was made; what had none is listed below.
     eprintln!("before the repairs: {}", report.before.verdict());
     for failed in &report.applied.failed {
-        println!("{failed}");
+        say!("{failed}");
     }
-    println!("{}", repair_tally(&report));
+    say!("{}", repair_tally(&report));
     print_verdict(&report.after);
     Ok(report.after)
 }
@@ -398,14 +404,23 @@ fn show_progress(progress: &verify::ScanProgress) {
 
 fn print_verdict(report: &VerifyReport) {
     for line in report.violation_lines(VIOLATIONS_SHOWN) {
-        println!("{line}");
+        say!("{line}");
     }
-    println!("{}", report.verdict());
+    say!("{}", report.verdict());
 }
 
-fn generate(root: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
+/// `functions generate`: into the repository (`.`) for the `single` layout; the `multi`
+/// layout's files would replace the repository's, so they need a folder named.
+fn generate(root: Option<&Path>, tenancy: Tenancy) -> anyhow::Result<()> {
+    let root = match (root, tenancy) {
+        (Some(root), _) => root,
+        (None, Tenancy::Single) => Path::new("."),
+        (None, Tenancy::Multi) => {
+            anyhow::bail!("--root is required with --tenancy multi (the repository keeps single)")
+        }
+    };
     for path in metadata::write_repository(root, tenancy)? {
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -413,12 +428,12 @@ fn generate(root: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
 fn write_openapi(out: &Path, tenancy: Tenancy) -> anyhow::Result<()> {
     let document = openapi::json_for(tenancy);
     if out == Path::new("-") {
-        print!("{document}");
+        words::print(&document);
         return Ok(());
     }
     std::fs::write(out, document)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
-    println!("wrote {}", out.display());
+    say!("wrote {}", out.display());
     Ok(())
 }
 
@@ -431,11 +446,11 @@ fn stage_script_root(
     let binary = binary.unwrap_or_else(|| stage::default_binary(Path::new(".")));
     stage::check_binary_runs_on_functions(&binary)?;
     stage::stage(out, &binary, tenancy)?;
-    println!("staged {} ({tenancy} layout)", out.display());
+    say!("staged {} ({tenancy} layout)", out.display());
     if zip {
         let archive = stage::zip_path(out);
         stage::zip_script_root(out, &archive)?;
-        println!("zipped {}", archive.display());
+        say!("zipped {}", archive.display());
     }
     Ok(())
 }

@@ -39,6 +39,9 @@ pub struct HttpFunction {
     pub route: &'static str,
     /// `Some(layout)`: only that layout has the function (Q7 lists a tenant's users).
     pub only_in: Option<Tenancy>,
+    /// Served at the same path in every layout, never under a tenant: it belongs to the
+    /// server, not to a blog (the health probe).
+    pub site_wide: bool,
 }
 
 const fn http(name: &'static str, method: &'static str, route: &'static str) -> HttpFunction {
@@ -47,6 +50,7 @@ const fn http(name: &'static str, method: &'static str, route: &'static str) -> 
         method,
         route,
         only_in: None,
+        site_wide: false,
     }
 }
 
@@ -78,12 +82,20 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("GetApiDocsStyles", "get", "docs/swagger-ui.css"),
     http("GetApiDocsScript", "get", "docs/swagger-ui-bundle.js"),
     http("ListUsers", "get", "users").only_in(Tenancy::Multi),
+    http("GetHealth", "get", "health").site_wide(),
 ];
 
 impl HttpFunction {
     const fn only_in(self, tenancy: Tenancy) -> Self {
         Self {
             only_in: Some(tenancy),
+            ..self
+        }
+    }
+
+    const fn site_wide(self) -> Self {
+        Self {
+            site_wide: true,
             ..self
         }
     }
@@ -97,8 +109,8 @@ impl HttpFunction {
     /// `tenants/{tenantId}/users/{userId}`.
     pub fn route_in(&self, tenancy: Tenancy) -> String {
         match tenancy {
-            Tenancy::Single => self.route.to_owned(),
-            Tenancy::Multi => format!("{TENANT_ROUTE_PREFIX}/{}", self.route),
+            Tenancy::Multi if !self.site_wide => format!("{TENANT_ROUTE_PREFIX}/{}", self.route),
+            _ => self.route.to_owned(),
         }
     }
 

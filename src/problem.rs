@@ -10,6 +10,8 @@ use std::borrow::Cow;
 
 use crate::error::Error;
 
+pub mod connection;
+
 pub const CONTENT_TYPE: &str = "application/problem+json";
 
 /// The `code` of the problem a response carries, in its extensions: what telemetry records.

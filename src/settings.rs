@@ -27,18 +27,28 @@ pub const DEFAULT_LIST_CACHE_MB: u64 = 0;
 #[derive(Debug, Clone, Args)]
 pub struct Settings {
     /// Port to serve on. The Functions host assigns one through FUNCTIONS_CUSTOMHANDLER_PORT.
-    #[arg(long, env = "FUNCTIONS_CUSTOMHANDLER_PORT", default_value_t = 7071)]
+    #[arg(
+        long,
+        env = "FUNCTIONS_CUSTOMHANDLER_PORT",
+        default_value_t = 7071,
+        global = true
+    )]
     pub port: u16,
 
     /// Once listening, write the port to this file (replaced atomically, so a reader sees the
     /// whole number or no file): how whoever started the server with `--port 0`, which lets
     /// the system choose a free port, learns which one it got.
-    #[arg(long, env = "BLOG_PORT_FILE")]
+    #[arg(long, env = "BLOG_PORT_FILE", global = true)]
     pub port_file: Option<PathBuf>,
 
     /// Address to bind. Loopback by default: the default auth mode (`header`) is refused on
     /// any other address.
-    #[arg(long, env = "BLOG_BIND_ADDRESS", default_value = "127.0.0.1")]
+    #[arg(
+        long,
+        env = "BLOG_BIND_ADDRESS",
+        default_value = "127.0.0.1",
+        global = true
+    )]
     pub bind_address: IpAddr,
 
     #[command(flatten)]
@@ -46,7 +56,7 @@ pub struct Settings {
 
     /// How long (ms) a feed read may be served from memory. The feed is the hottest read and
     /// is eventually consistent anyway; 0 turns the cache off.
-    #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS)]
+    #[arg(long, env = "BLOG_FEED_CACHE_MS", default_value_t = DEFAULT_FEED_CACHE_MS, global = true)]
     pub feed_cache_ms: u64,
 
     /// How many MiB of list pages (a user's posts, a post's comments and likes) and of items
@@ -55,20 +65,20 @@ pub struct Settings {
     /// so a kept page shows this server's writes at once and another process's within 50 ms,
     /// at the cost of a row written with each write (measured: the write mix a tenth slower).
     /// Cosmos DB keeps no such count, so nothing is kept there. 0 (the default) keeps nothing.
-    #[arg(long, env = "BLOG_LIST_CACHE_MB", default_value_t = DEFAULT_LIST_CACHE_MB)]
+    #[arg(long, env = "BLOG_LIST_CACHE_MB", default_value_t = DEFAULT_LIST_CACHE_MB, global = true)]
     pub list_cache_mb: u64,
 
     /// How far behind the present (ms) the delayed re-check reads the change feeds of `users`
     /// and `posts`, checks each change against its source and its dependents, and repairs what
     /// the handlers missed (stale reads, skipped trigger batches, hand edits). Beside the
     /// pump standalone; the `Recheck` timer function under the Functions host. 0 turns it off.
-    #[arg(long, env = "BLOG_RECHECK_DELAY_MS", default_value_t = recheck::DEFAULT_DELAY_MS)]
+    #[arg(long, env = "BLOG_RECHECK_DELAY_MS", default_value_t = recheck::DEFAULT_DELAY_MS, global = true)]
     pub recheck_delay_ms: u64,
 
     /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
     /// Functions triggers do it), `auto` (pump, unless running under the Functions host or on
     /// App Service, with Cosmos DB).
-    #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto)]
+    #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto, global = true)]
     pub change_feed: ChangeFeedMode,
 
     #[command(flatten)]

@@ -24,6 +24,7 @@ use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
 use crate::platform::Platform;
+use crate::problem::connection::ProblemListener;
 use crate::settings::Settings;
 use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
@@ -157,7 +158,7 @@ impl Application {
         if let Some(path) = &self.port_file {
             write_port_file(path, port)?;
         }
-        axum::serve(self.listener, self.router)
+        axum::serve(ProblemListener(self.listener), self.router)
             .with_graceful_shutdown(shutdown)
             .await
             .context("server failed")?;

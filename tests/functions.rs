@@ -913,7 +913,8 @@ fn trigger_metadata_matches_the_v4_extension() {
 /// The paths `router` matches. axum has no public list of a router's routes, but its `Debug`
 /// output names each path of the router (`paths: {RouteId(1): "/api/feed", ...}`) before
 /// those of its fallback router; the probes below find which methods each one answers. If a
-/// new axum prints them differently, the readiness probe `/` goes missing and this fails.
+/// new axum prints them differently, the health probe `/api/health` goes missing and this
+/// fails.
 fn router_paths(router: &Router<AppState>) -> BTreeSet<String> {
     let debug = format!("{router:?}");
     let own = debug.split("fallback_router").next().unwrap_or_default();
@@ -927,7 +928,7 @@ fn router_paths(router: &Router<AppState>) -> BTreeSet<String> {
         .map(str::to_owned)
         .collect();
     assert!(
-        paths.contains("/"),
+        paths.contains("/api/health"),
         "cannot read the routes of the router from axum's Debug output: {debug}"
     );
     paths
@@ -993,7 +994,7 @@ async fn every_route_of_the_router_is_in_the_table_and_only_they() {
                 Authenticator::EasyAuthDisabled,
             ));
         let mut served = BTreeSet::new();
-        for path in paths.iter().filter(|p| *p != "/") {
+        for path in &paths {
             for method in PROBE_METHODS {
                 let response = router
                     .clone()
@@ -1083,6 +1084,7 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
             assert_eq!(trigger["methods"], json!([function.method]));
             let route = trigger["route"].as_str().expect("route");
             match tenancy {
+                _ if function.site_wide => assert_eq!(route, format!("api/{}", function.route)),
                 Tenancy::Single => assert_eq!(route, format!("api/{}", function.route)),
                 Tenancy::Multi => {
                     assert_eq!(
@@ -1362,10 +1364,14 @@ async fn start_binary_with(
     };
     let mut served = binary.serve();
     let port = served.port().await;
-    let response = reqwest::get(format!("http://127.0.0.1:{port}/"))
+    let response = reqwest::get(format!("http://127.0.0.1:{port}/api/health"))
         .await
-        .expect("GET /");
-    assert_eq!(response.status(), reqwest::StatusCode::OK, "GET /");
+        .expect("GET /api/health");
+    assert_eq!(
+        response.status(),
+        reqwest::StatusCode::OK,
+        "GET /api/health"
+    );
     (served, port)
 }
 
@@ -1562,12 +1568,11 @@ async fn the_site_root_of_a_multi_tenant_site_is_a_function_and_a_page_saying_wh
         html.contains("no-blog-at-site-root") && html.contains("/tenants/"),
         "{html}"
     );
-    let probe = Request::get("/").body(Body::empty()).expect("request");
-    assert_eq!(
-        send(app.clone(), probe).await.0,
-        StatusCode::OK,
-        "readiness"
-    );
+    // The host's start-up probe of `/` takes that answer; probes of health have their route.
+    let probe = Request::get("/api/health")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(app.clone(), probe).await.0, StatusCode::OK, "health");
 }
 
 /// A browser's request as the host forwards it: its `Accept`, its cookies, Fetch Metadata.

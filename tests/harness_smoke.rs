@@ -373,7 +373,7 @@ async fn the_transfer_phase_runs_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route() {
+async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_health_route() {
     let markdown = phase_alone(&[
         "--only",
         "ceiling",
@@ -393,7 +393,7 @@ async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_readiness_route
     ])
     .await;
     for route in [
-        "| GET / (readiness) | ",
+        "| GET /api/health (ceiling) | ",
         "| Q2 GET /api/posts/{id} | ",
         "| Q4 GET /api/posts/{id}/comments | ",
         "| page GET /posts/{id} | ",

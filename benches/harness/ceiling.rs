@@ -1,5 +1,5 @@
 //! The ceiling phase (`--only ceiling`): every query route beside the server's cheapest one,
-//! the readiness probe `GET /`, on one data set and one server. Each query is one request to
+//! the health probe `GET /api/health`, on one data set and one server. Each query is one request to
 //! one logical partition, so it should cost little more than that probe: the phase prints
 //! each route's throughput as a share of the probe's.
 //!
@@ -19,10 +19,10 @@ use crate::generate::Dataset;
 use crate::load::{Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled};
 use crate::stats::ms;
 
-/// The routes, the readiness probe (the ceiling) first; the two pages last, each measured
+/// The routes, the health probe (the ceiling) first; the two pages last, each measured
 /// against the JSON route it shows (the front page against Q6, a post page against Q2).
 pub const ROUTES: [Kind; 9] = [
-    Kind::Ready,
+    Kind::Health,
     Kind::User,
     Kind::Post,
     Kind::UserPosts,
@@ -41,12 +41,12 @@ pub const PAGES: [(Kind, &[Kind]); 2] = [
 ];
 
 /// The routes whose label starts with one of `prefixes` (all of them without any), always
-/// with the readiness route, the ceiling.
+/// with the health route, the ceiling.
 pub fn chosen(prefixes: &[String]) -> Vec<Kind> {
     ROUTES
         .into_iter()
         .filter(|kind| {
-            *kind == Kind::Ready
+            *kind == Kind::Health
                 || prefixes.is_empty()
                 || prefixes
                     .iter()
@@ -89,7 +89,7 @@ impl CeilingRun {
     fn ceiling(&self) -> f64 {
         self.routes
             .iter()
-            .find(|route| route.kind == Kind::Ready)
+            .find(|route| route.kind == Kind::Health)
             .map_or(0.0, RouteFigures::throughput)
     }
 
@@ -265,7 +265,7 @@ pub fn markdown(out: &mut String, runs: &[CeilingRun], config: &LoadConfig) {
         mb => format!("list pages kept up to {mb} MiB"),
     };
     out.push_str(&format!(
-        "\n### The ceiling: each route beside the readiness route\n\n\
+        "\n### The ceiling: each route beside the health route\n\n\
          {concurrency} connections, {kept}; the routes take turns, {ROUNDS} rounds, each \
          on two new servers warmed up by every route, one with {}, one {}: each route runs \
          on the one, then at once on the other, each server first in every other round. \

@@ -57,8 +57,8 @@ pub enum Kind {
     CreatePost,
     Comment,
     Like,
-    /// The readiness probe `GET /`: the server's cheapest route, the ceiling of the others.
-    Ready,
+    /// The health probe `GET /api/health`: the server's cheapest route, the ceiling of the others.
+    Health,
     Comments,
     Likes,
     /// The front page `/` as a browser asks for it (`Accept: text/html`), beside Q6.
@@ -77,7 +77,7 @@ impl Kind {
             Kind::CreatePost => "C2 POST /api/posts",
             Kind::Comment => "C3 POST /api/posts/{id}/comments",
             Kind::Like => "C4 POST /api/posts/{id}/likes",
-            Kind::Ready => "GET / (readiness)",
+            Kind::Health => "GET /api/health (ceiling)",
             Kind::Comments => "Q4 GET /api/posts/{id}/comments",
             Kind::Likes => "Q5 GET /api/posts/{id}/likes",
             Kind::FrontPage => "page GET / (front page)",
@@ -173,7 +173,7 @@ impl Client {
             Kind::Post => self.http.get(format!("{base}/api/posts/{post}")),
             Kind::UserPosts => self.http.get(format!("{base}/api/users/{user}/posts")),
             Kind::Feed => self.http.get(format!("{base}/api/feed")),
-            Kind::Ready => self.http.get(format!("{base}/")),
+            Kind::Health => self.http.get(format!("{base}/api/health")),
             Kind::Comments => self.http.get(format!("{base}/api/posts/{post}/comments")),
             Kind::Likes => self.http.get(format!("{base}/api/posts/{post}/likes")),
             Kind::FrontPage => self

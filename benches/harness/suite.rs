@@ -110,7 +110,7 @@ pub struct Args {
     #[arg(long)]
     pub otlp_endpoint: Option<String>,
     /// The ceiling phase: only the routes whose label starts with one of these (`Q3`,
-    /// `page`), beside the readiness route, to profile one route alone. Repeatable.
+    /// `page`), beside the health route, to profile one route alone. Repeatable.
     #[arg(long)]
     pub route: Vec<String>,
     /// MiB of list pages the server keeps (`BLOG_LIST_CACHE_MB`); 0 sends every list read to
@@ -138,8 +138,8 @@ pub enum Only {
     /// The write mix, then the delayed re-check of its changes.
     Recheck,
     Faults,
-    /// The readiness route and the query routes Q1–Q6 taking turns on one data set, each
-    /// route's throughput as a share of the readiness route's; export off, then on.
+    /// The health route and the query routes Q1–Q6 taking turns on one data set, each
+    /// route's throughput as a share of the health route's; export off, then on.
     Ceiling,
     /// The planner's table: each operation and change-feed copy measured on the emulator,
     /// written to `--plan-table`.

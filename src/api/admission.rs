@@ -46,14 +46,29 @@ pub async fn admit(request: Request, next: Next) -> Response {
     as_problem(next.run(request).await).await
 }
 
-fn refusal_of(uri: &Uri, headers: &HeaderMap) -> Option<Problem> {
+/// The pages' first check, the same as the API's: a URL over [`MAX_URI_BYTES`] is a `414`
+/// wherever it points, never a page's `400` for the id it holds.
+pub async fn refuse_long_uri(request: Request, next: Next) -> Response {
+    match uri_refusal(request.uri()) {
+        Some(refusal) => refusal.into_response(),
+        None => next.run(request).await,
+    }
+}
+
+fn uri_refusal(uri: &Uri) -> Option<Problem> {
     let target = uri.path_and_query().map_or(0, |p| p.as_str().len());
-    if target > MAX_URI_BYTES {
-        return Some(Problem::new(
+    (target > MAX_URI_BYTES).then(|| {
+        Problem::new(
             StatusCode::URI_TOO_LONG,
             "uri-too-long",
             format!("the URL is {target} bytes long; at most {MAX_URI_BYTES} are served"),
-        ));
+        )
+    })
+}
+
+fn refusal_of(uri: &Uri, headers: &HeaderMap) -> Option<Problem> {
+    if let Some(refusal) = uri_refusal(uri) {
+        return Some(refusal);
     }
     SINGLE_HEADERS.iter().find_map(|&name| {
         let count = headers.get_all(name).iter().count();

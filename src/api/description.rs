@@ -43,7 +43,7 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
         (name = "posts", description = "Posts (C2, Q2), their comments (C3, Q4) and likes (C4, Q5)."),
         (name = "feed", description = "The 100 most recent posts (Q6)."),
         (name = "documentation", description = "This description and a page to try it."),
-        (name = "host", description = "For the Azure Functions host."),
+        (name = "host", description = "The server's own: its health probe."),
     ),
     components(
         schemas(Problem, IdempotencyKey),
@@ -149,7 +149,8 @@ problem_responses!(
     UnprocessableContent => "The `Idempotency-Key` was sent before with a different request \
         (`idempotency-key-reused`): the item it created says otherwise. A new request needs a \
         new key.",
-    PayloadTooLarge => "The request body is larger than 1 MiB (`body-too-large`).",
+    PayloadTooLarge => "The request body is larger than the limit (`body-too-large`): 1,269,136 \
+        bytes, room for the longest post the field limits take however its text is encoded.",
     UnsupportedMediaType => "The body is not sent as `application/json` in UTF-8 \
         (`unsupported-media-type`: another media type, or a `charset` other than `utf-8`), or \
         it is sent with a `Content-Encoding` (`unsupported-encoding`, answered with \

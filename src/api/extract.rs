@@ -157,11 +157,7 @@ fn json_problem(rejection: JsonRejection) -> Problem {
             Problem::new(StatusCode::BAD_REQUEST, "invalid-body", e.body_text())
         }
         JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            Problem::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body-too-large",
-                "the request body is larger than 1 MiB",
-            )
+            super::refusals::body_too_large()
         }
         other => Problem::new(
             StatusCode::BAD_REQUEST,

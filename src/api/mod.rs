@@ -32,21 +32,18 @@ use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
 pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
-pub use refusals::route_not_found;
+pub use refusals::{MAX_BODY_BYTES, MAX_BYTES_PER_CHAR, body_too_large, route_not_found};
 use refusals::{method_not_allowed, panic_problem, unknown_route};
-use routes::ready;
-pub use routes::{routes, routes_for};
+use routes::health;
+pub use routes::{HEALTH_PATH, routes, routes_for};
 pub use state::AppState;
 
-/// Request bodies above this (1 MiB) are refused with 413.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-pub use admission::MAX_URI_BYTES;
+pub use admission::{MAX_URI_BYTES, refuse_long_uri};
 
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 
-/// The routes `tenancy` serves: the plain ones, or in `multi` the readiness probe and the
+/// The routes `tenancy` serves: the plain ones, or in `multi` the health probe and the
 /// plain `/api` routes under the tenant prefix, nothing else.
 fn served_routes(state: &AppState) -> Router<AppState> {
     let noted = |routes: Router<AppState>| {
@@ -64,7 +61,7 @@ fn served_routes(state: &AppState) -> Router<AppState> {
                 .method_not_allowed_fallback(method_not_allowed)
                 .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
                 .with_state(state.clone());
-            noted(Router::new().route("/", axum::routing::get(ready)))
+            noted(Router::new().route(HEALTH_PATH, axum::routing::get(health)))
                 .merge(tenants::tenant_router(api))
         }
     }
@@ -94,4 +91,41 @@ async fn request_charge(request: Request, next: Next) -> Response {
         response.extensions_mut().insert(RequestCharge(charged));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_BYTES_PER_CHAR;
+
+    /// The bytes of `text` as a JSON string escaped by Python's `json.dumps` (every UTF-16
+    /// unit outside ASCII as `\uXXXX`).
+    fn escaped_bytes(text: &str) -> usize {
+        text.chars()
+            .map(|c| if c.is_ascii() { 1 } else { 6 * c.len_utf16() })
+            .sum()
+    }
+
+    #[test]
+    fn no_character_takes_more_than_the_bound_however_it_is_encoded() {
+        let widest = (0..=u32::from(char::MAX))
+            .filter_map(char::from_u32)
+            .map(|c| (escaped_bytes(&c.to_string()).max(3 * c.len_utf8()), c))
+            .max()
+            .unwrap_or_default();
+        assert_eq!(widest.0, MAX_BYTES_PER_CHAR, "{:?}", widest.1);
+    }
+
+    #[test]
+    fn the_description_of_413_names_the_limit() {
+        use utoipa::ToResponse;
+        let digits = super::MAX_BODY_BYTES.to_string();
+        let (head, tail) = digits.split_at(digits.len() - 3);
+        let (first, middle) = head.split_at(head.len() - 3);
+        let response = super::description::PayloadTooLarge::response().1;
+        let text = serde_json::to_string(&response).unwrap_or_default();
+        assert!(
+            text.contains(&format!("{first},{middle},{tail} bytes")),
+            "{text}"
+        );
+    }
 }

@@ -50,11 +50,11 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
         let paths = std::mem::take(&mut document.paths.paths);
         for (path, mut item) in paths {
             let path = match path.strip_prefix("/api") {
-                Some(rest) => {
+                Some(rest) if path != routes::HEALTH_PATH => {
                     under_tenant(&mut item);
                     format!("{}{rest}", operations::tenant_prefix())
                 }
-                None => path,
+                _ => path,
             };
             document.paths.paths.insert(path, item);
         }

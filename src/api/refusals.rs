@@ -6,6 +6,24 @@ use axum::response::{IntoResponse, Response};
 
 use crate::problem::Problem;
 
+/// The most bytes one character of a text field takes in a request body, as it is sent: one
+/// beyond the Basic Multilingual Plane escaped as a surrogate pair (`\uD83D\uDE00`, what
+/// Python's `json.dumps` writes for an emoji) or percent-encoded in a form (`%F0%9F%98%80`).
+/// A unit test checks the figure on every character. (Field limits count characters after
+/// NFC; a text sent decomposed, as more characters than it is, counts as sent here.)
+pub const MAX_BYTES_PER_CHAR: usize = 12;
+
+/// Room in a body for what is not the text of its fields: the JSON around them, whitespace
+/// between tokens, the spaces trimmed around a title, a form's other fields.
+const BODY_STRUCTURE_BYTES: usize = 64 * 1024;
+
+/// Request bodies above this are refused with 413 (`body-too-large`): enough for the longest
+/// post the field limits take (its content and title) however its text is encoded
+/// (about 1.2 MiB), and no more.
+pub const MAX_BODY_BYTES: usize = MAX_BYTES_PER_CHAR
+    * (crate::domain::PostContent::MAX_CHARS + crate::domain::Title::MAX_CHARS)
+    + BODY_STRUCTURE_BYTES;
+
 pub(super) async fn unknown_route() -> Problem {
     route_not_found()
 }
@@ -13,6 +31,21 @@ pub(super) async fn unknown_route() -> Problem {
 /// The answer to a path no route serves (also a tenant path that cannot be handed on).
 pub fn route_not_found() -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "route-not-found", "no such route")
+}
+
+/// The answer to a body over [`MAX_BODY_BYTES`], from the API and the pages' forms.
+pub fn body_too_large() -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body-too-large",
+        format!(
+            "the request body is larger than {} KiB: a post takes at most {} characters of \
+             content and {} of title",
+            MAX_BODY_BYTES / 1024,
+            crate::domain::PostContent::MAX_CHARS,
+            crate::domain::Title::MAX_CHARS
+        ),
+    )
 }
 
 pub(super) async fn method_not_allowed() -> Problem {

@@ -24,28 +24,34 @@ pub struct AuthSettings {
     /// How commands identify their caller: `header`, `easyauth` or `jwt`. Default: `easyauth`
     /// under the Functions host or on App Service (any plan), else `header` (which only starts
     /// on a loopback address).
-    #[arg(long = "auth", env = "BLOG_AUTH", value_enum, ignore_case = true)]
+    #[arg(
+        long = "auth",
+        env = "BLOG_AUTH",
+        value_enum,
+        ignore_case = true,
+        global = true
+    )]
     pub mode: Option<AuthMode>,
 
     /// jwt: the signing keys, an https URL of a JWKS document or the path of a JWKS file.
-    #[arg(long, env = "BLOG_JWT_JWKS")]
+    #[arg(long, env = "BLOG_JWT_JWKS", global = true)]
     pub jwt_jwks: Option<String>,
 
     /// jwt: the required `iss` claim.
-    #[arg(long, env = "BLOG_JWT_ISSUER")]
+    #[arg(long, env = "BLOG_JWT_ISSUER", global = true)]
     pub jwt_issuer: Option<String>,
 
     /// jwt: the required `aud` claim.
-    #[arg(long, env = "BLOG_JWT_AUDIENCE")]
+    #[arg(long, env = "BLOG_JWT_AUDIENCE", global = true)]
     pub jwt_audience: Option<String>,
 
     /// jwt: the claim holding the caller's user id [default: sub] (Microsoft Entra ID: `oid`).
-    #[arg(long, env = "BLOG_JWT_CLAIM")]
+    #[arg(long, env = "BLOG_JWT_CLAIM", global = true)]
     pub jwt_claim: Option<String>,
 
     /// Origins (`https://front.example`, comma-separated) whose pages may call the API with
     /// CORS, and write to it from their site. Empty by default: only this site's own pages.
-    #[arg(long, env = "BLOG_CORS_ORIGINS", value_delimiter = ',')]
+    #[arg(long, env = "BLOG_CORS_ORIGINS", value_delimiter = ',', global = true)]
     pub cors_origins: Vec<String>,
 
     /// What the hosting platform says, read from its environment (not a user setting).

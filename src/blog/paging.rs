@@ -38,14 +38,16 @@ pub fn encode_continuation(list: &str, store_token: &str) -> String {
     URL_SAFE_NO_PAD.encode(payload)
 }
 
-/// Unwraps a continuation made by [`encode_continuation`] for the same `list`.
+/// Unwraps a continuation made by [`encode_continuation`] for the same `list`: exactly as it
+/// was issued (its bytes are what encoding its content gives again), or refused. The store
+/// then checks every field of its own token (it refuses a position it could not have issued).
 pub fn decode_continuation(list: &str, token: &str) -> Result<String, Error> {
     let bytes = URL_SAFE_NO_PAD
-        .decode(token.trim())
+        .decode(token)
         .map_err(|_| Error::InvalidContinuation)?;
     let (owner, store_token): (String, String) =
         serde_json::from_slice(&bytes).map_err(|_| Error::InvalidContinuation)?;
-    if owner != list {
+    if owner != list || encode_continuation(&owner, &store_token) != token {
         return Err(Error::InvalidContinuation);
     }
     Ok(store_token)
@@ -76,5 +78,9 @@ mod tests {
         assert!(decode_continuation("likes:p2", &token).is_err());
         assert!(decode_continuation("likes:p1", "%%%").is_err());
         assert!(decode_continuation("likes:p1", "bm90IGpzb24").is_err());
+        // The same content spelled otherwise (spaces in its JSON) was not issued.
+        let respelled = URL_SAFE_NO_PAD.encode(r#"[ "likes:p1", "store-token" ]"#);
+        assert!(decode_continuation("likes:p1", &respelled).is_err());
+        assert!(decode_continuation("likes:p1", &format!(" {token}")).is_err());
     }
 }

@@ -14,6 +14,7 @@
 //!   normalised: it is compared byte for byte in URLs, headers and tokens.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 use unicode_general_category::{GeneralCategory, get_general_category};
@@ -21,7 +22,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use uuid::Uuid;
 
-use super::{ValidationError, visible};
+use super::{ValidationError, pattern, visible};
 
 const MAX_ID_BYTES: usize = 255;
 
@@ -32,21 +33,28 @@ const SPACE: char = ' ';
 /// bytes, so the pattern says it for the ids that surely fit: up to 255 ASCII characters, or
 /// up to 63 of any kind (4 bytes at most each). A longer id of other characters within 255
 /// bytes is taken but not described: what the description accepts, the API accepts. NFC is
-/// said in words: a pattern cannot.
-fn id_pattern() -> String {
-    // Printable ASCII but `/ \ ? # %`, and that without the space (the ends).
-    let ascii = r"[\u0020-\u0022\u0024\u0026-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]";
-    let ascii_end = r"[\u0021\u0022\u0024\u0026-\u002E\u0030-\u003E\u0040-\u005B\u005D-\u007E]";
-    // Any character but those, controls, format characters and whitespace but the space.
-    let other = concat!(
-        r"[^/\\?#%\p{Cc}\p{Cf}\p{Zl}\p{Zp}",
-        r"\u00A0\u1680\u2000-\u200A\u202F\u205F\u3000]"
-    );
-    let other_end = r"[^/\\?#%\p{Cc}\p{Cf}\p{Z}]";
-    let shows = visible::lookahead();
-    format!(
-        r"^(?!\.{{1,2}}$){shows}(?:{ascii_end}(?:{ascii}{{0,253}}{ascii_end})?|{other_end}(?:{other}{{0,61}}{other_end})?)$"
-    )
+/// said in words: a pattern cannot. Computed once: the classes list ranges of code points
+/// (see [`pattern`]).
+fn id_pattern() -> &'static str {
+    static PATTERN: LazyLock<String> = LazyLock::new(|| {
+        let inside = |c: char| !refused_in_id(c);
+        let at_end = |c: char| inside(c) && c != SPACE;
+        let ascii = pattern::class(|c| c.is_ascii() && inside(c));
+        let ascii_end = pattern::class(|c| c.is_ascii() && at_end(c));
+        let other = pattern::class(inside);
+        let other_end = pattern::class(at_end);
+        let shows = visible::lookahead();
+        format!(
+            r"^(?!\.{{1,2}}$){shows}(?:{ascii_end}(?:{ascii}{{0,253}}{ascii_end})?|{other_end}(?:{other}{{0,61}}{other_end})?)$"
+        )
+    });
+    &PATTERN
+}
+
+/// A character no id a client chooses may hold: one [`stored_id`] refuses, or one that
+/// [`unreachable_in_id`] names.
+fn refused_in_id(c: char) -> bool {
+    matches!(c, '/' | '\\' | '?' | '#') || c.is_control() || unreachable_in_id(c)
 }
 
 fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
@@ -57,11 +65,12 @@ fn id_schema(description: &str, example: &str) -> RefOr<Schema> {
              one letter, digit, punctuation mark or symbol; not `.` or `..`; without `/`, `\\`, \
              `?`, `#`, `%`, control or format characters, whitespace other than the space, or a \
              space at either end (the pattern: up to 255 such ASCII characters, or 63 of any \
-             kind). Percent-encode it in URLs as usual."
+             kind). Percent-encode it in URLs as usual. An id outside these rules is a `400` \
+             (`invalid-field`, naming it)."
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_ID_BYTES))
-        .pattern(Some(id_pattern()))
+        .pattern(Some(id_pattern().to_owned()))
         .examples([example])
         .into()
 }
@@ -75,7 +84,7 @@ fn stored_id(field: &'static str, raw: String) -> Result<String, ValidationError
 }
 
 /// Whether `raw` is an id the store can hold (the rules of [`stored_id`]), without a copy.
-pub(super) fn is_stored_id(raw: &str) -> bool {
+pub fn is_stored_id(raw: &str) -> bool {
     stored_id_fault(raw).is_none()
 }
 

@@ -6,6 +6,7 @@ mod dates;
 mod idempotency;
 mod ids;
 mod items;
+mod pattern;
 mod slug;
 mod tags;
 mod text;
@@ -15,7 +16,7 @@ mod wire;
 
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
-pub use ids::{CommentId, LikeId, PostId, TenantId, UserId};
+pub use ids::{CommentId, LikeId, PostId, TenantId, UserId, is_stored_id};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a, is_stored_a};
 pub use slug::{MAX_SLUG_CHARS, Slug};
 pub use tags::{MAX_TAG_CHARS, MAX_TAGS, Tag, Tags};

@@ -3,59 +3,154 @@
 //! values (what a person sees as characters in most scripts), never bytes. Every field must
 //! show something (see [`super::visible`]).
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
+use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 
-use super::{ValidationError, visible};
+use super::{ValidationError, pattern, visible};
+
+/// Which characters a field refuses: text (titles, contents, comments) or a name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Line breaks and tabs are text; other control characters (NUL, escape sequences...)
+    /// only ever come from broken or hostile clients and break logs and terminals. The
+    /// bidirectional embeddings, overrides and isolates are refused: they make text display in
+    /// another order than it is stored (`"\u{202E}txt.exe"` shows as "exe.txt"), and the
+    /// pages set each text's direction themselves. The marks (LRM, RLM, ALM), which only
+    /// nudge neutral characters, stay: right-to-left writing needs them.
+    Text,
+    /// A username is one line that shows what it is: besides what text refuses, no control
+    /// character at all (no line break, no tab), no line or paragraph separator, and no
+    /// format character (zero-width spaces and joiners, direction marks, tags), which would
+    /// make names that look the same and differ (`"Ad\u{200B}a"`).
+    Name,
+}
+
+/// The bidirectional formatting characters that reorder what follows them: LRE, RLE, PDF,
+/// LRO, RLO (U+202A–U+202E) and LRI, RLI, FSI, PDI (U+2066–U+2069).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+impl Kind {
+    /// Why `c` is refused in a field of this kind, if it is.
+    fn refusal(self, c: char) -> Option<&'static str> {
+        let text_control = c.is_control() && !matches!(c, '\n' | '\r' | '\t');
+        match self {
+            _ if text_control => Some("a control character"),
+            _ if is_bidi_control(c) => Some(
+                "a bidirectional override or isolate, which makes text display in another \
+                 order than it is written",
+            ),
+            Kind::Name if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                Some("a line break or tab: a name is one line")
+            }
+            Kind::Name if get_general_category(c) == GeneralCategory::Format => Some(
+                "an invisible format character (zero-width space or joiner, direction mark), \
+                 which makes names that look alike and differ",
+            ),
+            _ => None,
+        }
+    }
+
+    fn refuses(self, c: char) -> bool {
+        self.refusal(c).is_some()
+    }
+
+    /// What the description says this kind refuses.
+    fn refused_in_words(self) -> &'static str {
+        match self {
+            Kind::Text => {
+                "No control characters but tab, line feed and carriage return, and no \
+                 bidirectional embeddings, overrides or isolates (U+202A–U+202E, \
+                 U+2066–U+2069)."
+            }
+            Kind::Name => {
+                "One line: no control characters (tabs and line breaks included), line or \
+                 paragraph separators, bidirectional embeddings, overrides or isolates, or \
+                 format characters (zero-width spaces and joiners, direction marks) inside."
+            }
+        }
+    }
+}
 
 // What [`bounded`] takes, as JSON Schema patterns (the API description's request bodies say
-// exactly what is refused). Whitespace is what `str::trim` strips (Unicode White_Space);
-// control characters are Unicode category Cc (`char::is_control`), of which only tab, line
-// feed and carriage return are text.
+// exactly what is refused), computed from the same rules. Whitespace is what `str::trim`
+// strips (Unicode White_Space).
 
-/// A character [`bounded`] takes: anything but a control character other than `\t \n \r`.
-const ALLOWED: &str = r"[^\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]";
-/// Whitespace: what `str::trim` strips around a trimmed field, whatever it is (vertical tab,
-/// form feed and U+0085 are control characters, refused only inside).
-const WHITESPACE: &str = r"[\t-\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
-/// Whitespace an untrimmed field may hold ([`WHITESPACE`] but its refused control characters).
-const TEXT_WHITESPACE: &str = r"[\t\n\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
-/// A character that is neither whitespace nor a control character.
-const NOT_BLANK: &str =
-    r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]";
+/// The character classes of a kind's patterns.
+struct Classes {
+    /// A character the field takes.
+    allowed: String,
+    /// Whitespace the field may hold (an untrimmed field's leading whitespace).
+    whitespace: String,
+    /// A character that is neither whitespace nor refused.
+    not_blank: String,
+}
+
+impl Classes {
+    fn of(kind: Kind) -> Self {
+        Self {
+            allowed: pattern::class(|c| !kind.refuses(c)),
+            whitespace: pattern::class(|c| c.is_whitespace() && !kind.refuses(c)),
+            not_blank: pattern::class(|c| !c.is_whitespace() && !kind.refuses(c)),
+        }
+    }
+}
+
+static TEXT_CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes::of(Kind::Text));
+static NAME_CLASSES: LazyLock<Classes> = LazyLock::new(|| Classes::of(Kind::Name));
+/// Whatever `str::trim` strips around a trimmed field, refused inside or not.
+static TRIMMED: LazyLock<String> = LazyLock::new(|| pattern::class(char::is_whitespace));
 
 /// The pattern of a field that [`bounded`] takes, given its rules: a character that shows,
-/// no refused control character, and for a trimmed field at most `max_chars` between the
-/// first and the last non-whitespace character (an untrimmed field's bound is its
-/// `maxLength`). Lengths are those of the text as sent: NFC can make a text of some scripts
-/// longer, which only matters within a few characters of the bound.
-fn pattern(max_chars: usize, trim: bool) -> String {
+/// no refused character, and for a trimmed field at most `max_chars` between the first and
+/// the last non-whitespace character (an untrimmed field's bound is its `maxLength`).
+/// Lengths are those of the text as sent: NFC can make a text of some scripts longer, which
+/// only matters within a few characters of the bound.
+fn pattern(kind: Kind, max_chars: usize, trim: bool) -> String {
     let shows = visible::lookahead();
+    let classes = match kind {
+        Kind::Text => &*TEXT_CLASSES,
+        Kind::Name => &*NAME_CLASSES,
+    };
+    let Classes {
+        allowed,
+        whitespace,
+        not_blank,
+    } = classes;
     if trim {
+        let around = &*TRIMMED;
         let inner = max_chars.saturating_sub(2);
-        format!(
-            "^{shows}{WHITESPACE}*{NOT_BLANK}(?:{ALLOWED}{{0,{inner}}}{NOT_BLANK})?{WHITESPACE}*$"
-        )
+        format!("^{shows}{around}*{not_blank}(?:{allowed}{{0,{inner}}}{not_blank})?{around}*$")
     } else {
-        format!("^{shows}{TEXT_WHITESPACE}*{NOT_BLANK}{ALLOWED}*$")
+        format!("^{shows}{whitespace}*{not_blank}{allowed}*$")
     }
 }
 
 /// The request schema of a text field: its pattern, and for an untrimmed one its length.
-fn schema(description: &str, example: &str, max_chars: usize, trim: bool) -> RefOr<Schema> {
+fn schema(
+    description: &str,
+    example: &str,
+    kind: Kind,
+    max_chars: usize,
+    trim: bool,
+) -> RefOr<Schema> {
     let builder = ObjectBuilder::new()
         .schema_type(Type::String)
         .description(Some(format!(
             "{description} At least one letter, digit, punctuation mark or symbol (Unicode \
              categories L, N, P, S, not the blank Hangul fillers or Braille pattern): text of \
-             only spaces, zero-width or formatting characters is refused. No control \
-             characters but tab, line feed and carriage return. Stored in Unicode NFC; \
-             lengths count its code points."
+             only spaces, zero-width or formatting characters is refused. {} Stored in Unicode \
+             NFC; lengths count its code points. Anything else is a `400` (`invalid-field`).",
+            kind.refused_in_words()
         )))
         .min_length(Some(1))
-        .pattern(Some(pattern(max_chars, trim)))
+        .pattern(Some(pattern(kind, max_chars, trim)))
         .examples([example]);
     match trim {
         true => builder,
@@ -67,6 +162,7 @@ fn schema(description: &str, example: &str, max_chars: usize, trim: bool) -> Ref
 fn bounded(
     field: &'static str,
     raw: &str,
+    kind: Kind,
     max_chars: usize,
     trim: bool,
 ) -> Result<String, ValidationError> {
@@ -79,15 +175,13 @@ fn bounded(
     if text.trim().is_empty() {
         return Err(ValidationError::new(field, "must not be empty"));
     }
-    // Line breaks and tabs are text; other control characters (NUL, escape sequences...)
-    // only ever come from broken or hostile clients and break logs and terminals.
-    if let Some(bad) = text
+    if let Some((bad, why)) = text
         .chars()
-        .find(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        .find_map(|c| kind.refusal(c).map(|why| (c, why)))
     {
         return Err(ValidationError::new(
             field,
-            format!("must not contain the control character {bad:?}"),
+            format!("must not contain {bad:?} (U+{:04X}, {why})", bad as u32),
         ));
     }
     if !visible::has_visible(text) {
@@ -109,8 +203,8 @@ fn bounded(
 
 macro_rules! text_type {
     (
-        #[doc = $doc:literal] $name:ident, $field:literal, $max:literal, trim = $trim:literal,
-        example = $example:literal
+        #[doc = $doc:literal] $name:ident, $field:literal, $kind:expr, $max:literal,
+        trim = $trim:literal, example = $example:literal
     ) => {
         #[doc = $doc]
         #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -121,7 +215,7 @@ macro_rules! text_type {
             pub const MAX_CHARS: usize = $max;
 
             pub fn parse(raw: &str) -> Result<Self, ValidationError> {
-                bounded($field, raw, $max, $trim).map(Self)
+                bounded($field, raw, $kind, $max, $trim).map(Self)
             }
 
             pub fn as_str(&self) -> &str {
@@ -136,7 +230,7 @@ macro_rules! text_type {
         /// The field in a request body (`#[schema(value_type = ...)]`).
         impl utoipa::PartialSchema for $name {
             fn schema() -> RefOr<Schema> {
-                schema($doc.trim(), $example, $max, $trim)
+                schema($doc.trim(), $example, $kind, $max, $trim)
             }
         }
 
@@ -146,19 +240,19 @@ macro_rules! text_type {
 
 text_type!(
     /// A username: 1–64 characters after trimming surrounding whitespace.
-    Username, "username", 64, trim = true, example = "Ada"
+    Username, "username", Kind::Name, 64, trim = true, example = "Ada"
 );
 text_type!(
     /// A post's title: 1–300 characters after trimming surrounding whitespace.
-    Title, "title", 300, trim = true, example = "Hello"
+    Title, "title", Kind::Text, 300, trim = true, example = "Hello"
 );
 text_type!(
     /// A post's content: 1–100,000 characters, kept exactly as written (whitespace is hers).
-    PostContent, "content", 100_000, trim = false, example = "My first post"
+    PostContent, "content", Kind::Text, 100_000, trim = false, example = "My first post"
 );
 text_type!(
     /// A comment: 1–10,000 characters, kept exactly as written.
-    CommentContent, "content", 10_000, trim = false, example = "Welcome!"
+    CommentContent, "content", Kind::Text, 10_000, trim = false, example = "Welcome!"
 );
 
 #[cfg(test)]
@@ -198,7 +292,14 @@ mod tests {
     #[test]
     fn the_patterns_say_what_parse_takes() {
         let mut chars: Vec<char> = (0..0x3100).filter_map(char::from_u32).collect();
-        chars.extend(['\u{feff}', '\u{fffd}', '\u{1f600}', '\u{10ffff}']);
+        chars.extend([
+            '\u{feff}',
+            '\u{fffd}',
+            '\u{1f600}',
+            '\u{10ffff}',
+            '\u{e0041}',
+            '\u{110bd}',
+        ]);
         let mut candidates: Vec<String> = Vec::new();
         for c in chars {
             candidates.extend([
@@ -220,6 +321,9 @@ mod tests {
             " ".into(),
             "\t\n\r".into(),
             "\u{3000}x\u{3000}".into(),
+            "\u{202e}txt.exe\u{202c}".into(),
+            "Ad\u{200b}a".into(),
+            "\u{e0041}x".into(),
         ]);
         let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
         assert_schema_agrees::<Username>(&candidates, |c| Username::parse(c).is_ok());
@@ -242,8 +346,49 @@ mod tests {
             assert!(Username::parse(blank).is_err(), "{blank:?}");
             assert!(CommentContent::parse(blank).is_err(), "{blank:?}");
         }
-        assert!(Username::parse("a\u{200d}b").is_ok());
+        assert!(CommentContent::parse("a\u{200d}b").is_ok());
         assert_eq!(Title::parse("Cafe\u{301}").unwrap().as_str(), "Caf\u{e9}");
+    }
+
+    #[test]
+    fn bidirectional_overrides_and_isolates_are_refused_in_every_field() {
+        for deceptive in [
+            "\u{202e}txt.exe\u{202c}",
+            "a\u{2066}b",
+            "a\u{2069}",
+            "\u{202a}x",
+        ] {
+            assert!(Username::parse(deceptive).is_err(), "{deceptive:?}");
+            assert!(Title::parse(deceptive).is_err(), "{deceptive:?}");
+            assert!(PostContent::parse(deceptive).is_err(), "{deceptive:?}");
+            assert!(CommentContent::parse(deceptive).is_err(), "{deceptive:?}");
+        }
+        let refused = Title::parse("\u{202e}txt.exe").unwrap_err();
+        assert!(refused.reason.contains("U+202E"), "{}", refused.reason);
+        // Right-to-left writing keeps its marks.
+        assert!(CommentContent::parse("\u{5e9}\u{200f}!").is_ok());
+    }
+
+    #[test]
+    fn usernames_are_one_line_without_invisible_characters() {
+        for deceptive in [
+            "Ad\u{200b}a",
+            "Ad\u{200d}a",
+            "Ad\u{2060}a",
+            "Ad\u{feff}a",
+            "Ad\u{200f}a",
+            "Ada\nLovelace",
+            "Ada\rx",
+            "Ada\tx",
+            "Ada\u{2028}x",
+        ] {
+            assert!(Username::parse(deceptive).is_err(), "{deceptive:?}");
+        }
+        assert_eq!(
+            Username::parse(" Ada Lovelace\n").unwrap().as_str(),
+            "Ada Lovelace"
+        );
+        assert!(Title::parse("Ada\u{200d}x").is_ok());
     }
 
     #[test]

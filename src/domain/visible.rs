@@ -1,15 +1,16 @@
 //! What a person can see: the rule that text and ids must hold at least one character that
 //! shows, shared by the text fields and the ids, with the JSON Schema pattern that says it.
 
+use std::sync::LazyLock;
+
 use unicode_general_category::get_general_category;
+
+use super::pattern;
 
 /// Letters, numbers, punctuation or symbols (Unicode general categories L, N, P, S) that
 /// draw nothing: the Hangul fillers (letters by category, default-ignorable by use) and the
 /// blank Braille pattern (a symbol, drawn as a space).
 const BLANK_GRAPHICS: [char; 5] = ['\u{115F}', '\u{1160}', '\u{3164}', '\u{FFA0}', '\u{2800}'];
-
-/// `BLANK_GRAPHICS` as a JSON Schema (ECMA-262) character class.
-const BLANK_GRAPHICS_CLASS: &str = r"[\u115F\u1160\u3164\uFFA0\u2800]";
 
 /// Whether `c` shows: a letter, number, punctuation mark or symbol that is not blank.
 /// Whitespace, control and format characters (zero-width spaces, joiners, direction marks),
@@ -27,9 +28,11 @@ pub fn has_visible(text: &str) -> bool {
 }
 
 /// A lookahead for the start of a JSON Schema pattern: somewhere ahead is a character that
-/// [`shows`].
-pub fn lookahead() -> String {
-    format!(r"(?=[\s\S]*(?!{BLANK_GRAPHICS_CLASS})[\p{{L}}\p{{N}}\p{{P}}\p{{S}}])")
+/// [`shows`] (computed once: the class lists every range of them).
+pub fn lookahead() -> &'static str {
+    static LOOKAHEAD: LazyLock<String> =
+        LazyLock::new(|| format!(r"(?=[\s\S]*{})", pattern::class(shows)));
+    &LOOKAHEAD
 }
 
 #[cfg(test)]

@@ -79,8 +79,7 @@ const fn site(name: &'static str, method: &'static str, route: &'static str) -> 
 }
 
 /// Every page and form of the web front end, one function each (a test keeps this equal to
-/// what `web::router` serves). In the `single` layout the front page is also the readiness
-/// probe of clients that do not ask for HTML.
+/// what `web::router` serves). The Functions host's start-up probe of `/` takes any answer.
 pub const PAGE_FUNCTIONS: &[PageFunction] = &[
     page("FrontPage", "get", ""),
     page("FrontPageFeed", "get", "feed.atom"),
@@ -143,7 +142,7 @@ impl PageFunction {
 }
 
 /// `/` of a `multi` site, which has no blog of its own: the binary answers a browser there
-/// with a page that says where the blogs are (a 404), and the host's probes with readiness.
+/// with a page that says where the blogs are (a 404), which the host's start-up probe takes.
 /// In `single` the front page is there.
 pub const MULTI_SITE_ROOT: PageFunction = site("SiteRootPage", "get", "");
 

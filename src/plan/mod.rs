@@ -57,8 +57,9 @@ pub struct PlanArgs {
     /// The horizon, in months: the storage it grows to is billed.
     #[arg(long, default_value = "12", value_parser = months, allow_negative_numbers = true)]
     pub months: f64,
-    /// Data layout: one blog, or many tenants on hierarchical keys.
-    #[arg(long, value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+    /// Data layout: one blog, or many tenants on hierarchical keys. Not a flag of its own: the
+    /// global `--tenancy` (BLOG_TENANCY) of every command says it, and `main` copies it here.
+    #[arg(skip = Tenancy::Single)]
     pub tenancy: Tenancy,
     /// Tenants (`multi` only) [default: one per 1,000 users].
     #[arg(long, value_parser = tenants, allow_negative_numbers = true)]

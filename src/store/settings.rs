@@ -8,25 +8,30 @@ use super::Tenancy;
 #[derive(Debug, Clone, Args)]
 pub struct StoreSettings {
     /// Folder of the embedded store's database file (used when no Cosmos DB setting is given).
-    #[arg(long, env = "BLOG_DATA_DIR", default_value = "data")]
+    #[arg(long, env = "BLOG_DATA_DIR", default_value = "data", global = true)]
     pub data_dir: PathBuf,
 
     /// Cosmos DB connection string (`AccountEndpoint=...;AccountKey=...;`).
-    #[arg(long, env = "CosmosDBConnection", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "CosmosDBConnection",
+        hide_env_values = true,
+        global = true
+    )]
     pub cosmos_connection: Option<String>,
 
     /// Cosmos DB account endpoint, for Microsoft Entra ID (managed identity) authentication.
-    #[arg(long, env = "CosmosDBConnection__accountEndpoint")]
+    #[arg(long, env = "CosmosDBConnection__accountEndpoint", global = true)]
     pub cosmos_endpoint: Option<String>,
 
     /// Cosmos DB database name.
-    #[arg(long, env = "COSMOS_DATABASE", default_value = "blog")]
+    #[arg(long, env = "COSMOS_DATABASE", default_value = "blog", global = true)]
     pub database: String,
 
     /// Data layout: `single` (one blog, the V3 model) or `multi` (many blogs on hierarchical
     /// partition keys, served under `/api/tenants/{tenantId}/`). Chosen once per store: the
     /// containers' keys depend on it.
-    #[arg(long, env = "BLOG_TENANCY", value_enum, default_value_t = Tenancy::Single, ignore_case = true)]
+    #[arg(long, env = "BLOG_TENANCY", value_enum, default_value_t = Tenancy::Single, ignore_case = true, global = true)]
     pub tenancy: Tenancy,
 }
 

@@ -177,8 +177,6 @@ fn parse_tenant(raw: &str) -> Result<TenantId, String> {
 /// `cosmos-blog export`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExportArgs {
-    #[command(flatten)]
-    pub store: StoreSettings,
     /// Folder to write the export into (created if missing; it must be empty).
     #[arg(long)]
     pub out: PathBuf,
@@ -191,8 +189,6 @@ pub struct ExportArgs {
 /// `cosmos-blog import`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ImportArgs {
-    #[command(flatten)]
-    pub store: StoreSettings,
     /// Folder of an export (`cosmos-blog export --out`).
     #[arg(long)]
     pub from: PathBuf,
@@ -216,8 +212,6 @@ pub struct ImportArgs {
 /// `cosmos-blog backup`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BackupArgs {
-    #[command(flatten)]
-    pub store: StoreSettings,
     /// The file to write: a complete embedded store (it must not exist yet).
     #[arg(long)]
     pub to: PathBuf,
@@ -230,8 +224,8 @@ const COSMOS_CONCURRENCY: usize = 8;
 const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
-pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = store::open_read_only(&args.store).await?;
+pub async fn run_export(settings: &StoreSettings, args: &ExportArgs) -> anyhow::Result<()> {
+    let store = store::open_read_only(settings).await?;
     // Half a store exported looks like a whole one to the next import: refuse it.
     if let Some(unfinished) = unfinished_import(&store).await? {
         anyhow::bail!("{unfinished}; export refuses a store an import left half-loaded");
@@ -247,7 +241,7 @@ pub async fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
     )
     .await?;
     for line in summary.lines() {
-        println!("{line}");
+        crate::words::print_line(&line);
     }
     Ok(())
 }
@@ -258,11 +252,14 @@ const PROBLEMS_SHOWN: usize = 50;
 /// `cosmos-blog import`: validates the whole export before it opens the store (so a refused
 /// export leaves the store untouched, not even created), loads it, derives the copies, and
 /// returns the store for `verify`.
-pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
+pub async fn run_import(
+    settings: &StoreSettings,
+    args: &ImportArgs,
+) -> anyhow::Result<Arc<dyn Store>> {
     let concurrency = args
         .concurrency
         .map(usize::from)
-        .unwrap_or(if args.store.uses_cosmos() {
+        .unwrap_or(if settings.uses_cosmos() {
             COSMOS_CONCURRENCY
         } else {
             EMBEDDED_CONCURRENCY
@@ -273,7 +270,7 @@ pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
         force: args.force,
     };
     let mut progress = TransferProgress::on_stderr(true);
-    let plan = match Plan::validate(&args.from, args.store.tenancy, &options, &mut progress) {
+    let plan = match Plan::validate(&args.from, settings.tenancy, &options, &mut progress) {
         Ok(plan) => plan,
         Err(invalid) => {
             for line in invalid.lines(PROBLEMS_SHOWN) {
@@ -282,31 +279,31 @@ pub async fn run_import(args: &ImportArgs) -> anyhow::Result<Arc<dyn Store>> {
             anyhow::bail!("{invalid}; nothing was written");
         }
     };
-    let store = store::open(&args.store).await?;
+    let store = store::open(settings).await?;
     let summary = plan.import(&store, &mut progress).await?;
     for line in summary.lines() {
-        println!("{line}");
+        crate::words::print_line(&line);
     }
     Ok(store)
 }
 
 /// `cosmos-blog backup`: a consistent copy of the embedded store, taken while it serves.
-pub fn run_backup(args: &BackupArgs) -> anyhow::Result<()> {
+pub fn run_backup(settings: &StoreSettings, args: &BackupArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
-        !args.store.uses_cosmos(),
+        !settings.uses_cosmos(),
         "backup copies the embedded store; Azure Cosmos DB keeps its own backups (periodic or \
          continuous with point-in-time restore), and `export` writes its items to files"
     );
-    let source = args.store.embedded_path();
+    let source = settings.embedded_path();
     let bytes = embedded::backup(&source, &args.to)
         .with_context(|| format!("cannot back up {}", source.display()))?;
-    println!(
+    crate::words::print_line(&format!(
         "backup: {} ({:.1} MiB) is a copy of {}; to restore it, stop the server and put it in \
          place of {} (or serve its folder with --data-dir, named blog.sqlite3)",
         args.to.display(),
         bytes as f64 / (1024.0 * 1024.0),
         source.display(),
         source.display()
-    );
+    ));
     Ok(())
 }

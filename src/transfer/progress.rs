@@ -97,9 +97,17 @@ impl TransferProgress {
         }
     }
 
-    /// `items` more are done.
+    /// `items` more are done. Past the phase's total (an export whose files hold more lines
+    /// than its manifest says: a broken line, an edited file) the total grows with them: the
+    /// count never reads "6 of 5".
     pub fn advance(&mut self, items: u64) {
         self.done += items;
+        if self.total.is_some_and(|total| self.done > total) {
+            self.total = Some(self.done);
+            if let Display::Bar(bar) = &self.display {
+                bar.set_length(self.done);
+            }
+        }
         match &self.display {
             Display::Bar(bar) => bar.inc(items),
             Display::Lines if self.done >= self.next_line => {

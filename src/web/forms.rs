@@ -66,6 +66,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for FormBody<T> {
                 "unsupported-media-type",
                 "send the form as application/x-www-form-urlencoded",
             )),
+            Err(FormRejection::BytesRejection(e))
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                Err(crate::api::body_too_large())
+            }
             Err(other) => Err(Problem::new(
                 StatusCode::BAD_REQUEST,
                 "invalid-form",

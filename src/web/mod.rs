@@ -3,10 +3,9 @@
 //! API route and a Functions function are three faces of one operation.
 //!
 //! One door, [`router`]: it serves the pages and hands every other request to the API
-//! application it wraps. `GET /` is the front page for a browser (a request that accepts
-//! HTML) and stays the API's readiness probe for everyone else. In the `multi` layout the
-//! pages of a tenant are under `/tenants/{tenantId}/`, served by the same routes with the
-//! tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
+//! application it wraps. `GET /` is the front page for every client that accepts HTML. In
+//! the `multi` layout the pages of a tenant are under `/tenants/{tenantId}/`, served by the
+//! same routes with the tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
 
 mod account;
 mod assets;
@@ -133,35 +132,16 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site)
             allowed,
             guard::refuse_cross_site,
         ))
-        .layer(middleware::from_fn(refuse_long_urls))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::api::MAX_BODY_BYTES,
+        ))
+        .layer(middleware::from_fn(crate::api::refuse_long_uri))
         .layer(middleware::from_fn_with_state(
             (state, Arc::clone(&site)),
             error_pages,
         ))
         .layer(middleware::from_fn(guard::page_headers))
         .layer(Extension(site))
-}
-
-/// A page's URL is bounded as the API's is ([`crate::api::MAX_URI_BYTES`]), with the same
-/// status: an over-long id is `414` on a page as on the API, shown as an error page.
-async fn refuse_long_urls(request: Request, next: Next) -> Response {
-    let target = request
-        .uri()
-        .path_and_query()
-        .map_or(0, |p| p.as_str().len());
-    let is_api = request.uri().path().starts_with("/api/");
-    if is_api || target <= crate::api::MAX_URI_BYTES {
-        return next.run(request).await;
-    }
-    Problem::new(
-        StatusCode::URI_TOO_LONG,
-        "uri-too-long",
-        format!(
-            "the address is {target} bytes long; at most {} are served",
-            crate::api::MAX_URI_BYTES
-        ),
-    )
-    .into_response()
 }
 
 /// Pages are traced and measured like the API's operations (the API application has its own
@@ -172,15 +152,16 @@ fn observed(pages: Router<AppState>) -> Router<AppState> {
         .layer(middleware::from_fn(telemetry::http::observe))
 }
 
-/// `/` is the front page for a browser, and the API's readiness probe for everyone else
-/// (the Functions host, load balancers, the tests and tools that already call it).
+/// `/` is the front page for every client that accepts HTML (`*/*` included: curl, link
+/// unfurlers, crawlers); a client that accepts only other types gets the API's answer.
+/// Probes have their own route, `GET /api/health`.
 async fn front_door(pages: Router, api: Router, mut request: Request) -> Response {
     // The router it is handed to matches `/` again: without this, that router would see the
     // two matches joined (`//`) and not know the route (its query parameters, its telemetry).
     request
         .extensions_mut()
         .remove::<axum::extract::MatchedPath>();
-    let target = if wants_html(request.headers()) {
+    let target = if accepts_html(request.headers()) {
         pages
     } else {
         api
@@ -198,6 +179,30 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|accept| accept.contains("text/html"))
+}
+
+/// Whether the client takes an HTML answer: it sends no `Accept`, or one that names
+/// `text/html`, `text/*` or `*/*` without refusing it (`q=0`).
+fn accepts_html(headers: &HeaderMap) -> bool {
+    let mut ranges = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|accept| accept.split(','))
+        .peekable();
+    if ranges.peek().is_none() {
+        return true;
+    }
+    ranges.any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            p.strip_prefix("q=")
+                .and_then(|q| q.parse::<f32>().ok())
+                .is_some_and(|q| q == 0.0)
+        });
+        matches!(media.as_str(), "text/html" | "text/*" | "*/*") && !refused
+    })
 }
 
 /// The `multi` layout's pages: `/tenants/{tenantId}/<rest>` is the blog page `/<rest>` of that

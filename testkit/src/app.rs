@@ -270,7 +270,8 @@ impl TestApp {
     /// `/api/tenants/{tenant}` (the tenant percent-encoded). Other paths are left alone.
     pub fn url(&self, path: &str) -> String {
         match (&self.tenant, path.strip_prefix("/api/")) {
-            (Some(tenant), Some(rest)) => {
+            // The health probe is the site's, not a tenant's.
+            (Some(tenant), Some(rest)) if path != cosmos_blog::api::HEALTH_PATH => {
                 let mut url = reqwest::Url::parse(&self.address).expect("the app's address");
                 url.path_segments_mut()
                     .expect("an http URL has a path")

@@ -11,10 +11,11 @@ use testkit::{TestApp, eventually, operation_tests};
 
 operation_tests!(
     refusals_are_problem_documents_and_write_nothing,
-    bodies_over_one_mebibyte_are_413,
+    bodies_over_the_limit_are_413_and_every_text_the_fields_take_fits,
     ids_that_cosmos_cannot_address_are_400,
     unknown_routes_and_methods_are_problems,
     hostile_input_never_causes_a_server_error,
+    a_url_too_long_is_414_on_pages_and_api_alike_at_any_size,
 );
 
 pub async fn assert_problem(response: Response, status: StatusCode, code: &str) -> Value {
@@ -211,9 +212,27 @@ async fn refusals_are_problem_documents_and_write_nothing(app: TestApp) {
     );
 }
 
-async fn bodies_over_one_mebibyte_are_413(app: TestApp) {
+/// `value` as Python's `json.dumps` writes it by default: every character outside ASCII as
+/// `\uXXXX`, a surrogate pair for those beyond the Basic Multilingual Plane.
+fn ascii_json(value: &Value) -> String {
+    let mut text = String::new();
+    for c in value.to_string().chars() {
+        if c.is_ascii() {
+            text.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                text.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    text
+}
+
+async fn bodies_over_the_limit_are_413_and_every_text_the_fields_take_fits(app: TestApp) {
     app.register("ada", "Ada").await;
-    let big = "x".repeat(1024 * 1024 + 1);
+    let limit = cosmos_blog::api::MAX_BODY_BYTES;
+    let big = "x".repeat(limit + 1);
     let response = app
         .send(
             Method::POST,
@@ -222,8 +241,13 @@ async fn bodies_over_one_mebibyte_are_413(app: TestApp) {
             Some(json!({"title": "t", "content": big})),
         )
         .await;
-    assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "body-too-large").await;
-    // Just under the limit, but over the content limit: a 400, not a 413.
+    let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "body-too-large").await;
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("100000 characters"),
+        "the app's words: {detail}"
+    );
+    // Under the limit, but over the content limit: a 400, not a 413.
     let under = "x".repeat(200_000);
     let response = app
         .send(
@@ -234,6 +258,31 @@ async fn bodies_over_one_mebibyte_are_413(app: TestApp) {
         )
         .await;
     assert_problem(response, StatusCode::BAD_REQUEST, "invalid-field").await;
+    // The longest post the fields take, escaped as Python's json.dumps does: 90,000 emoji are
+    // 12 bytes each (a surrogate pair of escapes); a full title of Greek sent decomposed
+    // (U+1F82 as four characters) is stored as 300.
+    let longest = json!({
+        "title": "\u{3b1}\u{313}\u{300}\u{345}".repeat(300),
+        "content": format!("{}{}", "😀".repeat(90_000), "x".repeat(10_000)),
+    });
+    let body = ascii_json(&longest);
+    assert!(body.len() > 1024 * 1024, "{} bytes", body.len());
+    let response = app
+        .client
+        .post(app.url("/api/posts"))
+        .header("x-ms-client-principal-id", "ada")
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let post: Value = response.json().await.unwrap();
+    assert_eq!(post["title"], "\u{1f82}".repeat(300), "stored in NFC");
+    assert_eq!(
+        post["content"].as_str().unwrap_or_default().chars().count(),
+        100_000
+    );
 }
 
 async fn ids_that_cosmos_cannot_address_are_400(app: TestApp) {
@@ -350,4 +399,74 @@ async fn hostile_input_never_causes_a_server_error(app: TestApp) {
         app.get_json(&format!("/api/posts/{post_id}")).await["title"],
         "Hello"
     );
+}
+
+/// One status per cause: a URL over the bound is a `414` problem document (an error page for
+/// a browser on a page) whether it names an API route or a page, and past the HTTP parser's
+/// own 64 KiB too, where the parser answers before the application.
+async fn a_url_too_long_is_414_on_pages_and_api_alike_at_any_size(app: TestApp) {
+    let id = "u".repeat(9_000);
+    let api = app.get(&format!("/api/users/{id}")).await;
+    assert_problem(api, StatusCode::URI_TOO_LONG, "uri-too-long").await;
+    let page = app
+        .client
+        .get(app.raw_url(&format!("/users/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(page, StatusCode::URI_TOO_LONG, "uri-too-long").await;
+    let browser = app
+        .client
+        .get(app.raw_url(&format!("/users/{id}")))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(browser.status(), StatusCode::URI_TOO_LONG);
+    let body = browser.text().await.unwrap();
+    assert!(body.contains("uri-too-long"), "{body}");
+    // Past the HTTP parser's 64 KiB (which HTTP clients refuse to send: written by hand).
+    for path in ["/api/users/", "/users/"] {
+        let answer = raw_get(&app, &format!("{path}{}", "u".repeat(66_000))).await;
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_default();
+        assert!(head.starts_with("HTTP/1.1 414 "), "{head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-type: application/problem+json"),
+            "{head}"
+        );
+        let problem: Value = serde_json::from_str(body).expect("a problem document");
+        assert_eq!(problem["code"], "uri-too-long");
+        assert_eq!(problem["status"], 414);
+    }
+    // An id over its 255 bytes in a URL under the bound is the id's refusal, on both.
+    let id = "u".repeat(300);
+    let api = app.get(&format!("/api/users/{id}")).await;
+    assert_eq!(api.status(), StatusCode::BAD_REQUEST);
+    let page = app
+        .client
+        .get(app.raw_url(&format!("/users/{id}")))
+        .send()
+        .await
+        .unwrap();
+    if app.tenant.is_none() {
+        assert_eq!(page.status(), StatusCode::BAD_REQUEST);
+    }
+}
+
+/// The whole answer to `GET path`, sent over a connection of its own as written.
+async fn raw_get(app: &TestApp, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app
+        .address
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    // The server may answer and close before it has read it all.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    String::from_utf8_lossy(&answer).into_owned()
 }

@@ -179,6 +179,45 @@ fn cases(post: &str) -> Vec<Case> {
         case("a combining-mark content", Method::PUT, edit.clone())
             .json(json!({"title": "t", "content": "\u{301}"}))
             .field("content"),
+        // Text that pretends to be other text.
+        case("a bidi override in a title", Method::POST, posts)
+            .json(json!({"title": "\u{202e}txt.exe\u{202c}", "content": "c"}))
+            .field("title")
+            .saying("U+202E"),
+        case(
+            "a bidi isolate in a username",
+            Method::PUT,
+            "/api/users/ada",
+        )
+        .json(user("Ada\u{2067}x"))
+        .field("username")
+        .saying("bidirectional"),
+        case(
+            "a bidi override in a comment",
+            Method::POST,
+            comments.clone(),
+        )
+        .json(json!({"content": "see \u{202d}this"}))
+        .field("content"),
+        case("a bidi override in a post", Method::PUT, edit.clone())
+            .json(json!({"title": "t", "content": "a\u{2066}b"}))
+            .field("content"),
+        case(
+            "a zero-width space inside a username",
+            Method::PUT,
+            "/api/users/ada",
+        )
+        .json(user("Ad\u{200b}a"))
+        .field("username")
+        .saying("invisible"),
+        case(
+            "a line break inside a username",
+            Method::PUT,
+            "/api/users/ada",
+        )
+        .json(user("Ada\nLovelace"))
+        .field("username")
+        .saying("one line"),
         // Ids that cannot be seen or sent unchanged.
         case("a zero-width id", Method::PUT, "/api/users/%E2%80%8B")
             .json(user("Zed"))
@@ -284,7 +323,7 @@ fn cases(post: &str) -> Vec<Case> {
         case("an unserved method", Method::PATCH, "/api/feed")
             .refused(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
         case("a body past the limit", Method::POST, posts)
-            .bytes(&vec![b' '; 1024 * 1024 + 1])
+            .bytes(&vec![b' '; cosmos_blog::api::MAX_BODY_BYTES + 1])
             .refused(StatusCode::PAYLOAD_TOO_LARGE, "body-too-large"),
     ]
 }

@@ -192,4 +192,47 @@ async fn a_bad_continuation_token_is_a_400(app: TestApp) {
         let problem: Value = response.json().await.unwrap();
         assert_eq!(problem["code"], "invalid-continuation");
     }
+    let comments = format!("/api/posts/{post_id}/comments");
+    for bad in tampered(&token) {
+        let response = app
+            .client
+            .get(app.url(&comments))
+            .query(&[("continuation", bad.as_str())])
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {problem}");
+        assert_eq!(problem["code"], "invalid-continuation", "{bad}");
+    }
+}
+
+/// Tokens made from `token` that the server did not issue: its content spelled otherwise,
+/// and, where the store's own token inside is the embedded store's position (sort value,
+/// partition key, id), each of its fields changed: a date of `0000-01-01`, a quote, another
+/// post's partition, an id no store holds.
+fn tampered(token: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    let (list, inner): (String, String) =
+        serde_json::from_slice(&B64.decode(token).expect("base64url")).expect("[list, token]");
+    let wrap = |inner: &str| B64.encode(serde_json::json!([list, inner]).to_string());
+    let mut tokens = vec![B64.encode(format!("[ {:?}, {:?} ]", list, inner))];
+    let position = B64
+        .decode(&inner)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<(String, String, String)>(&bytes).ok());
+    if let Some((date, pk, id)) = position {
+        for (date, pk, id) in [
+            ("0000-01-01".to_owned(), pk.clone(), id.clone()),
+            ("\"".to_owned(), pk.clone(), id.clone()),
+            (date.clone(), r#"["another-post"]"#.to_owned(), id.clone()),
+            (date.clone(), pk.clone(), "a/b".to_owned()),
+        ] {
+            let position = serde_json::json!([date, pk, id]).to_string();
+            tokens.push(wrap(&B64.encode(position)));
+        }
+    }
+    tokens
 }

@@ -128,6 +128,149 @@ fn the_openapi_command_writes_each_layouts_document() {
     }
 }
 
+// ---- patterns every tool compiles ---------------------------------------------------------
+
+/// Every `pattern` of `value` (a document or part of one), with where it is.
+fn patterns_in(value: &Value, at: &str, found: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(members) => {
+            for (key, member) in members {
+                let here = format!("{at}/{key}");
+                match (key.as_str(), member) {
+                    ("pattern", Value::String(pattern)) => found.push((here, pattern.clone())),
+                    _ => patterns_in(member, &here, found),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                patterns_in(item, &format!("{at}/{n}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Why `pattern` is not in the part of regular-expression syntax that ECMA-262 (JSON
+/// Schema's dialect, in its Unicode mode), Python's `re` (schemathesis, hypothesis,
+/// openapi-python-client), Java and Rust read alike, if it is not: no Unicode property
+/// escapes (`\p{L}`, which Python cannot compile), no `\u{...}` or `\x{...}`, no named
+/// groups, lookbehinds, backreferences or inline flags, no set operations or nested `[` in
+/// a class, braces only as quantifiers, and nothing but ASCII punctuation escaped.
+fn portable_syntax_problem(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut in_class = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '\\' => {
+                let Some(escaped) = next else {
+                    return Some("a trailing backslash".into());
+                };
+                match escaped {
+                    'u' => {
+                        let hex = chars.get(i + 2..i + 6).unwrap_or_default();
+                        if hex.len() != 4 || !hex.iter().all(char::is_ascii_hexdigit) {
+                            return Some(format!("`\\u` without four hex digits at {i}"));
+                        }
+                        i += 6;
+                        continue;
+                    }
+                    'd' | 'D' | 's' | 'S' | 'n' | 'r' | 't' => {}
+                    e if e.is_ascii_punctuation() => {}
+                    e => return Some(format!("the escape `\\{e}` at {i}")),
+                }
+                i += 2;
+                continue;
+            }
+            '[' if in_class => return Some(format!("a `[` inside a class at {i}")),
+            '[' => {
+                in_class = true;
+                if next == Some(':') {
+                    return Some(format!("a POSIX class at {i}"));
+                }
+            }
+            ']' if in_class => in_class = false,
+            '&' | '~' | '|' | '-' if in_class && next == Some(c) => {
+                return Some(format!(
+                    "`{c}{c}` inside a class at {i} (a set operation in Python)"
+                ));
+            }
+            _ if in_class => {}
+            '(' if next == Some('?') => {
+                let kind: String = chars.get(i + 2).into_iter().collect();
+                if !matches!(kind.as_str(), ":" | "=" | "!") {
+                    return Some(format!("the group `(?{kind}` at {i}"));
+                }
+            }
+            '{' => {
+                let end = chars[i..].iter().position(|&c| c == '}').map(|n| i + n);
+                let body: String =
+                    end.map_or(String::new(), |end| chars[i + 1..end].iter().collect());
+                let quantifier = !body.is_empty()
+                    && body.split(',').count() <= 2
+                    && body.split(',').next().is_some_and(|n| !n.is_empty())
+                    && body.chars().all(|c| c.is_ascii_digit() || c == ',');
+                match (quantifier, end) {
+                    (true, Some(end)) => {
+                        i = end + 1;
+                        continue;
+                    }
+                    _ => return Some(format!("a `{{` that is no quantifier at {i}")),
+                }
+            }
+            ']' | '}' => return Some(format!("an unescaped `{c}` at {i}")),
+            _ => {}
+        }
+        i += 1;
+    }
+    in_class.then(|| "an unclosed class".into())
+}
+
+#[test]
+fn every_pattern_is_in_the_syntax_that_ecma_262_and_python_read_alike() {
+    for tenancy in LAYOUTS {
+        let mut found = Vec::new();
+        patterns_in(&document(tenancy), "", &mut found);
+        assert!(
+            found.len() >= 5,
+            "{tenancy}: ids, texts and dates have patterns"
+        );
+        for (at, pattern) in found {
+            if let Some(problem) = portable_syntax_problem(&pattern) {
+                panic!("{tenancy}: the pattern at {at} has {problem}: {pattern}");
+            }
+        }
+    }
+    // The check itself: what it must refuse.
+    for refused in [
+        r"^[\p{L}]$",
+        r"^\P{Cc}$",
+        r"^\u{1F600}$",
+        r"^(?<name>a)$",
+        r"^(?<=a)b$",
+        r"^(a)\1$",
+        r"^(?i)a$",
+        r"^[a[b]]$",
+        r"^[a&&b]$",
+        r"^a{x}$",
+        r"^a]$",
+        r"^\x{41}$",
+        r"^\w+$",
+    ] {
+        assert!(portable_syntax_problem(refused).is_some(), "{refused}");
+    }
+    for taken in [
+        r"^(?:a|b){1,3}$",
+        r"^(?!\.{1,2}$)[^\u0000-\u001F/]*$",
+        r"^\d{4}-\d{2}$",
+    ] {
+        assert_eq!(portable_syntax_problem(taken), None, "{taken}");
+    }
+}
+
 // ---- a valid OpenAPI 3.1 document ---------------------------------------------------------
 
 /// The official JSON Schema of OpenAPI 3.1 documents (see `tests/fixtures/openapi/`).
@@ -409,7 +552,8 @@ fn the_multi_document_puts_every_operation_under_its_tenant_and_q7_only_there() 
         "a tenant id follows the id rules"
     );
     for (template, item) in multi["paths"].as_object().expect("paths") {
-        if template == "/" {
+        // The health probe is the site's, the same in every layout.
+        if template == cosmos_blog::api::HEALTH_PATH {
             continue;
         }
         assert!(
@@ -620,10 +764,12 @@ async fn routing_of(response: reqwest::Response) -> Routing {
 }
 
 /// How `tenancy` addresses an `/api` path: as it is, or under [`TENANT`]'s prefix. Paths
-/// already under a tenant, and those outside `/api`, are left as they are.
+/// already under a tenant, the site's health probe, and those outside `/api`, are left as they
+/// are.
 fn in_layout(tenancy: Tenancy, path: &str) -> String {
+    let site_wide = path.split('?').next() == Some(cosmos_blog::api::HEALTH_PATH);
     match (tenancy, path.strip_prefix("/api/")) {
-        (Tenancy::Multi, Some(rest)) if !rest.starts_with("tenants/") => {
+        (Tenancy::Multi, Some(rest)) if !rest.starts_with("tenants/") && !site_wide => {
             format!("/api/tenants/{TENANT}/{rest}")
         }
         _ => path.to_owned(),
@@ -662,8 +808,8 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
         let documented = operations(&doc);
 
         // The operations are the layout's HTTP functions (operationId = function name), which
-        // tests/functions.rs shows are exactly the router's routes; the readiness probe is
-        // the one route that is not a function.
+        // tests/functions.rs shows are exactly the router's routes, the health probe among
+        // them (at `/api/health` in every layout).
         let operation_ids: BTreeMap<(String, String), String> = documented
             .iter()
             .map(|(key, op)| {
@@ -672,7 +818,6 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
                     op["operationId"].as_str().unwrap_or("").to_owned(),
                 )
             })
-            .filter(|((method, template), _)| !(method == "GET" && template == "/"))
             .collect();
         let functions: BTreeMap<(String, String), String> = metadata::http_functions(tenancy)
             .map(|f| {
@@ -686,7 +831,11 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
             operation_ids, functions,
             "{tenancy}: the document's operations and the HTTP functions differ"
         );
-        assert!(documented.contains_key(&("GET".to_owned(), "/".to_owned())));
+        assert!(documented.contains_key(&("GET".to_owned(), "/api/health".to_owned())));
+        assert!(
+            !documented.contains_key(&("GET".to_owned(), "/".to_owned())),
+            "the site's root is the front page, not an operation"
+        );
 
         // The application handles exactly the documented methods on every documented path
         // (with `{tenantId}` filled like every other parameter), and no path of the other
@@ -946,10 +1095,10 @@ impl Call {
         }
     }
 
-    /// A JSON body over the 1 MiB limit.
+    /// A JSON body over the body limit.
     fn too_large(self) -> Self {
         let mut bytes = b"{\"content\": \"".to_vec();
-        bytes.resize(1024 * 1024 + 16, b'x');
+        bytes.resize(cosmos_blog::api::MAX_BODY_BYTES + 16, b'x');
         bytes.extend_from_slice(b"\"}");
         Self {
             body: Body::Raw("application/json", bytes),
@@ -1143,18 +1292,18 @@ fn calls(post: &str) -> Vec<Call> {
         // Q6
         get("/api/feed?limit=10", 200),
         get("/api/feed?limit=0", 400),
-        // The description, its page, and the readiness probe
+        // The description, its page, and the health probe
         get("/api/openapi.json", 200),
         get("/api/docs", 200),
         get("/api/docs/swagger-ui.css", 200),
         get("/api/docs/swagger-ui-bundle.js", 200),
-        get("/", 200),
+        get("/api/health", 200),
         // A query parameter an operation does not take is a 400, on every operation.
         get("/api/openapi.json?format=yaml", 400),
         get("/api/docs?theme=dark", 400),
         get("/api/docs/swagger-ui.css?v=1", 400),
         get("/api/docs/swagger-ui-bundle.js?v=1", 400),
-        get("/?probe=1", 400),
+        get("/api/health?probe=1", 400),
     ]
 }
 

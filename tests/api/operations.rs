@@ -183,3 +183,69 @@ fn stage_takes_the_binary_it_was_built_as() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
 }
+
+// ---- the command line -------------------------------------------------------------------------
+
+/// Settings go before or after the command, and the command's help lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_go_before_or_after_any_command() {
+    for args in [["serve", "--port", "0"], ["--port", "0", "serve"]] {
+        let mut server = binary!().on_fresh_data().args(args).serve().ready().await;
+        let health = reqwest::get(server.url("/api/health"))
+            .await
+            .expect("the server answers");
+        assert_eq!(health.status(), reqwest::StatusCode::OK, "{args:?}");
+        assert!(server.terminate().await.success(), "{args:?}");
+    }
+    let multi = cosmos_blog::api::openapi::json_for(cosmos_blog::store::Tenancy::Multi);
+    for args in [
+        ["openapi", "--tenancy", "multi", "--out", "-"],
+        ["--tenancy", "multi", "openapi", "--out", "-"],
+    ] {
+        let output = binary!().args(args).output();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert!(output.stdout == multi.as_bytes(), "{args:?}");
+    }
+    let help = binary!().args(["serve", "--help"]).output();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for setting in [
+        "--port",
+        "--data-dir",
+        "--auth",
+        "--tenancy",
+        "BLOG_DATA_DIR",
+    ] {
+        assert!(help.contains(setting), "{setting} in:\n{help}");
+    }
+}
+
+/// A reader that goes away (`cosmos-blog openapi --out - | head -c 200`) ends the command
+/// quietly: no panic, no backtrace, success.
+#[test]
+fn a_command_whose_reader_goes_away_ends_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let document = cosmos_blog::api::openapi::json();
+    assert!(
+        document.len() > 64 * 1024,
+        "more than a pipe holds, so that the writer meets the closed pipe"
+    );
+    let mut command = binary!().args(["openapi", "--out", "-"]).into_command();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut head = [0u8; 200];
+    child
+        .stdout
+        .take()
+        .expect("its stdout")
+        .read_exact(&mut head)
+        .expect("200 bytes");
+    let output = child.wait_with_output().expect("it ends");
+    let log = stderr(&output);
+    assert!(output.status.success(), "{:?}: {log}", output.status);
+    assert!(!log.contains("panicked") && log.trim().is_empty(), "{log}");
+    assert_eq!(&head[..], &document.as_bytes()[..200]);
+}

@@ -494,8 +494,17 @@ async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
             .expect("request sent");
         assert_problem(response, StatusCode::NOT_FOUND, "route-not-found").await;
     }
-    let ready = multi.get("/").await;
-    assert_eq!(ready.status(), StatusCode::OK, "the readiness probe stays");
+    let health = multi
+        .client
+        .get(multi.raw_url("/api/health"))
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(
+        health.status(),
+        StatusCode::OK,
+        "the health probe is the site's"
+    );
     assert!(whole_store(&multi.whole_store).await.is_empty());
 
     let single = TestApp::spawn(backend).start().await;
@@ -596,7 +605,7 @@ async fn a_tenant_is_served_the_multi_openapi_document(backend: Backend) {
     let paths = served["paths"].as_object().expect("paths");
     for path in paths.keys() {
         assert!(
-            path == "/" || path.starts_with("/api/tenants/{tenantId}/"),
+            path == cosmos_blog::api::HEALTH_PATH || path.starts_with("/api/tenants/{tenantId}/"),
             "{path} outside the tenant routes"
         );
     }

@@ -1100,3 +1100,43 @@ async fn counts_and_usernames_come_from_the_exports_items() {
         "{posts:?}"
     );
 }
+
+/// An export whose file holds a line broken in two (more lines than its manifest says): the
+/// import is refused, and its progress never counts past its total ("6 of 5 items").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_progress_never_counts_past_its_total() {
+    let dir = TempDir::new().unwrap();
+    let export = dir.path().join("export");
+    let shape = Shape {
+        users: 5,
+        posts_per_user: 1,
+        comments: 0,
+        likes: 0,
+        content_chars: 10,
+    };
+    generated_export(&export, &shape);
+    let users = export.join(Kind::Users.file_name());
+    let written = std::fs::read_to_string(&users).unwrap();
+    let mut lines: Vec<String> = written.lines().map(str::to_owned).collect();
+    let broken = lines.remove(1);
+    let (head, tail) = broken.split_at(broken.len() / 2);
+    lines.splice(1..1, [head.to_owned(), tail.to_owned()]);
+    std::fs::write(&users, lines.join("\n") + "\n").unwrap();
+
+    let output = run(import_command(&export, &dir.path().join("data")));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let counts: Vec<(u64, u64)> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("import: validating: "))
+        .filter_map(|rest| {
+            let (done, total) = rest.split_once(" of ")?;
+            let total = total.split(' ').next()?;
+            Some((done.parse().ok()?, total.parse().ok()?))
+        })
+        .collect();
+    assert!(!counts.is_empty(), "a progress line: {stderr}");
+    for (done, total) in counts {
+        assert!(done <= total, "{done} of {total}: {stderr}");
+    }
+}

@@ -873,14 +873,36 @@ fn assert_entries_are(atom: &atom_syndication::Feed, items: &[Value], app: &Test
 
 // ---- the layouts --------------------------------------------------------------------------
 
-async fn assets_are_immutable_and_the_front_door_still_answers_readiness(app: TestApp) {
-    let ready = app.client.get(app.raw_url("/")).send().await.unwrap();
-    assert_eq!(ready.status(), StatusCode::OK);
-    assert_eq!(
-        ready.text().await.unwrap(),
-        "ok",
-        "API clients: the readiness probe"
-    );
+async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp) {
+    // Every client that takes HTML gets the front page: curl's `*/*`, none at all, a crawler's.
+    for accept in [Some("*/*"), None, Some("text/*;q=0.9, application/json")] {
+        let mut request = app.client.get(app.raw_url("/"));
+        if let Some(accept) = accept {
+            request = request.header(header::ACCEPT, accept);
+        }
+        let root = request.send().await.unwrap();
+        let content_type = root.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        // A multi-tenant site has no front page of its own (its blogs' are checked above).
+        if app.tenant.is_none() {
+            assert_eq!(root.status(), StatusCode::OK, "{accept:?}");
+            assert!(
+                content_type.starts_with("text/html"),
+                "{accept:?}: {content_type}"
+            );
+        }
+    }
+    // Probes have a route of their own, the same in every layout.
+    let health = app
+        .client
+        .get(app.raw_url("/api/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    assert_eq!(health.text().await.unwrap(), "ok");
     let mut reader = Browser::new(&app, None);
     let (_, page, _) = reader.get("/").await;
     let css = select_attr(&page, "link[rel=stylesheet]", "href");
@@ -915,6 +937,19 @@ async fn assets_are_immutable_and_the_front_door_still_answers_readiness(app: Te
         .await
         .unwrap();
     assert_eq!(stale.status(), StatusCode::NOT_FOUND);
+}
+
+async fn a_form_past_the_body_limit_is_413_in_the_apps_words(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut ada = Browser::new(&app, Some("ada"));
+    let content = "x".repeat(3_000_000);
+    let response = ada
+        .post("/write", &[("title", "Big"), ("content", &content)])
+        .await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("body-too-large"), "{page}");
+    assert!(!page.contains("Failed to buffer"), "{page}");
 }
 
 async fn the_front_page_is_light(app: TestApp) {
@@ -967,7 +1002,8 @@ operation_tests!(
     the_development_sign_in_sets_the_cookie_pages_and_the_api_read,
     nothing_can_be_written_cross_site,
     the_atom_feeds_hold_q6_and_q3,
-    assets_are_immutable_and_the_front_door_still_answers_readiness,
+    assets_are_immutable_and_the_front_door_is_the_front_page,
+    a_form_past_the_body_limit_is_413_in_the_apps_words,
     the_front_page_is_light,
 );
 

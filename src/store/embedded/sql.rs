@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::schema::LIVE;
 use super::sqlite::{parse_body, raw_body, sql_error};
+use crate::domain::{Timestamp, is_stored_id};
 use crate::store::{
     Container, Filter, FilterOp, Page, PageRequest, Query, QueryScope, RawItem, SortOrder,
     StoreError, StoreResult,
@@ -49,6 +50,36 @@ fn decode_position(token: &str) -> StoreResult<(String, String, String)> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .ok_or_else(|| StoreError::BadRequest("malformed continuation token".into()))
+}
+
+/// Whether a position is one this store could have issued for `query` (the last item of a
+/// page of it), field by field: its partition key is in the query's scope, its id is one the
+/// store can hold, and its sort value is what the sort field holds (a date, or nothing, for
+/// the `...Date` fields the lists sort by; nothing when unsorted). A token edited or
+/// made up is refused, not read as some other page.
+fn check_position(query: &Query, sort: &str, pk: &str, id: &str) -> StoreResult<()> {
+    let in_scope = match &query.scope {
+        QueryScope::Partition(expected) => pk == expected.to_json_array(),
+        QueryScope::Prefix(prefix) => {
+            let (low, high) = prefix.prefix_range();
+            (low.as_str()..high.as_str()).contains(&pk)
+        }
+        QueryScope::CrossPartition => serde_json::from_str::<Vec<Value>>(pk).is_ok(),
+    };
+    let sorted_by = match query.order_by {
+        None => sort.is_empty(),
+        Some((field, _)) if field.ends_with("Date") => {
+            sort.is_empty() || Timestamp::parse(sort).is_some()
+        }
+        Some(_) => true,
+    };
+    if in_scope && sorted_by && is_stored_id(id) {
+        Ok(())
+    } else {
+        Err(StoreError::BadRequest(
+            "continuation token not issued for this query".into(),
+        ))
+    }
 }
 
 pub(super) fn run_query(
@@ -224,6 +255,7 @@ fn page_select(container: Container, query: &Query, page: &PageRequest) -> Store
     let sorted = query.order_by.is_some();
     if let Some(token) = &page.continuation {
         let (sort, pk, id) = decode_position(token)?;
+        check_position(query, &sort, &pk, &id)?;
         let after = if descending { "<" } else { ">" };
         if sorted {
             sql.push_str(&format!(" AND ({sort_expr}, pk, id) {after} (?, ?, ?)"));
@@ -315,9 +347,16 @@ mod tests {
         let children_first = Query::in_partition(PartitionKey::single("p"))
             .of_types(&["like", "tombstone"])
             .order_by("creationDate", SortOrder::Ascending);
-        let next = encode_position(&("2026".into(), "[\"u\"]".into(), "x".into()));
-        for query in [newest_first, oldest_first, children_first] {
-            for continuation in [None, Some(next.clone())] {
+        let next = |pk: &str| {
+            let date = "2026-01-01T00:00:00.0000000Z";
+            encode_position(&(date.into(), format!("[\"{pk}\"]"), "x".into()))
+        };
+        for (query, pk) in [
+            (newest_first, "u"),
+            (oldest_first, "p"),
+            (children_first, "p"),
+        ] {
+            for continuation in [None, Some(next(pk))] {
                 let page = PageRequest {
                     max_items: 50,
                     continuation,
@@ -346,7 +385,7 @@ mod tests {
         for n in 0..40 {
             let item_type = types[n % types.len()];
             // Some dates repeat, so that the id breaks ties.
-            let date = format!("2026-01-{:02}", 1 + (n * 7) % 13);
+            let date = format!("2026-01-{:02}T00:00:00.0000000Z", 1 + (n * 7) % 13);
             let id = format!("{n:03}");
             let body = serde_json::json!({"id": id, "type": item_type, "creationDate": date});
             conn.execute(
