@@ -6,14 +6,15 @@
 //! Every module sits on a floor, and **a module imports only from the floors below it**: never
 //! from a neighbour on its own floor, never from above. Ground floor first:
 //!
-//! 1. `domain`, `platform`, `retry`, `words`, `plan`: what users, posts, comments and likes
-//!    are, with their validation; which host the process runs on; how to wait before trying
-//!    again; how the commands say a count and print what they say; the capacity and cost
-//!    planner (pure arithmetic on checked-in data: it needs no store).
+//! 1. `domain`, `platform`, `retry`, `words`: what users, posts, comments and likes are, with
+//!    their validation; which host the process runs on; how to wait before trying again; how
+//!    the commands say a count and print what they say.
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
 //!    decorators that meter and scope it, its settings and `open`.
-//! 3. `error`, `operations`: the crate's error (a refused input or a store failure); the table
-//!    of operations the app serves, one Functions function each, with their routes.
+//! 3. `error`, `operations`, `plan`: the crate's error (a refused input or a store failure);
+//!    the table of operations the app serves, one Functions function each, with their routes;
+//!    the capacity and cost planner (arithmetic on checked-in measurements: it opens no store,
+//!    and takes only the store's word for a data layout).
 //! 4. `problem`: how a refusal or failure is told over HTTP (RFC 9457).
 //! 5. `telemetry`: logs, traces and metrics, the traced store among them.
 //! 6. `auth`, `blog`: who is calling; the blog's commands and queries on the model.

@@ -133,7 +133,7 @@ enum Command {
     /// and the mode to choose. Needs no store and no network (see docs/capacity.md).
     ///
     /// Exit status 2 on a flag that is not a number, out of range or inconsistent.
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
 }
 
 #[derive(Subcommand)]
@@ -206,10 +206,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Serve => serve(&cli.settings).await,
         Command::Rebuild => rebuild(store).await,
         Command::Verify { repair } => return verify_store(store, repair).await,
-        Command::Plan(args) => {
-            let args = plan::PlanArgs { tenancy, ..args };
-            return plan_workload(&args);
-        }
+        Command::Plan(args) => return plan_workload(&plan::PlanArgs { tenancy, ..*args }),
         Command::Export(args) => transfer::run_export(store, &args).await,
         Command::Import(args) => import(store, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),

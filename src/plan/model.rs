@@ -28,13 +28,9 @@ pub const CHANGE_FEED_BATCH: f64 = 100.0;
 /// The leases documents of the triggers and the pump: a few hundred bytes each.
 pub const LEASES_BYTES: f64 = 4.0 * 400.0;
 
-/// The data layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Tenancy {
-    Single,
-    Multi,
-}
+/// The data layout: the store's own, so that the global `--tenancy` names it for every
+/// command, this one included.
+pub use crate::store::Tenancy;
 
 /// Which RU figures price the operations that the case study measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
