@@ -206,7 +206,15 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Serve => serve(&cli.settings).await,
         Command::Rebuild => rebuild(store).await,
         Command::Verify { repair } => return verify_store(store, repair).await,
-        Command::Plan(args) => return plan_workload(&plan::PlanArgs { tenancy, ..*args }),
+        Command::Plan(args) => {
+            let feed_cache_ms = cli.settings.feed_cache_ms as f64;
+            let args = plan::PlanArgs {
+                tenancy,
+                feed_cache_ms,
+                ..*args
+            };
+            return plan_workload(&args);
+        }
         Command::Export(args) => transfer::run_export(store, &args).await,
         Command::Import(args) => import(store, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),

@@ -142,3 +142,27 @@ fn the_planner_assumes_the_applications_feed_cache() {
         cosmos_blog::settings::DEFAULT_FEED_CACHE_MS
     );
 }
+
+#[test]
+fn the_layout_and_the_feed_cache_are_the_servers_own_settings() {
+    let workload = ["--json", "--users", "100000", "--views-per-day", "50000000"];
+    let (code, cached, err) = plan(&workload);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, uncached, err) = plan(&[&workload[..], &["--feed-cache-ms", "0"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let cached: serde_json::Value = serde_json::from_str(&cached).unwrap();
+    let uncached: serde_json::Value = serde_json::from_str(&uncached).unwrap();
+    assert_eq!(cached["workload"]["feed_cache_ms"], 50.0, "{cached}");
+    assert_eq!(uncached["workload"]["feed_cache_ms"], 0.0, "{uncached}");
+    assert!(
+        uncached["ru_per_second"]["peak"].as_f64() > cached["ru_per_second"]["peak"].as_f64(),
+        "without the cache every front-page view reads the feed: {uncached} {cached}"
+    );
+    let output = binary!()
+        .subcommand("plan")
+        .args(["--json"])
+        .env("BLOG_TENANCY", "multi")
+        .output();
+    let multi: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(multi["workload"]["tenancy"], "multi", "{multi}");
+}

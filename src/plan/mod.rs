@@ -68,8 +68,10 @@ pub struct PlanArgs {
     /// `users` (a tenant's users, Q7) in `multi`. Shares are scaled to add up to 1.
     #[arg(long, value_parser = Mix::parse)]
     pub mix: Option<Mix>,
-    /// The feed cache's period per instance (BLOG_FEED_CACHE_MS); 0: off.
-    #[arg(long, default_value_t = APP_FEED_CACHE_MS as f64, value_parser = feed_cache_ms, allow_negative_numbers = true)]
+    /// The feed cache's period per instance, ms; 0: off. Not a flag of its own: the global
+    /// `--feed-cache-ms` (BLOG_FEED_CACHE_MS), the one the server runs with, says it, and
+    /// `main` copies it here.
+    #[arg(skip = APP_FEED_CACHE_MS as f64)]
     pub feed_cache_ms: f64,
     /// Mean duration of one function execution, milliseconds.
     #[arg(long, default_value = "20", value_parser = function_ms, allow_negative_numbers = true)]
@@ -290,10 +292,6 @@ fn months(text: &str) -> Result<f64, String> {
 
 fn tenants(text: &str) -> Result<f64, String> {
     whole(text, 1.0, 1e9)
-}
-
-fn feed_cache_ms(text: &str) -> Result<f64, String> {
-    number(text, 0.0, 86_400_000.0)
 }
 
 fn function_ms(text: &str) -> Result<f64, String> {
