@@ -86,6 +86,13 @@ enum Command {
     Import(transfer::ImportArgs),
     /// Copy the embedded store to a new file, consistent, while the server runs.
     Backup(transfer::BackupArgs),
+    /// Stop the embedded store's count of writes per partition, which kept list pages rely
+    /// on, so that writes stop paying for it: for a store whose servers now keep no pages
+    /// (BLOG_LIST_CACHE_MB=0). Refused while any process has the store open.
+    StopCounting {
+        #[command(flatten)]
+        store: StoreSettings,
+    },
     /// Azure Functions metadata.
     Functions {
         #[command(subcommand)]
@@ -191,6 +198,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Export(args) => transfer::run_export(&args).await,
         Command::Import(args) => import(&args).await,
         Command::Backup(args) => transfer::run_backup(&args),
+        Command::StopCounting { store } => store::stop_counting(&store),
         Command::Functions {
             command: FunctionsCommand::Generate { root, tenancy },
         } => generate(root.as_deref().unwrap_or(Path::new(".")), tenancy),
@@ -220,7 +228,11 @@ async fn run(cli: Cli) -> ExitCode {
 fn settings_contradictions(cli: &Cli) -> Vec<String> {
     match &cli.command {
         None | Some(Command::Serve) => cli.serve.contradictions(),
-        Some(Command::Rebuild { store } | Command::Verify { store, .. }) => store.contradictions(),
+        Some(
+            Command::Rebuild { store }
+            | Command::Verify { store, .. }
+            | Command::StopCounting { store },
+        ) => store.contradictions(),
         Some(Command::Export(args)) => args.store.contradictions(),
         Some(Command::Import(args)) => args.store.contradictions(),
         Some(Command::Backup(args)) => args.store.contradictions(),
