@@ -93,6 +93,10 @@ enum Command {
     Import(transfer::ImportArgs),
     /// Copy the embedded store to a new file, consistent, while the server runs.
     Backup(transfer::BackupArgs),
+    /// Stop the embedded store's count of writes per partition, which kept list pages rely
+    /// on, so that writes stop paying for it: for a store whose servers now keep no pages
+    /// (BLOG_LIST_CACHE_MB=0). Refused while any process has the store open.
+    StopCounting,
     /// Azure Functions metadata.
     Functions {
         #[command(subcommand)]
@@ -218,6 +222,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Export(args) => transfer::run_export(store, &args).await,
         Command::Import(args) => import(store, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),
+        Command::StopCounting => store::stop_counting(store),
         Command::Functions {
             command: FunctionsCommand::Generate { root },
         } => generate(root.as_deref(), tenancy),
@@ -247,7 +252,8 @@ fn settings_contradictions(cli: &Cli) -> Vec<String> {
             | Command::Verify { .. }
             | Command::Export(_)
             | Command::Import(_)
-            | Command::Backup(_),
+            | Command::Backup(_)
+            | Command::StopCounting,
         ) => cli.settings.store.contradictions(),
         Some(
             Command::Functions { .. }

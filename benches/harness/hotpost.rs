@@ -127,6 +127,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
             cosmos_endpoint: None,
             database: "blog".into(),
             tenancy: Default::default(),
+            embedded_readers: None,
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         list_cache_mb: DEFAULT_LIST_CACHE_MB,

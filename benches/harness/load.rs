@@ -472,6 +472,7 @@ pub async fn serve(
             cosmos_endpoint: None,
             database: "blog".into(),
             tenancy: Default::default(),
+            embedded_readers: None,
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         list_cache_mb,

@@ -159,6 +159,7 @@ impl Rig {
                 cosmos_endpoint: None,
                 database: "blog".into(),
                 tenancy,
+                embedded_readers: None,
             },
             // Every read reaches the store: the planner applies the feed cache itself.
             feed_cache_ms: 0,

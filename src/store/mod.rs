@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use open::{open, open_existing, open_read_only};
+pub use open::{open, open_existing, open_read_only, stop_counting};
 pub use partition_key::{PartitionKey, PartitionKeyError, PartitionKeyValue};
 pub use query::{
     Filter, FilterOp, JsonPage, Page, PageRequest, PartitionVersion, Query, QueryScope, SortOrder,

@@ -19,7 +19,7 @@ pub async fn open(settings: &StoreSettings) -> anyhow::Result<Arc<dyn Store>> {
         return Ok(Arc::new(store));
     }
     let path = settings.embedded_path();
-    let store = EmbeddedStore::open_with(&path, settings.tenancy)
+    let store = EmbeddedStore::open_with_readers(&path, settings.tenancy, settings.readers())
         .with_context(|| format!("cannot open the embedded store at {}", path.display()))?;
     tracing::info!(path = %path.display(), "using the embedded store");
     Ok(Arc::new(store))
@@ -57,4 +57,26 @@ pub async fn open_existing(settings: &StoreSettings) -> anyhow::Result<Arc<dyn S
         path.display()
     );
     open(settings).await
+}
+
+/// `stop-counting`: stops the embedded store's count of writes per partition, which kept pages
+/// rely on, for a store whose servers no longer keep them (see
+/// [`super::embedded::stop_counting`]); refused while any process has the store open.
+pub fn stop_counting(settings: &StoreSettings) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !settings.uses_cosmos(),
+        "Azure Cosmos DB keeps no count of writes per partition: nothing to stop"
+    );
+    let path = settings.embedded_path();
+    let counted = super::embedded::stop_counting(&path)
+        .with_context(|| format!("cannot stop the counting in {}", path.display()))?;
+    if counted {
+        println!(
+            "{}: writes are no longer counted per partition (a server keeping list pages begins again)",
+            path.display()
+        );
+    } else {
+        println!("{}: writes were not counted per partition", path.display());
+    }
+    Ok(())
 }

@@ -33,11 +33,22 @@ pub struct StoreSettings {
     /// containers' keys depend on it.
     #[arg(long, env = "BLOG_TENANCY", value_enum, default_value_t = Tenancy::Single, ignore_case = true, global = true)]
     pub tenancy: Tenancy,
+
+    /// How many connections the embedded store reads through: as many reads run at once, and
+    /// a read waits while all are taken [default: two per core, at least four].
+    #[arg(long, env = "BLOG_EMBEDDED_READERS", value_parser = clap::value_parser!(u16).range(1..=1024), global = true)]
+    pub embedded_readers: Option<u16>,
 }
 
 impl StoreSettings {
     pub fn uses_cosmos(&self) -> bool {
         self.cosmos_connection.is_some() || self.cosmos_endpoint.is_some()
+    }
+
+    /// The embedded store's reader connections: [`Self::embedded_readers`] or the default.
+    pub fn readers(&self) -> usize {
+        self.embedded_readers
+            .map_or_else(super::embedded::default_readers, usize::from)
     }
 
     pub fn embedded_path(&self) -> PathBuf {

@@ -70,6 +70,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
             cosmos_endpoint: None,
             database: "blog".into(),
             tenancy: Default::default(),
+            embedded_readers: None,
         },
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         // Pages kept, so that every test of the API also checks that a kept page is never

@@ -131,6 +131,7 @@ async fn live_account_smoke_test() {
         cosmos_endpoint: None,
         database: std::env::var("COSMOS_TEST_DATABASE").unwrap_or_else(|_| "blog-test".into()),
         tenancy: Default::default(),
+        embedded_readers: None,
     };
     let store = CosmosStore::connect(&settings)
         .await

@@ -205,3 +205,47 @@ async fn every_write_to_a_kept_item_shows_on_the_next_read(app: TestApp) {
     );
     app.assert_verifies().await;
 }
+
+/// `stop-counting` through the binary: refused while a store that keeps pages has the file
+/// open (it relies on every write being counted), done once nothing has it open, and said
+/// when there was nothing to stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_counting_waits_for_a_store_nobody_has_open() {
+    use cosmos_blog::store::embedded::EmbeddedStore;
+    use cosmos_blog::store::{Container, PartitionKey, Store};
+
+    let data = tempfile::TempDir::new().unwrap();
+    let stop_counting = || {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
+            .arg("stop-counting")
+            .env("BLOG_DATA_DIR", data.path())
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("the binary runs");
+        let said = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), said)
+    };
+    let store = EmbeddedStore::open(&data.path().join("blog.sqlite3")).expect("store");
+    assert!(store.keep_partition_versions().await.unwrap());
+    let comment = json!({"id": "c1", "type": "comment", "postId": "p1"});
+    store
+        .upsert_item(Container::Posts, &PartitionKey::single("p1"), comment)
+        .await
+        .unwrap();
+    let (stopped, said) = stop_counting();
+    assert!(!stopped, "{said}");
+    assert!(said.contains("open in another process"), "{said}");
+
+    drop(store);
+    // The store's writer thread closes its connection soon after the store is dropped.
+    let (stopped, said) = eventually(Duration::from_secs(10), || async {
+        let (stopped, said) = stop_counting();
+        (!said.contains("open in another process")).then_some((stopped, said))
+    })
+    .await;
+    assert!(stopped, "{said}");
+    assert!(said.contains("no longer counted"), "{said}");
+    let (stopped, said) = stop_counting();
+    assert!(stopped && said.contains("were not counted"), "{said}");
+}

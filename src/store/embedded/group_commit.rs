@@ -1,15 +1,18 @@
 //! The one writing connection, on a thread of its own, committing the writes waiting as one
-//! group: one fsync for the group instead of one per write.
+//! group: one fsync for the group instead of one per write, and one count of changes per
+//! partition the group wrote.
 
+use std::cell::RefCell;
+use std::ops::Deref;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::commits::{FOREIGN_COMMIT_POLL, ForeignCommits, Versioning};
-
+use super::schema::{COUNT_A_CHANGE, COUNTED_CONTAINERS, COUNTS_CHANGES};
 use super::sqlite::sql_error_ref;
-use crate::store::StoreError;
+use crate::store::{Container, StoreError};
 
 /// Writes committed together at most: a group pays one fsync instead of one per write.
 const MAX_GROUP: usize = 64;
@@ -18,7 +21,7 @@ const MAX_GROUP: usize = 64;
 /// transaction and says whether it succeeded (a failed write is rolled back to its own
 /// savepoint, leaving the others); `finish` learns whether the group committed.
 pub(super) struct WriteJob {
-    pub(super) run: Box<dyn FnOnce(&Transaction<'_>) -> bool + Send>,
+    pub(super) run: WriteRun,
     pub(super) finish: Box<dyn FnOnce(Option<StoreError>) + Send>,
 }
 
@@ -33,6 +36,9 @@ pub(super) fn run_writer(
     versioning: &Versioning,
     mut foreign: ForeignCommits,
 ) {
+    // Whether the file counts its partitions' writes, once seen: only a process that has the
+    // file to itself stops the counting (`stop_counting`), so it never stops under a writer.
+    let mut counting = false;
     // A look costs a read transaction on the thread every write waits for: under a stream of
     // writes, one per poll, not one per group.
     let mut looked: Option<Instant> = None;
@@ -65,7 +71,7 @@ pub(super) fn run_writer(
         }
         let (runs, finishes): (Vec<_>, Vec<_>) =
             group.into_iter().map(|job| (job.run, job.finish)).unzip();
-        let outcome = commit_group(&mut conn, runs);
+        let outcome = commit_group(&mut conn, runs, &mut counting);
         // Counted even if the group rolled back: a needless read later, never a stale page.
         versioning.count_commit();
         for finish in finishes {
@@ -74,21 +80,82 @@ pub(super) fn run_writer(
     }
 }
 
-type WriteRun = Box<dyn FnOnce(&Transaction<'_>) -> bool + Send>;
+type WriteRun = Box<dyn FnOnce(&Batch<'_>) -> bool + Send>;
 
-fn commit_group(conn: &mut Connection, runs: Vec<WriteRun>) -> rusqlite::Result<()> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+/// A group's transaction as each of its writes sees it: the transaction, and the partitions
+/// written so far, whose counts of changes the group adds to once each before it commits.
+pub(super) struct Batch<'conn> {
+    tx: Transaction<'conn>,
+    written: RefCell<Vec<(&'static str, String)>>,
+}
+
+impl<'conn> Deref for Batch<'conn> {
+    type Target = Transaction<'conn>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl Batch<'_> {
+    /// Notes that the group wrote the partition `pk` (its key as stored) of `container`.
+    pub(super) fn wrote(&self, container: Container, pk: &str) {
+        if COUNTED_CONTAINERS.contains(&container) {
+            self.written
+                .borrow_mut()
+                .push((container.name(), pk.to_owned()));
+        }
+    }
+
+    /// Adds one to the count of changes of each counted partition the group wrote, if the
+    /// file counts them (`counting`: it was seen to; looked at again in this transaction
+    /// while not, since another process may have begun counting).
+    fn count_changes(&self, counting: &mut bool) -> rusqlite::Result<()> {
+        let mut written = self.written.take();
+        if written.is_empty() {
+            return Ok(());
+        }
+        if !*counting {
+            *counting = self
+                .prepare_cached(COUNTS_CHANGES)?
+                .query_row([], |row| row.get(0))?;
+            if !*counting {
+                return Ok(());
+            }
+        }
+        written.sort_unstable();
+        written.dedup();
+        let mut count = self.prepare_cached(COUNT_A_CHANGE)?;
+        for (container, pk) in &written {
+            count.execute((container, pk))?;
+        }
+        Ok(())
+    }
+}
+
+fn commit_group(
+    conn: &mut Connection,
+    runs: Vec<WriteRun>,
+    counting: &mut bool,
+) -> rusqlite::Result<()> {
+    let batch = Batch {
+        tx: conn.transaction_with_behavior(TransactionBehavior::Immediate)?,
+        written: RefCell::default(),
+    };
     for run in runs {
-        run_cached(&tx, "SAVEPOINT write_job")?;
+        let written_before = batch.written.borrow().len();
+        run_cached(&batch, "SAVEPOINT write_job")?;
         // A panicking write counts as a failed one; the thread must outlive it.
         let succeeded =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&tx))).unwrap_or(false);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&batch))).unwrap_or(false);
         if !succeeded {
-            run_cached(&tx, "ROLLBACK TO write_job")?;
+            run_cached(&batch, "ROLLBACK TO write_job")?;
+            batch.written.borrow_mut().truncate(written_before);
         }
-        run_cached(&tx, "RELEASE write_job")?;
+        run_cached(&batch, "RELEASE write_job")?;
     }
-    tx.commit()
+    batch.count_changes(counting)?;
+    batch.tx.commit()
 }
 
 /// Runs one statement from the connection's statement cache. The writer runs the same few

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{Container, StoreError, StoreResult, Tenancy};
 
@@ -32,14 +32,12 @@ pub use backup::backup;
 use commits::{ForeignCommits, Versioning};
 use group_commit::{WriteJob, run_writer};
 use readers::Reader;
+pub use readers::default_readers;
 use schema::{
-    SCHEMA, add_expiry, change_counting, check_layout, check_layout_read_only, counts_changes,
-    set_planner_stats,
+    CREATE_CHANGES_TABLE, SCHEMA, add_expiry, check_layout, check_layout_read_only, counts_changes,
+    drop_legacy_triggers, set_planner_stats,
 };
 use sqlite::{configure, sql_error};
-
-/// Connections kept for readers; SQLite in WAL mode lets them read while the writer writes.
-const READERS: usize = 4;
 /// Page cache of the writer connection, in KiB (a negative `cache_size` is KiB).
 const WRITER_CACHE_KIB: i64 = 32 * 1024;
 
@@ -52,7 +50,10 @@ pub struct EmbeddedStore {
 struct Shared {
     /// Writes go to the writer thread, which owns the one writing connection.
     writes: std::sync::mpsc::Sender<WriteJob>,
+    /// Reader connections; SQLite in WAL mode lets them read while the writer writes.
     readers: Vec<Mutex<Reader>>,
+    /// One permit per reader: a read holding one finds a reader free.
+    free_readers: Arc<Semaphore>,
     changes: [Notify; 4],
     tenancy: Tenancy,
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
@@ -71,8 +72,14 @@ impl EmbeddedStore {
     }
 
     /// Opens (creating if needed) the database at `path` in the `tenancy` layout; refuses a
-    /// database that holds the other layout.
+    /// database that holds the other layout. Reads through [`default_readers`] connections.
     pub fn open_with(path: &Path, tenancy: Tenancy) -> StoreResult<Self> {
+        Self::open_with_readers(path, tenancy, default_readers())
+    }
+
+    /// [`Self::open_with`], reading through `readers` connections (at least one): as many
+    /// reads run at once, and a read waits while all of them are taken.
+    pub fn open_with_readers(path: &Path, tenancy: Tenancy, readers: usize) -> StoreResult<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
@@ -90,11 +97,14 @@ impl EmbeddedStore {
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(sql_error)?;
         writer.execute_batch(SCHEMA).map_err(sql_error)?;
+        writer
+            .execute_batch(&drop_legacy_triggers())
+            .map_err(sql_error)?;
         add_expiry(&writer)?;
         check_layout(&writer, tenancy, path)?;
         set_planner_stats(&writer)?;
         let versioning = Arc::new(Versioning::new(counts_changes(&writer)?));
-        let readers = (0..READERS)
+        let readers = (0..readers.max(1))
             .map(|_| {
                 let reader = Connection::open_with_flags(
                     path,
@@ -114,6 +124,7 @@ impl EmbeddedStore {
         let store = Self {
             shared: Arc::new(Shared {
                 writes,
+                free_readers: Arc::new(Semaphore::new(readers.len())),
                 readers,
                 changes: Default::default(),
                 tenancy,
@@ -132,7 +143,7 @@ impl EmbeddedStore {
     /// beside it; where it cannot (a read-only folder) and no `-wal` file holds commits the
     /// database file lacks, the file is opened as immutable instead.
     pub fn open_read_only(path: &Path, tenancy: Tenancy) -> StoreResult<Self> {
-        let readers = (0..READERS)
+        let readers = (0..default_readers())
             .map(|_| Reader::new(open_reader(path)?))
             .collect::<StoreResult<Vec<_>>>()?;
         if let Some(first) = readers.first() {
@@ -143,6 +154,7 @@ impl EmbeddedStore {
         Ok(Self {
             shared: Arc::new(Shared {
                 writes,
+                free_readers: Arc::new(Semaphore::new(readers.len())),
                 readers: readers.into_iter().map(Mutex::new).collect(),
                 changes: Default::default(),
                 tenancy,
@@ -158,17 +170,17 @@ impl EmbeddedStore {
         self.shared.read_only
     }
 
-    /// Makes the database count the writes to each partition whose lists readers keep (once
-    /// for good: every process writing the file counts from then on), so that pages of them
-    /// are versioned. Refused on a read-only store.
+    /// Makes the database count the writes to each partition whose lists readers keep, so
+    /// that pages of them are versioned: every process writing the file counts from then on,
+    /// until [`stop_counting`] (see `schema::CREATE_CHANGES_TABLE` for the rule). Refused on
+    /// a read-only store.
     pub async fn count_changes(&self) -> StoreResult<()> {
         if self.counts_changes() {
             return Ok(());
         }
-        let sql = change_counting();
-        self.on_writer(move |tx| tx.execute_batch(&sql).map_err(sql_error))
+        self.on_writer(|tx| tx.execute_batch(CREATE_CHANGES_TABLE).map_err(sql_error))
             .await?;
-        // Only once the triggers are committed: a count read before would not be kept up.
+        // Only once the table is committed: a count read before would not be kept up.
         self.shared.versioning.start_counting();
         // The writer thread sleeps between writes while nothing is versioned: a write (of
         // nothing) wakes it to look for other processes' commits from now on.
@@ -179,6 +191,48 @@ impl EmbeddedStore {
     fn counts_changes(&self) -> bool {
         self.shared.versioning.counts_changes()
     }
+}
+
+/// Stops the counting of each partition's writes in the store at `path` (begun by a process
+/// that kept pages, [`EmbeddedStore::count_changes`]), so that writes stop paying for it: for
+/// a store whose servers no longer keep pages. A server that keeps pages begins it again.
+/// Refused while any other connection, of this process or another, has the file open: a
+/// process that keeps pages relies on every write being counted, and every connection to a
+/// database in WAL mode holds a shared lock on it from its first read until it closes, which
+/// the exclusive lock taken here waits for. Answers whether the store was counting.
+pub fn stop_counting(path: &Path) -> StoreResult<bool> {
+    if !path.is_file() {
+        return Err(StoreError::BadRequest(format!(
+            "no embedded store at {}",
+            path.display()
+        )));
+    }
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sql_error)?;
+    // Exclusive from the first read on, and no wait: an open server is refused at once.
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+        .map_err(sql_error)?;
+    let in_use = |e: rusqlite::Error| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Unavailable(format!(
+                "the embedded store at {} is open in another process (a server?): stop it first",
+                path.display()
+            ))
+        }
+        _ => sql_error(e),
+    };
+    conn.execute_batch("BEGIN EXCLUSIVE").map_err(in_use)?;
+    conn.query_row("SELECT count(*) FROM layout", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map_err(|e| StoreError::BadRequest(format!("not an embedded store: {e}")))?;
+    let counted = counts_changes(&conn)?;
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS partition_changes; {} COMMIT;",
+        drop_legacy_triggers()
+    ))
+    .map_err(in_use)?;
+    Ok(counted)
 }
 
 /// A read-only connection that has read the schema: as SQLite opens it, or immutable when

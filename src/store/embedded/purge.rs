@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::EmbeddedStore;
 use super::sqlite::sql_error;
-use crate::store::{StoreError, StoreResult};
+use crate::store::{Container, StoreError, StoreResult};
 
 /// How often the background purge deletes expired items.
 const PURGE_INTERVAL: Duration = Duration::from_secs(60);
@@ -19,11 +19,26 @@ impl EmbeddedStore {
     /// async code.
     pub fn purge_expired(&self) -> StoreResult<usize> {
         self.submit(|tx| {
-            tx.execute(
-                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= unixepoch()",
-                [],
-            )
-            .map_err(sql_error)
+            let mut purged = 0;
+            let mut statement = tx
+                .prepare_cached(
+                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= unixepoch()
+                     RETURNING container, pk",
+                )
+                .map_err(sql_error)?;
+            let mut rows = statement.query([]).map_err(sql_error)?;
+            while let Some(row) = rows.next().map_err(sql_error)? {
+                let (container, pk): (String, String) = (
+                    row.get(0).map_err(sql_error)?,
+                    row.get(1).map_err(sql_error)?,
+                );
+                if let Some(container) = Container::ALL.into_iter().find(|c| c.name() == container)
+                {
+                    tx.wrote(container, &pk);
+                }
+                purged += 1;
+            }
+            Ok(purged)
         })?
         .blocking_recv()
         .map_err(|_| StoreError::Internal("the writer thread dropped the purge".into()))?

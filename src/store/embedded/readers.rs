@@ -15,6 +15,16 @@ pub(super) struct Reader {
     feed: Vec<CachedPage>,
 }
 
+/// How many reader connections a store opens unless told: two per core, at least four. A
+/// read of one partition runs on the async worker that asked (one per core), the wider reads
+/// (the change feed's, the scans) on blocking threads beside them; none should wait for a
+/// connection while a core is free. A reader costs a file handle, its prepared statements and
+/// a page cache that stays small, since the pages it reads are mapped (see [`Reader::new`]).
+pub fn default_readers() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    cores.saturating_mul(2).max(4)
+}
+
 /// Statements each reader keeps prepared.
 const READER_STATEMENTS: usize = 64;
 

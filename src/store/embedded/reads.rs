@@ -1,5 +1,6 @@
 //! Where a read runs: on a free reader connection, on the calling thread when it touches
-//! one partition and a reader is free, off the async runtime otherwise.
+//! one partition, off the async runtime otherwise; a read that finds every reader taken
+//! waits for one without holding a thread.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -7,7 +8,6 @@ use rusqlite::Connection;
 
 use super::EmbeddedStore;
 use super::readers::Reader;
-use super::sqlite::lock;
 use crate::store::{StoreError, StoreResult};
 
 /// How much a read may touch, which decides where it runs.
@@ -16,7 +16,7 @@ pub(super) enum Reach {
     /// One item or one logical partition (a page of at most a hundred items): from the page
     /// cache this takes microseconds, less than handing it to another thread and back (the
     /// wake-ups of that hop were a fifth of the server's samples under a query load), so it
-    /// runs on the calling thread when a reader is free.
+    /// runs on the calling thread.
     Partition,
     /// Many partitions or the change log: may take long, so it runs on a blocking thread,
     /// off the async runtime.
@@ -25,7 +25,7 @@ pub(super) enum Reach {
 
 impl EmbeddedStore {
     /// Runs `work` on a free reader connection: a [`Reach::Partition`] read on the calling
-    /// thread when a reader is free, anything else off the async runtime.
+    /// thread, anything else off the async runtime.
     pub(super) async fn read<T: Send + 'static>(
         &self,
         reach: Reach,
@@ -35,37 +35,60 @@ impl EmbeddedStore {
             .await
     }
 
+    /// Runs `work` on a reader of its own: once one of the readers' permits is taken, one of
+    /// them is free. A read that finds none waits for a permit without holding a thread.
     pub(super) async fn with_reader<T: Send + 'static>(
         &self,
         reach: Reach,
         work: impl FnOnce(&mut Reader) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
-        if reach == Reach::Partition
-            && let Some(mut reader) = free_reader(&self.shared.readers)
-        {
-            return work(&mut reader);
+        let free = &self.shared.free_readers;
+        let closed = |_| StoreError::Internal("the store's readers are closed".into());
+        if reach == Reach::Partition {
+            let permit = match free.try_acquire() {
+                Ok(permit) => permit,
+                Err(_) => free.acquire().await.map_err(closed)?,
+            };
+            let mut reader = take_reader(&self.shared.readers);
+            let answer = work(&mut reader);
+            // The reader before its permit: no more readers are taken than permits held.
+            drop(reader);
+            drop(permit);
+            return answer;
         }
+        let permit = Arc::clone(free).acquire_owned().await.map_err(closed)?;
         let shared = Arc::clone(&self.shared);
         tokio::task::spawn_blocking(move || {
-            let mut reader =
-                free_reader(&shared.readers).unwrap_or_else(|| lock(&shared.readers[0]));
-            work(&mut reader)
+            let mut reader = take_reader(&shared.readers);
+            let answer = work(&mut reader);
+            drop(reader);
+            drop(permit);
+            answer
         })
         .await
         .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
     }
 }
 
-fn free_reader(readers: &[Mutex<Reader>]) -> Option<MutexGuard<'_, Reader>> {
-    readers.iter().find_map(|reader| reader.try_lock().ok())
+/// A free reader, for a caller holding one of the readers' permits: at most one reader per
+/// other permit is taken, so one is free; a reader given back while the others were tried
+/// is found on the next pass. The first free one is taken, so that reads one at a time use
+/// the same reader (and its kept feed pages).
+fn take_reader(readers: &[Mutex<Reader>]) -> MutexGuard<'_, Reader> {
+    loop {
+        if let Some(reader) = readers.iter().find_map(|reader| reader.try_lock().ok()) {
+            return reader;
+        }
+        std::thread::yield_now();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::super::READERS;
-    use super::super::readers::READER_MAP_BYTES;
+    use super::super::readers::{READER_MAP_BYTES, default_readers};
+    use super::super::sqlite::lock;
     use super::*;
     use crate::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store, Tenancy};
 
@@ -119,12 +142,13 @@ mod tests {
         let path = dir.path().join("db.sqlite3");
         let store = EmbeddedStore::open(&path).unwrap();
         put(&store, "a", "2026-01-01T00:00:00.0000000Z").await;
+        let readers = store.shared.readers.len();
         // Reads one at a time use the same reader, which then serves its cached page.
-        for _ in 0..READERS * 2 {
+        for _ in 0..readers * 2 {
             assert_eq!(feed_ids(&store).await, ["a"]);
         }
         put(&store, "b", "2026-01-02T00:00:00.0000000Z").await;
-        for _ in 0..READERS * 2 {
+        for _ in 0..readers * 2 {
             assert_eq!(feed_ids(&store).await, ["b", "a"]);
         }
         // Another process (e.g. `rebuild` while the server runs) has its own connections.
@@ -133,7 +157,7 @@ mod tests {
             .delete_item(Container::Feed, &PartitionKey::single("post"), "b")
             .await
             .unwrap();
-        for _ in 0..READERS * 2 {
+        for _ in 0..readers * 2 {
             assert_eq!(feed_ids(&store).await, ["a"]);
         }
     }
@@ -177,14 +201,79 @@ mod tests {
         };
         put_in("t1", "a").await;
         put_in("t2", "b").await;
-        for _ in 0..READERS * 2 {
+        let readers = store.shared.readers.len();
+        for _ in 0..readers * 2 {
             assert_eq!(ids_in("t1").await, ["a"]);
             assert_eq!(ids_in("t2").await, ["b"]);
         }
         put_in("t2", "c").await;
-        for _ in 0..READERS * 2 {
+        for _ in 0..readers * 2 {
             assert_eq!(ids_in("t1").await, ["a"]);
             assert_eq!(ids_in("t2").await, ["c", "b"]);
         }
+    }
+
+    /// As many reads as there are readers run at once: each of `readers` reads, having read
+    /// the database, waits until all of them are in flight. Queued behind fewer readers, the
+    /// last reads would wait for the first to end and the first for the last to begin; the
+    /// wait is bounded only so that such a failure ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn as_many_reads_overlap_as_there_are_readers() {
+        use std::sync::Condvar;
+        use std::time::Duration;
+
+        let readers = default_readers().max(4) * 2;
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open_with_readers(
+            &dir.path().join("db.sqlite3"),
+            Tenancy::Single,
+            readers,
+        )
+        .unwrap();
+        put(&store, "a", "2026-01-01T00:00:00.0000000Z").await;
+        let in_flight = Arc::new((Mutex::new(0_usize), Condvar::new()));
+        let reads = (0..readers).map(|n| {
+            let store = store.clone();
+            let in_flight = Arc::clone(&in_flight);
+            // Both kinds of read: on a blocking thread, and on the calling task's thread.
+            let reach = if n % 2 == 0 {
+                Reach::Wide
+            } else {
+                Reach::Partition
+            };
+            let read = async move {
+                store
+                    .read(reach, move |conn| {
+                        let items: i64 = conn
+                            .query_row("SELECT count(*) FROM items", [], |row| row.get(0))
+                            .map_err(super::super::sqlite::sql_error)?;
+                        let (count, all_in) = &*in_flight;
+                        let mut count = lock(count);
+                        *count += 1;
+                        all_in.notify_all();
+                        let (count, waited) = all_in
+                            .wait_timeout_while(count, Duration::from_secs(20), |count| {
+                                *count < readers
+                            })
+                            .unwrap();
+                        Ok((items, !waited.timed_out() && *count >= readers))
+                    })
+                    .await
+            };
+            // Partition reads block the thread they run on: each on a thread of its own.
+            tokio::task::spawn_blocking(move || tokio::runtime::Handle::current().block_on(read))
+        });
+        let answers = futures::future::join_all(reads).await;
+        for answer in answers {
+            let (items, overlapped) = answer.unwrap().unwrap();
+            assert_eq!(items, 1);
+            assert!(overlapped, "{readers} reads did not all run at once");
+        }
+    }
+
+    #[test]
+    fn the_readers_are_sized_from_the_cores() {
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert!(default_readers() >= cores.max(4));
     }
 }

@@ -35,11 +35,20 @@ CREATE TABLE IF NOT EXISTS log_sequence (
 INSERT OR IGNORE INTO log_sequence (singleton, last_lsn) VALUES (1, 0);
 ";
 
-/// How many times each logical partition of the [`COUNTED_CONTAINERS`] was written, by any
-/// connection of any process: a reader that kept a page of such a partition serves it again
-/// while the count is the same (see `PartitionVersion`). The feed's and the leases' writes are
-/// not counted and cost nothing more. A partition never written has no row (0).
-const CHANGES_TABLE: &str = "
+/// How many groups of writes touched each logical partition of the [`COUNTED_CONTAINERS`],
+/// by any process: a reader that kept a page of such a partition serves it again while the
+/// count is the same (see `PartitionVersion`). The feed's and the leases' writes are not
+/// counted. A partition never written since the table was made has no row (0).
+///
+/// The rule every writer keeps: while this table exists, each group transaction adds one to
+/// the count of every counted partition it wrote, in the same transaction (`group_commit`),
+/// so a count and the items it describes are never seen apart. The first process that keeps
+/// pages makes the table ([`super::EmbeddedStore::count_changes`]); only
+/// [`super::stop_counting`], which runs while no other process has the file open, removes
+/// it. A process that keeps no pages writes no count while no table is there: nobody could
+/// read one, and a process that starts keeping pages later reads its pages after the table
+/// is made, so every write it has not counted is already in what it reads.
+pub(super) const CREATE_CHANGES_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS partition_changes (
     container TEXT NOT NULL,
     pk TEXT NOT NULL,
@@ -48,63 +57,43 @@ CREATE TABLE IF NOT EXISTS partition_changes (
 ) WITHOUT ROWID;
 ";
 
-/// The triggers that keep the counts, in the writing transaction itself, so that a count and
-/// the items it describes are never seen apart: each trigger's name, the event, the row whose
-/// partition it counts, and any further condition. The writer never moves an item between
-/// partitions; a hand-made UPDATE that did is counted in the partition it left as well.
-const COUNTING_TRIGGERS: [(&str, &str, &str, &str); 4] = [
-    ("items_inserted_count_a_change", "INSERT", "NEW", ""),
-    ("items_updated_count_a_change", "UPDATE", "NEW", ""),
-    (
-        "items_moved_count_a_change",
-        "UPDATE",
-        "OLD",
-        " AND (OLD.container IS NOT NEW.container OR OLD.pk IS NOT NEW.pk)",
-    ),
-    ("items_deleted_count_a_change", "DELETE", "OLD", ""),
+/// Adds one to a partition's count of changes: run once per partition per group.
+pub(super) const COUNT_A_CHANGE: &str = "
+INSERT INTO partition_changes (container, pk, changes) VALUES (?1, ?2, 1)
+    ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1";
+
+/// Whether the database counts its partitions' writes (holds the table of [`CREATE_CHANGES_TABLE`]); read in the
+/// writing transaction by every writer before it counts, and by readers at start.
+pub(super) const COUNTS_CHANGES: &str = "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'partition_changes')";
+
+/// The triggers that counted every row written before the writer counted each group itself
+/// (stores made by earlier versions): dropped when such a store is opened for writing, the
+/// table and its counts kept.
+const LEGACY_TRIGGERS: [&str; 4] = [
+    "items_inserted_count_a_change",
+    "items_updated_count_a_change",
+    "items_moved_count_a_change",
+    "items_deleted_count_a_change",
 ];
 
 /// The containers whose partitions' writes are counted: those whose lists readers keep (Q3 in
-/// `users`, Q4 and Q5 in `posts`). A page of any other is never versioned.
+/// `users`, Q4 and Q5 in `posts`, and the point reads Q1 and Q2). A page of any other is
+/// never versioned.
 pub(super) const COUNTED_CONTAINERS: [Container; 2] = [Container::Users, Container::Posts];
 
-/// The table and triggers that count the writes to each partition of the
-/// [`COUNTED_CONTAINERS`]: created by [`super::EmbeddedStore::count_changes`] when a server
-/// keeps list pages, and never dropped (a process relying on the counts must not lose them
-/// under it). Each counted write costs another row written in its transaction, which is why
-/// they are not there by default.
-pub(super) fn change_counting() -> String {
-    let counted: Vec<String> = COUNTED_CONTAINERS
-        .iter()
-        .map(|container| format!("'{}'", container.name()))
-        .collect();
-    let counted = counted.join(", ");
-    let mut sql = CHANGES_TABLE.to_owned();
-    for (name, event, row, also) in COUNTING_TRIGGERS {
-        sql.push_str(&format!(
-            "CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON items
-    WHEN {row}.container IN ({counted}){also} BEGIN
-    INSERT INTO partition_changes (container, pk, changes) VALUES ({row}.container, {row}.pk, 1)
-        ON CONFLICT (container, pk) DO UPDATE SET changes = changes + 1;
-END;
-"
-        ));
-    }
-    sql
+/// Whether the database counts its partitions' writes.
+pub(super) fn counts_changes(conn: &Connection) -> StoreResult<bool> {
+    conn.prepare_cached(COUNTS_CHANGES)
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(sql_error)
 }
 
-/// Whether the database counts its partitions' writes (all of the [`COUNTING_TRIGGERS`] are
-/// there).
-pub(super) fn counts_changes(conn: &Connection) -> StoreResult<bool> {
-    let names = COUNTING_TRIGGERS.map(|(name, ..)| name);
-    let found: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name IN (?1, ?2, ?3, ?4)",
-            names,
-            |row| row.get(0),
-        )
-        .map_err(sql_error)?;
-    Ok(usize::try_from(found).is_ok_and(|found| found == names.len()))
+/// SQL that drops the [`LEGACY_TRIGGERS`] (a no-op where there are none).
+pub(super) fn drop_legacy_triggers() -> String {
+    LEGACY_TRIGGERS
+        .iter()
+        .map(|name| format!("DROP TRIGGER IF EXISTS {name};"))
+        .collect()
 }
 
 /// The layout a database was created with (its partition keys), once recorded.
@@ -272,15 +261,35 @@ pub(super) fn add_expiry(conn: &Connection) -> StoreResult<()> {
 mod tests {
     use super::*;
 
+    /// A store of an earlier version counted with triggers: opened, its triggers are gone and
+    /// its counts kept, and it still counts.
     #[test]
-    fn the_triggers_count_exactly_the_counted_containers() {
-        let names: Vec<String> = COUNTED_CONTAINERS
-            .iter()
-            .map(|container| format!("'{}'", container.name()))
-            .collect();
-        let list = format!("IN ({})", names.join(", "));
-        let sql = change_counting();
-        assert_eq!(sql.matches(" IN (").count(), 4, "one list per trigger");
-        assert_eq!(sql.matches(list.as_str()).count(), 4, "{list}");
+    fn the_legacy_triggers_are_dropped_and_the_counts_kept() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch(CREATE_CHANGES_TABLE).unwrap();
+        for name in LEGACY_TRIGGERS {
+            conn.execute_batch(&format!(
+                "CREATE TRIGGER {name} AFTER DELETE ON items BEGIN SELECT 1; END;"
+            ))
+            .unwrap();
+        }
+        conn.execute(COUNT_A_CHANGE, ("posts", "[\"p\"]")).unwrap();
+        conn.execute_batch(&drop_legacy_triggers()).unwrap();
+        let triggers: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(triggers, 0);
+        assert!(counts_changes(&conn).unwrap());
+        let kept: i64 = conn
+            .query_row("SELECT changes FROM partition_changes", [], |row| {
+                row.get(0)
+            })
+            .unwrap();
+        assert_eq!(kept, 1);
     }
 }

@@ -620,4 +620,98 @@ mod tests {
             .unwrap();
         matches!(answer, JsonPage::Read { version: None, .. })
     }
+
+    /// The counting is stopped only while no process has the file open, and begins again
+    /// with the next process that keeps pages, whose pages are then versioned as before.
+    #[tokio::test]
+    async fn the_counting_stops_only_with_the_file_to_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let store = counting(&path).await;
+        comment(&store, "p1", "a", json!({})).await;
+        let refused = super::super::stop_counting(&path);
+        assert!(
+            matches!(refused, Err(StoreError::Unavailable(_))),
+            "{refused:?}"
+        );
+        drop(store);
+        // The writer thread closes its connection once it sees the store dropped.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let stopped = loop {
+            match super::super::stop_counting(&path) {
+                Err(StoreError::Unavailable(_)) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => break other,
+            }
+        };
+        assert!(stopped.unwrap(), "it was counting");
+
+        let uncounted = EmbeddedStore::open(&path).unwrap();
+        comment(&uncounted, "p1", "b", json!({})).await;
+        let tables: i64 = uncounted
+            .read(Reach::Wide, |conn| {
+                conn.query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE name = 'partition_changes'",
+                    [],
+                    |row| row.get(0),
+                )
+                .map_err(sql_error)
+            })
+            .await
+            .unwrap();
+        assert_eq!(tables, 0, "a writer that keeps no pages counts nothing");
+        assert!(unversioned(&uncounted, Container::Posts, &comments_of("p1")).await);
+
+        let keeping = counting(&path).await;
+        let first = read(&keeping, "p1", None).await.unwrap();
+        assert_eq!(read(&keeping, "p1", Some(&first)).await, None);
+        // The writer opened while nothing was counted counts from now on.
+        comment(&uncounted, "p1", "c", json!({})).await;
+        assert_written_elsewhere_is_seen(&keeping, "p1", &first).await;
+        assert!(!super::super::stop_counting(&path).is_ok_and(|counted| counted));
+    }
+
+    /// A group of writes to one partition counts one change, and a write that failed in the
+    /// group counts none.
+    #[tokio::test]
+    async fn a_group_counts_each_partition_it_wrote_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = counting(&dir.path().join("db.sqlite3")).await;
+        let pk = PartitionKey::single("p1");
+        let item = |id: &str| json!({"id": id, "type": "comment", "postId": "p1"});
+        store
+            .create_item(Container::Posts, &pk, item("a"))
+            .await
+            .unwrap();
+        let changes = |store: &EmbeddedStore| {
+            let store = store.clone();
+            async move {
+                store
+                    .read(Reach::Wide, |conn| {
+                        partition_changes(conn, Container::Posts, "[\"p1\"]")
+                    })
+                    .await
+                    .unwrap()
+            }
+        };
+        let before = changes(&store).await;
+        assert!(before > 0);
+        store
+            .execute_batch(
+                Container::Posts,
+                &pk,
+                vec![
+                    BatchOperation::Upsert { item: item("b") },
+                    BatchOperation::Upsert { item: item("c") },
+                    BatchOperation::Delete { id: "a".into() },
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(changes(&store).await, before + 1);
+        let failed = store.create_item(Container::Posts, &pk, item("b")).await;
+        assert!(matches!(failed, Err(StoreError::Conflict)));
+        assert_eq!(changes(&store).await, before + 1, "nothing written");
+    }
 }

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction};
 use serde_json::Value;
 
 use super::EmbeddedStore;
-use super::group_commit::WriteJob;
+use super::group_commit::{Batch, WriteJob};
 use super::schema::LIVE;
 use super::sqlite::{etag_for, lock, now_seconds, sql_error};
 use crate::store::{
@@ -45,7 +45,7 @@ impl EmbeddedStore {
     pub(super) async fn write<T: Send + 'static>(
         &self,
         container: Container,
-        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+        work: impl FnOnce(&Batch<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
         let result = self.on_writer(work).await;
         if result.is_ok() {
@@ -58,7 +58,7 @@ impl EmbeddedStore {
     /// answers once the group has committed.
     pub(super) async fn on_writer<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+        work: impl FnOnce(&Batch<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<T> {
         self.submit(work)?
             .await
@@ -69,7 +69,7 @@ impl EmbeddedStore {
     /// (or with the error that rolled it back).
     pub(super) fn submit<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&Transaction<'_>) -> StoreResult<T> + Send + 'static,
+        work: impl FnOnce(&Batch<'_>) -> StoreResult<T> + Send + 'static,
     ) -> StoreResult<tokio::sync::oneshot::Receiver<StoreResult<T>>> {
         if self.shared.read_only {
             return Err(StoreError::BadRequest(
@@ -132,7 +132,7 @@ fn current_lsn(
 }
 
 fn write_item(
-    tx: &Transaction<'_>,
+    tx: &Batch<'_>,
     container: Container,
     pk: &str,
     id: &str,
@@ -159,12 +159,13 @@ fn write_item(
         ))
     })
     .map_err(sql_error)?;
+    tx.wrote(container, pk);
     Ok(etag_for(lsn))
 }
 
 /// Applies one operation inside the caller's transaction.
 pub(super) fn apply(
-    tx: &Transaction<'_>,
+    tx: &Batch<'_>,
     tenancy: Tenancy,
     container: Container,
     pk: &PartitionKey,
@@ -201,6 +202,7 @@ pub(super) fn apply(
             if deleted == 0 {
                 return Err(StoreError::NotFound);
             }
+            tx.wrote(container, &pk_text);
             Ok(None)
         }
     }
