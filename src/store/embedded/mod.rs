@@ -165,11 +165,6 @@ impl EmbeddedStore {
         })
     }
 
-    /// Whether it was opened by [`EmbeddedStore::open_read_only`].
-    pub fn is_read_only(&self) -> bool {
-        self.shared.read_only
-    }
-
     /// Makes the database count the writes to each partition whose lists readers keep, so
     /// that pages of them are versioned: every process writing the file counts from then on,
     /// until [`stop_counting`] (see `schema::CREATE_CHANGES_TABLE` for the rule). Refused on
