@@ -4,15 +4,12 @@
 //! store is metered, so the phase reports what the burst cost it in requests, and it ends
 //! by checking that the post's counts equal its comments and likes.
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::settings::{
-    ChangeFeedMode, DEFAULT_FEED_CACHE_MS, DEFAULT_LIST_CACHE_MB, Settings, StoreSettings,
-};
+use cosmos_blog::auth::AuthMode;
+use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_LIST_CACHE_MB};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -117,30 +114,11 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
         HotBackend::DelayedEmulator => testkit::emulator::delayed_emulator_store(delay).await,
     };
     let metered = MeteredStore::new(inner);
-    let settings = Settings {
-        port: 0,
-        port_file: None,
-        bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        store: StoreSettings {
-            data_dir: temp.path().to_owned(),
-            cosmos_connection: None,
-            cosmos_endpoint: None,
-            database: "blog".into(),
-            tenancy: Default::default(),
-            embedded_readers: None,
-        },
-        feed_cache_ms: DEFAULT_FEED_CACHE_MS,
-        list_cache_mb: DEFAULT_LIST_CACHE_MB,
-        // The delayed re-check only where a test or phase asks for it: it reads the store.
-        recheck_delay_ms: 0,
-        change_feed: ChangeFeedMode::Off,
-        // The writers name themselves with the principal header, on loopback.
-        auth: AuthSettings {
-            mode: Some(AuthMode::Header),
-            ..AuthSettings::default()
-        },
-        site: Default::default(),
-    };
+    let mut settings = testkit::app::settings(temp.path().to_owned(), ChangeFeedMode::Off);
+    // The server's own default, where the tests keep pages to check them.
+    settings.list_cache_mb = DEFAULT_LIST_CACHE_MB;
+    // The writers name themselves with the principal header, on loopback.
+    settings.auth.mode = Some(AuthMode::Header);
     let app = Application::with_store(&settings, Arc::new(metered.clone())).await?;
     let base = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -13,15 +13,14 @@
 //! trigger's idle polling) are left out: they depend on time, not on the workload.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use cosmos_blog::auth::{AuthMode, AuthSettings};
+use cosmos_blog::auth::AuthMode;
 use cosmos_blog::copies::Source;
 use cosmos_blog::plan::{ItemBytes, MeasuredCosts, MeasuredOp};
-use cosmos_blog::settings::{ChangeFeedMode, Settings, StoreSettings};
+use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
@@ -149,29 +148,12 @@ impl Rig {
         let meter = ByContainer::default();
         let emulator = testkit::emulator::emulator_store_in(tenancy).await;
         let store: Arc<dyn Store> = Arc::new(Layered::over(emulator, meter.clone()));
-        let settings = Settings {
-            port: 0,
-            port_file: None,
-            bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            store: StoreSettings {
-                data_dir: data.path().to_owned(),
-                cosmos_connection: None,
-                cosmos_endpoint: None,
-                database: "blog".into(),
-                tenancy,
-                embedded_readers: None,
-            },
-            // Every read reaches the store: the planner applies the feed cache itself.
-            feed_cache_ms: 0,
-            list_cache_mb: 0,
-            recheck_delay_ms: 0,
-            change_feed: ChangeFeedMode::Off,
-            auth: AuthSettings {
-                mode: Some(AuthMode::Header),
-                ..AuthSettings::default()
-            },
-            site: Default::default(),
-        };
+        let mut settings = testkit::app::settings(data.path().to_owned(), ChangeFeedMode::Off);
+        settings.store.tenancy = tenancy;
+        // Every read reaches the store: the planner applies the feed cache itself.
+        settings.feed_cache_ms = 0;
+        settings.list_cache_mb = 0;
+        settings.auth.mode = Some(AuthMode::Header);
         let app = Application::with_store(&settings, Arc::clone(&store)).await?;
         let base = format!("http://127.0.0.1:{}", app.port());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
