@@ -18,6 +18,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::{CONTENT_TYPE, Problem};
 
+/// The parser's own refusals are a status line and three or four short headers; anything
+/// longer is a response of the application's.
+const MAX_BARE_REFUSAL_BYTES: usize = 512;
+
 /// A listener whose connections answer the parser's refusals with problem documents.
 pub struct ProblemListener(pub TcpListener);
 
@@ -54,15 +58,20 @@ impl<T> Refusals<T> {
 /// The status of `head` if it is a whole response the parser wrote on its own: a 4xx status
 /// line, `connection: close`, `content-length: 0` and no content type.
 fn bare_refusal(head: &[u8]) -> Option<StatusCode> {
-    let text = std::str::from_utf8(head).ok()?;
-    let rest = text
-        .strip_prefix("HTTP/1.1 ")
-        .or_else(|| text.strip_prefix("HTTP/1.0 "))?;
-    let status = StatusCode::from_bytes(rest.get(..3)?.as_bytes()).ok()?;
-    let lower = text.to_ascii_lowercase();
-    let bare = status.is_client_error()
-        && lower.ends_with("\r\n\r\n")
-        && lower.contains("\r\nconnection: close\r\n")
+    // Every response the server writes passes here: the byte tests that rule out nearly all
+    // of them come first, before any copy of the text is made.
+    if head.len() > MAX_BARE_REFUSAL_BYTES || !head.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    let rest = head
+        .strip_prefix(b"HTTP/1.1 ")
+        .or_else(|| head.strip_prefix(b"HTTP/1.0 "))?;
+    let status = StatusCode::from_bytes(rest.get(..3)?).ok()?;
+    if !status.is_client_error() {
+        return None;
+    }
+    let lower = std::str::from_utf8(head).ok()?.to_ascii_lowercase();
+    let bare = lower.contains("\r\nconnection: close\r\n")
         && lower.contains("\r\ncontent-length: 0\r\n")
         && !lower.contains("\r\ncontent-type:");
     bare.then_some(status)
@@ -93,6 +102,24 @@ fn problem_response(status: StatusCode) -> Vec<u8> {
 }
 
 impl<T: AsyncWrite + Unpin> Refusals<T> {
+    /// When `buf` is a bare refusal of the parser: its problem document goes out in its place,
+    /// and `buf` counts as written (`Some` of its length).
+    fn replace_bare_refusal(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> io::Result<Option<usize>> {
+        let Some(status) = bare_refusal(buf) else {
+            return Ok(None);
+        };
+        self.pending = Some((problem_response(status), 0));
+        // What is not written now is written before the next write, flush or shutdown.
+        if let Poll::Ready(Err(e)) = self.poll_pending(cx) {
+            return Err(e);
+        }
+        Ok(Some(buf.len()))
+    }
+
     /// Writes what is pending of a rewritten refusal.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some((bytes, written)) = &mut self.pending {
@@ -127,13 +154,31 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Refusals<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         ready!(self.poll_pending(cx))?;
-        if let Some(status) = bare_refusal(buf) {
-            self.pending = Some((problem_response(status), 0));
-            // The bare refusal counts as written: what goes out in its place is pending.
-            let _ = self.poll_pending(cx)?;
-            return Poll::Ready(Ok(buf.len()));
+        if let Some(written) = self.replace_bare_refusal(cx, buf)? {
+            return Poll::Ready(Ok(written));
         }
         Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    /// Vectored writes go through as the socket takes them (hyper then sends a body without
+    /// copying it into its head's buffer); a bare refusal is a head alone, in one slice.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        let mut filled = bufs.iter().filter(|buf| !buf.is_empty());
+        if let (Some(only), None) = (filled.next(), filled.next())
+            && let Some(written) = self.replace_bare_refusal(cx, only)?
+        {
+            return Poll::Ready(Ok(written));
+        }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
