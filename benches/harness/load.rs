@@ -2,13 +2,12 @@
 //! loopback port, driven by a Rust client. Every phase is bounded in time and in requests.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cosmos_blog::auth::{AuthMode, AuthSettings};
-use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
+use cosmos_blog::auth::AuthMode;
+use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::telemetry::export::{Export, Schedule};
@@ -462,30 +461,10 @@ pub async fn serve(
     list_cache_mb: u64,
     observed: Observed<'_>,
 ) -> anyhow::Result<Served> {
-    let settings = Settings {
-        port: 0,
-        port_file: None,
-        bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        store: StoreSettings {
-            data_dir: std::env::temp_dir(),
-            cosmos_connection: None,
-            cosmos_endpoint: None,
-            database: "blog".into(),
-            tenancy: Default::default(),
-            embedded_readers: None,
-        },
-        feed_cache_ms: DEFAULT_FEED_CACHE_MS,
-        list_cache_mb,
-        // The delayed re-check only where a test or phase asks for it: it reads the store.
-        recheck_delay_ms: 0,
-        change_feed: ChangeFeedMode::Pump,
-        // The load sends the principal header; header mode on loopback, whatever the shell says.
-        auth: AuthSettings {
-            mode: Some(AuthMode::Header),
-            ..AuthSettings::default()
-        },
-        site: Default::default(),
-    };
+    let mut settings = testkit::app::settings(std::env::temp_dir(), ChangeFeedMode::Pump);
+    settings.list_cache_mb = list_cache_mb;
+    // The load sends the principal header; header mode on loopback, whatever the shell says.
+    settings.auth.mode = Some(AuthMode::Header);
     let app = match observed {
         Observed::Exporting(endpoint) => {
             let export = Export::Otlp {
