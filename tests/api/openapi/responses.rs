@@ -187,7 +187,7 @@ impl Coverage {
         assert!(
             missing.is_empty(),
             "documented responses that no real response was checked against (add calls to \
-             tests/api/openapi.rs): {missing:#?}"
+             tests/api/openapi/responses.rs): {missing:#?}"
         );
     }
 }
