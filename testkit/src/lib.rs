@@ -1,4 +1,4 @@
-//! What the test crates of cosmos-blog share (`tests/api`, `tests/functions.rs`,
+//! What the test crates of cosmos-blog share (`tests/api`, `tests/functions`,
 //! `tests/harness_smoke.rs`) and the benchmark harness (`benches/harness`) uses:
 //! - [`TestApp::spawn`]: the application in this process, on a store of either backend;
 //! - [`binary!`]: the real binary, run to the end or serving;
