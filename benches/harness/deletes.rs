@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::report::{section, table_head};
 use cosmos_blog::blog::Blog;
 use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{
@@ -158,16 +159,15 @@ async fn source(store: &Arc<dyn Store>, post_id: &PostId) -> anyhow::Result<serd
 /// The report's section.
 pub fn markdown(out: &mut String, costs: &[DeleteCost]) {
     use std::fmt::Write as _;
-    let _ = writeln!(out, "\n## Deletes (store requests)\n");
-    let _ = writeln!(
+    section(
         out,
-        "Each delete as the API runs it, then the change-feed work it sets off (copies, comments and likes removed, counts lowered, the feed refilled). Per sample: two posts with three comments and two likes each.\n"
+        "Deletes (store requests)",
+        "Each delete as the API runs it, then the change-feed work it sets off (copies, comments and likes removed, counts lowered, the feed refilled). Per sample: two posts with three comments and two likes each.",
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| delete | samples | requests | partitions | items written | change-feed requests | change-feed items written |"
+        "delete | samples | requests | partitions | items written | change-feed requests | change-feed items written",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for c in costs {
         let fan_out = if c.fan_out { " (cross-partition)" } else { "" };
         let _ = writeln!(

@@ -444,6 +444,52 @@ macro_rules! backend_tests {
     };
 }
 
+/// Runs each body `async fn name(backend: Backend)` on every backend, as `embedded::name` and
+/// `cosmos::name`, or in the two modules named before a colon
+/// (`on_every_backend!(gated_embedded, gated_cosmos: name)`): for tests that choose their own
+/// settings, which `backend_tests!` (the default application) does not fit.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($embedded:ident, $cosmos:ident: $($name:ident),* $(,)?) => {
+        mod $embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Embedded).await;
+                }
+            )*
+        }
+        mod $cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Cosmos).await;
+                }
+            )*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::on_every_backend!(embedded, cosmos: $($name),*);
+    };
+}
+
+/// One body `async fn body(backend: Backend)` as two tests named apart, the first on the
+/// embedded store and the second on Cosmos DB: `backend_pair!(body => on_embedded, on_cosmos)`.
+#[macro_export]
+macro_rules! backend_pair {
+    ($body:ident => $embedded:ident, $cosmos:ident $(,)?) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $embedded() {
+            $body($crate::Backend::Embedded).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $cosmos() {
+            $body($crate::Backend::Cosmos).await;
+        }
+    };
+}
+
 /// Runs each named test body (`async fn name(app: TestApp)`) on every backend, on an
 /// application without change-feed processing: the test runs the handlers itself.
 #[macro_export]

@@ -297,28 +297,9 @@ async fn queue_likes(
     tasks
 }
 
-macro_rules! gated_tests {
-    ($($name:ident),* $(,)?) => {
-        mod gated_embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod gated_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Cosmos).await;
-                }
-            )*
-        }
-    };
-}
-
-gated_tests!(
+testkit::on_every_backend!(
+    gated_embedded,
+    gated_cosmos:
     repeated_likes_in_one_round_are_one_like,
     a_failed_batch_fails_its_whole_round_and_writes_nothing,
     a_cancelled_writer_strands_nobody,

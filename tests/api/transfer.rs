@@ -321,15 +321,7 @@ async fn single_into_a_tenant(backend: Backend) {
     assert_eq!(neighbour.get_json("/api/feed").await["items"], json!([]));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_blog_moves_into_a_tenant_on_the_embedded_store() {
-    single_into_a_tenant(Backend::Embedded).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_single_blog_moves_into_a_tenant_on_cosmos_db() {
-    single_into_a_tenant(Backend::Cosmos).await;
-}
+testkit::backend_pair!(single_into_a_tenant => a_single_blog_moves_into_a_tenant_on_the_embedded_store, a_single_blog_moves_into_a_tenant_on_cosmos_db);
 
 /// A `multi` store exports every tenant in one file set, each line with its `tenantId`;
 /// it imports whole into another `multi` store, or one tenant of it into a `single` store;
@@ -391,15 +383,7 @@ async fn every_tenant_moves(backend: Backend) {
     assert_same_answers(&first, &single, &first_blog).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tenant_moves_on_the_embedded_store() {
-    every_tenant_moves(Backend::Embedded).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tenant_moves_on_cosmos_db() {
-    every_tenant_moves(Backend::Cosmos).await;
-}
+testkit::backend_pair!(every_tenant_moves => every_tenant_moves_on_the_embedded_store, every_tenant_moves_on_cosmos_db);
 
 // ---- exports made without a store ------------------------------------------------------------
 

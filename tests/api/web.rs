@@ -287,15 +287,7 @@ mod tenants {
         assert!(select_text(&root, "main").concat().contains("/tenants/"));
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn embedded() {
-        isolated(Backend::Embedded).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn cosmos() {
-        isolated(Backend::Cosmos).await;
-    }
+    testkit::backend_pair!(isolated => embedded, cosmos);
 }
 
 /// A post page reads as the API queries it shows: the post (Q2) and its comments (Q4), and
@@ -347,15 +339,7 @@ mod post_page_reads {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn embedded() {
-        one_partition(Backend::Embedded).await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn cosmos() {
-        one_partition(Backend::Cosmos).await;
-    }
+    testkit::backend_pair!(one_partition => embedded, cosmos);
 }
 
 mod feeds;

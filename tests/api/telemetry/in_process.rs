@@ -320,12 +320,4 @@ async fn a_change_feed_batch_records_its_lag_and_cost(backend: Backend) {
     app.assert_verifies().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pumped_batch_records_its_lag_on_the_embedded_store() {
-    a_change_feed_batch_records_its_lag_and_cost(Backend::Embedded).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pumped_batch_records_its_lag_and_ru_on_cosmos_db() {
-    a_change_feed_batch_records_its_lag_and_cost(Backend::Cosmos).await;
-}
+testkit::backend_pair!(a_change_feed_batch_records_its_lag_and_cost => a_pumped_batch_records_its_lag_on_the_embedded_store, a_pumped_batch_records_its_lag_and_ru_on_cosmos_db);
