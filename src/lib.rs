@@ -10,7 +10,7 @@
 //!    their validation; which host the process runs on; how to wait before trying again; how
 //!    the commands say a count and print what they say.
 //! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
-//!    decorators that meter and scope it, its settings and `open`.
+//!    layer that scopes it to a tenant, its settings and `open`.
 //! 3. `error`, `operations`, `plan`: the crate's error (a refused input or a store failure);
 //!    the table of operations the app serves, one Functions function each, with their routes;
 //!    the capacity and cost planner (arithmetic on checked-in measurements: it opens no store,

@@ -1,5 +1,9 @@
 //! Settings, all from command-line flags or environment variables (Functions app settings
-//! are environment variables). With no Cosmos DB setting the embedded store is used.
+//! are environment variables). With no Cosmos DB setting the embedded store is used. The
+//! flags' variables are read by clap; the platform's and OpenTelemetry's own by
+//! [`environment`]. What is read here is handed down: no module below reads the environment.
+
+pub mod environment;
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -276,6 +280,15 @@ impl Settings {
         said
     }
 
+    /// Completes what no flag gives: what the hosting platform says of this process, from
+    /// the variables it sets ([`environment::platform`]). `main` calls it once on the
+    /// settings it parsed; tests set `auth.platform` (and `store.managed_identity`) instead.
+    pub fn read_platform(&mut self) {
+        let platform = environment::platform();
+        self.store.managed_identity = platform.managed_identity;
+        self.auth.platform = platform;
+    }
+
     /// Whether this process runs the change-feed pump.
     pub fn runs_pump(&self) -> bool {
         match self.change_feed {
@@ -316,7 +329,7 @@ mod tests {
         let flex_without_worker_runtime = Platform {
             functions_host: true,
             app_service: true,
-            website_auth_enabled: None,
+            ..Platform::default()
         };
         let app_service_only = Platform {
             app_service: true,
@@ -397,6 +410,48 @@ mod tests {
             Platform::default(),
         );
         assert!(wrong.site.public_url(80).is_err(), "a path is refused");
+    }
+
+    /// The variables the Cosmos DB connection reads keep their names (the Functions
+    /// convention, the platform's, the SDK's), and what they hold reaches the store's settings.
+    #[test]
+    fn the_cosmos_connection_reads_the_conventional_variables() {
+        use clap::CommandFactory;
+        let command = Command::command();
+        let variable = |id: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_id() == id)
+                .and_then(|arg| arg.get_env())
+                .and_then(|name| name.to_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            variable("cosmos_client_id").as_deref(),
+            Some("CosmosDBConnection__clientId")
+        );
+        assert_eq!(variable("region_name").as_deref(), Some("REGION_NAME"));
+        assert_eq!(
+            variable("cosmos_binary_encoding").as_deref(),
+            Some("AZURE_COSMOS_BINARY_ENCODING_ENABLED")
+        );
+        let given = settings(
+            &[
+                "--cosmos-client-id",
+                "6a1c0c3e",
+                "--region-name",
+                "West Europe",
+                "--cosmos-binary-encoding",
+                "false",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(given.store.cosmos_client_id.as_deref(), Some("6a1c0c3e"));
+        assert_eq!(given.store.region_name.as_deref(), Some("West Europe"));
+        assert_eq!(given.store.cosmos_binary_encoding.as_deref(), Some("false"));
+        let defaults = settings(&[], Platform::default());
+        assert_eq!(defaults.store.region_name, None);
+        assert!(!defaults.store.managed_identity, "the platform's to say");
     }
 
     #[test]

@@ -23,9 +23,9 @@ use cosmos_blog::domain::{
     Username,
 };
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::metered::{MeteredStore, Metrics};
 use cosmos_blog::store::{Container, PartitionKey, PartitionKeyValue, Store, Tenancy, tenant};
 use indicatif::ProgressBar;
+use testkit::metered::{MeteredStore, Metrics, meter};
 
 use crate::invariants::{self, Check};
 use crate::routing::{QueryRouting, Routed, partitioned_store};
@@ -228,7 +228,7 @@ impl Subject {
         data: &TenantsData,
         routing: Option<Arc<QueryRouting>>,
     ) -> Self {
-        let metered = MeteredStore::new(Arc::clone(&store));
+        let metered = meter(Arc::clone(&store));
         let through: Arc<dyn Store> = Arc::new(metered.clone());
         let whole = Blog::new(Arc::clone(&through));
         let blogs = data

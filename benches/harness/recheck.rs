@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::report::{section, table_head};
 use cosmos_blog::changefeed::recheck;
 use cosmos_blog::store::Store;
-use cosmos_blog::store::metered::{MeteredStore, Metrics};
+use testkit::metered::{Metrics, meter};
 
 pub struct RecheckCost {
     /// Changes checked.
@@ -36,7 +36,7 @@ pub async fn start_here(store: &Arc<dyn Store>) -> anyhow::Result<()> {
 pub async fn catch_up(store: &Arc<dyn Store>) -> anyhow::Result<RecheckCost> {
     // A change is due once its commit second is over.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let metered = Arc::new(MeteredStore::new(Arc::clone(store)));
+    let metered = Arc::new(meter(Arc::clone(store)));
     let view: Arc<dyn Store> = metered.clone();
     let started = Instant::now();
     let (mut changes, mut repaired, mut unfixable) = (0, 0, 0);

@@ -324,7 +324,8 @@ fn mismatched(call: &str, answer: &StoreAnswer) -> StoreError {
     StoreError::Internal(format!("a store layer answered {call} with {answer:?}"))
 }
 
-/// A store made of `layer` over `inner`. It reads as its layer (`metered.take()`).
+/// A store made of `layer` over `inner`. It reads as its layer (a metering layer's `take()`
+/// is called on the store).
 #[derive(Clone)]
 pub struct Layered<L> {
     inner: Arc<dyn Store>,

@@ -19,7 +19,6 @@ use super::metrics::{self, StoreCall};
 use super::sampling;
 use crate::store::charge::{self, Exchange};
 use crate::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use crate::store::metered::partition_keys;
 use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenancy};
 
 /// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
@@ -264,7 +263,8 @@ fn partitions_of<'a>(
     tenancy: Tenancy,
     items: impl Iterator<Item = &'a Value>,
 ) -> usize {
-    partition_keys(container, tenancy, items)
+    container
+        .partition_keys_in(tenancy, items)
         .collect::<HashSet<_>>()
         .len()
 }

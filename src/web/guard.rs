@@ -230,11 +230,11 @@ mod tests {
     }
 
     fn site(public_url: &str, trusts_forwarded_host: bool) -> Site {
-        Site {
-            public_url: PublicUrl::parse(public_url).unwrap(),
-            form_key: FormKey::drawn(),
+        Site::new(
+            PublicUrl::parse(public_url).unwrap(),
+            FormKey::drawn(),
             trusts_forwarded_host,
-        }
+        )
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod excerpt;
 mod forms;
 pub mod guard;
 pub mod markdown;
+mod page_caches;
 mod pages;
 pub mod site;
 

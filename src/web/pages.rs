@@ -2,17 +2,16 @@
 //! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
 //! error page. Each makes the store requests of the API queries it shows, no more.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::Response;
-use quick_cache::sync::Cache;
 use serde::Deserialize;
 
 use super::context::{Layout, OpenGraph, PageContext, encode};
-use super::markdown;
+use super::page_caches::FrontList;
 use crate::api::extract::PathParam;
 use crate::api::feed_cache::FeedItems;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
@@ -127,34 +126,18 @@ struct PostList<'a> {
     posts: &'a [PostView],
 }
 
-/// The front page's list of posts as HTML, and the feed it was made from.
-struct FrontList {
-    feed: FeedItems,
-    html: Arc<str>,
-    empty: bool,
-}
-
-/// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
-/// tenants').
-const FRONT_LISTS_KEPT: usize = 256;
-
-/// The front page's list of each blog, by its base path. The list is the same for every
-/// reader until the feed cache holds new items, so it is parsed and rendered once per feed
-/// rather than on every request; an entry serves only the very feed it was made from.
-static FRONT_LISTS: LazyLock<Cache<String, Arc<FrontList>>> =
-    LazyLock::new(|| Cache::new(FRONT_LISTS_KEPT));
-
 /// `/`: the newest posts, from the feed cache like `GET /api/feed`.
 pub async fn front_page(
     context: PageContext,
     CurrentScope(scope): CurrentScope,
 ) -> Result<Response> {
     let feed = scope.feed.items(&scope.blog).await?;
-    let list = match FRONT_LISTS.get(&context.base) {
+    let kept = &context.site().caches.front_lists;
+    let list = match kept.get(&context.base) {
         Some(list) if Arc::ptr_eq(&list.feed, &feed) => list,
         _ => {
             let list = Arc::new(front_list(feed, &context.base)?);
-            FRONT_LISTS.insert(context.base.clone(), Arc::clone(&list));
+            kept.insert(context.base.clone(), Arc::clone(&list));
             list
         }
     };
@@ -303,7 +286,11 @@ pub fn post_page_of(
             .continuation
             .as_deref()
             .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
-        content_html: markdown::post_html(post.id.as_str(), &post.content),
+        content_html: context
+            .site()
+            .caches
+            .posts
+            .post_html(post.id.as_str(), &post.content),
         post: view,
         is_author,
         liked,

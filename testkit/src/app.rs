@@ -64,14 +64,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         port: 0,
         port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        store: StoreSettings {
-            data_dir,
-            cosmos_connection: None,
-            cosmos_endpoint: None,
-            database: "blog".into(),
-            tenancy: Default::default(),
-            embedded_readers: None,
-        },
+        store: store_settings(data_dir),
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         // Pages kept, so that every test of the API also checks that a kept page is never
         // served stale.
@@ -80,6 +73,23 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         change_feed,
         auth: Default::default(),
         site: Default::default(),
+    }
+}
+
+/// The store's part of [`settings`]: the embedded store in `data_dir`, the `single` layout,
+/// no Cosmos DB account (a test that has one sets it).
+pub fn store_settings(data_dir: std::path::PathBuf) -> StoreSettings {
+    StoreSettings {
+        data_dir,
+        cosmos_connection: None,
+        cosmos_endpoint: None,
+        cosmos_client_id: None,
+        region_name: None,
+        cosmos_binary_encoding: None,
+        managed_identity: false,
+        database: "blog".into(),
+        tenancy: Default::default(),
+        embedded_readers: None,
     }
 }
 

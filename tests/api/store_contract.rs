@@ -35,7 +35,7 @@ macro_rules! contract_tests {
                     let dir = tempfile::tempdir().expect("temporary directory");
                     let store = super::EmbeddedStore::open(&dir.path().join("blog.sqlite3"))
                         .expect("embedded store");
-                    let metered = cosmos_blog::store::metered::MeteredStore::new(
+                    let metered = testkit::metered::meter(
                         std::sync::Arc::new(store),
                     );
                     super::$name(std::sync::Arc::new(metered)).await;

@@ -298,13 +298,13 @@ mod post_page_reads {
     use std::sync::Arc;
 
     use super::*;
-    use cosmos_blog::store::metered::MeteredStore;
     use cosmos_blog::store::{Store, Tenancy};
+    use testkit::metered::meter;
     use testkit::{Backend, open_backend};
 
     async fn one_partition(backend: Backend) {
         let data_dir = tempfile::TempDir::new().unwrap();
-        let metered = MeteredStore::new(open_backend(backend, Tenancy::Single, &data_dir).await);
+        let metered = meter(open_backend(backend, Tenancy::Single, &data_dir).await);
         let store: Arc<dyn Store> = Arc::new(metered.clone());
         let app = TestApp::spawn_on(store).without_pump().start().await;
         app.register("ada", "Ada").await;

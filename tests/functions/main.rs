@@ -91,11 +91,11 @@ impl Harness {
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
         let state = AppState::new(self.dyn_store(), Caches::none(), auth);
-        let site = web::Site {
-            public_url: web::PublicUrl::parse("https://blog.example").expect("an origin"),
-            form_key: web::FormKey::drawn(),
-            trusts_forwarded_host: true,
-        };
+        let site = web::Site::new(
+            web::PublicUrl::parse("https://blog.example").expect("an origin"),
+            web::FormKey::drawn(),
+            true,
+        );
         startup::app(state, functions::router(self.recheck), &[], site)
     }
 
