@@ -6,7 +6,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
-use super::extract::{Caller, PathPair, PathParam};
+use super::extract::Caller;
+use super::paths::{CommentPath, PostPath, UserPath};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, UserId};
@@ -46,9 +47,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn delete_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<StatusCode> {
-    let user_id = UserId::parse(&user_id)?;
     blog.delete_user(&caller, &user_id).await?;
     Ok(StatusCode::ACCEPTED)
 }
@@ -77,9 +77,8 @@ async fn delete_user(
 async fn delete_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -111,10 +110,8 @@ async fn delete_post(
 async fn delete_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathPair(post_id, comment_id): PathPair,
+    CommentPath(post_id, comment_id): CommentPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
-    let comment_id = CommentId::parse(&comment_id)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -142,9 +139,8 @@ async fn delete_comment(
 async fn unlike(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.unlike(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod feed_cache;
 pub mod openapi;
 mod pages;
+pub mod paths;
 mod posts;
 mod refusals;
 mod routes;

@@ -17,8 +17,8 @@ use super::description::{
 };
 use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
-    PathParam,
 };
+use super::paths::PostPath;
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
@@ -124,10 +124,9 @@ async fn create_post(
 async fn edit_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     let (title, content) = body.parse()?;
     Ok(Json(
         blog.edit_post(&caller, &post_id, title, content).await?,
@@ -152,9 +151,8 @@ async fn edit_post(
 )]
 async fn get_post(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<WireItem<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     Ok(WireItem(blog.get_post_as(&post_id).await?))
 }
 
@@ -184,11 +182,10 @@ async fn get_post(
 async fn add_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<(StatusCode, Json<Comment>)> {
-    let post_id = PostId::parse(&post_id)?;
     let content = CommentContent::parse(&body.content)?;
     let comment = blog
         .add_comment_with_key(&caller, &post_id, content, key.as_ref())
@@ -214,10 +211,9 @@ async fn add_comment(
 )]
 async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .comments(&post_id, list.size, list.continuation.as_deref())
         .await?;
@@ -247,9 +243,8 @@ async fn list_comments(
 async fn like_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<(StatusCode, Json<Like>)> {
-    let post_id = PostId::parse(&post_id)?;
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
     let status = match outcome {
         CreateOutcome::Created => StatusCode::CREATED,
@@ -276,10 +271,9 @@ async fn like_post(
 )]
 async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .likes(&post_id, list.size, list.continuation.as_deref())
         .await?;

@@ -11,7 +11,8 @@ use utoipa_axum::routes;
 use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
-use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
+use super::extract::{Caller, JsonBody, List, ListParams};
+use super::paths::UserPath;
 use super::pages::{PostPage, UserPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
@@ -64,10 +65,9 @@ struct UserBody {
 async fn put_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     JsonBody(body): JsonBody<UserBody>,
 ) -> Result<(StatusCode, Json<User>)> {
-    let user_id = UserId::parse(&user_id)?;
     let username = Username::parse(&body.username)?;
     let (user, outcome) = blog.put_user(&caller, user_id, username).await?;
     let status = match outcome {
@@ -93,9 +93,8 @@ async fn put_user(
 )]
 async fn get_user(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<WireItem<User>> {
-    let user_id = UserId::parse(&user_id)?;
     Ok(WireItem(blog.get_user_as(&user_id).await?))
 }
 
@@ -117,10 +116,9 @@ async fn get_user(
 )]
 async fn user_posts(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
         .await?;

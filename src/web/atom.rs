@@ -17,10 +17,10 @@ use uuid::Uuid;
 use super::context::PageBase;
 use super::pages::{post_href, user_href};
 use super::site::Site;
-use crate::api::extract::PathParam;
+use crate::api::paths::UserPath;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::PageSize;
-use crate::domain::{Post, TenantId, Timestamp, UserId};
+use crate::domain::{Post, TenantId, Timestamp};
 use crate::error::{Error, Result};
 
 /// Entries per feed: the latest posts, as many as a page of the API's lists.
@@ -65,12 +65,11 @@ pub async fn author_feed(
     base: Option<axum::Extension<PageBase>>,
     tenant: Option<axum::Extension<TenantId>>,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<Response> {
     let site = site_of(site)?;
     let base = base.map(|b| b.0.0).unwrap_or_default();
     let tenant = tenant.map(|t| t.0);
-    let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts::<Post>(&user_id, FEED_ENTRIES, None)
         .await?;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::context::{Layout, OpenGraph, PageContext, encode};
 use super::page_caches::FrontList;
-use crate::api::extract::PathParam;
+use crate::api::paths::{PostPath, UserPath};
 use crate::api::feed_cache::FeedItems;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
@@ -239,10 +239,9 @@ impl PostReading {
 pub async fn post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     Query(paging): Query<CommentPaging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let continuation = paging.comments.as_deref().filter(|t| !t.is_empty());
     let reading = PostReading::read(&blog, context.viewer.as_ref(), &post_id, continuation).await?;
     let page = post_page_of(&context, reading, None);
@@ -345,10 +344,9 @@ struct LikesPage {
 pub async fn likes_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let (post, likes) = tokio::join!(
         blog.get_post(&post_id),
         blog.likes(&post_id, PAGE_SIZE, paging.token())
@@ -399,10 +397,9 @@ struct AuthorPage {
 pub async fn author_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let user_id = UserId::parse(&user_id)?;
     let posts = blog
         .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
         .await?;
