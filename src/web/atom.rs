@@ -31,13 +31,12 @@ pub const CONTENT_TYPE: &str = "application/atom+xml; charset=utf-8";
 /// `/feed.atom`.
 pub async fn front_feed(
     site: Option<axum::Extension<std::sync::Arc<Site>>>,
-    base: Option<axum::Extension<PageBase>>,
     tenant: Option<axum::Extension<TenantId>>,
     CurrentScope(scope): CurrentScope,
 ) -> Result<Response> {
     let site = site_of(site)?;
-    let base = base.map(|b| b.0.0).unwrap_or_default();
     let tenant = tenant.map(|t| t.0);
+    let base = PageBase::of(tenant.as_ref()).0;
     let items = scope.feed.items(&scope.blog).await?;
     let posts = items
         .iter()
@@ -62,14 +61,13 @@ pub async fn front_feed(
 /// `/users/{userId}/feed.atom`: the author's latest posts, from one Q3 page.
 pub async fn author_feed(
     site: Option<axum::Extension<std::sync::Arc<Site>>>,
-    base: Option<axum::Extension<PageBase>>,
     tenant: Option<axum::Extension<TenantId>>,
     CurrentBlog(blog): CurrentBlog,
     UserPath(user_id): UserPath,
 ) -> Result<Response> {
     let site = site_of(site)?;
-    let base = base.map(|b| b.0.0).unwrap_or_default();
     let tenant = tenant.map(|t| t.0);
+    let base = PageBase::of(tenant.as_ref()).0;
     let page = blog
         .user_posts::<Post>(&user_id, FEED_ENTRIES, None)
         .await?;

@@ -22,9 +22,7 @@ use super::guard;
 use super::pages::{PostReading, likes_text, post_href, post_page_of};
 use crate::api::paths::{CommentPath, PostPath};
 use crate::api::tenants::CurrentBlog;
-use crate::domain::{
-    CommentContent, PostContent, PostId, Title, UserId, ValidationError,
-};
+use crate::domain::{CommentContent, PostContent, PostId, Title, UserId, ValidationError};
 use crate::error::Error;
 use crate::problem::Problem;
 

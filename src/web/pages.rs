@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::context::{Layout, OpenGraph, PageContext, encode};
 use super::page_caches::FrontList;
-use crate::api::paths::{PostPath, UserPath};
 use crate::api::feed_cache::FeedItems;
+use crate::api::paths::{PostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, UserId};

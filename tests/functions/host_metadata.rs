@@ -168,7 +168,7 @@ async fn every_route_of_the_router_is_in_the_table_and_only_they() {
         }
         assert_eq!(
             served,
-            declared(tenancy, metadata::HttpFunction::axum_path),
+            declared(tenancy, |f| f.path_in(tenancy)),
             "{tenancy}: the router's routes and the function table differ"
         );
     }
