@@ -29,7 +29,7 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 /// The route a request took, as the router's template (`/api/posts/{postId}/comments`);
 /// `tenant`: handed on by the tenant routes (`/api/tenants/{tenantId}/...`).
 #[derive(Debug, Clone)]
-pub struct MatchedRoute {
+pub(crate) struct MatchedRoute {
     template: Arc<str>,
     tenant: bool,
 }
