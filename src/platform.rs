@@ -19,7 +19,7 @@
 
 /// Variables the Functions host sets for the custom handler process it starts
 /// (`HttpWorkerConstants` in the host), and the worker runtime setting of older plans.
-pub const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
+pub(crate) const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
     "FUNCTIONS_CUSTOMHANDLER_WORKER_ID",
     "FUNCTIONS_HTTPWORKER_ID",
     "FUNCTIONS_HTTPWORKER_PORT",
@@ -30,7 +30,7 @@ pub const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
 /// Variables Azure App Service sets in every app's environment, on every plan that runs
 /// Functions apps. (Not `CONTAINER_NAME`, which Linux Consumption sets too: container
 /// runtimes everywhere set it, a developer's machine included.)
-pub const APP_SERVICE_MARKERS: [&str; 5] = [
+pub(crate) const APP_SERVICE_MARKERS: [&str; 5] = [
     "WEBSITE_SITE_NAME",
     "WEBSITE_INSTANCE_ID",
     "WEBSITE_HOSTNAME",
@@ -43,7 +43,7 @@ pub const WEBSITE_AUTH_ENABLED: &str = "WEBSITE_AUTH_ENABLED";
 
 /// Variables the platform sets where the process has a managed identity to sign in with
 /// (App Service and Functions set `IDENTITY_ENDPOINT`; older hosts `MSI_ENDPOINT`).
-pub const MANAGED_IDENTITY_MARKERS: [&str; 2] = ["IDENTITY_ENDPOINT", "MSI_ENDPOINT"];
+pub(crate) const MANAGED_IDENTITY_MARKERS: [&str; 2] = ["IDENTITY_ENDPOINT", "MSI_ENDPOINT"];
 
 /// What the hosting platform says. Tests inject it instead of changing the process
 /// environment.

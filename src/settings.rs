@@ -115,11 +115,11 @@ pub struct SiteSettings {
     pub csrf_key: Option<String>,
 }
 
-pub const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
-pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+pub(crate) const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
+pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
 
 /// Where the embedded store's folder keeps the forms' key when no setting gives one.
-pub const FORM_KEY_FILE: &str = "form-key";
+pub(crate) const FORM_KEY_FILE: &str = "form-key";
 
 /// Where the forms' key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +154,7 @@ impl SiteSettings {
     }
 
     /// Whether a public address was given (or the platform gave one).
-    pub fn names_public_url(&self) -> bool {
+    pub(crate) fn names_public_url(&self) -> bool {
         [&self.public_url, &self.website_hostname]
             .iter()
             .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()))

@@ -12,7 +12,7 @@ use crate::telemetry::export::{Export, OtlpProtocols, Schedule};
 use crate::telemetry::sampling::Sampling;
 
 /// The log filter when `RUST_LOG` sets none.
-pub const DEFAULT_LOG_FILTER: &str = "info";
+pub(crate) const DEFAULT_LOG_FILTER: &str = "info";
 
 /// The variable `name`, when set (to UTF-8 text).
 fn var(name: &str) -> Option<String> {

@@ -206,7 +206,7 @@ impl<'a> StoreRequest<'a> {
     }
 
     /// The items the request writes, to change on the way.
-    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+    pub(crate) fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
         let (one, operations) = match self {
             Self::Create { item, .. } | Self::Upsert { item, .. } | Self::Replace { item, .. } => {
                 (Some(item), <&mut [BatchOperation]>::default())
@@ -272,7 +272,7 @@ impl StoreAnswer {
     }
 
     /// The items the answer returns, to change on the way back.
-    pub fn items_mut(&mut self) -> &mut [Value] {
+    pub(crate) fn items_mut(&mut self) -> &mut [Value] {
         match self {
             Self::Read(Some(document)) => slice::from_mut(&mut document.item),
             Self::Page(page) => &mut page.items,

@@ -122,7 +122,7 @@ impl Container {
 
     /// Whether items of this container may carry a `ttl` (tombstones of deleted items):
     /// time-to-live is on, with no default, in every container of the model.
-    pub fn expires_items(self) -> bool {
+    pub(crate) fn expires_items(self) -> bool {
         self != Container::Leases
     }
 

@@ -43,7 +43,7 @@ use crate::platform::Platform;
 
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` gives one
 /// (Application Insights shows it as the cloud role).
-pub const SERVICE_NAME: &str = "cosmos-blog";
+pub(crate) const SERVICE_NAME: &str = "cosmos-blog";
 
 /// The token audience of Azure Monitor ingestion.
 const MONITOR_SCOPE: &str = "https://monitor.azure.com//.default";

@@ -37,7 +37,7 @@ pub fn no_function(_method: &str, _template: &str) -> Option<&'static str> {
 /// The route a request took, as the router's template (`/api/posts/{postId}/comments`, or
 /// under a tenant `/api/tenants/{tenantId}/posts/{postId}/comments`), and its function.
 #[derive(Debug, Clone)]
-pub struct MatchedRoute {
+pub(crate) struct MatchedRoute {
     template: Arc<str>,
     function: Option<&'static str>,
 }

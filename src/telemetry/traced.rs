@@ -23,7 +23,7 @@ use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenanc
 
 /// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
 /// from where the wrapper first lived.
-pub const SPAN_TARGET: &str = "cosmos_blog::store::traced";
+pub(crate) const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
 /// Wraps a store so that each call has a span and is measured.
 pub type TracedStore = Layered<StoreSpans>;
