@@ -33,7 +33,7 @@ use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::AppState;
-use crate::problem::{self, Problem};
+use crate::problem::Problem;
 use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};
@@ -248,7 +248,8 @@ fn not_modified_since(since: Option<&HeaderValue>, last_modified: Option<&Header
 }
 
 /// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an
-/// error page in the site's layout, with the same status and the problem's code.
+/// error page in the site's layout, with the same status and the problem's code: rendered
+/// from the [`Problem`] the answer carries, not from its JSON.
 async fn error_pages(
     State((state, site)): State<(AppState, Arc<Site>)>,
     request: Request,
@@ -265,22 +266,20 @@ async fn error_pages(
     *asked.headers_mut() = request.headers().clone();
     let (mut asked, ()) = asked.into_parts();
     let response = next.run(request).await;
-    let is_problem = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == problem::CONTENT_TYPE.as_bytes());
-    if !is_problem {
+    if response.extensions().get::<Problem>().is_none() {
         return response;
     }
-    let (answered, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+    let (mut answered, _document) = response.into_parts();
+    let Some(problem) = answered.extensions.remove::<Problem>() else {
         return answered.status.into_response();
     };
-    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let code = problem["code"].as_str().unwrap_or("error").to_owned();
-    let detail = problem["detail"].as_str().unwrap_or_default().to_owned();
     let context = PageContext::for_error(&state, site, &mut asked).await;
-    let mut page = pages::error_page(&context, answered.status, code, detail);
+    let mut page = pages::error_page(
+        &context,
+        answered.status,
+        problem.code.to_owned(),
+        problem.detail,
+    );
     // What the refusal said besides its body (`Allow`, `Retry-After`) holds for the page too.
     for name in [header::ALLOW, header::RETRY_AFTER] {
         if let Some(value) = answered.headers.get(&name) {
