@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use super::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use super::{
     Container, Pages, PartitionKey, Query, QueryScope, Store, StoreError, StoreResult,
     TENANT_FIELD, Tenancy,
@@ -89,15 +89,11 @@ impl StoreLayer for TenantView {
     /// the tenant's prefix. The change feed is the whole container's (the pump and the
     /// triggers read it unscoped and hand each tenant its part): a read of it through the
     /// view keeps the tenant's changes, for tools that follow one tenant.
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let container = call.container;
         let key;
         let scoped;
-        let request = match request {
+        let request = match call.request {
             StoreRequest::Query { query, page } => {
                 scoped = query.clone().scoped(self.scope(container, &query.scope)?);
                 StoreRequest::Query {
@@ -127,7 +123,7 @@ impl StoreLayer for TenantView {
                 None => other,
             },
         };
-        let mut answer = request.send(inner, container).await?;
+        let mut answer = request.send(call.inner, container).await?;
         if let StoreAnswer::Changes(batch) = &mut answer {
             batch.items.retain(|item| self.owns(item));
         }

@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer};
 use cosmos_blog::store::{
-    Container, JsonPage, PartitionKey, QueryScope, Store, StoreResult, Tenancy, charge,
+    Container, JsonPage, PartitionKey, QueryScope, Store, StoreResult, Tenancy,
 };
 
 /// What the store was asked for since the last [`MeteredStore::take`].
@@ -126,13 +126,9 @@ impl StoreLayer for Meter {
     /// Runs one store call, counting it as a request and collecting its RU charge, which is
     /// passed on to the caller's own accounting scope (the HTTP layer's, a traced call's)
     /// unchanged.
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
-        let tenancy = inner.tenancy();
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let (container, request) = (call.container, &call.request);
+        let tenancy = call.inner.tenancy();
         let written = request.items().count() as u64;
         let scope = request.scope();
         // The one partition the call addresses; without one (a query across partitions or on
@@ -142,8 +138,7 @@ impl StoreLayer for Meter {
             Some(QueryScope::CrossPartition | QueryScope::Prefix(_)) => None,
             None => request.partition(),
         };
-        let (result, exchange) = charge::measure_exchanges(request.send(inner, container)).await;
-        charge::report(&exchange);
+        let (result, exchange) = call.send_measured().await;
         let mut counters = self.lock();
         let c = &mut *counters;
         c.metrics.requests += 1;
