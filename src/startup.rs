@@ -250,6 +250,8 @@ fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
         form_key,
         // App Service's front end sets it; elsewhere anyone may send it.
         trusts_forwarded_host: settings.auth.platform.app_service,
+        title: settings.site.blog_title(),
+        description: settings.site.blog_description(),
     })
 }
 

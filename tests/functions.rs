@@ -95,6 +95,8 @@ impl Harness {
             public_url: web::PublicUrl::parse("https://blog.example").expect("an origin"),
             form_key: web::FormKey::drawn(),
             trusts_forwarded_host: true,
+            title: "Cosmos Blog".to_owned(),
+            description: "A blog.".to_owned(),
         };
         startup::app(state, functions::router(self.recheck), &[], site)
     }

@@ -83,7 +83,9 @@ const fn site(name: &'static str, method: &'static str, route: &'static str) -> 
 pub const PAGE_FUNCTIONS: &[PageFunction] = &[
     page("FrontPage", "get", ""),
     page("FrontPageFeed", "get", "feed.atom"),
-    page("PostPage", "get", "posts/{postId}"),
+    page("FrontPageJsonFeed", "get", "feed.json"),
+    page("PostPage", "get", "posts/{postId}/{slug}"),
+    page("PostPageWithoutSlug", "get", "posts/{postId}"),
     page("PostLikesPage", "get", "posts/{postId}/likes"),
     page("LikeForm", "post", "posts/{postId}/like"),
     page("UnlikeForm", "post", "posts/{postId}/unlike"),
@@ -98,6 +100,7 @@ pub const PAGE_FUNCTIONS: &[PageFunction] = &[
     page("DeletePostForm", "post", "posts/{postId}/delete"),
     page("AuthorPage", "get", "users/{userId}"),
     page("AuthorFeed", "get", "users/{userId}/feed.atom"),
+    page("AuthorJsonFeed", "get", "users/{userId}/feed.json"),
     page("WritePage", "get", "write"),
     page("WriteForm", "post", "write"),
     page("AccountPage", "get", "account"),

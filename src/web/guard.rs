@@ -234,6 +234,8 @@ mod tests {
             public_url: PublicUrl::parse(public_url).unwrap(),
             form_key: FormKey::drawn(),
             trusts_forwarded_host,
+            title: "Cosmos Blog".to_owned(),
+            description: String::new(),
         }
     }
 

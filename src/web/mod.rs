@@ -14,7 +14,9 @@ mod context;
 pub mod excerpt;
 mod forms;
 pub mod guard;
+mod json_feed;
 pub mod markdown;
+mod meta;
 mod pages;
 pub mod site;
 
@@ -50,7 +52,9 @@ fn blog_pages() -> Router<AppState> {
     Router::new()
         .route("/", get(pages::front_page))
         .route("/feed.atom", get(atom::front_feed))
-        .route("/posts/{postId}", get(pages::post_page))
+        .route("/feed.json", get(json_feed::front_feed))
+        .route("/posts/{postId}", get(pages::post_without_slug))
+        .route("/posts/{postId}/{slug}", get(pages::post_page))
         .route("/posts/{postId}/likes", get(pages::likes_page))
         .route("/posts/{postId}/like", post(forms::like))
         .route("/posts/{postId}/unlike", post(forms::unlike))
@@ -66,6 +70,7 @@ fn blog_pages() -> Router<AppState> {
         .route("/posts/{postId}/delete", post(forms::delete_post))
         .route("/users/{userId}", get(pages::author_page))
         .route("/users/{userId}/feed.atom", get(atom::author_feed))
+        .route("/users/{userId}/feed.json", get(json_feed::author_feed))
         .route(
             "/write",
             get(forms::write_page_get).post(forms::create_post),

@@ -95,6 +95,10 @@ pub struct Site {
     /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
     /// Service's front end sets it); elsewhere anyone may send it.
     pub trusts_forwarded_host: bool,
+    /// The blog's own name and description (`BLOG_TITLE`, `BLOG_DESCRIPTION`): pages' titles
+    /// and headers, the front page's description, the feeds' titles.
+    pub title: String,
+    pub description: String,
 }
 
 impl Site {
