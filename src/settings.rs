@@ -366,6 +366,27 @@ mod tests {
     }
 
     #[test]
+    fn the_blogs_title_and_description_come_from_the_settings_or_default() {
+        let plain = settings(&[], Platform::default());
+        assert_eq!(plain.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(plain.site.blog_description().contains(DEFAULT_BLOG_TITLE));
+        let named = settings(
+            &[
+                "--title",
+                "  Field Notes ",
+                "--description",
+                "Weekly notes.",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(named.site.blog_title(), "Field Notes");
+        assert_eq!(named.site.blog_description(), "Weekly notes.");
+        let blank = settings(&["--title", " ", "--description", ""], Platform::default());
+        assert_eq!(blank.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(blank.site.blog_description().contains(DEFAULT_BLOG_TITLE));
+    }
+
+    #[test]
     fn the_forms_key_is_kept_beside_the_embedded_store_unless_a_setting_gives_one() {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
