@@ -1,5 +1,9 @@
 //! Settings, all from command-line flags or environment variables (Functions app settings
-//! are environment variables). With no Cosmos DB setting the embedded store is used.
+//! are environment variables). With no Cosmos DB setting the embedded store is used. The
+//! flags' variables are read by clap; the platform's and OpenTelemetry's own by
+//! [`environment`]. What is read here is handed down: no module below reads the environment.
+
+pub mod environment;
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -121,14 +125,14 @@ pub struct SiteSettings {
     pub description: Option<String>,
 }
 
-pub const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
-pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+pub(crate) const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
+pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
 
 /// The blog's title when `BLOG_TITLE` gives none.
 pub const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
 
 /// Where the embedded store's folder keeps the forms' key when no setting gives one.
-pub const FORM_KEY_FILE: &str = "form-key";
+pub(crate) const FORM_KEY_FILE: &str = "form-key";
 
 /// Where the forms' key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +188,7 @@ impl SiteSettings {
     }
 
     /// Whether a public address was given (or the platform gave one).
-    pub fn names_public_url(&self) -> bool {
+    pub(crate) fn names_public_url(&self) -> bool {
         [&self.public_url, &self.website_hostname]
             .iter()
             .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()))
@@ -310,6 +314,15 @@ impl Settings {
         said
     }
 
+    /// Completes what no flag gives: what the hosting platform says of this process, from
+    /// the variables it sets ([`environment::platform`]). `main` calls it once on the
+    /// settings it parsed; tests set `auth.platform` (and `store.managed_identity`) instead.
+    pub fn read_platform(&mut self) {
+        let platform = environment::platform();
+        self.store.managed_identity = platform.managed_identity;
+        self.auth.platform = platform;
+    }
+
     /// Whether this process runs the change-feed pump.
     pub fn runs_pump(&self) -> bool {
         match self.change_feed {
@@ -350,7 +363,7 @@ mod tests {
         let flex_without_worker_runtime = Platform {
             functions_host: true,
             app_service: true,
-            website_auth_enabled: None,
+            ..Platform::default()
         };
         let app_service_only = Platform {
             app_service: true,
@@ -452,6 +465,48 @@ mod tests {
             Platform::default(),
         );
         assert!(wrong.site.public_url(80).is_err(), "a path is refused");
+    }
+
+    /// The variables the Cosmos DB connection reads keep their names (the Functions
+    /// convention, the platform's, the SDK's), and what they hold reaches the store's settings.
+    #[test]
+    fn the_cosmos_connection_reads_the_conventional_variables() {
+        use clap::CommandFactory;
+        let command = Command::command();
+        let variable = |id: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_id() == id)
+                .and_then(|arg| arg.get_env())
+                .and_then(|name| name.to_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            variable("cosmos_client_id").as_deref(),
+            Some("CosmosDBConnection__clientId")
+        );
+        assert_eq!(variable("region_name").as_deref(), Some("REGION_NAME"));
+        assert_eq!(
+            variable("cosmos_binary_encoding").as_deref(),
+            Some("AZURE_COSMOS_BINARY_ENCODING_ENABLED")
+        );
+        let given = settings(
+            &[
+                "--cosmos-client-id",
+                "6a1c0c3e",
+                "--region-name",
+                "West Europe",
+                "--cosmos-binary-encoding",
+                "false",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(given.store.cosmos_client_id.as_deref(), Some("6a1c0c3e"));
+        assert_eq!(given.store.region_name.as_deref(), Some("West Europe"));
+        assert_eq!(given.store.cosmos_binary_encoding.as_deref(), Some("false"));
+        let defaults = settings(&[], Platform::default());
+        assert_eq!(defaults.store.region_name, None);
+        assert!(!defaults.store.managed_identity, "the platform's to say");
     }
 
     #[test]

@@ -206,7 +206,7 @@ impl<'a> StoreRequest<'a> {
     }
 
     /// The items the request writes, to change on the way.
-    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+    pub(crate) fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
         let (one, operations) = match self {
             Self::Create { item, .. } | Self::Upsert { item, .. } | Self::Replace { item, .. } => {
                 (Some(item), <&mut [BatchOperation]>::default())
@@ -272,7 +272,7 @@ impl StoreAnswer {
     }
 
     /// The items the answer returns, to change on the way back.
-    pub fn items_mut(&mut self) -> &mut [Value] {
+    pub(crate) fn items_mut(&mut self) -> &mut [Value] {
         match self {
             Self::Read(Some(document)) => slice::from_mut(&mut document.item),
             Self::Page(page) => &mut page.items,
@@ -324,7 +324,8 @@ fn mismatched(call: &str, answer: &StoreAnswer) -> StoreError {
     StoreError::Internal(format!("a store layer answered {call} with {answer:?}"))
 }
 
-/// A store made of `layer` over `inner`. It reads as its layer (`metered.take()`).
+/// A store made of `layer` over `inner`. It reads as its layer (a metering layer's `take()`
+/// is called on the store).
 #[derive(Clone)]
 pub struct Layered<L> {
     inner: Arc<dyn Store>,

@@ -177,7 +177,7 @@ pub fn tenant_of(item: &Value) -> Option<TenantId> {
 /// Splits change-feed documents of a `multi` store by tenant, keeping each tenant's in feed
 /// order, each as its tenant sees it. Documents without a valid tenant cannot come from the
 /// store (its keys require one); they are counted apart, to be logged.
-pub fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize) {
+pub(crate) fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize) {
     let mut groups: BTreeMap<TenantId, Vec<Value>> = BTreeMap::new();
     let mut strays = 0;
     for document in documents {
@@ -196,7 +196,7 @@ pub fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize)
 /// A group of documents of one V3 model: its tenant (`None` in a `single` store), the store
 /// as that model sees it, and its documents as it sees them.
 /// (Borrowed when the store is `single`: nothing to split, nothing copied.)
-pub type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, [Value]>);
+pub(crate) type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, [Value]>);
 
 /// Splits documents read from `store` as a whole (a change-feed batch, a page of a scan) by
 /// the model they belong to: all to `store` itself if it is `single`; in `multi`, to each

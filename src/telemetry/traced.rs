@@ -19,12 +19,11 @@ use super::metrics::{self, StoreCall};
 use super::sampling;
 use crate::store::charge::{self, Exchange};
 use crate::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use crate::store::metered::partition_keys;
 use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenancy};
 
 /// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
 /// from where the wrapper first lived.
-pub const SPAN_TARGET: &str = "cosmos_blog::store::traced";
+pub(crate) const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
 /// Wraps a store so that each call has a span and is measured.
 pub type TracedStore = Layered<StoreSpans>;
@@ -264,7 +263,8 @@ fn partitions_of<'a>(
     tenancy: Tenancy,
     items: impl Iterator<Item = &'a Value>,
 ) -> usize {
-    partition_keys(container, tenancy, items)
+    container
+        .partition_keys_in(tenancy, items)
         .collect::<HashSet<_>>()
         .len()
 }

@@ -23,7 +23,7 @@ use super::context::PageBase;
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, user_href};
 use super::site::Site;
-use crate::api::extract::PathParam;
+use crate::api::paths::UserPath;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, PageSize};
 use crate::domain::{Post, TenantId, Timestamp, UserId};
@@ -44,9 +44,9 @@ pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
 pub async fn author_feed(
     feeds: Feeds,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<Response> {
-    let list = feeds.author(&blog, &UserId::parse(&user_id)?).await?;
+    let list = feeds.author(&blog, &user_id).await?;
     Ok(answer(&feeds.atom(&list), &list.posts))
 }
 
@@ -86,15 +86,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Feeds {
         let site = Site::of(&parts.extensions).ok_or_else(|| {
             Error::Internal("a feed was served without the site's settings".into())
         })?;
+        let tenant = parts.extensions.get::<TenantId>().cloned();
         Ok(Self {
             site,
-            base: parts
-                .extensions
-                .get::<PageBase>()
-                .cloned()
-                .unwrap_or_default()
-                .0,
-            tenant: parts.extensions.get::<TenantId>().cloned(),
+            base: PageBase::of(tenant.as_ref()).0,
+            tenant,
         })
     }
 }

@@ -33,13 +33,19 @@ pub fn encode(text: &str) -> String {
 }
 
 /// Where the addressed blog's pages start: empty in `single`, `/tenants/{tenantId}` in
-/// `multi` (in a request's extensions, set where the tenant route hands the request on).
+/// `multi`.
 #[derive(Debug, Clone, Default)]
 pub struct PageBase(pub String);
 
 impl PageBase {
     pub fn of_tenant(tenant: &TenantId) -> Self {
         Self(format!("/tenants/{}", encode(tenant.as_str())))
+    }
+
+    /// The base of the blog a request addresses: `tenant`'s (the tenant routes put it in
+    /// the request's extensions), or the only blog's.
+    pub fn of(tenant: Option<&TenantId>) -> Self {
+        tenant.map(Self::of_tenant).unwrap_or_default()
     }
 }
 
@@ -142,11 +148,19 @@ impl PageContext {
             None => None,
         };
         let (headers, extensions, uri) = (&parts.headers, &parts.extensions, &parts.uri);
-        let base = extensions.get::<PageBase>().cloned().unwrap_or_default().0;
-        let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
-        let here = match path_and_query {
-            "/" if !base.is_empty() => format!("{base}/"),
-            other => format!("{base}{other}"),
+        let base = PageBase::of(extensions.get::<TenantId>()).0;
+        let here = match base.is_empty() {
+            true => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+            // Under a tenant: the blog's base, then the path below the tenant's segment (`/`
+            // for the blog's root) and the query, as sent.
+            false => {
+                let below = uri.path().strip_prefix("/tenants/").unwrap_or_default();
+                let rest = below.find('/').map_or("/", |at| &below[at..]);
+                match uri.query() {
+                    Some(query) => format!("{base}{rest}?{query}"),
+                    None => format!("{base}{rest}"),
+                }
+            }
         };
         let mut context = Self {
             base,

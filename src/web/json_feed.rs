@@ -10,9 +10,9 @@ use serde::Serialize;
 use super::atom::{FeedList, Feeds, last_modified};
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, user_href};
-use crate::api::extract::PathParam;
+use crate::api::paths::UserPath;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::domain::{Post, UserId};
+use crate::domain::Post;
 use crate::error::Result;
 
 pub const CONTENT_TYPE: &str = "application/feed+json; charset=utf-8";
@@ -29,9 +29,9 @@ pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
 pub async fn author_feed(
     feeds: Feeds,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<Response> {
-    let list = feeds.author(&blog, &UserId::parse(&user_id)?).await?;
+    let list = feeds.author(&blog, &user_id).await?;
     answer(&feeds, &list)
 }
 

@@ -4,30 +4,13 @@
 //! What is stored stays the Markdown the writer sent; this runs when a page shows it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
-/// The sanitiser, built once: its allowlists are fixed.
-static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
-    let mut builder = ammonia::Builder::default();
-    builder
-        // Every link in a post is the writer's: search engines must not count it as the
-        // site's endorsement (RFC-style `ugc`, Google's "user generated content").
-        .link_rel(Some("nofollow ugc"))
-        .url_schemes(HashSet::from(["http", "https", "mailto"]))
-        // Images would load from other origins, which the pages' policy forbids anyway.
-        .rm_tags(["img"])
-        // A table column's alignment ([`aligned_by_class`]).
-        .allowed_classes(HashMap::from([
-            ("th", HashSet::from(ALIGN_CLASSES)),
-            ("td", HashSet::from(ALIGN_CLASSES)),
-        ]));
-    builder
-});
-
+/// The classes a table column's alignment becomes ([`aligned_by_class`]).
 const ALIGN_CLASSES: [&str; 3] = ["align-left", "align-center", "align-right"];
 
 /// How much rendered posts may hold, in bytes of Markdown and HTML together.
@@ -55,49 +38,84 @@ impl Weighter<String, Arc<Rendered>> for BySize {
 /// and a post's content seldom changes, so each is done once per content: an entry serves
 /// only the very Markdown it was made from (an edited post renders anew, and two tenants'
 /// posts of one id never share HTML). Bounded by size, least recently used first out.
-static RENDERED: LazyLock<Cache<String, Arc<Rendered>, BySize>> =
-    LazyLock::new(|| Cache::with_weighter(RENDERED_POSTS, RENDERED_BYTES, BySize));
-
-/// The post `post_id`'s `markdown` as sanitised HTML, rendered once per content.
-pub fn post_html(post_id: &str, markdown: &str) -> Arc<str> {
-    if let Some(rendered) = RENDERED.get(post_id)
-        && rendered.markdown == markdown
-    {
-        return Arc::clone(&rendered.html);
-    }
-    let html: Arc<str> = to_safe_html(markdown).into();
-    let rendered = Rendered {
-        markdown: markdown.to_owned(),
-        html: Arc::clone(&html),
-    };
-    RENDERED.insert(post_id.to_owned(), Arc::new(rendered));
-    html
+pub struct RenderedPosts {
+    sanitiser: ammonia::Builder<'static>,
+    rendered: Cache<String, Arc<Rendered>, BySize>,
 }
 
-/// `markdown` as sanitised HTML, ready to be put in a page as it is. Its headings are one
-/// level down (the page's title is its only `<h1>`: a post's `#` is an `<h2>`), and a table
-/// column's alignment is a class (`align-left`, `align-center`, `align-right`) that the
-/// stylesheet aligns, since the pages' policy allows no inline style.
-pub fn to_safe_html(markdown: &str) -> String {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
-    let events = Parser::new_ext(markdown, options).map(|event| match event {
-        Event::Start(Tag::Heading {
-            level,
-            id,
-            classes,
-            attrs,
-        }) => Event::Start(Tag::Heading {
-            level: one_level_down(level),
-            id,
-            classes,
-            attrs,
-        }),
-        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(one_level_down(level))),
-        other => other,
-    });
-    let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
-    html::push_html(&mut unsafe_html, events);
-    SANITISER.clean(&aligned_by_class(&unsafe_html)).to_string()
+impl Default for RenderedPosts {
+    fn default() -> Self {
+        Self {
+            sanitiser: sanitiser(),
+            rendered: Cache::with_weighter(RENDERED_POSTS, RENDERED_BYTES, BySize),
+        }
+    }
+}
+
+impl RenderedPosts {
+    /// The post `post_id`'s `markdown` as sanitised HTML, rendered once per content.
+    pub fn post_html(&self, post_id: &str, markdown: &str) -> Arc<str> {
+        if let Some(rendered) = self.rendered.get(post_id)
+            && rendered.markdown == markdown
+        {
+            return Arc::clone(&rendered.html);
+        }
+        let html: Arc<str> = self.to_safe_html(markdown).into();
+        let rendered = Rendered {
+            markdown: markdown.to_owned(),
+            html: Arc::clone(&html),
+        };
+        self.rendered.insert(post_id.to_owned(), Arc::new(rendered));
+        html
+    }
+
+    /// `markdown` as sanitised HTML, ready to be put in a page as it is. Its headings are one
+    /// level down (the page's title is its only `<h1>`: a post's `#` is an `<h2>`), and a
+    /// table column's alignment is a class (`align-left`, `align-center`, `align-right`) that
+    /// the stylesheet aligns, since the pages' policy allows no inline style.
+    pub fn to_safe_html(&self, markdown: &str) -> String {
+        let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+        let events = Parser::new_ext(markdown, options).map(|event| match event {
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) => Event::Start(Tag::Heading {
+                level: one_level_down(level),
+                id,
+                classes,
+                attrs,
+            }),
+            Event::End(TagEnd::Heading(level)) => {
+                Event::End(TagEnd::Heading(one_level_down(level)))
+            }
+            other => other,
+        });
+        let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
+        html::push_html(&mut unsafe_html, events);
+        self.sanitiser
+            .clean(&aligned_by_class(&unsafe_html))
+            .to_string()
+    }
+}
+
+/// The sanitiser: its allowlists are fixed.
+fn sanitiser() -> ammonia::Builder<'static> {
+    let mut builder = ammonia::Builder::default();
+    builder
+        // Every link in a post is the writer's: search engines must not count it as the
+        // site's endorsement (RFC-style `ugc`, Google's "user generated content").
+        .link_rel(Some("nofollow ugc"))
+        .url_schemes(HashSet::from(["http", "https", "mailto"]))
+        // Images would load from other origins, which the pages' policy forbids anyway.
+        .rm_tags(["img"])
+        // A table column's alignment ([`aligned_by_class`]).
+        .allowed_classes(HashMap::from([
+            ("th", HashSet::from(ALIGN_CLASSES)),
+            ("td", HashSet::from(ALIGN_CLASSES)),
+        ]));
+    builder
 }
 
 fn one_level_down(level: HeadingLevel) -> HeadingLevel {
@@ -132,10 +150,16 @@ const ALIGNMENTS: [(&str, &str); 3] = [
 
 #[cfg(test)]
 mod tests {
-    use super::{ALIGN_CLASSES, post_html, to_safe_html};
+    use super::{ALIGN_CLASSES, RenderedPosts};
+
+    fn to_safe_html(markdown: &str) -> String {
+        RenderedPosts::default().to_safe_html(markdown)
+    }
 
     #[test]
     fn a_post_renders_once_per_content() {
+        let posts = RenderedPosts::default();
+        let post_html = |post_id: &str, markdown: &str| posts.post_html(post_id, markdown);
         let first = post_html("cached-post", "**one**");
         assert!(first.contains("<strong>one</strong>"), "{first}");
         let again = post_html("cached-post", "**one**");

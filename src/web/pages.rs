@@ -2,21 +2,20 @@
 //! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
 //! error page. Each makes the store requests of the API queries it shows, no more.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use quick_cache::sync::Cache;
 use serde::Deserialize;
 
 use super::context::{FeedLink, Layout, PageContext, encode};
 use super::excerpt::{DESCRIPTION_CHARS, LIST_EXCERPT_CHARS, excerpt, excerpt_of_short};
-use super::markdown;
 use super::meta::{self, OpenGraph, Posting};
-use crate::api::extract::{PathPair, PathParam};
+use super::page_caches::FrontList;
 use crate::api::feed_cache::FeedItems;
+use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Slug, Timestamp, UserId};
@@ -155,34 +154,18 @@ struct PostList<'a> {
     posts: &'a [PostView],
 }
 
-/// The front page's list of posts as HTML, and the feed it was made from.
-struct FrontList {
-    feed: FeedItems,
-    html: Arc<str>,
-    empty: bool,
-}
-
-/// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
-/// tenants').
-const FRONT_LISTS_KEPT: usize = 256;
-
-/// The front page's list of each blog, by its base path. The list is the same for every
-/// reader until the feed cache holds new items, so it is parsed and rendered once per feed
-/// rather than on every request; an entry serves only the very feed it was made from.
-static FRONT_LISTS: LazyLock<Cache<String, Arc<FrontList>>> =
-    LazyLock::new(|| Cache::new(FRONT_LISTS_KEPT));
-
 /// `/`: the newest posts, from the feed cache like `GET /api/feed`.
 pub async fn front_page(
     context: PageContext,
     CurrentScope(scope): CurrentScope,
 ) -> Result<Response> {
     let feed = scope.feed.items(&scope.blog).await?;
-    let list = match FRONT_LISTS.get(&context.base) {
+    let kept = &context.site().caches.front_lists;
+    let list = match kept.get(&context.base) {
         Some(list) if Arc::ptr_eq(&list.feed, &feed) => list,
         _ => {
             let list = Arc::new(front_list(feed, &context.base)?);
-            FRONT_LISTS.insert(context.base.clone(), Arc::clone(&list));
+            kept.insert(context.base.clone(), Arc::clone(&list));
             list
         }
     };
@@ -299,10 +282,9 @@ impl PostReading {
 pub async fn post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathPair(post_id, slug): PathPair,
+    SluggedPostPath(post_id, slug): SluggedPostPath,
     Query(paging): Query<CommentPaging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let continuation = paging.comments.as_deref().filter(|t| !t.is_empty());
     let (post, rest) =
         PostReading::read_apart(&blog, context.viewer.as_ref(), &post_id, continuation).await;
@@ -325,9 +307,8 @@ pub async fn post_page(
 pub async fn post_without_slug(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let post = blog.get_post(&post_id).await?;
     Ok(moved_to_canonical(&context, &post))
 }
@@ -400,7 +381,11 @@ pub fn post_page_of(
             .continuation
             .as_deref()
             .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
-        content_html: markdown::post_html(post.id.as_str(), &post.content),
+        content_html: context
+            .site()
+            .caches
+            .posts
+            .post_html(post.id.as_str(), &post.content),
         post: view,
         is_author,
         liked,
@@ -455,10 +440,9 @@ struct LikesPage {
 pub async fn likes_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let (post, likes) = tokio::join!(
         blog.get_post(&post_id),
         blog.likes(&post_id, PAGE_SIZE, paging.token())
@@ -509,10 +493,9 @@ struct AuthorPage {
 pub async fn author_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let user_id = UserId::parse(&user_id)?;
     let posts = blog
         .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
         .await?;
