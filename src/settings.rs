@@ -113,10 +113,23 @@ pub struct SiteSettings {
     /// Cosmos DB one drawn per process (said at start-up on a hosting platform).
     #[arg(long, env = CSRF_KEY_SETTING, hide_env_values = true)]
     pub csrf_key: Option<String>,
+
+    /// The blog's name, shown in every page's header and title and in the feeds' titles
+    /// (default "Cosmos Blog"). In `multi` every tenant's blog is called so.
+    #[arg(long, env = "BLOG_TITLE")]
+    pub title: Option<String>,
+
+    /// One sentence about the blog: the front page's meta description and the feeds'
+    /// description (default: a sentence naming the blog's latest posts).
+    #[arg(long, env = "BLOG_DESCRIPTION")]
+    pub description: Option<String>,
 }
 
 pub(crate) const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
 pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+
+/// The blog's title when `BLOG_TITLE` gives none.
+pub const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
 
 /// Where the embedded store's folder keeps the forms' key when no setting gives one.
 pub(crate) const FORM_KEY_FILE: &str = "form-key";
@@ -151,6 +164,27 @@ impl SiteSettings {
                 .map_err(|why| anyhow::anyhow!("WEBSITE_HOSTNAME={host}: {why}"));
         }
         Ok(PublicUrl::loopback(port))
+    }
+
+    /// The blog's title: the setting, trimmed, else "Cosmos Blog".
+    pub fn blog_title(&self) -> String {
+        self.title
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(DEFAULT_BLOG_TITLE)
+            .to_owned()
+    }
+
+    /// The blog's description: the setting, trimmed, else one sentence made from the title.
+    pub fn blog_description(&self) -> String {
+        match self.description.as_deref().map(str::trim) {
+            Some(description) if !description.is_empty() => description.to_owned(),
+            _ => format!(
+                "The latest posts on {}, with their authors, comments and likes.",
+                self.blog_title()
+            ),
+        }
     }
 
     /// Whether a public address was given (or the platform gave one).
@@ -342,6 +376,27 @@ mod tests {
         assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
         let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
         assert!(settings(&forced, flex_without_worker_runtime).runs_pump());
+    }
+
+    #[test]
+    fn the_blogs_title_and_description_come_from_the_settings_or_default() {
+        let plain = settings(&[], Platform::default());
+        assert_eq!(plain.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(plain.site.blog_description().contains(DEFAULT_BLOG_TITLE));
+        let named = settings(
+            &[
+                "--title",
+                "  Field Notes ",
+                "--description",
+                "Weekly notes.",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(named.site.blog_title(), "Field Notes");
+        assert_eq!(named.site.blog_description(), "Weekly notes.");
+        let blank = settings(&["--title", " ", "--description", ""], Platform::default());
+        assert_eq!(blank.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(blank.site.blog_description().contains(DEFAULT_BLOG_TITLE));
     }
 
     #[test]

@@ -287,7 +287,13 @@ fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
     tracing::info!(public_url = public_url.as_str(), form_key = ?key_source, "site");
     // App Service's front end sets `X-Forwarded-Host`; elsewhere anyone may send it.
     let trusts_forwarded_host = settings.auth.platform.app_service;
-    Ok(web::Site::new(public_url, form_key, trusts_forwarded_host))
+    Ok(web::Site::new(
+        public_url,
+        form_key,
+        trusts_forwarded_host,
+        settings.site.blog_title(),
+        settings.site.blog_description(),
+    ))
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

@@ -52,6 +52,13 @@ struct PostParams {
 }
 
 #[derive(Deserialize)]
+struct SluggedPostParams {
+    #[serde(rename = "postId")]
+    post_id: String,
+    slug: String,
+}
+
+#[derive(Deserialize)]
 struct CommentParams {
     #[serde(rename = "postId")]
     post_id: String,
@@ -91,6 +98,20 @@ impl<S: Send + Sync> FromRequestParts<S> for PostPath {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let PostParams { post_id } = params(parts).await?;
         PostId::parse(&post_id).map(Self).map_err(refused)
+    }
+}
+
+/// `{postId}` and `{slug}`: a post's readable address. The slug is taken as it is: the page
+/// compares it with the post's own and moves a reader from any other to that one.
+pub struct SluggedPostPath(pub PostId, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for SluggedPostPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let SluggedPostParams { post_id, slug } = params(parts).await?;
+        let post_id = PostId::parse(&post_id).map_err(refused)?;
+        Ok(Self(post_id, slug))
     }
 }
 

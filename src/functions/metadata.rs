@@ -666,7 +666,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             post.path_in(Tenancy::Multi),
-            "/tenants/{tenantId}/posts/{postId}"
+            "/tenants/{tenantId}/posts/{postId}/{slug}"
         );
         let asset = PAGE_FUNCTIONS
             .iter()

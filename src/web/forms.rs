@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{PostReading, likes_text, post_href, post_page_of};
+use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
 use crate::api::paths::{CommentPath, PostPath};
 use crate::api::tenants::CurrentBlog;
 use crate::domain::{CommentContent, PostContent, PostId, Title, UserId, ValidationError};
@@ -286,10 +286,7 @@ fn write_page(
             .map(|e| format!("The {field} {}.", e.reason))
     };
     WritePage {
-        l: context.layout(
-            format!("{heading} · Cosmos Blog"),
-            "Write a post in Markdown.",
-        ),
+        l: context.layout(heading, "Write a post in Markdown."),
         heading,
         action,
         submit,
@@ -343,7 +340,7 @@ pub async fn create_post(
     };
     let written = blog.create_post(&caller, title, content).await;
     unless_unregistered(&context, written, &context.here, |post| {
-        Redirect::to(&post_href(&context.base, &post.id)).into_response()
+        Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
     })
 }
 
@@ -385,8 +382,8 @@ pub async fn edit_post(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    blog.edit_post(&caller, &post_id, title, content).await?;
-    Ok(Redirect::to(&post_href(&context.base, &post_id)).into_response())
+    let edited = blog.edit_post(&caller, &post_id, title, content).await?;
+    Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
 }
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.

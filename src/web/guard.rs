@@ -234,6 +234,8 @@ mod tests {
             PublicUrl::parse(public_url).unwrap(),
             FormKey::drawn(),
             trusts_forwarded_host,
+            "Cosmos Blog".to_owned(),
+            String::new(),
         )
     }
 

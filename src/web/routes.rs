@@ -8,7 +8,7 @@ use axum::Router;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{account, assets, atom, forms, pages};
+use super::{account, assets, atom, forms, json_feed, pages};
 use crate::api::AppState;
 
 /// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
@@ -106,7 +106,13 @@ pub fn blog_pages() -> PageTable {
     PageTable::new(PageScope::Blog)
         .get("FrontPage", "/", pages::front_page)
         .get("FrontPageFeed", "/feed.atom", atom::front_feed)
-        .get("PostPage", "/posts/{postId}", pages::post_page)
+        .get("FrontPageJsonFeed", "/feed.json", json_feed::front_feed)
+        .get("PostPage", "/posts/{postId}/{slug}", pages::post_page)
+        .get(
+            "PostPageWithoutSlug",
+            "/posts/{postId}",
+            pages::post_without_slug,
+        )
         .get("PostLikesPage", "/posts/{postId}/likes", pages::likes_page)
         .post("LikeForm", "/posts/{postId}/like", forms::like)
         .post("UnlikeForm", "/posts/{postId}/unlike", forms::unlike)
@@ -133,6 +139,11 @@ pub fn blog_pages() -> PageTable {
         )
         .get("AuthorPage", "/users/{userId}", pages::author_page)
         .get("AuthorFeed", "/users/{userId}/feed.atom", atom::author_feed)
+        .get(
+            "AuthorJsonFeed",
+            "/users/{userId}/feed.json",
+            json_feed::author_feed,
+        )
         .get("WritePage", "/write", forms::write_page_get)
         .post("WriteForm", "/write", forms::create_post)
         .get("AccountPage", "/account", account::account_page)

@@ -98,17 +98,30 @@ pub struct Site {
     /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
     /// Service's front end sets it); elsewhere anyone may send it.
     pub trusts_forwarded_host: bool,
+    /// The blog's own name and description (`BLOG_TITLE`, `BLOG_DESCRIPTION`): pages' titles
+    /// and headers, the front page's description, the feeds' titles.
+    pub title: String,
+    pub description: String,
     /// Shared by the clones of one site.
     pub(super) caches: Arc<PageCaches>,
 }
 
 impl Site {
-    /// The site at `public_url` whose forms are signed with `form_key`, with nothing kept yet.
-    pub fn new(public_url: PublicUrl, form_key: FormKey, trusts_forwarded_host: bool) -> Self {
+    /// The site at `public_url` whose forms are signed with `form_key`, named `title` and
+    /// described by `description`, with nothing kept yet.
+    pub fn new(
+        public_url: PublicUrl,
+        form_key: FormKey,
+        trusts_forwarded_host: bool,
+        title: String,
+        description: String,
+    ) -> Self {
         Self {
             public_url,
             form_key,
             trusts_forwarded_host,
+            title,
+            description,
             caches: Arc::default(),
         }
     }

@@ -95,6 +95,8 @@ impl Harness {
             web::PublicUrl::parse("https://blog.example").expect("an origin"),
             web::FormKey::drawn(),
             true,
+            "Cosmos Blog".to_owned(),
+            "A blog.".to_owned(),
         );
         startup::app(state, functions::router(self.recheck), &[], site)
     }
