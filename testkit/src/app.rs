@@ -483,6 +483,33 @@ macro_rules! on_every_backend {
     };
 }
 
+/// Runs each body `async fn name(backend: Backend, tenancy: Tenancy)` twice: on the embedded
+/// store in `single` (as `embedded::name`) and on the emulator in `multi` (as
+/// `multi_cosmos::name`): both stores and both layouts, at half the cost of every combination.
+#[macro_export]
+macro_rules! embedded_single_and_cosmos_multi {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single)
+                        .await;
+                }
+            )*
+        }
+        mod multi_cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi)
+                        .await;
+                }
+            )*
+        }
+    };
+}
+
 /// One body `async fn body(backend: Backend)` as two tests named apart, the first on the
 /// embedded store and the second on Cosmos DB: `backend_pair!(body => on_embedded, on_cosmos)`.
 #[macro_export]

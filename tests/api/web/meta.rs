@@ -18,29 +18,7 @@ const BLOG_DESCRIPTION: &str = "Notes from the field, weekly.";
 const MARKDOWN: &str = "# Heading\n\nSome *emphasis* and `code`, a [link](https://example.org).\n\n\
                         | Page | What it shows |\n|:--|--:|\n| front | the feed |\n\n> a quote\n";
 
-/// Each body on the embedded store in `single` and on the emulator in `multi`.
-macro_rules! meta_tests {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded, super::Tenancy::Single).await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Cosmos, super::Tenancy::Multi).await;
-                }
-            )*
-        }
-    };
-}
-
-meta_tests!(
+testkit::embedded_single_and_cosmos_multi!(
     post_pages_live_at_readable_addresses_and_others_move_there,
     every_page_has_a_canonical_link_and_a_description_and_post_pages_say_more,
     the_atom_and_json_feeds_parse_and_agree,

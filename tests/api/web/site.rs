@@ -22,33 +22,10 @@ const FORGED: &str = "attacker.test";
 /// Right-to-left text, as a reader of Hebrew writes it.
 pub(super) const RTL: &str = "שלום עולם";
 
-/// Each body on the embedded store in `single` and on the emulator in `multi`: both stores,
-/// both layouts, at half the cost of every combination.
-macro_rules! site_tests {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded, super::Tenancy::Single).await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Cosmos, super::Tenancy::Multi).await;
-                }
-            )*
-        }
-    };
-}
-
 mod forms_restart;
 mod nu_checker;
 
-site_tests!(
+testkit::embedded_single_and_cosmos_multi!(
     absolute_urls_come_from_the_public_address_never_from_the_request,
     feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry,
     a_signed_out_reader_is_sent_to_sign_in_and_back,
