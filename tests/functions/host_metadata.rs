@@ -229,12 +229,7 @@ fn http_functions_bind_exactly_one_trigger_and_one_output() {
     for tenancy in LAYOUTS {
         let files = metadata::script_root_files(tenancy);
         for function in metadata::http_functions(tenancy) {
-            let path = Path::new(function.name).join("function.json");
-            let file = files
-                .iter()
-                .find(|f| f.path == path)
-                .expect("function.json");
-            let json: Value = serde_json::from_str(&file.content).expect("json");
+            let json = function_json(&files, function.name);
             let bindings = json["bindings"].as_array().expect("bindings");
             assert_eq!(bindings.len(), 2, "{}", function.name);
             let trigger = &bindings[0];

@@ -262,12 +262,24 @@ impl Hooks for Outage {
 
 /// The generated `host.json` of `tenancy`.
 fn generated_host_json(tenancy: Tenancy) -> Value {
-    let files = metadata::script_root_files(tenancy);
-    let host = files
+    parsed_file(
+        &metadata::script_root_files(tenancy),
+        Path::new("host.json"),
+    )
+}
+
+/// The `function.json` of the function `name` among the generated `files`.
+fn function_json(files: &[metadata::GeneratedFile], name: &str) -> Value {
+    parsed_file(files, &Path::new(name).join("function.json"))
+}
+
+/// The JSON file at `path` among the generated `files`.
+fn parsed_file(files: &[metadata::GeneratedFile], path: &Path) -> Value {
+    let file = files
         .iter()
-        .find(|f| f.path == Path::new("host.json"))
-        .expect("host.json");
-    serde_json::from_str(&host.content).expect("json")
+        .find(|f| f.path == path)
+        .unwrap_or_else(|| panic!("{} is generated", path.display()));
+    serde_json::from_str(&file.content).expect("json")
 }
 
 /// The arguments a `host.json` makes the host start the binary with.

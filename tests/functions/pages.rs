@@ -8,12 +8,7 @@ fn page_functions_bind_one_trigger_at_the_site_root_routes() {
     for tenancy in LAYOUTS {
         let files = metadata::script_root_files(tenancy);
         for function in metadata::page_functions(tenancy) {
-            let path = Path::new(function.name).join("function.json");
-            let file = files
-                .iter()
-                .find(|f| f.path == path)
-                .expect("function.json");
-            let json: Value = serde_json::from_str(&file.content).expect("json");
+            let json = function_json(&files, function.name);
             let trigger = &json["bindings"][0];
             assert_eq!(trigger["type"], "httpTrigger");
             assert_eq!(trigger["authLevel"], "anonymous");
