@@ -253,8 +253,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Refusals<T> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
-        let this = &mut *self;
-        this.request.note(&buf.filled()[before..]);
+        self.request.note(&buf.filled()[before..]);
         Poll::Ready(Ok(()))
     }
 }
