@@ -112,52 +112,6 @@ pub enum StoreRequest<'a> {
 }
 
 impl<'a> StoreRequest<'a> {
-    /// Runs the request on `store`.
-    pub async fn send(self, store: &dyn Store, container: Container) -> StoreResult<StoreAnswer> {
-        match self {
-            Self::Read { pk, id } => store
-                .read_item(container, pk, id)
-                .await
-                .map(StoreAnswer::Read),
-            Self::ReadJson { pk, id, known } => store
-                .read_item_json(container, pk, id, known)
-                .await
-                .map(StoreAnswer::ReadJson),
-            Self::Create { pk, item } => store
-                .create_item(container, pk, item)
-                .await
-                .map(StoreAnswer::Written),
-            Self::Upsert { pk, item } => store
-                .upsert_item(container, pk, item)
-                .await
-                .map(StoreAnswer::Written),
-            Self::Replace { pk, item, if_match } => store
-                .replace_item(container, pk, item, if_match)
-                .await
-                .map(StoreAnswer::Written),
-            Self::Delete { pk, id } => store
-                .delete_item(container, pk, id)
-                .await
-                .map(|()| StoreAnswer::Deleted),
-            Self::Batch { pk, operations } => store
-                .execute_batch(container, pk, operations)
-                .await
-                .map(StoreAnswer::Batch),
-            Self::Query { query, page } => store
-                .query(container, query, page)
-                .await
-                .map(StoreAnswer::Page),
-            Self::QueryJson { query, page, known } => store
-                .query_json(container, query, page, known)
-                .await
-                .map(StoreAnswer::JsonPage),
-            Self::ReadChanges { since, max_items } => store
-                .read_changes(container, since, max_items)
-                .await
-                .map(StoreAnswer::Changes),
-        }
-    }
-
     /// The one logical partition the request addresses, if it names one (the calls on
     /// items; a query names its scope instead).
     pub fn partition(&self) -> Option<&'a PartitionKey> {
@@ -384,167 +338,87 @@ impl<L> Deref for Layered<L> {
     }
 }
 
-#[async_trait]
-impl<L: StoreLayer> Store for Layered<L> {
-    fn backend(&self) -> &'static str {
-        self.layer.backend(&*self.inner)
-    }
-
-    fn tenancy(&self) -> Tenancy {
-        self.layer.tenancy(&*self.inner)
-    }
-
-    async fn read_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<Option<Document>> {
-        match self.call(container, StoreRequest::Read { pk, id }).await? {
-            StoreAnswer::Read(found) => Ok(found),
-            other => Err(mismatched("read_item", &other)),
+/// The [`Store`] calls, each once: its method, the [`StoreRequest`] that carries its
+/// arguments (named as the method's) and the [`StoreAnswer`] that carries its result. From
+/// this one list come [`StoreRequest::send`], which makes a request the call, and the
+/// [`Store`] impl of [`Layered`], which makes each call a request sent through the layer and
+/// takes its result out of the answer (any other kind of answer is the layer's bug, reported
+/// by [`mismatched`]).
+macro_rules! store_calls {
+    (@answer $answer:ident) => { |()| StoreAnswer::$answer };
+    (@answer $answer:ident $result:ident) => { StoreAnswer::$answer };
+    (@result) => { () };
+    (@result $result:ident) => { $result };
+    ($(
+        $method:ident($($arg:ident: $type:ty),*) -> $out:ty:
+            $request:ident => $answer:ident$(($result:ident))?;
+    )*) => {
+        impl StoreRequest<'_> {
+            /// Runs the request on `store`.
+            pub async fn send(
+                self,
+                store: &dyn Store,
+                container: Container,
+            ) -> StoreResult<StoreAnswer> {
+                match self {
+                    $(Self::$request { $($arg),* } => store
+                        .$method(container, $($arg),*)
+                        .await
+                        .map(store_calls!(@answer $answer $($result)?)),)*
+                }
+            }
         }
-    }
 
-    async fn read_item_json(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-        known: Option<&PartitionVersion>,
-    ) -> StoreResult<JsonPage> {
-        match self
-            .call(container, StoreRequest::ReadJson { pk, id, known })
-            .await?
-        {
-            StoreAnswer::ReadJson(found) => Ok(found),
-            other => Err(mismatched("read_item_json", &other)),
+        #[async_trait]
+        impl<L: StoreLayer> Store for Layered<L> {
+            fn backend(&self) -> &'static str {
+                self.layer.backend(&*self.inner)
+            }
+
+            fn tenancy(&self) -> Tenancy {
+                self.layer.tenancy(&*self.inner)
+            }
+
+            $(
+                async fn $method(
+                    &self,
+                    container: Container,
+                    $($arg: $type),*
+                ) -> StoreResult<$out> {
+                    match self.call(container, StoreRequest::$request { $($arg),* }).await? {
+                        StoreAnswer::$answer$(($result))? => Ok(store_calls!(@result $($result)?)),
+                        other => Err(mismatched(stringify!($method), &other)),
+                    }
+                }
+            )*
+
+            /// A setting of the store, no call to it: every layer lets it through.
+            async fn keep_partition_versions(&self) -> StoreResult<bool> {
+                self.inner.keep_partition_versions().await
+            }
+
+            /// A wait is no call to the store: every layer lets it through.
+            async fn wait_for_changes(&self, container: Container, timeout: Duration) {
+                self.inner.wait_for_changes(container, timeout).await;
+            }
         }
-    }
+    };
+}
 
-    async fn create_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        match self
-            .call(container, StoreRequest::Create { pk, item })
-            .await?
-        {
-            StoreAnswer::Written(etag) => Ok(etag),
-            other => Err(mismatched("create_item", &other)),
-        }
-    }
-
-    async fn upsert_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-    ) -> StoreResult<ETag> {
-        match self
-            .call(container, StoreRequest::Upsert { pk, item })
-            .await?
-        {
-            StoreAnswer::Written(etag) => Ok(etag),
-            other => Err(mismatched("upsert_item", &other)),
-        }
-    }
-
-    async fn replace_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        item: Value,
-        if_match: Option<&ETag>,
-    ) -> StoreResult<ETag> {
-        let request = StoreRequest::Replace { pk, item, if_match };
-        match self.call(container, request).await? {
-            StoreAnswer::Written(etag) => Ok(etag),
-            other => Err(mismatched("replace_item", &other)),
-        }
-    }
-
-    async fn delete_item(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        id: &str,
-    ) -> StoreResult<()> {
-        match self
-            .call(container, StoreRequest::Delete { pk, id })
-            .await?
-        {
-            StoreAnswer::Deleted => Ok(()),
-            other => Err(mismatched("delete_item", &other)),
-        }
-    }
-
-    async fn execute_batch(
-        &self,
-        container: Container,
-        pk: &PartitionKey,
-        operations: Vec<BatchOperation>,
-    ) -> StoreResult<Vec<Option<ETag>>> {
-        match self
-            .call(container, StoreRequest::Batch { pk, operations })
-            .await?
-        {
-            StoreAnswer::Batch(etags) => Ok(etags),
-            other => Err(mismatched("execute_batch", &other)),
-        }
-    }
-
-    async fn query(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-    ) -> StoreResult<Page<Value>> {
-        match self
-            .call(container, StoreRequest::Query { query, page })
-            .await?
-        {
-            StoreAnswer::Page(page) => Ok(page),
-            other => Err(mismatched("query", &other)),
-        }
-    }
-
-    async fn query_json(
-        &self,
-        container: Container,
-        query: &Query,
-        page: PageRequest,
-        known: Option<&PartitionVersion>,
-    ) -> StoreResult<JsonPage> {
-        let request = StoreRequest::QueryJson { query, page, known };
-        match self.call(container, request).await? {
-            StoreAnswer::JsonPage(page) => Ok(page),
-            other => Err(mismatched("query_json", &other)),
-        }
-    }
-
-    async fn read_changes(
-        &self,
-        container: Container,
-        since: Option<&Checkpoint>,
-        max_items: usize,
-    ) -> StoreResult<ChangeBatch> {
-        let request = StoreRequest::ReadChanges { since, max_items };
-        match self.call(container, request).await? {
-            StoreAnswer::Changes(batch) => Ok(batch),
-            other => Err(mismatched("read_changes", &other)),
-        }
-    }
-
-    /// A setting of the store, no call to it: every layer lets it through.
-    async fn keep_partition_versions(&self) -> StoreResult<bool> {
-        self.inner.keep_partition_versions().await
-    }
-
-    /// A wait is no call to the store: every layer lets it through.
-    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
-        self.inner.wait_for_changes(container, timeout).await;
-    }
+store_calls! {
+    read_item(pk: &PartitionKey, id: &str) -> Option<Document>: Read => Read(found);
+    read_item_json(pk: &PartitionKey, id: &str, known: Option<&PartitionVersion>) -> JsonPage:
+        ReadJson => ReadJson(found);
+    create_item(pk: &PartitionKey, item: Value) -> ETag: Create => Written(etag);
+    upsert_item(pk: &PartitionKey, item: Value) -> ETag: Upsert => Written(etag);
+    replace_item(pk: &PartitionKey, item: Value, if_match: Option<&ETag>) -> ETag:
+        Replace => Written(etag);
+    delete_item(pk: &PartitionKey, id: &str) -> (): Delete => Deleted;
+    execute_batch(pk: &PartitionKey, operations: Vec<BatchOperation>) -> Vec<Option<ETag>>:
+        Batch => Batch(etags);
+    query(query: &Query, page: PageRequest) -> Page<Value>: Query => Page(page);
+    query_json(query: &Query, page: PageRequest, known: Option<&PartitionVersion>) -> JsonPage:
+        QueryJson => JsonPage(page);
+    read_changes(since: Option<&Checkpoint>, max_items: usize) -> ChangeBatch:
+        ReadChanges => Changes(batch);
 }

@@ -112,12 +112,7 @@ pub(super) async fn prepare_container(
         .await
         .and_then(|response| response.into_model())
         .with_context(|| format!("cannot read the definition of container {database}/{name}"))?;
-    let actual: Vec<&str> = properties
-        .partition_key
-        .paths()
-        .iter()
-        .map(|p| p.as_ref())
-        .collect();
+    let actual = key_paths(&properties);
     let expected = container.key_paths(tenancy);
     if actual != expected {
         let other = match tenancy {
@@ -137,6 +132,16 @@ pub(super) async fn prepare_container(
     }
     enable_time_to_live(&opened, properties, database, container).await?;
     Ok(opened)
+}
+
+/// The paths of a container's partition key, as its definition lists them.
+fn key_paths(properties: &ContainerProperties) -> Vec<&str> {
+    properties
+        .partition_key
+        .paths()
+        .iter()
+        .map(|p| p.as_ref())
+        .collect()
 }
 
 async fn create_container(
@@ -191,12 +196,7 @@ mod tests {
         for tenancy in [Tenancy::Single, Tenancy::Multi] {
             for container in Container::ALL {
                 let properties = container_properties(container, tenancy).unwrap();
-                let paths: Vec<&str> = properties
-                    .partition_key
-                    .paths()
-                    .iter()
-                    .map(|p| p.as_ref())
-                    .collect();
+                let paths = key_paths(&properties);
                 assert_eq!(paths, container.key_paths(tenancy));
                 let definition = serde_json::to_value(&properties.partition_key).unwrap();
                 let kind = if paths.len() > 1 { "MultiHash" } else { "Hash" };

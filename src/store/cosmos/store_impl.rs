@@ -78,46 +78,31 @@ impl Store for CosmosStore {
         &self,
         container: Container,
         pk: &PartitionKey,
-        mut item: Value,
+        item: Value,
     ) -> StoreResult<ETag> {
-        let id = checked_item(self.tenancy, container, pk, &mut item)?;
-        let key = sdk_partition_key(pk)?;
-        let client = self.client(container);
-        let request = || client.create_item(key.clone(), &id, &item, None);
-        let response = item_request("create_item", request).await?;
-        etag_from(response.headers().etag())
+        self.write_item(container, pk, item, ItemWrite::Create)
+            .await
     }
 
     async fn upsert_item(
         &self,
         container: Container,
         pk: &PartitionKey,
-        mut item: Value,
+        item: Value,
     ) -> StoreResult<ETag> {
-        let id = checked_item(self.tenancy, container, pk, &mut item)?;
-        let key = sdk_partition_key(pk)?;
-        let client = self.client(container);
-        let request = || client.upsert_item(key.clone(), &id, &item, None);
-        let response = item_request("upsert_item", request).await?;
-        etag_from(response.headers().etag())
+        self.write_item(container, pk, item, ItemWrite::Upsert)
+            .await
     }
 
     async fn replace_item(
         &self,
         container: Container,
         pk: &PartitionKey,
-        mut item: Value,
-        if_match_etag: Option<&ETag>,
+        item: Value,
+        if_match: Option<&ETag>,
     ) -> StoreResult<ETag> {
-        let id = checked_item(self.tenancy, container, pk, &mut item)?;
-        let key = sdk_partition_key(pk)?;
-        let client = self.client(container);
-        let request = || {
-            let options = write_options(if_match_etag.map(if_match));
-            client.replace_item(key.clone(), &id, &item, options)
-        };
-        let response = item_request("replace_item", request).await?;
-        etag_from(response.headers().etag())
+        self.write_item(container, pk, item, ItemWrite::Replace(if_match))
+            .await
     }
 
     async fn delete_item(
@@ -265,7 +250,55 @@ impl Store for CosmosStore {
     }
 }
 
+/// The three writes of one item, which differ only in the request sent.
+#[derive(Clone, Copy)]
+enum ItemWrite<'a> {
+    Create,
+    Upsert,
+    /// Replaces the item, if its etag is still the one given.
+    Replace(Option<&'a ETag>),
+}
+
+impl ItemWrite<'_> {
+    fn operation(self) -> &'static str {
+        match self {
+            Self::Create => "create_item",
+            Self::Upsert => "upsert_item",
+            Self::Replace(_) => "replace_item",
+        }
+    }
+}
+
 impl CosmosStore {
+    /// Checks `item` and writes it as `write` says, answering its new etag.
+    async fn write_item(
+        &self,
+        container: Container,
+        pk: &PartitionKey,
+        mut item: Value,
+        write: ItemWrite<'_>,
+    ) -> StoreResult<ETag> {
+        let id = checked_item(self.tenancy, container, pk, &mut item)?;
+        let key = sdk_partition_key(pk)?;
+        let client = self.client(container);
+        let (id, item) = (&id, &item);
+        let request = || {
+            let key = key.clone();
+            async move {
+                match write {
+                    ItemWrite::Create => client.create_item(key, id, item, None).await,
+                    ItemWrite::Upsert => client.upsert_item(key, id, item, None).await,
+                    ItemWrite::Replace(etag) => {
+                        let options = write_options(etag.map(if_match));
+                        client.replace_item(key, id, item, options).await
+                    }
+                }
+            }
+        };
+        let response = item_request(write.operation(), request).await?;
+        etag_from(response.headers().etag())
+    }
+
     /// The service's answer to a point read of `id`, or none when there is no such item.
     async fn read_response(
         &self,

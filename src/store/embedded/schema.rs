@@ -108,9 +108,7 @@ CREATE TABLE IF NOT EXISTS layout (
 /// recorded hold items, and all in the `single` layout.
 pub(super) fn check_layout(conn: &Connection, tenancy: Tenancy, path: &Path) -> StoreResult<()> {
     conn.execute_batch(LAYOUT_TABLE).map_err(sql_error)?;
-    let has_items: bool = conn
-        .query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |row| row.get(0))
-        .map_err(sql_error)?;
+    let has_items = exists(conn, HAS_ITEMS).map_err(sql_error)?;
     let new_layout = if has_items { Tenancy::Single } else { tenancy };
     // A no-op once recorded, also when another process recorded it meanwhile.
     conn.execute(
@@ -138,16 +136,8 @@ pub(super) fn check_layout_read_only(
     let not_a_store = |e: rusqlite::Error| {
         StoreError::BadRequest(format!("{}: not an embedded store: {e}", path.display()))
     };
-    let has_items: bool = conn
-        .query_row("SELECT EXISTS (SELECT 1 FROM items)", [], |row| row.get(0))
-        .map_err(not_a_store)?;
-    let has_expiry: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'expires_at')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(sql_error)?;
+    let has_items = exists(conn, HAS_ITEMS).map_err(not_a_store)?;
+    let has_expiry = exists(conn, HAS_EXPIRY_COLUMN).map_err(sql_error)?;
     if !has_expiry {
         return Err(StoreError::BadRequest(format!(
             "the embedded store at {} is of an earlier version: open it once for writing \
@@ -155,13 +145,11 @@ pub(super) fn check_layout_read_only(
             path.display()
         )));
     }
-    let has_layout: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'layout')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(sql_error)?;
+    let has_layout = exists(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'layout')",
+    )
+    .map_err(sql_error)?;
     let recorded: Option<String> = if has_layout {
         conn.query_row("SELECT tenancy FROM layout", [], |row| row.get(0))
             .map(Some)
@@ -198,6 +186,17 @@ const ADD_EXPIRY_COLUMN: &str = "ALTER TABLE items ADD COLUMN expires_at INTEGER
 const EXPIRY_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS items_by_expiry ON items (expires_at) WHERE expires_at IS NOT NULL";
 
+const HAS_ITEMS: &str = "SELECT EXISTS (SELECT 1 FROM items)";
+
+/// Whether the store has the time-to-live column (a store of an earlier version has not).
+const HAS_EXPIRY_COLUMN: &str =
+    "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'expires_at')";
+
+/// The answer of a `SELECT EXISTS (...)` query.
+fn exists(conn: &Connection, query: &str) -> rusqlite::Result<bool> {
+    conn.query_row(query, [], |row| row.get(0))
+}
+
 /// The condition that hides expired items from reads, as Cosmos DB hides them before its
 /// background purge: an item whose time-to-live has run out is gone for every read at once.
 pub(super) const LIVE: &str = "(expires_at IS NULL OR expires_at > unixepoch())";
@@ -220,13 +219,11 @@ const PLANNER_STATS: [(&str, &str); 4] = [
 /// Writes [`PLANNER_STATS`] (idempotent) and makes this connection use them; connections
 /// opened afterwards read them with the schema.
 pub(super) fn set_planner_stats(conn: &Connection) -> StoreResult<()> {
-    let has_stats: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat1')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(sql_error)?;
+    let has_stats = exists(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat1')",
+    )
+    .map_err(sql_error)?;
     if !has_stats {
         // ANALYZE of any table creates sqlite_stat1; this one has a single row.
         conn.execute_batch("ANALYZE log_sequence")
@@ -244,14 +241,7 @@ pub(super) fn set_planner_stats(conn: &Connection) -> StoreResult<()> {
 
 /// Brings a store of an earlier version up to the time-to-live schema (idempotent).
 pub(super) fn add_expiry(conn: &Connection) -> StoreResult<()> {
-    let has_column: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('items') WHERE name = 'expires_at')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(sql_error)?;
-    if !has_column {
+    if !exists(conn, HAS_EXPIRY_COLUMN).map_err(sql_error)? {
         conn.execute_batch(ADD_EXPIRY_COLUMN).map_err(sql_error)?;
     }
     conn.execute_batch(EXPIRY_INDEX).map_err(sql_error)
