@@ -36,12 +36,8 @@ struct Sum {
 impl Sum {
     fn add(&mut self, api: Metrics, change_feed: Metrics) {
         self.samples += 1;
-        self.api.requests += api.requests;
-        self.api.partitions += api.partitions;
-        self.api.items_written += api.items_written;
-        self.change_feed.requests += change_feed.requests;
-        self.change_feed.items_written += change_feed.items_written;
-        self.change_feed.fan_out_queries += change_feed.fan_out_queries;
+        self.api += &api;
+        self.change_feed += &change_feed;
     }
 
     fn cost(self, op: &'static str) -> DeleteCost {

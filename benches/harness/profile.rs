@@ -67,14 +67,7 @@ struct Sum {
 impl Sum {
     fn add(&mut self, m: &Metrics, answer_items: usize, latency: Duration) {
         self.runs += 1;
-        self.metrics.requests += m.requests;
-        self.metrics.partitions += m.partitions;
-        self.metrics.items_read += m.items_read;
-        self.metrics.bytes_read += m.bytes_read;
-        self.metrics.items_written += m.items_written;
-        if let Some(ru) = m.request_units {
-            *self.metrics.request_units.get_or_insert(0.0) += ru;
-        }
+        self.metrics += m;
         self.fan_out |= m.fan_out_queries > 0;
         self.answer_items += answer_items;
         self.latencies.push(latency);

@@ -273,16 +273,7 @@ pub async fn run(args: &Args, command: &str, binary: &Path) -> anyhow::Result<Ou
         None
     } else {
         log("HTTP load benchmark");
-        let config = LoadConfig {
-            phase: Duration::from_secs_f64(args.load_seconds),
-            concurrency: args.concurrency.max(1),
-            sequential: args.sequential,
-            post_rate: args.post_rate.max(1),
-            seed: args.seed,
-            write_mix_only: false,
-            otlp_endpoint: args.otlp_endpoint.clone(),
-            list_cache_mb: args.list_cache_mb,
-        };
+        let config = load_config(args, false, args.otlp_endpoint.clone());
         crate::recheck::start_here(&store).await?;
         let load = crate::load::run(Arc::clone(&store), dataset.clone(), &config, log).await?;
         log("verify after the load, once the change feed is drained");
@@ -424,16 +415,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
             if only == Only::Recheck {
                 crate::recheck::start_here(&store).await?;
             }
-            let config = LoadConfig {
-                phase: Duration::from_secs_f64(args.load_seconds),
-                concurrency: args.concurrency.max(1),
-                sequential: args.sequential,
-                post_rate: args.post_rate.max(1),
-                seed: args.seed,
-                write_mix_only: true,
-                otlp_endpoint: args.otlp_endpoint.clone(),
-                list_cache_mb: args.list_cache_mb,
-            };
+            let config = load_config(args, true, args.otlp_endpoint.clone());
             let load = crate::load::run(Arc::clone(&store), dataset, &config, log).await?;
             if only == Only::Recheck {
                 log("draining the change feed, then the delayed re-check of the write mix");
@@ -466,16 +448,7 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
                 Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?);
             let dataset = generate_data(&store, args).await?;
             out.push_str(&format!("\nData set: {} items.\n", dataset.items()));
-            let config = LoadConfig {
-                phase: Duration::from_secs_f64(args.load_seconds),
-                concurrency: args.concurrency.max(1),
-                sequential: args.sequential,
-                post_rate: args.post_rate.max(1),
-                seed: args.seed,
-                write_mix_only: false,
-                otlp_endpoint: None,
-                list_cache_mb: args.list_cache_mb,
-            };
+            let config = load_config(args, false, None);
             let routes = crate::ceiling::chosen(&args.route);
             let runs = crate::ceiling::run(
                 store,
@@ -550,4 +523,18 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
         }
     }
     Ok(out)
+}
+
+/// The load phases' settings as the command line gives them.
+fn load_config(args: &Args, write_mix_only: bool, otlp_endpoint: Option<String>) -> LoadConfig {
+    LoadConfig {
+        phase: Duration::from_secs_f64(args.load_seconds),
+        concurrency: args.concurrency.max(1),
+        sequential: args.sequential,
+        post_rate: args.post_rate.max(1),
+        seed: args.seed,
+        write_mix_only,
+        otlp_endpoint,
+        list_cache_mb: args.list_cache_mb,
+    }
 }

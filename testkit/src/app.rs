@@ -22,6 +22,26 @@ use tokio::sync::oneshot;
 
 use crate::poll::assert_store_verifies;
 
+/// A request to `url` as `caller` (the Easy Auth principal header; none without a caller)
+/// with `body` as its JSON body, if any: how every test sends a command, in this process or
+/// to a served binary.
+pub fn request_as(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    caller: Option<&str>,
+    body: Option<&Value>,
+) -> reqwest::RequestBuilder {
+    let mut request = client.request(method, url);
+    if let Some(caller) = caller {
+        request = request.header("x-ms-client-principal-id", caller);
+    }
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    request
+}
+
 /// Which store the application runs on. Every test body runs on each (see `backend_tests!`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -321,14 +341,10 @@ impl TestApp {
         caller: Option<&str>,
         body: Option<Value>,
     ) -> Response {
-        let mut request = self.client.request(method, self.url(path));
-        if let Some(caller) = caller {
-            request = request.header("x-ms-client-principal-id", caller);
-        }
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.send().await.expect("request sent")
+        request_as(&self.client, method, self.url(path), caller, body.as_ref())
+            .send()
+            .await
+            .expect("request sent")
     }
 
     pub async fn put_user(&self, user_id: &str, username: &str) -> Response {

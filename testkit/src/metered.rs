@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::ops::AddAssign;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -42,6 +43,23 @@ pub struct Metrics {
     pub items_written: u64,
     /// Request units charged, when the backend reports them (Cosmos DB); `None` otherwise.
     pub request_units: Option<f64>,
+}
+
+/// Sums another snapshot into this one, field by field (request units when either reports
+/// them): the runs of one operation add up to what the benchmark reports of it.
+impl AddAssign<&Metrics> for Metrics {
+    fn add_assign(&mut self, other: &Metrics) {
+        self.requests += other.requests;
+        self.partitions += other.partitions;
+        self.fan_out_queries += other.fan_out_queries;
+        self.prefix_queries += other.prefix_queries;
+        self.items_read += other.items_read;
+        self.bytes_read += other.bytes_read;
+        self.items_written += other.items_written;
+        if let Some(ru) = other.request_units {
+            *self.request_units.get_or_insert(0.0) += ru;
+        }
+    }
 }
 
 #[derive(Default)]

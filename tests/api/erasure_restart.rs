@@ -7,10 +7,11 @@ use std::time::Duration;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PageRequest, Query, Store};
 use futures::future::join_all;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use testkit::app::request_as;
 use testkit::{binary, eventually};
 
 struct Client {
@@ -26,22 +27,18 @@ impl Client {
         caller: &str,
         body: Option<Value>,
     ) -> StatusCode {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("x-ms-client-principal-id", caller);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.send().await.expect("request").status()
+        let url = format!("{}{path}", self.base);
+        request_as(&self.http, method, url, Some(caller), body.as_ref())
+            .send()
+            .await
+            .expect("request")
+            .status()
     }
 
     async fn post(&self, caller: &str, title: &str) -> String {
-        let response = self
-            .http
-            .post(format!("{}/api/posts", self.base))
-            .header("x-ms-client-principal-id", caller)
-            .json(&json!({"title": title, "content": "x"}))
+        let url = format!("{}/api/posts", self.base);
+        let body = json!({"title": title, "content": "x"});
+        let response = request_as(&self.http, Method::POST, url, Some(caller), Some(&body))
             .send()
             .await
             .expect("request");

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::restart::assert_binary_verifies;
+use testkit::app::request_as;
 use testkit::{Backend, Served, TestApp, assert_store_verifies, binary};
 
 const USERS: usize = 20;
@@ -61,13 +62,8 @@ impl Client {
     }
 
     async fn send(&self, method: Method, path: &str, caller: &str, body: Option<Value>) -> Outcome {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .header("x-ms-client-principal-id", caller);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
+        let url = format!("{}{path}", self.base);
+        let request = request_as(&self.http, method, url, Some(caller), body.as_ref());
         let Ok(response) = request.send().await else {
             return Outcome::Lost;
         };

@@ -18,15 +18,7 @@ impl Sum {
     fn add(&mut self, step: Step, in_scope: Option<u64>) {
         let m = &step.measured.metrics;
         self.runs += 1;
-        self.metrics.requests += m.requests;
-        self.metrics.partitions += m.partitions;
-        self.metrics.fan_out_queries += m.fan_out_queries;
-        self.metrics.prefix_queries += m.prefix_queries;
-        self.metrics.items_read += m.items_read;
-        self.metrics.items_written += m.items_written;
-        if let Some(ru) = m.request_units {
-            *self.metrics.request_units.get_or_insert(0.0) += ru;
-        }
+        self.metrics += m;
         if m.fan_out_queries + m.prefix_queries > 0
             && let Some(n) = in_scope
         {

@@ -10,6 +10,7 @@ use cosmos_blog::store::{Container, PageRequest, Query, Store};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
+use testkit::app::request_as;
 use testkit::{Served, TestApp, binary};
 
 /// Every item of the `users` and `posts` containers: what a refused command must leave as is.
@@ -39,15 +40,9 @@ pub async fn send(
     authorization: Option<&str>,
     body: Option<Value>,
 ) -> Response {
-    let mut request = app.client.request(method, app.url(path));
-    if let Some(principal) = principal {
-        request = request.header("x-ms-client-principal-id", principal);
-    }
+    let mut request = request_as(&app.client, method, app.url(path), principal, body.as_ref());
     if let Some(authorization) = authorization {
         request = request.header("authorization", authorization);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
     }
     request.send().await.expect("request sent")
 }
