@@ -445,28 +445,36 @@ pub fn ids(items: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The module of tests that every macro below declares: `mod module { async fn name() }` for
+/// each named body, which each test calls with the arguments given (evaluated in the test,
+/// so they may `.await`): `test_module!(embedded, (Backend::Embedded): name, other)`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! test_module {
+    ($module:ident, $arguments:tt: $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name $arguments.await;
+                }
+            )*
+        }
+    };
+}
+
 /// Runs each named test body (`async fn name(app: TestApp)`) on every backend.
 #[macro_export]
 macro_rules! backend_tests {
     ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Embedded).start().await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos).start().await;
-                    super::$name(app).await;
-                }
-            )*
-        }
+        $crate::test_module!(
+            embedded,
+            ($crate::TestApp::spawn($crate::Backend::Embedded).start().await): $($name),*
+        );
+        $crate::test_module!(
+            cosmos,
+            ($crate::TestApp::spawn($crate::Backend::Cosmos).start().await): $($name),*
+        );
     };
 }
 
@@ -477,22 +485,8 @@ macro_rules! backend_tests {
 #[macro_export]
 macro_rules! on_every_backend {
     ($embedded:ident, $cosmos:ident: $($name:ident),* $(,)?) => {
-        mod $embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod $cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::Backend::Cosmos).await;
-                }
-            )*
-        }
+        $crate::test_module!($embedded, ($crate::Backend::Embedded): $($name),*);
+        $crate::test_module!($cosmos, ($crate::Backend::Cosmos): $($name),*);
     };
     ($($name:ident),* $(,)?) => {
         $crate::on_every_backend!(embedded, cosmos: $($name),*);
@@ -505,24 +499,39 @@ macro_rules! on_every_backend {
 #[macro_export]
 macro_rules! embedded_single_and_cosmos_multi {
     ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single)
-                        .await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi)
-                        .await;
-                }
-            )*
-        }
+        $crate::test_module!(
+            embedded,
+            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single): $($name),*
+        );
+        $crate::test_module!(
+            multi_cosmos,
+            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi): $($name),*
+        );
+    };
+}
+
+/// Runs each body `async fn name(backend: Backend, tenancy: Tenancy)` on both backends in
+/// both layouts: as `embedded::name` and `cosmos::name` (`single`), `multi_embedded::name`
+/// and `multi_cosmos::name` (`multi`).
+#[macro_export]
+macro_rules! every_backend_and_layout {
+    ($($name:ident),* $(,)?) => {
+        $crate::test_module!(
+            embedded,
+            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single): $($name),*
+        );
+        $crate::test_module!(
+            cosmos,
+            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Single): $($name),*
+        );
+        $crate::test_module!(
+            multi_embedded,
+            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Multi): $($name),*
+        );
+        $crate::test_module!(
+            multi_cosmos,
+            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi): $($name),*
+        );
     };
 }
 
@@ -548,30 +557,16 @@ macro_rules! backend_pair {
 #[macro_export]
 macro_rules! backend_tests_without_pump {
     ($($name:ident),* $(,)?) => {
-        mod embedded_without_pump {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
-                        .without_pump()
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod cosmos_without_pump {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
-                        .without_pump()
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
+        $crate::test_module!(
+            embedded_without_pump,
+            ($crate::TestApp::spawn($crate::Backend::Embedded).without_pump().start().await):
+            $($name),*
+        );
+        $crate::test_module!(
+            cosmos_without_pump,
+            ($crate::TestApp::spawn($crate::Backend::Cosmos).without_pump().start().await):
+            $($name),*
+        );
     };
 }
 
@@ -583,29 +578,19 @@ macro_rules! backend_tests_without_pump {
 macro_rules! operation_tests {
     ($($name:ident),* $(,)?) => {
         $crate::backend_tests!($($name),*);
-        mod multi_embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
-                        .layout(::cosmos_blog::store::Tenancy::Multi)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
-                        .layout(::cosmos_blog::store::Tenancy::Multi)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
+        $crate::test_module!(
+            multi_embedded,
+            ($crate::TestApp::spawn($crate::Backend::Embedded)
+                .layout(::cosmos_blog::store::Tenancy::Multi)
+                .start()
+                .await): $($name),*
+        );
+        $crate::test_module!(
+            multi_cosmos,
+            ($crate::TestApp::spawn($crate::Backend::Cosmos)
+                .layout(::cosmos_blog::store::Tenancy::Multi)
+                .start()
+                .await): $($name),*
+        );
     };
 }

@@ -27,23 +27,30 @@ async fn start_up_is_idempotent() {
     assert_eq!(store.backend(), "cosmos");
 }
 
-#[tokio::test]
-async fn start_up_refuses_a_container_with_another_partition_key() {
+/// An account whose database holds one container, `posts`, made by hand before any start-up
+/// (partitioned by `key_path`, without time-to-live).
+async fn account_with_posts_keyed_by(key_path: &str) -> azure_data_cosmos::CosmosClient {
     let client = emulator_client().await;
     client
         .create_database(DATABASE, None)
         .await
         .expect("create database");
-    let wrong = serde_json::from_value(json!({
+    let posts = serde_json::from_value(json!({
         "id": "posts",
-        "partitionKey": {"paths": ["/id"], "kind": "Hash", "version": 2},
+        "partitionKey": {"paths": [key_path], "kind": "Hash", "version": 2},
     }))
     .expect("container properties");
     client
         .database_client(DATABASE)
-        .create_container(wrong, None)
+        .create_container(posts, None)
         .await
         .expect("create container");
+    client
+}
+
+#[tokio::test]
+async fn start_up_refuses_a_container_with_another_partition_key() {
+    let client = account_with_posts_keyed_by("/id").await;
     let error = CosmosStore::from_client(client, DATABASE)
         .await
         .err()
@@ -236,21 +243,8 @@ async fn live_account_smoke_test() {
 /// on: the store turns it on ("on, no default": -1) in new containers and in existing ones.
 #[tokio::test]
 async fn start_up_turns_time_to_live_on_in_new_and_existing_containers() {
-    let client = emulator_client().await;
-    client
-        .create_database(DATABASE, None)
-        .await
-        .expect("create database");
-    let without_ttl = serde_json::from_value(json!({
-        "id": "posts",
-        "partitionKey": {"paths": ["/postId"], "kind": "Hash", "version": 2},
-    }))
-    .expect("container properties");
-    client
-        .database_client(DATABASE)
-        .create_container(without_ttl, None)
-        .await
-        .expect("create container");
+    // Made as an earlier version made it: without time-to-live.
+    let client = account_with_posts_keyed_by("/postId").await;
     CosmosStore::from_client(client.clone(), DATABASE)
         .await
         .expect("start-up");

@@ -9,9 +9,7 @@
 //!   through its writes, and just before removing the mark: the mark is there each time, and
 //!   the import run again ends in a store that verifies, unmarked.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -26,7 +24,7 @@ use testkit::double::{self, Call, Hooks};
 use testkit::{Backend, binary};
 use tokio::sync::Notify;
 
-use crate::transfer::{Shape, generated_export, import_command, text};
+use crate::transfer::{Shape, generated_export, import_command, import_killed_at, text};
 use crate::verify::assert_holds;
 
 /// A blog big enough for several progress lines while writing (10,000 items apart).
@@ -46,33 +44,6 @@ const SMALL: Shape = Shape {
     likes: 2,
     content_chars: 40,
 };
-
-/// Starts `cosmos-blog import` and SIGKILLs it once its progress on stderr reaches a line
-/// that `at` accepts; the lines it printed.
-async fn import_killed_at(export: &Path, data: &Path, at: impl Fn(&str) -> bool + Send + 'static) {
-    let mut import = import_command(export, data)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("import starts");
-    let stderr = import.stderr.take().expect("stderr");
-    let seen = tokio::task::spawn_blocking(move || {
-        let mut seen = Vec::new();
-        for line in BufReader::new(stderr).lines() {
-            let line = line.expect("a line of stderr");
-            let reached = at(&line);
-            seen.push(line);
-            if reached {
-                return Ok(seen);
-            }
-        }
-        Err(seen)
-    })
-    .await
-    .unwrap();
-    import.kill().expect("SIGKILL");
-    import.wait().expect("the import ends");
-    seen.unwrap_or_else(|seen| panic!("the import never reached its kill point: {seen:?}"));
-}
 
 /// What the binary says of a store an import left unfinished, command by command.
 async fn assert_everything_says_unfinished(data: &Path, export: &Path, other_export: &Path) {

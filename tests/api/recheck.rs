@@ -30,46 +30,7 @@ use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lin
 use testkit::double::{self, Call, Double, Hooks};
 use testkit::{Backend, TestApp, binary, eventually, eventually_ok, open_backend};
 
-/// Runs each named test body (`async fn name(backend, tenancy)`) on both backends in both
-/// layouts.
-macro_rules! recheck_tests {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Embedded, cosmos_blog::store::Tenancy::Single).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Cosmos, cosmos_blog::store::Tenancy::Single).await;
-                }
-            )*
-        }
-        mod multi_embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Embedded, cosmos_blog::store::Tenancy::Multi).await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Cosmos, cosmos_blog::store::Tenancy::Multi).await;
-                }
-            )*
-        }
-    };
-}
-
-recheck_tests!(
+testkit::every_backend_and_layout!(
     the_stale_read_race_is_repaired_by_the_recheck,
     the_task_beside_the_pump_repairs_hand_edits,
     verify_repair_fixes_drift_outside_the_change_feed,

@@ -517,3 +517,34 @@ fn edit_line(folder: &Path, kind: Kind, line: usize, edit: fn(&mut Value)) {
 
 mod backup;
 mod commands;
+
+/// Starts `cosmos-blog import` and SIGKILLs it once its progress on stderr reaches a line
+/// that `at` accepts; the lines it printed.
+pub(crate) async fn import_killed_at(
+    export: &Path,
+    data: &Path,
+    at: impl Fn(&str) -> bool + Send + 'static,
+) -> Vec<String> {
+    let mut import = import_command(export, data)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("import starts");
+    let stderr = import.stderr.take().expect("stderr");
+    let seen = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in BufReader::new(stderr).lines() {
+            let line = line.expect("a line of stderr");
+            let reached = at(&line);
+            seen.push(line);
+            if reached {
+                return Ok(seen);
+            }
+        }
+        Err(seen)
+    })
+    .await
+    .unwrap();
+    import.kill().expect("SIGKILL");
+    import.wait().expect("the import ends");
+    seen.unwrap_or_else(|seen| panic!("the import never reached its kill point: {seen:?}"))
+}

@@ -18,23 +18,28 @@ fn expected_layout(tenancy: Tenancy) -> Vec<PathBuf> {
     expected
 }
 
-#[test]
-fn stage_lays_out_a_flat_script_root_and_nothing_else() {
-    let work = tempfile::tempdir().expect("tempdir");
-    let binary = dummy_binary(work.path());
-    let out = work.path().join("staging/app");
-    stage::stage(&out, &binary, Tenancy::Single).expect("stage");
-
+/// Stages `binary` into `out` for `tenancy`, and checks that `out` then holds the script
+/// root's files, as the metadata writes them, and nothing else.
+fn assert_stages(out: &Path, binary: &Path, tenancy: Tenancy) {
+    stage::stage(out, binary, tenancy).expect("stage");
     assert_eq!(
-        stage::files_under(&out).expect("list"),
-        expected_layout(Tenancy::Single)
+        stage::files_under(out).expect("list"),
+        expected_layout(tenancy)
     );
-    for file in metadata::script_root_files(Tenancy::Single) {
+    for file in metadata::script_root_files(tenancy) {
         assert_eq!(
             std::fs::read_to_string(out.join(&file.path)).expect("staged file"),
             file.content
         );
     }
+}
+
+#[test]
+fn stage_lays_out_a_flat_script_root_and_nothing_else() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let binary = dummy_binary(work.path());
+    let out = work.path().join("staging/app");
+    assert_stages(&out, &binary, Tenancy::Single);
     assert_eq!(
         std::fs::read(out.join("cosmos-blog")).expect("binary"),
         std::fs::read(&binary).expect("dummy")
@@ -50,11 +55,7 @@ fn stage_lays_out_a_flat_script_root_and_nothing_else() {
     }
     // Staging again replaces the previous staging.
     std::fs::write(out.join("leftover.txt"), "old").expect("leftover");
-    stage::stage(&out, &binary, Tenancy::Single).expect("restage");
-    assert_eq!(
-        stage::files_under(&out).expect("list"),
-        expected_layout(Tenancy::Single)
-    );
+    assert_stages(&out, &binary, Tenancy::Single);
 }
 
 #[test]
@@ -62,18 +63,7 @@ fn stage_multi_writes_the_tenant_routes_and_starts_the_binary_in_multi() {
     let work = tempfile::tempdir().expect("tempdir");
     let binary = dummy_binary(work.path());
     let out = work.path().join("app");
-    stage::stage(&out, &binary, Tenancy::Multi).expect("stage");
-
-    assert_eq!(
-        stage::files_under(&out).expect("list"),
-        expected_layout(Tenancy::Multi)
-    );
-    for file in metadata::script_root_files(Tenancy::Multi) {
-        assert_eq!(
-            std::fs::read_to_string(out.join(&file.path)).expect("staged file"),
-            file.content
-        );
-    }
+    assert_stages(&out, &binary, Tenancy::Multi);
     let read = |path: &str| -> Value {
         serde_json::from_slice(&std::fs::read(out.join(path)).expect("staged")).expect("json")
     };
@@ -91,11 +81,7 @@ fn stage_multi_writes_the_tenant_routes_and_starts_the_binary_in_multi() {
     );
 
     // Staged again as single: Q7's folder goes with the rest of the previous staging.
-    stage::stage(&out, &binary, Tenancy::Single).expect("restage");
-    assert_eq!(
-        stage::files_under(&out).expect("list"),
-        expected_layout(Tenancy::Single)
-    );
+    assert_stages(&out, &binary, Tenancy::Single);
 }
 
 #[test]

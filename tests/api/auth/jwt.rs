@@ -363,25 +363,21 @@ async fn the_binary_refuses_to_start_in_jwt_mode_without_its_settings_or_keys() 
         assert!(log.contains(name), "{name} not named in:\n{log}");
     }
 
-    let mut missing_file = binary_with_env(&[
-        ("BLOG_AUTH", "jwt"),
-        ("BLOG_JWT_JWKS", "/nonexistent/jwks.json"),
-        ("BLOG_JWT_ISSUER", ISSUER),
-        ("BLOG_JWT_AUDIENCE", AUDIENCE),
-    ]);
-    assert!(!missing_file.exit_status().await.success());
-    let log = missing_file.log();
-    assert!(log.contains("cannot load the JWT key set"), "{log}");
-
-    let mut plain_http = binary_with_env(&[
-        ("BLOG_AUTH", "jwt"),
-        ("BLOG_JWT_JWKS", "http://login.example.test/keys"),
-        ("BLOG_JWT_ISSUER", ISSUER),
-        ("BLOG_JWT_AUDIENCE", AUDIENCE),
-    ]);
-    assert!(!plain_http.exit_status().await.success());
-    let log = plain_http.log();
-    assert!(log.contains("must be an https URL"), "{log}");
+    // A key set that is not there, and one that would come over plain HTTP.
+    for (jwks, refusal) in [
+        ("/nonexistent/jwks.json", "cannot load the JWT key set"),
+        ("http://login.example.test/keys", "must be an https URL"),
+    ] {
+        let mut refused = binary_with_env(&[
+            ("BLOG_AUTH", "jwt"),
+            ("BLOG_JWT_JWKS", jwks),
+            ("BLOG_JWT_ISSUER", ISSUER),
+            ("BLOG_JWT_AUDIENCE", AUDIENCE),
+        ]);
+        assert!(!refused.exit_status().await.success());
+        let log = refused.log();
+        assert!(log.contains(refusal), "{jwks}: {log}");
+    }
 }
 
 /// A browser has no bearer token: the pages only read, and a page that writes says so in a

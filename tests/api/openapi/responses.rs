@@ -9,19 +9,14 @@ backend_tests!(every_operation_answers_as_the_document_says);
 mod multi {
     use super::*;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn embedded_every_operation_answers_as_the_document_says() {
-        let app = TestApp::spawn(Backend::Embedded)
-            .layout(Tenancy::Multi)
-            .unaddressed()
-            .start()
-            .await;
-        answers_as_documented(app, Tenancy::Multi).await;
-    }
+    testkit::backend_pair!(
+        answers_in_a_tenant =>
+        embedded_every_operation_answers_as_the_document_says,
+        cosmos_every_operation_answers_as_the_document_says,
+    );
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn cosmos_every_operation_answers_as_the_document_says() {
-        let app = TestApp::spawn(Backend::Cosmos)
+    async fn answers_in_a_tenant(backend: Backend) {
+        let app = TestApp::spawn(backend)
             .layout(Tenancy::Multi)
             .unaddressed()
             .start()

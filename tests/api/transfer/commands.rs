@@ -22,28 +22,10 @@ async fn an_import_killed_halfway_converges_when_run_again() {
 
     // Killed at its first progress line of writing: 10,000 items in, most still to go.
     let killed = dir.path().join("killed");
-    let mut import = import_command(&export, &killed)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("import starts");
-    let stderr = import.stderr.take().expect("stderr");
-    let progress = tokio::task::spawn_blocking(move || {
-        let mut seen = Vec::new();
-        for line in BufReader::new(stderr).lines() {
-            let line = line.expect("a line of stderr");
-            let writing = line.starts_with("import: writing: ");
-            seen.push(line);
-            if writing {
-                return Ok(seen);
-            }
-        }
-        Err(seen)
+    let seen = import_killed_at(&export, &killed, |line| {
+        line.starts_with("import: writing: ")
     })
-    .await
-    .unwrap();
-    import.kill().expect("SIGKILL");
-    import.wait().expect("the import ends");
-    let seen = progress.unwrap_or_else(|seen| panic!("no progress line: {seen:?}"));
+    .await;
     let partial = open_embedded(&killed);
     let posts = all_pages(&partial, Container::Posts, &Query::cross_partition(), 1_000).await;
     let sources = total - manifest.counts[&Kind::Users];
