@@ -84,13 +84,13 @@ impl Platform {
 
     /// Anywhere but a developer's machine: the Functions host, or App Service. Defaults
     /// that trust the caller, or that assume no triggers run, do not apply here.
-    pub fn hosted(&self) -> bool {
+    pub(crate) fn hosted(&self) -> bool {
         self.functions_host || self.app_service
     }
 
     /// App Service Authentication is on: the platform strips client copies of the principal
     /// headers and sets them itself.
-    pub fn easy_auth_enabled(&self) -> bool {
+    pub(crate) fn easy_auth_enabled(&self) -> bool {
         self.website_auth_enabled
             .as_deref()
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
@@ -109,7 +109,7 @@ impl Platform {
 /// The identity this process presents to Azure services: its managed identity where the
 /// platform offers one ([`Platform::managed_identity`]), the user-assigned one when
 /// `client_id` names one; the developer's own sign-in (Azure CLI, azd) elsewhere.
-pub fn azure_credential(
+pub(crate) fn azure_credential(
     managed_identity: bool,
     client_id: Option<String>,
 ) -> anyhow::Result<std::sync::Arc<dyn azure_core::credentials::TokenCredential>> {
@@ -131,7 +131,7 @@ pub fn azure_credential(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashMap;
 
     use super::*;
@@ -190,16 +190,22 @@ mod tests {
         }
     }
 
+    /// Values of `WEBSITE_AUTH_ENABLED` (`None`: unset) and whether each says App Service
+    /// Authentication is on: only `true`, in any case and with spaces around it.
+    pub(crate) const WEBSITE_AUTH_ENABLED_VALUES: [(Option<&str>, bool); 8] = [
+        (None, false),
+        (Some(""), false),
+        (Some("false"), false),
+        (Some("1"), false),
+        (Some("true"), true),
+        (Some("True"), true),
+        (Some("TRUE"), true),
+        (Some(" True "), true),
+    ];
+
     #[test]
     fn easy_auth_is_on_only_for_true() {
-        for (value, enabled) in [
-            (None, false),
-            (Some(""), false),
-            (Some("false"), false),
-            (Some("1"), false),
-            (Some("true"), true),
-            (Some(" True "), true),
-        ] {
+        for (value, enabled) in WEBSITE_AUTH_ENABLED_VALUES {
             let platform = Platform::functions_host(value);
             assert_eq!(platform.easy_auth_enabled(), enabled, "{value:?}");
         }

@@ -129,14 +129,14 @@ pub(crate) const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
 pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
 
 /// The blog's title when `BLOG_TITLE` gives none.
-pub const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
+pub(crate) const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
 
 /// Where the embedded store's folder keeps the forms' key when no setting gives one.
 pub(crate) const FORM_KEY_FILE: &str = "form-key";
 
 /// Where the forms' key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormKeySource {
+pub(crate) enum FormKeySource {
     Setting,
     /// The file beside the embedded store (drawn there on the first start).
     File,
@@ -167,7 +167,7 @@ impl SiteSettings {
     }
 
     /// The blog's title: the setting, trimmed, else "Cosmos Blog".
-    pub fn blog_title(&self) -> String {
+    pub(crate) fn blog_title(&self) -> String {
         self.title
             .as_deref()
             .map(str::trim)
@@ -177,7 +177,7 @@ impl SiteSettings {
     }
 
     /// The blog's description: the setting, trimmed, else one sentence made from the title.
-    pub fn blog_description(&self) -> String {
+    pub(crate) fn blog_description(&self) -> String {
         match self.description.as_deref().map(str::trim) {
             Some(description) if !description.is_empty() => description.to_owned(),
             _ => format!(
@@ -196,7 +196,10 @@ impl SiteSettings {
 
     /// The forms' key: the setting; else, on the embedded store, the one kept beside it
     /// (drawn and written there on the first start); else one for this process.
-    pub fn form_key(&self, store: &StoreSettings) -> anyhow::Result<(FormKey, FormKeySource)> {
+    pub(crate) fn form_key(
+        &self,
+        store: &StoreSettings,
+    ) -> anyhow::Result<(FormKey, FormKeySource)> {
         if let Some(key) = self.csrf_key.as_deref().filter(|k| !k.is_empty()) {
             return Ok((FormKey::from_secret(key.as_bytes()), FormKeySource::Setting));
         }
@@ -295,7 +298,7 @@ impl Settings {
 
     /// What start-up says about the site's settings where they are unsafe or incomplete:
     /// forms that fail between instances, links that name a machine no reader reaches.
-    pub fn site_warnings(&self, key_source: FormKeySource) -> Vec<String> {
+    pub(crate) fn site_warnings(&self, key_source: FormKeySource) -> Vec<String> {
         let mut said = Vec::new();
         if self.auth.platform.hosted() && key_source != FormKeySource::Setting {
             said.push(format!(
@@ -324,7 +327,7 @@ impl Settings {
     }
 
     /// Whether this process runs the change-feed pump.
-    pub fn runs_pump(&self) -> bool {
+    pub(crate) fn runs_pump(&self) -> bool {
         match self.change_feed {
             ChangeFeedMode::Pump => true,
             ChangeFeedMode::Off => false,

@@ -27,7 +27,7 @@ use jwt::JwtVerifier;
 
 /// The cookie that carries the caller's id in `header` mode, set by the development sign-in
 /// page, so that a browser (which cannot send a header of its own) can act as a user.
-pub const DEVELOPMENT_CALLER_COOKIE: &str = "blog_dev_user";
+pub(crate) const DEVELOPMENT_CALLER_COOKIE: &str = "blog_dev_user";
 
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
@@ -44,7 +44,10 @@ pub enum Authenticator {
 
 impl Authenticator {
     /// Resolves the settings, loads the JWT keys if needed, and logs the mode in force.
-    pub async fn from_settings(settings: &AuthSettings, bind: IpAddr) -> anyhow::Result<Self> {
+    pub(crate) async fn from_settings(
+        settings: &AuthSettings,
+        bind: IpAddr,
+    ) -> anyhow::Result<Self> {
         let resolved = settings.resolve(bind)?;
         log_mode(&resolved, bind);
         Self::from_resolved(resolved).await
@@ -192,15 +195,7 @@ mod tests {
 
     #[test]
     fn the_functions_host_defaults_to_easyauth_which_reads_website_auth_enabled() {
-        for (value, enabled) in [
-            (None, false),
-            (Some(""), false),
-            (Some("false"), false),
-            (Some("1"), false),
-            (Some("true"), true),
-            (Some("True"), true),
-            (Some("TRUE"), true),
-        ] {
+        for (value, enabled) in crate::platform::tests::WEBSITE_AUTH_ENABLED_VALUES {
             let resolved = settings(None, under_host(value)).resolve(ANY).unwrap();
             assert_eq!(resolved, Resolved::EasyAuth { enabled }, "{value:?}");
         }

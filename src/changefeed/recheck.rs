@@ -40,12 +40,12 @@ use crate::store::{Checkpoint, Store, StoreResult, tenant};
 use crate::verify::{Repairs, check_changes};
 
 /// The name of the timer-triggered function that runs the re-check under the Functions host.
-pub const FUNCTION_NAME: &str = "Recheck";
+pub(crate) const FUNCTION_NAME: &str = "Recheck";
 /// Its schedule (NCRONTAB, with seconds): every minute.
-pub const TIMER_SCHEDULE: &str = "0 */1 * * * *";
+pub(crate) const TIMER_SCHEDULE: &str = "0 */1 * * * *";
 /// The default delay behind the present: ten minutes, far past any replication lag and the
 /// triggers' retries of a failed batch (the copies are normally right long before).
-pub const DEFAULT_DELAY_MS: u64 = 600_000;
+pub(crate) const DEFAULT_DELAY_MS: u64 = 600_000;
 /// How long one timer invocation, or one pass of the task, re-checks before it answers (or
 /// goes round again): under the timer's period, so invocations do not pile up.
 pub const TIMER_BUDGET: Duration = Duration::from_secs(50);

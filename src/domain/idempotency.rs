@@ -93,7 +93,7 @@ const COMMENT_NAMESPACE: Uuid = Uuid::from_u128(0x9b47_e1d2_0c58_4f3a_a6e9_5d21_
 
 impl PostId {
     /// The id of the post that `author` creates with `key`.
-    pub fn for_key(author: &UserId, key: &IdempotencyKey) -> Self {
+    pub(crate) fn for_key(author: &UserId, key: &IdempotencyKey) -> Self {
         Self::from_uuid(Uuid::new_v5(&POST_NAMESPACE, &key.name(&[author.as_str()])))
     }
 }
@@ -101,7 +101,7 @@ impl PostId {
 impl CommentId {
     /// The id of the comment that `author` writes on `post` with `key`. The post is part of
     /// the name so that comment ids stay unique across posts, as random ones are.
-    pub fn for_key(post: &PostId, author: &UserId, key: &IdempotencyKey) -> Self {
+    pub(crate) fn for_key(post: &PostId, author: &UserId, key: &IdempotencyKey) -> Self {
         let name = key.name(&[post.as_str(), author.as_str()]);
         Self::from_uuid(Uuid::new_v5(&COMMENT_NAMESPACE, &name))
     }

@@ -20,7 +20,7 @@ macro_rules! kind_tag {
         pub struct $name;
 
         impl $name {
-            pub const TAG: &'static str = $tag;
+            pub(crate) const TAG: &'static str = $tag;
         }
 
         impl Serialize for $name {
@@ -106,7 +106,7 @@ impl Typed for User {
 }
 
 impl User {
-    pub const TYPE: &'static str = UserKind::TAG;
+    pub(crate) const TYPE: &'static str = UserKind::TAG;
 
     pub fn new(user_id: UserId, username: Username) -> Self {
         Self {
@@ -156,7 +156,7 @@ impl Typed for Post {
 }
 
 impl Post {
-    pub const TYPE: &'static str = PostKind::TAG;
+    pub(crate) const TYPE: &'static str = PostKind::TAG;
 
     /// A new post of `author`, with the id the caller chose for it: generated
     /// ([`PostId::generate`]) or derived from an idempotency key.
@@ -221,7 +221,7 @@ impl Typed for Comment {
 }
 
 impl Comment {
-    pub const TYPE: &'static str = CommentKind::TAG;
+    pub(crate) const TYPE: &'static str = CommentKind::TAG;
 
     /// A new comment, with the id the caller chose for it (see [`Post::new`]).
     pub fn new(id: CommentId, post_id: PostId, author: &User, content: CommentContent) -> Self {
@@ -260,7 +260,7 @@ impl Typed for Like {
 }
 
 impl Like {
-    pub const TYPE: &'static str = LikeKind::TAG;
+    pub(crate) const TYPE: &'static str = LikeKind::TAG;
 
     pub fn new(post_id: PostId, liker: &User) -> Self {
         Self {

@@ -58,10 +58,10 @@ impl Typed for Tombstone {
 }
 
 impl Tombstone {
-    pub const TYPE: &'static str = TombstoneKind::TAG;
+    pub(crate) const TYPE: &'static str = TombstoneKind::TAG;
 
     /// Replaces `post` in `posts`.
-    pub fn of_post(post: &Post) -> Self {
+    pub(crate) fn of_post(post: &Post) -> Self {
         Self {
             id: post.post_id.to_string(),
             kind: TombstoneKind,
@@ -75,7 +75,7 @@ impl Tombstone {
     }
 
     /// Marks the erasure of `user_id`'s account, in their partition of `users`.
-    pub fn of_user(user_id: UserId) -> Self {
+    pub(crate) fn of_user(user_id: UserId) -> Self {
         Self {
             id: Self::erasure_id(&user_id),
             kind: TombstoneKind,

@@ -23,13 +23,13 @@ pub fn shows(c: char) -> bool {
 }
 
 /// Whether `text` has a character that [`shows`].
-pub fn has_visible(text: &str) -> bool {
+pub(crate) fn has_visible(text: &str) -> bool {
     text.chars().any(shows)
 }
 
 /// A lookahead for the start of a JSON Schema pattern: somewhere ahead is a character that
 /// [`shows`] (computed once: the class lists every range of them).
-pub fn lookahead() -> &'static str {
+pub(crate) fn lookahead() -> &'static str {
     static LOOKAHEAD: LazyLock<String> =
         LazyLock::new(|| format!(r"(?=[\s\S]*{})", pattern::class(shows)));
     &LOOKAHEAD

@@ -15,7 +15,7 @@ pub const DAYS_PER_MONTH: f64 = 30.4375;
 /// The hours Azure bills a month of provisioned throughput for.
 pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 /// Posts the feed holds (the model's bound).
-pub const FEED_SIZE: f64 = 100.0;
+pub(crate) const FEED_SIZE: f64 = 100.0;
 /// The hottest post's comments, likes and views over the mean post's.
 pub(crate) const HOT_POST_FACTOR: f64 = 10.0;
 /// What the service stores beyond the items' JSON (the index of the default policy, system

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 /// The request units a request consumed, in its response's extensions: what telemetry
 /// records.
 #[derive(Debug, Clone, Copy)]
-pub struct RequestCharge(pub f64);
+pub(crate) struct RequestCharge(pub f64);
 
 tokio::task_local! {
     static CHARGE: Arc<Mutex<Exchange>>;
@@ -50,7 +50,7 @@ pub async fn measure<F: Future>(work: F) -> (F::Output, f64) {
 }
 
 /// Runs `work` in a fresh scope and returns what the service reported in it, summed.
-pub async fn measure_exchanges<F: Future>(work: F) -> (F::Output, Exchange) {
+pub(crate) async fn measure_exchanges<F: Future>(work: F) -> (F::Output, Exchange) {
     let total = Arc::new(Mutex::new(Exchange::default()));
     let output = CHARGE.scope(total.clone(), work).await;
     let exchanges = *total
@@ -61,7 +61,7 @@ pub async fn measure_exchanges<F: Future>(work: F) -> (F::Output, Exchange) {
 
 /// Runs `work` in the current scope, if any: for a task spawned on behalf of the work that
 /// spawns it, whose charges belong to that work.
-pub fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
+pub(crate) fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
     let current = CHARGE.try_with(Arc::clone).ok();
     async move {
         match current {

@@ -128,7 +128,7 @@ impl<'a> StoreRequest<'a> {
     }
 
     /// The same request addressed to the partition `pk` instead.
-    pub fn to_partition<'b>(self, pk: &'b PartitionKey) -> StoreRequest<'b>
+    pub(crate) fn into_partition<'b>(self, pk: &'b PartitionKey) -> StoreRequest<'b>
     where
         'a: 'b,
     {

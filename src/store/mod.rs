@@ -65,10 +65,10 @@ impl std::fmt::Display for Tenancy {
 
 /// Operations in one transactional batch at most: Cosmos DB refuses more, so every backend
 /// and every writer of batches keeps to it.
-pub const MAX_BATCH_OPERATIONS: usize = 100;
+pub(crate) const MAX_BATCH_OPERATIONS: usize = 100;
 
 /// The field that names an item's tenant in the `multi` layout (its first key level).
-pub const TENANT_FIELD: &str = "tenantId";
+pub(crate) const TENANT_FIELD: &str = "tenantId";
 
 /// The containers of the V3 model plus the lease container of the change-feed processors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -403,7 +403,7 @@ impl<'a> Pages<'a> {
 
 /// Removes Cosmos DB system properties (`_rid`, `_self`, `_etag`, `_attachments`, `_ts`,
 /// `_lsn`, ...) from an item: responses and copies carry only the item's own fields.
-pub fn strip_system_properties(item: &mut Value) {
+pub(crate) fn strip_system_properties(item: &mut Value) {
     if let Value::Object(fields) = item {
         fields.retain(|name, _| !name.starts_with('_'));
     }

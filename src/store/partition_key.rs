@@ -54,7 +54,7 @@ impl PartitionKey {
     }
 
     /// Reads the key of `item` from the container's key paths (`/a` or nested `/a/b`).
-    pub fn from_item(item: &Value, paths: &[&str]) -> Result<Self, PartitionKeyError> {
+    pub(crate) fn from_item(item: &Value, paths: &[&str]) -> Result<Self, PartitionKeyError> {
         let values = paths
             .iter()
             .map(|path| {

@@ -356,22 +356,17 @@ mod tests {
     fn a_partition_version_holds_for_its_partition_unchanged_and_unexpired_only() {
         let version = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, Some(100), 0);
         assert!(version.still_holds(Container::Posts, "[\"p\"]", 7, 99));
-        assert!(
-            !version.still_holds(Container::Posts, "[\"p\"]", 7, 100),
-            "expired"
-        );
-        assert!(
-            !version.still_holds(Container::Posts, "[\"p\"]", 8, 0),
-            "written since"
-        );
-        assert!(
-            !version.still_holds(Container::Posts, "[\"q\"]", 7, 0),
-            "another partition"
-        );
-        assert!(
-            !version.still_holds(Container::Users, "[\"p\"]", 7, 0),
-            "another container"
-        );
+        for (container, partition, changes, now, why) in [
+            (Container::Posts, "[\"p\"]", 7, 100, "expired"),
+            (Container::Posts, "[\"p\"]", 8, 0, "written since"),
+            (Container::Posts, "[\"q\"]", 7, 0, "another partition"),
+            (Container::Users, "[\"p\"]", 7, 0, "another container"),
+        ] {
+            assert!(
+                !version.still_holds(container, partition, changes, now),
+                "{why}"
+            );
+        }
         let forever = PartitionVersion::new(Container::Posts, "[\"p\"]".into(), 7, None, 0);
         assert!(forever.still_holds(Container::Posts, "[\"p\"]", 7, i64::MAX));
     }

@@ -69,7 +69,7 @@ pub struct StoreSettings {
 }
 
 impl StoreSettings {
-    pub fn uses_cosmos(&self) -> bool {
+    pub(crate) fn uses_cosmos(&self) -> bool {
         self.cosmos_connection.is_some() || self.cosmos_endpoint.is_some()
     }
 
@@ -79,7 +79,7 @@ impl StoreSettings {
             .map_or_else(super::embedded::default_readers, usize::from)
     }
 
-    pub fn embedded_path(&self) -> PathBuf {
+    pub(crate) fn embedded_path(&self) -> PathBuf {
         self.data_dir.join("blog.sqlite3")
     }
 

@@ -118,7 +118,7 @@ impl StoreLayer for TenantView {
                     other
                         .items_mut()
                         .for_each(|item| self.stamp(container, item));
-                    other.to_partition(&key)
+                    other.into_partition(&key)
                 }
                 None => other,
             },
@@ -157,14 +157,14 @@ pub async fn tenants(store: &dyn Store) -> StoreResult<BTreeSet<TenantId>> {
 
 /// Takes an item of a `multi` store out of the store's view into its tenant's: removes its
 /// `tenantId` and returns the tenant (`None`, and the item untouched, if it names none).
-pub fn take_tenant(item: &mut Value) -> Option<TenantId> {
+pub(crate) fn take_tenant(item: &mut Value) -> Option<TenantId> {
     let tenant = tenant_of(item)?;
     unstamp(item);
     Some(tenant)
 }
 
 /// The tenant an item of a `multi` store belongs to.
-pub fn tenant_of(item: &Value) -> Option<TenantId> {
+pub(crate) fn tenant_of(item: &Value) -> Option<TenantId> {
     item.get(TENANT_FIELD)
         .and_then(Value::as_str)
         .and_then(|raw| TenantId::parse(raw).ok())
@@ -197,7 +197,7 @@ pub(crate) type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, 
 /// Splits documents read from `store` as a whole (a change-feed batch, a page of a scan) by
 /// the model they belong to: all to `store` itself if it is `single`; in `multi`, to each
 /// tenant's view (see [`by_tenant`]). Also returns how many documents name no valid tenant.
-pub fn by_model<'a>(
+pub(crate) fn by_model<'a>(
     store: &Arc<dyn Store>,
     documents: &'a [Value],
 ) -> (Vec<ModelDocuments<'a>>, usize) {

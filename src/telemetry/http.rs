@@ -27,10 +27,10 @@ pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 
 /// Which Functions function a request is, from its method and its route's template: what
 /// whoever mounts the routes knows, handed to [`note_route`] as its state.
-pub type FunctionOf = fn(&str, &str) -> Option<&'static str>;
+pub(crate) type FunctionOf = fn(&str, &str) -> Option<&'static str>;
 
 /// A [`FunctionOf`] for routes that are no function of their own to telemetry (the pages).
-pub fn no_function(_method: &str, _template: &str) -> Option<&'static str> {
+pub(crate) fn no_function(_method: &str, _template: &str) -> Option<&'static str> {
     None
 }
 
@@ -57,7 +57,7 @@ impl MatchedRoute {
 /// Route layer: notes the route the request matched and its function (`function_of` names
 /// it) in the response, for [`observe`], and the tenant it addresses (set by the tenant
 /// routes) on the request's span.
-pub async fn note_route(
+pub(crate) async fn note_route(
     State(function_of): State<FunctionOf>,
     request: Request,
     next: Next,
@@ -81,7 +81,7 @@ pub async fn note_route(
 
 /// The outermost layer: runs the request in its span (a child of the caller's W3C
 /// `traceparent`, when it sends one), then records its outcome and metrics.
-pub async fn observe(request: Request, next: Next) -> Response {
+pub(crate) async fn observe(request: Request, next: Next) -> Response {
     let traced = sampling::traces_request(request.headers());
     // Without an exporter a request's span is only the context of its log lines: its outcome,
     // known after the last of them, has no reader.

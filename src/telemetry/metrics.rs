@@ -230,14 +230,18 @@ pub(crate) fn record_store_call(call: &StoreCall) {
 }
 
 /// Writes (comments, likes) the hot-post combiner puts in one batch.
-pub fn record_combined_batch(writes: usize) {
+pub(crate) fn record_combined_batch(writes: usize) {
     with_instruments(|i| i.combined_batch.record(writes as u64, &[]));
 }
 
 /// Records, after `handler` handled `documents` from `source`, how far behind their source
 /// the copies are: now minus the newest document's `_ts` (Unix seconds, as Cosmos DB and
 /// the embedded change log stamp each commit). A batch without `_ts` records nothing.
-pub fn record_change_feed_lag(source: &'static str, handler: &'static str, documents: &[Value]) {
+pub(crate) fn record_change_feed_lag(
+    source: &'static str,
+    handler: &'static str,
+    documents: &[Value],
+) {
     let Some(lag) = change_feed_lag(documents, SystemTime::now()) else {
         return;
     };

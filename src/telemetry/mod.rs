@@ -224,7 +224,11 @@ fn trace_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
 
 /// The span of one change-feed batch a handler takes from the standalone pump (under the
 /// Functions host, each batch is a trigger invocation: an HTTP request).
-pub fn batch_span(handler: &'static str, source: &'static str, documents: usize) -> tracing::Span {
+pub(crate) fn batch_span(
+    handler: &'static str,
+    source: &'static str,
+    documents: usize,
+) -> tracing::Span {
     macro_rules! batch_span {
         ($target:expr) => {
             tracing::info_span!(
@@ -251,7 +255,7 @@ pub fn batch_span(handler: &'static str, source: &'static str, documents: usize)
 /// `future` as a task of its own (the hot-post combiner's worker) that still belongs to the
 /// work that starts it: it runs in the current span, with the current subscriber, and its
 /// RU charges count in the current scope (`store::charge`).
-pub fn in_current_context<F: Future>(future: F) -> impl Future<Output = F::Output> {
+pub(crate) fn in_current_context<F: Future>(future: F) -> impl Future<Output = F::Output> {
     crate::store::charge::carried(future.in_current_span()).with_current_subscriber()
 }
 

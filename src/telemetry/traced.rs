@@ -26,10 +26,10 @@ use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenanc
 pub(crate) const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
 /// Wraps a store so that each call has a span and is measured.
-pub type TracedStore = Layered<StoreSpans>;
+pub(crate) type TracedStore = Layered<StoreSpans>;
 
 /// The spans and metrics of a [`TracedStore`].
-pub struct StoreSpans {
+pub(crate) struct StoreSpans {
     /// `db.system.name`: `azure.cosmosdb`, or `sqlite` for the embedded store.
     system: &'static str,
     /// `db.namespace`: the database name.

@@ -62,7 +62,7 @@ impl TransferProgress {
     }
 
     /// Starts a phase that counts `unit` (singular, plural) rather than items.
-    pub fn start_counting(
+    pub(crate) fn start_counting(
         &mut self,
         phase: &'static str,
         total: Option<u64>,
@@ -100,7 +100,7 @@ impl TransferProgress {
     /// `items` more are done. Past the phase's total (an export whose files hold more lines
     /// than its manifest says: a broken line, an edited file) the total grows with them: the
     /// count never reads "6 of 5".
-    pub fn advance(&mut self, items: u64) {
+    pub(crate) fn advance(&mut self, items: u64) {
         self.done += items;
         if self.total.is_some_and(|total| self.done > total) {
             self.total = Some(self.done);
