@@ -447,19 +447,25 @@ pub fn ids(items: &[Value]) -> Vec<String> {
 
 /// The module of tests that every macro below declares: `mod module { async fn name() }` for
 /// each named body, which each test calls with the arguments given (evaluated in the test,
-/// so they may `.await`): `test_module!(embedded, (Backend::Embedded): name, other)`.
-#[doc(hidden)]
+/// so they may `.await`, and their temporaries live until the body returns):
+/// `test_module!(embedded, (Backend::Embedded): name, other)`. The tests run on two worker
+/// threads unless a test attribute comes first (`test_module!(#[tokio::test] ...)`).
 #[macro_export]
 macro_rules! test_module {
-    ($module:ident, $arguments:tt: $($name:ident),*) => {
+    (#[$test:meta] $module:ident, $arguments:tt: $($name:ident),*) => {
         mod $module {
             $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[$test]
                 async fn $name() {
                     super::$name $arguments.await;
                 }
             )*
         }
+    };
+    ($module:ident, $arguments:tt: $($name:ident),*) => {
+        $crate::test_module!(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)] $module, $arguments: $($name),*
+        );
     };
 }
 
@@ -467,14 +473,22 @@ macro_rules! test_module {
 #[macro_export]
 macro_rules! backend_tests {
     ($($name:ident),* $(,)?) => {
-        $crate::test_module!(
-            embedded,
-            ($crate::TestApp::spawn($crate::Backend::Embedded).start().await): $($name),*
-        );
-        $crate::test_module!(
-            cosmos,
-            ($crate::TestApp::spawn($crate::Backend::Cosmos).start().await): $($name),*
-        );
+        $crate::test_module!(embedded, ($crate::app!(Embedded, Single)): $($name),*);
+        $crate::test_module!(cosmos, ($crate::app!(Cosmos, Single)): $($name),*);
+    };
+}
+
+/// The default application on `backend` in `tenancy`, as the macros below start it; more
+/// builder calls may follow the layout (`app!(Cosmos, Single, without_pump)`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! app {
+    ($backend:ident, $tenancy:ident $(, $call:ident)*) => {
+        $crate::TestApp::spawn($crate::Backend::$backend)
+            .layout(::cosmos_blog::store::Tenancy::$tenancy)
+            $(.$call())*
+            .start()
+            .await
     };
 }
 
@@ -499,39 +513,20 @@ macro_rules! on_every_backend {
 #[macro_export]
 macro_rules! embedded_single_and_cosmos_multi {
     ($($name:ident),* $(,)?) => {
-        $crate::test_module!(
-            embedded,
-            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single): $($name),*
-        );
-        $crate::test_module!(
-            multi_cosmos,
-            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi): $($name),*
-        );
+        $crate::test_module!(embedded, ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single): $($name),*);
+        $crate::test_module!(multi_cosmos, ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi): $($name),*);
     };
 }
 
 /// Runs each body `async fn name(backend: Backend, tenancy: Tenancy)` on both backends in
-/// both layouts: as `embedded::name` and `cosmos::name` (`single`), `multi_embedded::name`
-/// and `multi_cosmos::name` (`multi`).
+/// both layouts: the two of `embedded_single_and_cosmos_multi!`, and `cosmos::name`
+/// (`single`) and `multi_embedded::name` (`multi`).
 #[macro_export]
 macro_rules! every_backend_and_layout {
     ($($name:ident),* $(,)?) => {
-        $crate::test_module!(
-            embedded,
-            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single): $($name),*
-        );
-        $crate::test_module!(
-            cosmos,
-            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Single): $($name),*
-        );
-        $crate::test_module!(
-            multi_embedded,
-            ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Multi): $($name),*
-        );
-        $crate::test_module!(
-            multi_cosmos,
-            ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi): $($name),*
-        );
+        $crate::embedded_single_and_cosmos_multi!($($name),*);
+        $crate::test_module!(cosmos, ($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Single): $($name),*);
+        $crate::test_module!(multi_embedded, ($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Multi): $($name),*);
     };
 }
 
@@ -558,14 +553,10 @@ macro_rules! backend_pair {
 macro_rules! backend_tests_without_pump {
     ($($name:ident),* $(,)?) => {
         $crate::test_module!(
-            embedded_without_pump,
-            ($crate::TestApp::spawn($crate::Backend::Embedded).without_pump().start().await):
-            $($name),*
+            embedded_without_pump, ($crate::app!(Embedded, Single, without_pump)): $($name),*
         );
         $crate::test_module!(
-            cosmos_without_pump,
-            ($crate::TestApp::spawn($crate::Backend::Cosmos).without_pump().start().await):
-            $($name),*
+            cosmos_without_pump, ($crate::app!(Cosmos, Single, without_pump)): $($name),*
         );
     };
 }
@@ -578,19 +569,7 @@ macro_rules! backend_tests_without_pump {
 macro_rules! operation_tests {
     ($($name:ident),* $(,)?) => {
         $crate::backend_tests!($($name),*);
-        $crate::test_module!(
-            multi_embedded,
-            ($crate::TestApp::spawn($crate::Backend::Embedded)
-                .layout(::cosmos_blog::store::Tenancy::Multi)
-                .start()
-                .await): $($name),*
-        );
-        $crate::test_module!(
-            multi_cosmos,
-            ($crate::TestApp::spawn($crate::Backend::Cosmos)
-                .layout(::cosmos_blog::store::Tenancy::Multi)
-                .start()
-                .await): $($name),*
-        );
+        $crate::test_module!(multi_embedded, ($crate::app!(Embedded, Multi)): $($name),*);
+        $crate::test_module!(multi_cosmos, ($crate::app!(Cosmos, Multi)): $($name),*);
     };
 }

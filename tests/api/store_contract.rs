@@ -17,40 +17,29 @@ use serde_json::{Value, json};
 /// and `cosmos::<name>`.
 macro_rules! contract_tests {
     ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let dir = tempfile::tempdir().expect("temporary directory");
-                    let store = super::EmbeddedStore::open(&dir.path().join("blog.sqlite3"))
-                        .expect("embedded store");
-                    super::$name(std::sync::Arc::new(store)).await;
-                }
-            )*
-        }
-        mod metered {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let dir = tempfile::tempdir().expect("temporary directory");
-                    let store = super::EmbeddedStore::open(&dir.path().join("blog.sqlite3"))
-                        .expect("embedded store");
-                    let metered = testkit::metered::meter(
-                        std::sync::Arc::new(store),
-                    );
-                    super::$name(std::sync::Arc::new(metered)).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(testkit::emulator::emulator_store().await).await;
-                }
-            )*
-        }
+        testkit::test_module!(
+            #[tokio::test] embedded, (super::embedded_store(&super::temporary_dir())): $($name),*
+        );
+        testkit::test_module!(
+            #[tokio::test] metered,
+            (std::sync::Arc::new(testkit::metered::meter(super::embedded_store(
+                &super::temporary_dir()
+            )))): $($name),*
+        );
+        testkit::test_module!(
+            #[tokio::test] cosmos, (testkit::emulator::emulator_store().await): $($name),*
+        );
     };
+}
+
+/// A temporary directory for a test's embedded store, removed when dropped.
+pub(crate) fn temporary_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temporary directory")
+}
+
+/// A fresh embedded store of the `single` layout in `dir`.
+fn embedded_store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
+    Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).expect("embedded store"))
 }
 
 fn comment(post: &str, id: &str, date: &str) -> Value {

@@ -25,28 +25,18 @@ use testkit::emulator::{DATABASE, emulator_client, emulator_store_in};
 /// (the SDK's in-memory emulator, MultiHash containers).
 macro_rules! multi_store_tests {
     ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let dir = tempfile::tempdir().expect("temporary directory");
-                    let store = super::EmbeddedStore::open_with(
-                        &dir.path().join("blog.sqlite3"),
-                        super::Tenancy::Multi,
-                    )
-                    .expect("embedded store");
-                    super::$name(std::sync::Arc::new(store)).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    super::$name(super::emulator_store_in(super::Tenancy::Multi).await).await;
-                }
-            )*
-        }
+        testkit::test_module!(
+            #[tokio::test] embedded,
+            (testkit::open_backend(
+                testkit::Backend::Embedded,
+                super::Tenancy::Multi,
+                &crate::store_contract::temporary_dir(),
+            )
+            .await): $($name),*
+        );
+        testkit::test_module!(
+            #[tokio::test] cosmos, (super::emulator_store_in(super::Tenancy::Multi).await): $($name),*
+        );
     };
 }
 
