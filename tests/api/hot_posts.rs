@@ -236,6 +236,18 @@ async fn fresh_store(backend: Backend, dir: &TempDir) -> Arc<dyn Store> {
 }
 
 /// The app (no change-feed pump: only the API reads users) on a gated store.
+/// A gated application with a post by Ada and ten registered fans (`fan-0` to `fan-9`).
+async fn a_post_and_ten_fans(
+    backend: Backend,
+) -> (Arc<TestApp>, Arc<GatedStore>, String, Vec<String>) {
+    let (app, gated) = gated_app(backend).await;
+    let app = Arc::new(app);
+    let post_id = post_by_ada(&app).await;
+    let fans: Vec<String> = (0..10).map(|n| format!("fan-{n}")).collect();
+    register_all(&app, &fans).await;
+    (app, gated, post_id, fans)
+}
+
 async fn gated_app(backend: Backend) -> (TestApp, Arc<GatedStore>) {
     let dir = TempDir::new().unwrap();
     let gated = double::over(fresh_store(backend, &dir).await, Gate::new());
@@ -348,11 +360,7 @@ async fn repeated_likes_in_one_round_are_one_like(backend: Backend) {
 }
 
 async fn a_failed_batch_fails_its_whole_round_and_writes_nothing(backend: Backend) {
-    let (app, gated) = gated_app(backend).await;
-    let app = Arc::new(app);
-    let post_id = post_by_ada(&app).await;
-    let fans: Vec<String> = (0..10).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &fans).await;
+    let (app, gated, post_id, fans) = a_post_and_ten_fans(backend).await;
     let likers: Vec<&str> = fans.iter().map(String::as_str).collect();
 
     let blocker = hold_a_round(&app, &gated, &post_id).await;
@@ -376,11 +384,7 @@ async fn a_failed_batch_fails_its_whole_round_and_writes_nothing(backend: Backen
 }
 
 async fn a_cancelled_writer_strands_nobody(backend: Backend) {
-    let (app, gated) = gated_app(backend).await;
-    let app = Arc::new(app);
-    let post_id = post_by_ada(&app).await;
-    let fans: Vec<String> = (0..10).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &fans).await;
+    let (app, gated, post_id, fans) = a_post_and_ten_fans(backend).await;
 
     // The writer whose batch is running hangs up (its request times out and is dropped)
     // while others wait behind it.

@@ -301,12 +301,7 @@ async fn single_into_a_tenant(backend: Backend) {
     let source = TestApp::spawn(backend).start().await;
     let blog = build_blog(&source).await;
     let export = export_of(&source.whole_store, None).await;
-    let multi = TestApp::spawn(backend)
-        .layout(Tenancy::Multi)
-        .without_pump()
-        .unaddressed()
-        .start()
-        .await;
+    let multi = import_target_of_tenants(backend).await;
     let neighbour = multi.in_tenant("neighbour");
     neighbour.register("ada", "Another Ada").await;
     assert!(
@@ -353,12 +348,7 @@ async fn every_tenant_moves(backend: Backend) {
             .all(|t| t == "first" || t == OPERATION_TENANT)
     );
 
-    let target = TestApp::spawn(backend)
-        .layout(Tenancy::Multi)
-        .without_pump()
-        .unaddressed()
-        .start()
-        .await;
+    let target = import_target_of_tenants(backend).await;
     let summary = import_into(&target.whole_store, &all.folder, None).await;
     assert_eq!(summary.blogs, 2);
     assert_verifies_now(&target.whole_store).await;
@@ -483,6 +473,17 @@ async fn contents(store: &Arc<dyn Store>) -> Vec<(&'static str, String)> {
 
 fn open_embedded(data_dir: &Path) -> Arc<dyn Store> {
     Arc::new(EmbeddedStore::open(&data_dir.join("blog.sqlite3")).expect("the store opens"))
+}
+
+/// An empty application of the `multi` layout, addressed by tenant, with no change-feed
+/// processing: what an import into several tenants is checked on.
+async fn import_target_of_tenants(backend: Backend) -> TestApp {
+    TestApp::spawn(backend)
+        .layout(Tenancy::Multi)
+        .without_pump()
+        .unaddressed()
+        .start()
+        .await
 }
 
 pub(crate) fn import_command(from: &Path, data_dir: &Path) -> Command {
