@@ -38,6 +38,18 @@ pub struct GenConfig {
     pub progress: bool,
 }
 
+/// The posts (by place) that `keep` accepts, or all of them when it accepts none: an
+/// operation on a post with comments (or likes) still has posts to run on in a data set
+/// without any.
+pub fn having<T: Copy>(posts: &[T], keep: impl Fn(T) -> bool) -> Vec<T> {
+    let found: Vec<T> = posts.iter().copied().filter(|&post| keep(post)).collect();
+    if found.is_empty() {
+        posts.to_vec()
+    } else {
+        found
+    }
+}
+
 /// A generated post, with what the profiler needs to pick targets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostRef {

@@ -319,22 +319,11 @@ impl<'a> Targets<'a> {
             .enumerate()
             .flat_map(|(t, tenant)| (0..tenant.posts.len()).map(move |p| (t, p)))
             .collect();
-        let having = |f: fn(&crate::generate::PostRef) -> bool| -> Vec<(usize, usize)> {
-            let found: Vec<_> = posts
-                .iter()
-                .copied()
-                .filter(|&(t, p)| f(&data.tenants[t].posts[p]))
-                .collect();
-            if found.is_empty() {
-                posts.clone()
-            } else {
-                found
-            }
-        };
+        let post = |(t, p): (usize, usize)| &data.tenants[t].posts[p];
         Self {
             data,
-            with_comments: having(|p| p.comments > 0),
-            with_likes: having(|p| p.likes > 0),
+            with_comments: crate::generate::having(&posts, |at| post(at).comments > 0),
+            with_likes: crate::generate::having(&posts, |at| post(at).likes > 0),
             users,
             posts,
         }

@@ -103,20 +103,11 @@ struct Targets<'a> {
 
 impl<'a> Targets<'a> {
     fn new(data: &'a Dataset) -> Self {
-        let having = |f: fn(&crate::generate::PostRef) -> bool| -> Vec<usize> {
-            let found: Vec<usize> = (0..data.posts.len())
-                .filter(|&i| f(&data.posts[i]))
-                .collect();
-            if found.is_empty() {
-                (0..data.posts.len()).collect()
-            } else {
-                found
-            }
-        };
+        let posts: Vec<usize> = (0..data.posts.len()).collect();
         Self {
             data,
-            with_comments: having(|p| p.comments > 0),
-            with_likes: having(|p| p.likes > 0),
+            with_comments: crate::generate::having(&posts, |i| data.posts[i].comments > 0),
+            with_likes: crate::generate::having(&posts, |i| data.posts[i].likes > 0),
         }
     }
 
