@@ -118,6 +118,22 @@ impl Harness {
         (status, content_type, body)
     }
 
+    /// Delivers the change-feed batch of `fixture` to `function` (again) and checks that the
+    /// handlers wrote nothing: all `documents` processed, none written, none skipped.
+    async fn assert_delivery_writes_nothing(
+        &self,
+        function: &str,
+        fixture_name: &str,
+        documents: usize,
+    ) {
+        let (status, _, body) = self.invoke(function, fixture(fixture_name)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            logs(&body)[0],
+            format!("{function}: {documents} processed, 0 written, 0 skipped")
+        );
+    }
+
     async fn get(&self, uri: &str) -> Value {
         let request = Request::get(uri).body(Body::empty()).expect("request");
         let (status, body) = send(self.app(), request).await;
