@@ -118,20 +118,15 @@ impl Harness {
         (status, content_type, body)
     }
 
-    /// Delivers the change-feed batch of `fixture` to `function` (again) and checks that the
-    /// handlers wrote nothing: all `documents` processed, none written, none skipped.
-    async fn assert_delivery_writes_nothing(
-        &self,
-        function: &str,
-        fixture_name: &str,
-        documents: usize,
-    ) {
-        let (status, _, body) = self.invoke(function, fixture(fixture_name)).await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(
-            logs(&body)[0],
-            format!("{function}: {documents} processed, 0 written, 0 skipped")
-        );
+    /// Delivers the change-feed batch of `fixture_name` to `function`, checks that the host
+    /// is answered (200, JSON) with `summary` as the first line of the logs, and returns the
+    /// answer.
+    async fn deliver(&self, function: &str, fixture_name: &str, summary: &str) -> Value {
+        let (status, content_type, body) = self.invoke(function, fixture(fixture_name)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(content_type, "application/json");
+        assert_eq!(logs(&body)[0], summary, "{body}");
+        body
     }
 
     async fn get(&self, uri: &str) -> Value {
