@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    CommentContent, CommentId, LikeId, PostContent, PostId, Timestamp, Title, UserId, Username,
+    CommentContent, CommentId, LikeId, PostContent, PostId, Tag, Tags, Timestamp, Title, UserId,
+    Username,
 };
 
 /// Lists of posts (a user's posts, the feed) carry the content cut to this many characters.
@@ -85,6 +86,7 @@ kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");
 kind_tag!(LikeKind, "like");
 kind_tag!(TombstoneKind, "tombstone");
+kind_tag!(MonthKind, "month");
 
 /// A user item (C1, Q1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -149,6 +151,11 @@ pub struct Post {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub modified_date: Option<Timestamp>,
+    /// Up to 10 tags, normalised (trimmed, lower-case, inner white space as `-`), each once;
+    /// absent when the post has none. `GET /api/tags/{tag}/posts` lists a tag's posts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Tag>, max_items = 10, example = json!(["rust", "cosmos-db"]))]
+    pub tags: Vec<String>,
 }
 
 impl Typed for Post {
@@ -173,6 +180,15 @@ impl Post {
             like_count: 0,
             creation_date: Timestamp::now(),
             modified_date: None,
+            tags: Vec::new(),
+        }
+    }
+
+    /// The same post carrying `tags` (in place of any it had).
+    pub fn tagged(self, tags: &Tags) -> Self {
+        Self {
+            tags: tags.iter().map(|tag| tag.as_str().to_owned()).collect(),
+            ..self
         }
     }
 

@@ -2,6 +2,7 @@
 //! data model, canonical dates and the short form of posts. Nothing here knows about storage
 //! or HTTP.
 
+mod archive;
 mod dates;
 mod idempotency;
 mod ids;
@@ -14,6 +15,7 @@ mod tombstone;
 mod visible;
 mod wire;
 
+pub use archive::{Month, MonthCount};
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId, is_stored_id};

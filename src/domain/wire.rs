@@ -36,6 +36,9 @@ enum Field {
     Count,
     /// A date in the canonical form.
     Date,
+    /// A non-empty array of strings without escapes, written without spaces (an empty one
+    /// is left out by serialising, so its copy is refused).
+    Strings,
 }
 
 impl Field {
@@ -47,6 +50,7 @@ impl Field {
             Field::Text => is_canonical_string(raw),
             Field::Count => is_canonical_count(raw),
             Field::Date => plain_string(raw).is_some_and(Timestamp::is_canonical),
+            Field::Strings => is_compact_list_of_plain_strings(raw),
         }
     }
 }
@@ -55,6 +59,16 @@ impl Field {
 fn plain_string(raw: &str) -> Option<&str> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then_some(inner)
+}
+
+/// Whether `raw` is `["a","b"]`: at least one string, none with an escape, no white space.
+fn is_compact_list_of_plain_strings(raw: &str) -> bool {
+    let Some(inner) = raw.strip_prefix("[\"").and_then(|r| r.strip_suffix("\"]")) else {
+        return false;
+    };
+    inner
+        .split("\",\"")
+        .all(|one| !one.contains(['"', '\\']) && !one.chars().any(char::is_control))
 }
 
 /// Whether a JSON string is escaped as serde_json escapes: only `"`, `\` and the control
@@ -191,6 +205,7 @@ wire_form!(Post, StoredPost {
     creation_date: "creationDate" => Date,
 } optional {
     modified_date: "modifiedDate" => Date,
+    tags: "tags" => Strings,
 });
 
 wire_form!(Comment, StoredComment {
@@ -273,6 +288,11 @@ mod tests {
         );
         assert_copies::<Post>(&stored(&edited), true);
         assert_copies::<Post>(&stored(&with(post(), "modifiedDate", Value::Null)), true);
+        let tagged = with(post(), "tags", json!(["rust", "cosmos-db", "日本語"]));
+        assert_copies::<Post>(&stored(&tagged), true);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!([]))), false);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!(["a\"b"]))), false);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!("rust"))), false);
         let user = json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada L."});
         assert_copies::<User>(&stored(&user), true);
         let comment = json!({

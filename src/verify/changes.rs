@@ -57,7 +57,7 @@ pub async fn check_changes(
     match container {
         Container::Users => check.users(documents).await?,
         Container::Posts => check.posts(documents).await?,
-        Container::Feed | Container::Leases => {}
+        Container::Feed | Container::Tags | Container::Archive | Container::Leases => {}
     }
     Ok(check.found.into_inner().unwrap_or_else(|p| p.into_inner()))
 }

@@ -25,7 +25,7 @@ const CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
 #[derive(Clone)]
 pub struct CosmosStore {
     /// In the order of [`Container::ALL`].
-    containers: [ContainerClient; 4],
+    containers: [ContainerClient; 6],
     pub(super) tenancy: Tenancy,
 }
 
@@ -75,7 +75,7 @@ impl CosmosStore {
         for container in Container::ALL {
             containers.push(prepare_container(&client, database, container, tenancy).await?);
         }
-        let containers: [ContainerClient; 4] = containers
+        let containers: [ContainerClient; 6] = containers
             .try_into()
             .map_err(|_| anyhow::anyhow!("expected one client per container"))?;
         tracing::info!(database, %tenancy, "using Azure Cosmos DB");
