@@ -69,6 +69,9 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("LikePost", "post", "posts/{postId}/likes"),
     http("ListLikes", "get", "posts/{postId}/likes"),
     http("GetFeed", "get", "feed"),
+    http("ListTagPosts", "get", "tags/{tag}/posts"),
+    http("ListMonthPosts", "get", "archive/{year}/{month}/posts"),
+    http("GetArchive", "get", "archive"),
     http("DeleteUser", "delete", "users/{userId}"),
     http("DeletePost", "delete", "posts/{postId}"),
     http(

@@ -75,7 +75,7 @@ enum Answer {
 
 /// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
 /// a client or a stateful test can go from an answer to the operations on what it names.
-const ANSWERS: [(&str, &str, Answer); 13] = [
+const ANSWERS: [(&str, &str, Answer); 14] = [
     ("PutUser", "201", Answer::User),
     ("PutUser", "200", Answer::User),
     ("GetUser", "200", Answer::User),
@@ -89,6 +89,7 @@ const ANSWERS: [(&str, &str, Answer); 13] = [
     ("ListComments", "200", Answer::Page(Some("postId"))),
     ("ListLikes", "200", Answer::Page(Some("postId"))),
     ("ListUsers", "200", Answer::Page(None)),
+    ("ListTagPosts", "200", Answer::Page(Some("tag"))),
 ];
 
 /// A link: its name, the operation it leads to, and that operation's parameters as runtime

@@ -23,7 +23,7 @@ use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
-use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
+use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Tags, Title};
 use crate::error::Result;
 
 /// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
@@ -48,13 +48,21 @@ struct PostBody {
     title: String,
     #[schema(value_type = PostContent)]
     content: String,
+    /// Up to 10 tags. Each is trimmed, lower-cased and has its inner white space turned into
+    /// `-`; the first of two that come out alike is kept. A tag holds 1–50 letters (of any
+    /// script, with their combining marks), decimal digits, `-` and `_`: anything else
+    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes...) is refused with 400. Left out on an edit,
+    /// the post keeps its tags; `[]` removes them.
+    #[schema(max_items = 10, example = json!(["Rust", "Cosmos DB"]))]
+    tags: Option<Vec<String>>,
 }
 
 impl PostBody {
-    fn parse(&self) -> Result<(Title, PostContent)> {
+    fn parse(&self) -> Result<(Title, PostContent, Option<Tags>)> {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
+            self.tags.as_deref().map(Tags::parse).transpose()?,
         ))
     }
 }
@@ -93,9 +101,10 @@ async fn create_post(
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
-    let (title, content) = body.parse()?;
+    let (title, content, tags) = body.parse()?;
+    let tags = tags.unwrap_or_default();
     let post = blog
-        .create_post_with_key(&caller, title, content, key.as_ref())
+        .create_tagged_post(&caller, (title, content, &tags), key.as_ref())
         .await?;
     Ok((StatusCode::CREATED, Json(post)))
 }
@@ -128,10 +137,9 @@ async fn edit_post(
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
     let post_id = PostId::parse(&post_id)?;
-    let (title, content) = body.parse()?;
-    Ok(Json(
-        blog.edit_post(&caller, &post_id, title, content).await?,
-    ))
+    let (title, content, tags) = body.parse()?;
+    let edit = (title, content, tags.as_ref());
+    Ok(Json(blog.edit_tagged_post(&caller, &post_id, edit).await?))
 }
 
 /// Retrieve a post (Q2)

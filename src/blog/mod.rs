@@ -10,6 +10,7 @@ mod list_cache;
 mod listed;
 mod paging;
 mod storage;
+mod views;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,11 +26,14 @@ pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
+pub use views::{
+    LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition,
+};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
+    Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -248,9 +252,20 @@ impl Blog {
         content: PostContent,
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
+        self.create_tagged_post(caller, (title, content, &Tags::default()), key)
+            .await
+    }
+
+    /// [`Blog::create_post_with_key`] of a post with its title, content and tags.
+    pub async fn create_tagged_post(
+        &self,
+        caller: &UserId,
+        (title, content, tags): (Title, PostContent, &Tags),
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Post> {
         let author = self.registered(caller).await?;
         let Some(key) = key else {
-            let post = Post::new(PostId::generate(), &author, title, content);
+            let post = Post::new(PostId::generate(), &author, title, content).tagged(tags);
             let pk = post_partition(&post.post_id);
             let item = to_item(&post)?;
             return match self
@@ -270,7 +285,7 @@ impl Blog {
                 Err(e) => Err(e.into()),
             };
         };
-        let post = Post::new(PostId::for_key(caller, key), &author, title, content);
+        let post = Post::new(PostId::for_key(caller, key), &author, title, content).tagged(tags);
         self.create_post_once(post).await
     }
 
@@ -303,7 +318,8 @@ impl Blog {
                     let stored: Post = from_item(document.item)?;
                     let same = stored.user_id == wanted.user_id
                         && stored.title == wanted.title
-                        && stored.content == wanted.content;
+                        && stored.content == wanted.content
+                        && stored.tags == wanted.tags;
                     if same {
                         Ok(stored)
                     } else {
@@ -324,17 +340,33 @@ impl Blog {
         title: Title,
         content: PostContent,
     ) -> Result<Post> {
+        self.edit_tagged_post(caller, post_id, (title, content, None))
+            .await
+    }
+
+    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are).
+    pub async fn edit_tagged_post(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+        (title, content, tags): (Title, PostContent, Option<&Tags>),
+    ) -> Result<Post> {
         let pk = post_partition(post_id);
         until_not_stale(|| async {
             let (mut post, etag) = self.existing_post(post_id).await?;
             if &post.user_id != caller {
                 return Err(Error::Forbidden("only the author of a post can edit it").into());
             }
-            if post.title == title.as_str() && post.content == content.as_str() {
+            let retagged = tags.map_or_else(|| post.clone(), |tags| post.clone().tagged(tags));
+            if post.title == title.as_str()
+                && post.content == content.as_str()
+                && post.tags == retagged.tags
+            {
                 return Ok(post);
             }
             post.title = title.as_str().to_owned();
             post.content = content.as_str().to_owned();
+            post.tags = retagged.tags;
             post.modified_date = Some(Timestamp::now());
             match self
                 .store

@@ -15,6 +15,7 @@ use super::shared::{
     HANDLER_CONCURRENCY, Report, current_version, documents_of, settle, to_value, tombstones_of,
 };
 use super::usernames::correct_usernames;
+use super::views::{Placement, place_posts};
 use crate::domain::{Deleted, Post, PostId};
 use crate::store::{BatchOperation, Container, PartitionKey, Store, StoreResult};
 
@@ -74,6 +75,16 @@ async fn copy_posts(
             Err(e) => settle(Err(e), format!("post {id}"), report)?,
         }
     }
+    // The views first: their old places are read from the author copies, still as they were.
+    let placed = copies
+        .iter()
+        .map(|(copy, existing)| {
+            let before = Placement::remembered(existing.as_ref());
+            (copy.id.clone(), Some(copy.clone()), before)
+        })
+        .collect();
+    let result = place_posts(store, placed).await;
+    settle(result, "views of posts".to_owned(), report)?;
     if left_feed {
         let result = refill_feed(store).await;
         settle(result, "feed refill".to_owned(), report)?;

@@ -82,23 +82,20 @@ impl fmt::Display for Month {
 /// partition, changed in the same transactional batch as the copies it counts (so a repeated
 /// or failed change-feed batch cannot skew it), and once more in the index partition that
 /// `GET /api/archive` reads whole, copied from the first while its `revision` is newer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MonthCount {
-    /// The month, `yyyy-mm`.
-    #[schema(pattern = r"^[0-9]{4}-(0[1-9]|1[0-2])$", example = "2026-11")]
+    /// `count-yyyy-mm`: never a post's id (a UUID), in either partition.
     pub id: String,
     #[serde(rename = "type")]
-    #[schema(inline)]
     pub kind: super::items::MonthKind,
     /// The partition that holds this count: the month itself, or the archive's index.
-    #[schema(example = "index")]
     pub month: String,
+    /// The month counted, `yyyy-mm`.
+    pub of: String,
     /// Published posts of the month.
-    #[schema(minimum = 0)]
     pub post_count: u64,
     /// Raised by one on every change of the count: the index takes a newer one only.
-    #[schema(minimum = 0)]
     pub revision: u64,
 }
 
@@ -107,12 +104,18 @@ impl MonthCount {
     /// The archive partition that holds every month's count: one read lists the months.
     pub const INDEX: &'static str = "index";
 
+    /// The id of `month`'s count, in its partition and in the index.
+    pub fn id_of(month: &Month) -> String {
+        format!("count-{}", month.key())
+    }
+
     /// A month's count as its own partition keeps it.
-    pub fn new(month: Month, post_count: u64, revision: u64) -> Self {
+    pub fn new(month: &Month, post_count: u64, revision: u64) -> Self {
         Self {
-            id: month.key(),
+            id: Self::id_of(month),
             kind: super::items::MonthKind,
             month: month.key(),
+            of: month.key(),
             post_count,
             revision,
         }
@@ -131,6 +134,27 @@ impl super::Typed for MonthCount {
     const TYPE: &'static str = super::items::MonthKind::TAG;
 }
 
+/// A month of the archive as `GET /api/archive` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchiveMonth {
+    /// The month, `yyyy-mm` (UTC).
+    #[schema(pattern = r"^[0-9]{4}-(0[1-9]|1[0-2])$", example = "2026-11")]
+    pub month: String,
+    /// Its published posts.
+    #[schema(minimum = 1)]
+    pub post_count: u64,
+}
+
+impl From<&MonthCount> for ArchiveMonth {
+    fn from(count: &MonthCount) -> Self {
+        Self {
+            month: count.of.clone(),
+            post_count: count.post_count,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +162,7 @@ mod tests {
     #[test]
     fn a_month_is_four_digits_and_two() {
         let month = Month::from_path("2026", "11").unwrap();
+        assert_eq!(MonthCount::new(&month, 1, 1).in_index().month, MonthCount::INDEX);
         assert_eq!(month.key(), "2026-11");
         assert_eq!(month.path(), "2026/11");
         for (year, month) in [

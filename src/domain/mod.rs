@@ -15,7 +15,7 @@ mod tombstone;
 mod visible;
 mod wire;
 
-pub use archive::{Month, MonthCount};
+pub use archive::{ArchiveMonth, Month, MonthCount};
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId, is_stored_id};

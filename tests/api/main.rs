@@ -6,6 +6,7 @@
     reason = "a test: a failed unwrap is a failed test, with its message"
 )]
 
+mod archive;
 mod auth;
 mod backlog;
 mod changefeed;
@@ -29,6 +30,7 @@ mod rename_race;
 mod response_bytes;
 mod restart;
 mod storm;
+mod tags;
 mod telemetry;
 mod tenancy;
 mod transfer;
