@@ -23,7 +23,10 @@ use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
-use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
+use crate::domain::{
+    Comment, CommentContent, Like, Post, PostContent, PostId, PostStatus, Publication, Timestamp,
+    Title,
+};
 use crate::error::Result;
 
 /// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
@@ -43,18 +46,35 @@ pub fn router() -> OpenApiRouter<AppState> {
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 struct PostBody {
     #[schema(value_type = Title)]
     title: String,
     #[schema(value_type = PostContent)]
     content: String,
+    /// `published` (seen by everyone), `draft` (seen by its author alone) or `scheduled`
+    /// (seen by its author alone until `publishAt`, then published with no request needed).
+    /// Left out, a new post is published and an edit keeps the post's status.
+    #[serde(default)]
+    #[schema(value_type = Option<PostStatus>, nullable = false)]
+    status: Option<String>,
+    /// With `status` `scheduled` only, and required by it: when to publish, an ISO-8601
+    /// date-time in the future (one without an offset is UTC).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    publish_at: Option<String>,
 }
 
 impl PostBody {
-    fn parse(&self) -> Result<(Title, PostContent)> {
+    fn parse(&self) -> Result<(Title, PostContent, Option<Publication>)> {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
+            Publication::parse(
+                self.status.as_deref(),
+                self.publish_at.as_deref(),
+                Timestamp::now(),
+            )?,
         ))
     }
 }
@@ -93,9 +113,10 @@ async fn create_post(
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
-    let (title, content) = body.parse()?;
+    let (title, content, publication) = body.parse()?;
+    let publication = publication.unwrap_or(Publication::Publish);
     let post = blog
-        .create_post_with_key(&caller, title, content, key.as_ref())
+        .create_post_with_key(&caller, title, content, publication, key.as_ref())
         .await?;
     Ok((StatusCode::CREATED, Json(post)))
 }
@@ -128,9 +149,10 @@ async fn edit_post(
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
     let post_id = PostId::parse(&post_id)?;
-    let (title, content) = body.parse()?;
+    let (title, content, publication) = body.parse()?;
     Ok(Json(
-        blog.edit_post(&caller, &post_id, title, content).await?,
+        blog.edit_post(&caller, &post_id, title, content, publication)
+            .await?,
     ))
 }
 

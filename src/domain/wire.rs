@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use super::dates::Timestamp;
 use super::ids::is_stored_id;
 use super::items::{Comment, Like, Post, Typed, User};
+use super::publication::PostStatus;
 
 /// A kind of item whose wire form can be copied from its stored text.
 pub trait WireForm: Typed {
@@ -36,6 +37,8 @@ enum Field {
     Count,
     /// A date in the canonical form.
     Date,
+    /// A post's status: one of its names.
+    Status,
 }
 
 impl Field {
@@ -47,6 +50,8 @@ impl Field {
             Field::Text => is_canonical_string(raw),
             Field::Count => is_canonical_count(raw),
             Field::Date => plain_string(raw).is_some_and(Timestamp::is_canonical),
+            Field::Status => plain_string(raw)
+                .is_some_and(|name| PostStatus::ALL.iter().any(|s| s.as_str() == name)),
         }
     }
 }
@@ -189,8 +194,11 @@ wire_form!(Post, StoredPost {
     comment_count: "commentCount" => Count,
     like_count: "likeCount" => Count,
     creation_date: "creationDate" => Date,
+    status: "status" => Status,
 } optional {
     modified_date: "modifiedDate" => Date,
+    publish_at: "publishAt" => Date,
+    published_date: "publishedDate" => Date,
 });
 
 wire_form!(Comment, StoredComment {
@@ -254,7 +262,8 @@ mod tests {
             "id": "3f2b8c1e-7d4a-4e9b-9c21-5a6f0e8d4b17", "type": "post",
             "postId": "3f2b8c1e-7d4a-4e9b-9c21-5a6f0e8d4b17", "userId": "ada",
             "userUsername": "Ada", "title": "Hello", "content": "# Hi\n\n*world* \"quoted\"",
-            "commentCount": 3, "likeCount": 0, "creationDate": "2026-11-22T09:15:02.1234567Z"
+            "commentCount": 3, "likeCount": 0, "creationDate": "2026-11-22T09:15:02.1234567Z",
+            "status": "published", "publishedDate": "2026-11-22T09:15:02.1234567Z"
         })
     }
 
@@ -273,6 +282,15 @@ mod tests {
         );
         assert_copies::<Post>(&stored(&edited), true);
         assert_copies::<Post>(&stored(&with(post(), "modifiedDate", Value::Null)), true);
+        let mut scheduled = with(post(), "status", json!("scheduled"));
+        scheduled["publishAt"] = json!("2030-01-01T00:00:00.0000000Z");
+        scheduled.as_object_mut().unwrap().remove("publishedDate");
+        assert_copies::<Post>(&stored(&scheduled), true);
+        assert_copies::<Post>(&stored(&with(post(), "status", json!("draft"))), true);
+        // Stored before posts had a status: parsing adds it, so the copy is not taken.
+        let mut old = post();
+        old.as_object_mut().unwrap().remove("status");
+        assert_copies::<Post>(&stored(&old), false);
         let user = json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada L."});
         assert_copies::<User>(&stored(&user), true);
         let comment = json!({
@@ -320,6 +338,9 @@ mod tests {
             ("userId", json!("a/b")),
             ("userId", json!("")),
             ("type", json!("comment")),
+            ("status", json!("Published")),
+            ("status", json!(null)),
+            ("publishAt", json!("2030-01-01T00:00:00Z")),
         ];
         for (field, value) in doubtful {
             assert_copies::<Post>(&stored(&with(post(), field, value)), false);
