@@ -23,7 +23,10 @@ use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
-use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Tags, Title};
+use crate::domain::{
+    Comment, CommentContent, Like, Post, PostContent, PostId, PostStatus, Publication, Tags,
+    Timestamp, Title,
+};
 use crate::error::Result;
 
 /// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
@@ -43,11 +46,23 @@ pub fn router() -> OpenApiRouter<AppState> {
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 struct PostBody {
     #[schema(value_type = Title)]
     title: String,
     #[schema(value_type = PostContent)]
     content: String,
+    /// `published` (seen by everyone), `draft` (seen by its author alone) or `scheduled`
+    /// (seen by its author alone until `publishAt`, then published with no request needed).
+    /// Left out, a new post is published and an edit keeps the post's status.
+    #[serde(default)]
+    #[schema(value_type = Option<PostStatus>, nullable = false)]
+    status: Option<String>,
+    /// With `status` `scheduled` only, and required by it: when to publish, an ISO-8601
+    /// date-time in the future (one without an offset is UTC).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    publish_at: Option<String>,
     /// Up to 10 tags. Each is trimmed, lower-cased and has its inner white space turned into
     /// `-`; the first of two that come out alike is kept. A tag holds 1–50 letters (of any
     /// script, with their combining marks), decimal digits, `-` and `_`: anything else
@@ -58,10 +73,16 @@ struct PostBody {
 }
 
 impl PostBody {
-    fn parse(&self) -> Result<(Title, PostContent, Option<Tags>)> {
+    #[allow(clippy::type_complexity, reason = "the body's fields, each parsed")]
+    fn parse(&self) -> Result<(Title, PostContent, Option<Publication>, Option<Tags>)> {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
+            Publication::parse(
+                self.status.as_deref(),
+                self.publish_at.as_deref(),
+                Timestamp::now(),
+            )?,
             self.tags.as_deref().map(Tags::parse).transpose()?,
         ))
     }
@@ -101,10 +122,11 @@ async fn create_post(
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
-    let (title, content, tags) = body.parse()?;
+    let (title, content, publication, tags) = body.parse()?;
+    let publication = publication.unwrap_or(Publication::Publish);
     let tags = tags.unwrap_or_default();
     let post = blog
-        .create_tagged_post(&caller, (title, content, &tags), key.as_ref())
+        .create_tagged_post(&caller, (title, content, &tags), publication, key.as_ref())
         .await?;
     Ok((StatusCode::CREATED, Json(post)))
 }
@@ -137,9 +159,12 @@ async fn edit_post(
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
     let post_id = PostId::parse(&post_id)?;
-    let (title, content, tags) = body.parse()?;
+    let (title, content, publication, tags) = body.parse()?;
     let edit = (title, content, tags.as_ref());
-    Ok(Json(blog.edit_tagged_post(&caller, &post_id, edit).await?))
+    Ok(Json(
+        blog.edit_tagged_post(&caller, &post_id, edit, publication)
+            .await?,
+    ))
 }
 
 /// Retrieve a post (Q2)

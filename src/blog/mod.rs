@@ -33,7 +33,8 @@ use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
+    Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a,
+    is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -238,7 +239,7 @@ impl Blog {
         title: Title,
         content: PostContent,
     ) -> Result<Post> {
-        self.create_post_with_key(caller, title, content, None)
+        self.create_post_with_key(caller, title, content, Publication::Publish, None)
             .await
     }
 
@@ -250,9 +251,11 @@ impl Blog {
         caller: &UserId,
         title: Title,
         content: PostContent,
+        publication: Publication,
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
-        self.create_tagged_post(caller, (title, content, &Tags::default()), key)
+        let post = (title, content, &Tags::default());
+        self.create_tagged_post(caller, post, publication, key)
             .await
     }
 
@@ -261,11 +264,14 @@ impl Blog {
         &self,
         caller: &UserId,
         (title, content, tags): (Title, PostContent, &Tags),
+        publication: Publication,
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
         let author = self.registered(caller).await?;
         let Some(key) = key else {
-            let post = Post::new(PostId::generate(), &author, title, content).tagged(tags);
+            let post =
+                Post::with_publication(PostId::generate(), &author, title, content, publication)
+                    .tagged(tags);
             let pk = post_partition(&post.post_id);
             let item = to_item(&post)?;
             return match self
@@ -285,13 +291,15 @@ impl Blog {
                 Err(e) => Err(e.into()),
             };
         };
-        let post = Post::new(PostId::for_key(caller, key), &author, title, content).tagged(tags);
+        let id = PostId::for_key(caller, key);
+        let post = Post::with_publication(id, &author, title, content, publication).tagged(tags);
         self.create_post_once(post).await
     }
 
     /// Creates `wanted`, whose id the key derived; when the store already holds that id, the
     /// post there answers: the same post for a repeat (as stored, its counts and username as
-    /// they are now), 422 for a different title or content, 409 once it was deleted.
+    /// they are now, and its publication as it is now: it may have been published since),
+    /// 422 for a different title or content, 409 once it was deleted.
     async fn create_post_once(&self, wanted: Post) -> Result<Post> {
         let pk = post_partition(&wanted.post_id);
         until_not_stale(|| async {
@@ -332,15 +340,17 @@ impl Blog {
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
-    /// likes and comments arrive during the edit (If-Match, retried).
+    /// likes and comments arrive during the edit (If-Match, retried). `publication` publishes,
+    /// unpublishes or schedules the post; `None` keeps it as it is.
     pub async fn edit_post(
         &self,
         caller: &UserId,
         post_id: &PostId,
         title: Title,
         content: PostContent,
+        publication: Option<Publication>,
     ) -> Result<Post> {
-        self.edit_tagged_post(caller, post_id, (title, content, None))
+        self.edit_tagged_post(caller, post_id, (title, content, None), publication)
             .await
     }
 
@@ -350,6 +360,7 @@ impl Blog {
         caller: &UserId,
         post_id: &PostId,
         (title, content, tags): (Title, PostContent, Option<&Tags>),
+        publication: Option<Publication>,
     ) -> Result<Post> {
         let pk = post_partition(post_id);
         until_not_stale(|| async {
@@ -357,17 +368,20 @@ impl Blog {
             if &post.user_id != caller {
                 return Err(Error::Forbidden("only the author of a post can edit it").into());
             }
-            let retagged = tags.map_or_else(|| post.clone(), |tags| post.clone().tagged(tags));
-            if post.title == title.as_str()
-                && post.content == content.as_str()
-                && post.tags == retagged.tags
-            {
+            let publication = publication.unwrap_or_else(|| post.publication());
+            let tags = tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
+            let text_unchanged = post.title == title.as_str() && post.content == content.as_str();
+            if text_unchanged && post.tags == tags && post.publication() == publication {
                 return Ok(post);
             }
-            post.title = title.as_str().to_owned();
-            post.content = content.as_str().to_owned();
-            post.tags = retagged.tags;
-            post.modified_date = Some(Timestamp::now());
+            let now = Timestamp::now();
+            if !text_unchanged || post.tags != tags {
+                post.title = title.as_str().to_owned();
+                post.content = content.as_str().to_owned();
+                post.tags = tags;
+                post.modified_date = Some(now);
+            }
+            post.set_publication(publication, now);
             match self
                 .store
                 .replace_item(Container::Posts, &pk, to_item(&post)?, Some(&etag))

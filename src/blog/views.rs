@@ -8,16 +8,17 @@ use crate::domain::{Month, MonthCount, Post, Tag, Timestamp};
 use crate::error::Result;
 use crate::store::{Container, PageRequest, PartitionKey, Query, SortOrder};
 
-/// The field the views order their posts by, newest first: the date a post was published.
-pub const LISTED_BY: &str = "creationDate";
+/// The field the views order their posts by, newest first: the date a post was published
+/// (every copy in a view carries it, also for a post stored before posts had a status).
+pub const LISTED_BY: &str = "publishedDate";
 
 /// Months of the archive read at most by one listing: more than eight centuries of them.
 const MAX_MONTHS: u32 = 10_000;
 
-/// When `post` was published, as the views see it: `None` keeps it out of every view.
-/// Every post is published when it is saved, on the date it was created.
+/// When `post` was published, as the views see it: `None` (a draft, a scheduled post) keeps
+/// it out of every view.
 pub fn published_on(post: &Post) -> Option<Timestamp> {
-    Some(post.creation_date)
+    post.published_date()
 }
 
 /// The `tags` partition of `tag`'s posts.

@@ -66,16 +66,26 @@ impl Placement {
     }
 }
 
+/// A post's copy in a view: its short form with its `publishedDate` written out (a post
+/// stored before posts had a status carries none, and the views order by it).
+fn view_copy(short: &Post) -> StoreResult<Value> {
+    let mut item = to_value(short)?;
+    if let Some(published) = published_on(short) {
+        item["publishedDate"] = Value::from(published.to_string());
+    }
+    Ok(item)
+}
+
 /// A post's copy in a tag's partition: its short form and the tag.
 pub(crate) fn tag_copy(short: &Post, tag: &str) -> StoreResult<Value> {
-    let mut item = to_value(short)?;
+    let mut item = view_copy(short)?;
     item["tag"] = Value::from(tag);
     Ok(item)
 }
 
 /// A post's copy in its month's partition: its short form and the month.
 pub(crate) fn archive_copy(short: &Post, month: &Month) -> StoreResult<Value> {
-    let mut item = to_value(short)?;
+    let mut item = view_copy(short)?;
     item["month"] = Value::from(month.key());
     Ok(item)
 }

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    CommentContent, CommentId, LikeId, PostContent, PostId, Tag, Tags, Timestamp, Title, UserId,
-    Username,
+    CommentContent, CommentId, LikeId, PostContent, PostId, PostStatus, Publication, Tag, Tags,
+    Timestamp, Title, UserId, Username,
 };
 
 /// Lists of posts (a user's posts, the feed) carry the content cut to this many characters.
@@ -147,10 +147,25 @@ pub struct Post {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: Timestamp,
+    /// `published` (the default: an item stored before posts had a status is published),
+    /// `draft` or `scheduled`. Only a published post is seen by anyone but its author.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub status: PostStatus,
     /// When the title or content last changed; absent until the post is first edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub modified_date: Option<Timestamp>,
+    /// When a `scheduled` post publishes itself; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub publish_at: Option<Timestamp>,
+    /// When the post was last published (its `creationDate` for a post published when it was
+    /// written); lists and feeds order by it. Absent while the post is not published, and on
+    /// items stored before posts had a status, whose publication is their creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub published_date: Option<Timestamp>,
     /// Up to 10 tags, normalised (trimmed, lower-case, inner white space as `-`), each once;
     /// absent when the post has none. `GET /api/tags/{tag}/posts` lists a tag's posts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -165,10 +180,21 @@ impl Typed for Post {
 impl Post {
     pub const TYPE: &'static str = PostKind::TAG;
 
-    /// A new post of `author`, with the id the caller chose for it: generated
+    /// A new published post of `author`, with the id the caller chose for it: generated
     /// ([`PostId::generate`]) or derived from an idempotency key.
     pub fn new(post_id: PostId, author: &User, title: Title, content: PostContent) -> Self {
-        Self {
+        Self::with_publication(post_id, author, title, content, Publication::Publish)
+    }
+
+    /// [`Post::new`], published, kept as a draft or scheduled as `publication` asks.
+    pub fn with_publication(
+        post_id: PostId,
+        author: &User,
+        title: Title,
+        content: PostContent,
+        publication: Publication,
+    ) -> Self {
+        let mut post = Self {
             id: post_id.clone(),
             kind: PostKind,
             post_id,
@@ -179,9 +205,15 @@ impl Post {
             comment_count: 0,
             like_count: 0,
             creation_date: Timestamp::now(),
+            status: PostStatus::Published,
             modified_date: None,
+            publish_at: None,
+            published_date: None,
             tags: Vec::new(),
-        }
+        };
+        let created = post.creation_date;
+        post.set_publication(publication, created);
+        post
     }
 
     /// The same post carrying `tags` (in place of any it had).
@@ -190,6 +222,41 @@ impl Post {
             tags: tags.iter().map(|tag| tag.as_str().to_owned()).collect(),
             ..self
         }
+    }
+
+    /// Whether everyone may see the post: the one test of every list, feed and view.
+    pub fn is_published(&self) -> bool {
+        self.status == PostStatus::Published
+    }
+
+    /// When the post was published, the date lists and feeds order it by; `None` while it is
+    /// unpublished. An item stored before posts had a status was published when created.
+    pub fn published_date(&self) -> Option<Timestamp> {
+        self.is_published()
+            .then(|| self.published_date.unwrap_or(self.creation_date))
+    }
+
+    /// The post's publication as a writer would ask for it again.
+    pub fn publication(&self) -> Publication {
+        match (self.status, self.publish_at) {
+            (PostStatus::Published, _) => Publication::Publish,
+            (PostStatus::Scheduled, Some(at)) => Publication::Schedule(at),
+            // A schedule without its date cannot publish itself: it stays with its author.
+            (PostStatus::Draft | PostStatus::Scheduled, _) => Publication::Draft,
+        }
+    }
+
+    /// Publishes, unpublishes or schedules the post as `publication` says, at `now`. A post
+    /// that is published already keeps its `publishedDate`; one that becomes published gets
+    /// `now`; one that leaves publication loses it.
+    pub fn set_publication(&mut self, publication: Publication, now: Timestamp) {
+        let published = self.published_date();
+        self.status = publication.status();
+        self.publish_at = publication.publish_at();
+        self.published_date = match publication {
+            Publication::Publish => Some(published.unwrap_or(now)),
+            Publication::Draft | Publication::Schedule(_) => None,
+        };
     }
 
     /// When the post last changed as readers see it: its last edit, else its creation.
@@ -352,6 +419,8 @@ mod tests {
                 "id",
                 "likeCount",
                 "postId",
+                "publishedDate",
+                "status",
                 "title",
                 "type",
                 "userId",
@@ -360,6 +429,65 @@ mod tests {
         );
         assert_eq!(value["type"], "post");
         assert_eq!(value["id"], value["postId"]);
+    }
+
+    #[test]
+    fn a_post_published_when_written_was_published_at_its_creation() {
+        let post = post_with("body");
+        assert!(post.is_published());
+        assert_eq!(post.published_date(), Some(post.creation_date));
+        let value = serde_json::to_value(&post).unwrap();
+        assert_eq!(value["status"], "published");
+        assert_eq!(value["publishedDate"], value["creationDate"]);
+    }
+
+    #[test]
+    fn publication_moves_between_draft_schedule_and_published() {
+        let at = |raw| Timestamp::parse(raw).unwrap();
+        let mut post = Post::with_publication(
+            PostId::generate(),
+            &user(),
+            Title::parse("t").unwrap(),
+            PostContent::parse("b").unwrap(),
+            Publication::Draft,
+        );
+        assert!(!post.is_published());
+        assert_eq!(post.published_date(), None);
+        let value = serde_json::to_value(&post).unwrap();
+        assert_eq!(value["status"], "draft");
+        assert!(value.get("publishedDate").is_none() && value.get("publishAt").is_none());
+
+        let later = at("2030-01-01T00:00:00Z");
+        post.set_publication(Publication::Schedule(later), at("2029-01-01T00:00:00Z"));
+        assert_eq!(
+            (post.status, post.publish_at),
+            (PostStatus::Scheduled, Some(later))
+        );
+        assert_eq!(post.published_date(), None);
+
+        // Published at its time: the date is the schedule's, however late the timer runs.
+        post.set_publication(Publication::Publish, later);
+        assert_eq!(post.published_date(), Some(later));
+        assert_eq!(post.publish_at, None);
+        // Published again: the date stays.
+        post.set_publication(Publication::Publish, at("2031-01-01T00:00:00Z"));
+        assert_eq!(post.published_date(), Some(later));
+        // Back to draft, then out again: a new date.
+        post.set_publication(Publication::Draft, at("2031-01-01T00:00:00Z"));
+        assert_eq!(post.published_date, None);
+        post.set_publication(Publication::Publish, at("2032-01-01T00:00:00Z"));
+        assert_eq!(post.published_date(), Some(at("2032-01-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn a_post_stored_before_posts_had_a_status_is_published_at_its_creation() {
+        let mut value = serde_json::to_value(post_with("x")).unwrap();
+        let fields = value.as_object_mut().unwrap();
+        fields.remove("status");
+        fields.remove("publishedDate");
+        let post: Post = serde_json::from_value(value).unwrap();
+        assert!(post.is_published());
+        assert_eq!(post.published_date(), Some(post.creation_date));
     }
 
     #[test]

@@ -400,7 +400,8 @@ pub async fn edit_post(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    blog.edit_post(&caller, &post_id, title, content).await?;
+    blog.edit_post(&caller, &post_id, title, content, None)
+        .await?;
     Ok(Redirect::to(&post_href(&context.base, &post_id)).into_response())
 }
 

@@ -12,6 +12,7 @@ mod backlog;
 mod changefeed;
 mod copy_batches;
 mod deletes;
+mod drafts;
 mod erasure_restart;
 mod errors;
 mod faults;
