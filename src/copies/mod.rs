@@ -31,4 +31,4 @@ pub(crate) use deletes::{clear_deleted_post, delete_children, delete_if_orphan, 
 pub(crate) use feed::{refill_feed, trim_feed};
 pub(crate) use usernames::current_username;
 pub(crate) use users::rename_item;
-pub(crate) use views::{Placement, copies_in_month, place, recount_month, sync_index};
+pub(crate) use views::{Placement, archive_copy, place, recount_month, tag_copy};

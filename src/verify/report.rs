@@ -56,6 +56,16 @@ pub enum ViolationKind {
     /// A comment or like of a deleted post, or an item an erased user wrote before the
     /// erasure: something a delete should have removed.
     LeftAfterDelete,
+    /// A published post without its copy in the partition of one of its tags or its month.
+    MissingViewCopy,
+    /// A copy in `tags` or `archive` of a post that does not belong there (deleted, not
+    /// published, without that tag, of another month).
+    OrphanViewCopy,
+    /// A copy in `tags` or `archive` that differs from its post's short form.
+    ViewCopyDiffers,
+    /// A month whose count (in its partition or in the archive's index) differs from the
+    /// posts its partition holds.
+    MonthCountMismatch,
 }
 
 impl ViolationKind {
@@ -77,6 +87,10 @@ impl ViolationKind {
             Self::OrphanFeedCopy => "orphan-feed-copy",
             Self::FeedCopyDiffers => "feed-copy-differs",
             Self::LeftAfterDelete => "left-after-delete",
+            Self::MissingViewCopy => "missing-view-copy",
+            Self::OrphanViewCopy => "orphan-view-copy",
+            Self::ViewCopyDiffers => "view-copy-differs",
+            Self::MonthCountMismatch => "month-count-mismatch",
         }
     }
 }
@@ -132,6 +146,8 @@ pub struct Scanned {
     pub tombstones: usize,
     /// Erasure markers of deleted accounts (counted apart, as `export` does).
     pub erasures: usize,
+    /// Items of the views: post copies in `tags` and `archive`, and the months' counts.
+    pub view_items: usize,
     /// Items of no known type (also reported as violations).
     pub other: usize,
 }
@@ -146,6 +162,7 @@ impl Scanned {
             + self.feed_items
             + self.tombstones
             + self.erasures
+            + self.view_items
             + self.other
     }
 }
@@ -170,6 +187,9 @@ impl fmt::Display for Scanned {
         }
         if self.erasures > 0 {
             counts.push(count(n(self.erasures), "erasure marker", "erasure markers"));
+        }
+        if self.view_items > 0 {
+            counts.push(count(n(self.view_items), "view item", "view items"));
         }
         if self.other > 0 {
             counts.push(count(

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
+use super::views::ViewModel;
 use super::{Explained, PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
 use crate::blog::{FEED_SIZE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
@@ -39,6 +40,7 @@ pub(super) async fn scan(
     scan.posts().await?;
     scan.user_copies().await?;
     scan.feed().await?;
+    scan.views().await?;
     Ok(scan.report)
 }
 
@@ -66,6 +68,7 @@ struct Model {
     /// postId -> tally.
     posts: HashMap<String, PostTally>,
     feed: Vec<FeedEntry>,
+    views: ViewModel,
 }
 
 /// What the scan keeps of one post partition.
@@ -217,6 +220,23 @@ impl Scan<'_> {
     }
 }
 
+impl Scan<'_> {
+    // ---- the views: tags and archive -------------------------------------------------------
+
+    async fn views(&mut self) -> StoreResult<()> {
+        for (container, pk_field) in [(Container::Tags, "tag"), (Container::Archive, "month")] {
+            let query = Query::cross_partition();
+            self.pages(container, query, pk_field, |model, scanned, item| {
+                scanned.view_items += 1;
+                model.views.item(container, &item).into_iter().collect()
+            })
+            .await?;
+        }
+        self.each_model(|model| model.views.finish());
+        Ok(())
+    }
+}
+
 impl Model {
     fn user(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
         scanned.users += 1;
@@ -312,6 +332,7 @@ impl Model {
             created: post.creation_date,
         };
         let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
+        self.views.expect(post);
         self.posts.entry(id).or_default().source = Some(PostSource {
             summary: PostSummary::of(post),
             has_user_copy: false,

@@ -37,6 +37,7 @@ mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod views_verify;
 mod web;
 
 // The Cosmos DB store (on the in-memory emulator of `testkit::emulator`): the `Store`
