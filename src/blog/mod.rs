@@ -26,10 +26,8 @@ pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
 pub use listed::{Listed, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
-pub use views::{
-    LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition,
-};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
+pub use views::{LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
@@ -369,7 +367,8 @@ impl Blog {
                 return Err(Error::Forbidden("only the author of a post can edit it").into());
             }
             let publication = publication.unwrap_or_else(|| post.publication());
-            let tags = tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
+            let tags =
+                tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
             let text_unchanged = post.title == title.as_str() && post.content == content.as_str();
             if text_unchanged && post.tags == tags && post.publication() == publication {
                 return Ok(post);

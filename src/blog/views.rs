@@ -6,7 +6,7 @@
 use super::{Blog, Listed, Listing, PageSize};
 use crate::domain::{Month, MonthCount, Post, Tag, Timestamp};
 use crate::error::Result;
-use crate::store::{Container, PageRequest, PartitionKey, Query, SortOrder};
+use crate::store::{Container, PageRequest, Pages, PartitionKey, Query, SortOrder};
 
 /// The field the views order their posts by, newest first: the date a post was published
 /// (every copy in a view carries it, also for a post stored before posts had a status).
@@ -80,6 +80,20 @@ impl Blog {
             continuation,
         )
         .await
+    }
+
+    /// Every post published in `month`, newest first, read from the month's partition alone
+    /// in pages of a thousand (the sitemap's read).
+    pub async fn all_month_posts(&self, month: &Month) -> Result<Vec<Post>> {
+        let query = newest_first(month_partition(month));
+        let mut pages = Pages::new(&**self.store(), Container::Archive, &query, 1_000);
+        let mut posts = Vec::new();
+        while let Some(items) = pages.next().await? {
+            for item in items {
+                posts.push(super::storage::from_item::<Post>(item)?);
+            }
+        }
+        Ok(posts)
     }
 
     /// The months that have published posts, newest first, with their counts: one read of

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
-use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 use super::views::{Placement, place};
+use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 use crate::blog::feed_partition;
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::error::Error;
@@ -53,7 +53,13 @@ pub(crate) async fn clear_deleted_post(
         .read_item(Container::Users, &author_pk, post_id.as_str())
         .await?
         .map(|document| document.item);
-    let views = place(store, post_id, None, &Placement::remembered(remembered.as_ref())).await?;
+    let views = place(
+        store,
+        post_id,
+        None,
+        &Placement::remembered(remembered.as_ref()),
+    )
+    .await?;
     let author_copy =
         delete_if_present(store, Container::Users, &author_pk, post_id.as_str()).await?;
     let feed_copy =

@@ -55,7 +55,8 @@ impl Placement {
     /// Where the copies of a post may be, from its author copy as stored (`users`): every tag
     /// it carried and its month, whatever its state then.
     pub(crate) fn remembered(author_copy: Option<&Value>) -> Self {
-        let Some(copy) = author_copy.and_then(|item| serde_json::from_value::<Post>(item.clone()).ok())
+        let Some(copy) =
+            author_copy.and_then(|item| serde_json::from_value::<Post>(item.clone()).ok())
         else {
             return Self::default();
         };
@@ -265,9 +266,7 @@ pub(crate) async fn sync_index(store: &Arc<dyn Store>, count: &MonthCount) -> St
     let wanted = count.in_index();
     let item = serde_json::to_value(&wanted).map_err(|e| StoreError::Internal(e.to_string()))?;
     for _ in 0..MAX_COUNT_ATTEMPTS {
-        let found = store
-            .read_item(Container::Archive, &pk, &wanted.id)
-            .await?;
+        let found = store.read_item(Container::Archive, &pk, &wanted.id).await?;
         let write = match &found {
             Some(Document { item: stored, .. }) if stored == &item => return Ok(0),
             Some(Document { item: stored, etag }) => {
@@ -279,7 +278,11 @@ pub(crate) async fn sync_index(store: &Arc<dyn Store>, count: &MonthCount) -> St
                     .replace_item(Container::Archive, &pk, item.clone(), Some(etag))
                     .await
             }
-            None => store.create_item(Container::Archive, &pk, item.clone()).await,
+            None => {
+                store
+                    .create_item(Container::Archive, &pk, item.clone())
+                    .await
+            }
         };
         match write {
             Ok(_) => return Ok(1),

@@ -162,7 +162,10 @@ mod tests {
     #[test]
     fn a_month_is_four_digits_and_two() {
         let month = Month::from_path("2026", "11").unwrap();
-        assert_eq!(MonthCount::new(&month, 1, 1).in_index().month, MonthCount::INDEX);
+        assert_eq!(
+            MonthCount::new(&month, 1, 1).in_index().month,
+            MonthCount::INDEX
+        );
         assert_eq!(month.key(), "2026-11");
         assert_eq!(month.path(), "2026/11");
         for (year, month) in [
@@ -182,7 +185,10 @@ mod tests {
     fn a_date_falls_in_its_utc_month() {
         let at = Timestamp::parse("2026-12-31T23:30:00-02:00").unwrap();
         assert_eq!(Month::of(&at).key(), "2027-01");
-        assert_eq!(Month::from_key("2026-02"), Month::from_path("2026", "02").ok());
+        assert_eq!(
+            Month::from_key("2026-02"),
+            Month::from_path("2026", "02").ok()
+        );
         assert_eq!(Month::from_key("index"), None);
     }
 }

@@ -54,8 +54,9 @@ impl Tag {
 /// The stored (normalised) form: what the post items and `GET /api/tags/{tag}/posts` carry.
 impl utoipa::PartialSchema for Tag {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        static PATTERN: std::sync::LazyLock<String> =
-            std::sync::LazyLock::new(|| format!("^{}+$", super::pattern::class(may_stand_in_a_tag)));
+        static PATTERN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!("^{}+$", super::pattern::class(may_stand_in_a_tag))
+        });
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some(

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::copies::{
-    Placement, clear_deleted_post, current_username, delete_children, delete_if_orphan,
-    erase_user, on_post_changed, place, recount_month, refill_feed, rename_item, trim_feed,
+    Placement, clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
+    on_post_changed, place, recount_month, refill_feed, rename_item, trim_feed,
 };
 use crate::domain::{Comment, Deleted, Like, Month, Post, PostId, Tombstone, UserId, is_a};
 use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
@@ -389,7 +389,11 @@ async fn views(
 ) -> StoreResult<RepairOutcome> {
     let post_id = post_id(raw_post_id)?;
     let now = store
-        .read_item(Container::Posts, &PartitionKey::single(raw_post_id), raw_post_id)
+        .read_item(
+            Container::Posts,
+            &PartitionKey::single(raw_post_id),
+            raw_post_id,
+        )
         .await?
         .filter(|document| is_a::<Post>(&document.item))
         .and_then(|document| serde_json::from_value::<Post>(document.item).ok())
@@ -406,7 +410,9 @@ async fn views(
 
 async fn month_count(store: &Arc<dyn Store>, raw_month: &str) -> StoreResult<RepairOutcome> {
     let Some(month) = Month::from_key(raw_month) else {
-        return Ok(RepairOutcome::Failed(format!("{raw_month:?} is not a month")));
+        return Ok(RepairOutcome::Failed(format!(
+            "{raw_month:?} is not a month"
+        )));
     };
     let n = recount_month(store, &month).await?;
     Ok(written(n, |_| format!("recounted the month {raw_month}")))

@@ -116,7 +116,9 @@ impl ViewModel {
                 )
             }
         };
-        Some(violation(kind, container, partition, post_id, detail, repair))
+        Some(violation(
+            kind, container, partition, post_id, detail, repair,
+        ))
     }
 
     /// What the items did not show: copies missing, counts that differ from the copies.

@@ -15,12 +15,12 @@ use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
 use super::context::PageBase;
-use super::pages::{post_href, user_href};
+use super::pages::{post_href, tag_href, user_href};
 use super::site::Site;
 use crate::api::extract::PathParam;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::PageSize;
-use crate::domain::{Post, TenantId, Timestamp, UserId};
+use crate::domain::{Post, Tag, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
 
 /// Entries per feed: the latest posts, as many as a page of the API's lists.
@@ -91,6 +91,36 @@ pub async fn author_feed(
         about.id(&["author", user_id.as_str()]),
         &format!("{author_page}/feed.atom"),
         &author_page,
+    );
+    Ok(answer(&feed, posts))
+}
+
+/// `/tags/{tag}/feed.atom`: the tag's newest published posts (Q8).
+pub async fn tag_feed(
+    site: Option<axum::Extension<std::sync::Arc<Site>>>,
+    base: Option<axum::Extension<PageBase>>,
+    tenant: Option<axum::Extension<TenantId>>,
+    CurrentBlog(blog): CurrentBlog,
+    PathParam(tag): PathParam,
+) -> Result<Response> {
+    let site = site_of(site)?;
+    let base = base.map(|b| b.0.0).unwrap_or_default();
+    let tenant = tenant.map(|t| t.0);
+    let tag = Tag::parse(&tag)?;
+    let page = blog.tag_posts::<Post>(&tag, FEED_ENTRIES, None).await?;
+    let posts = &page.items;
+    let tag_page = tag_href(&base, tag.as_str());
+    let about = Feeds {
+        site: &site,
+        base: &base,
+        tenant: tenant.as_ref(),
+    };
+    let feed = about.feed_of(
+        posts,
+        &format!("Cosmos Blog: posts tagged {tag}"),
+        about.id(&["tag", tag.as_str()]),
+        &format!("{tag_page}/feed.atom"),
+        &tag_page,
     );
     Ok(answer(&feed, posts))
 }

@@ -17,6 +17,7 @@ pub mod guard;
 pub mod markdown;
 mod pages;
 pub mod site;
+mod views;
 
 use std::sync::Arc;
 
@@ -66,6 +67,13 @@ fn blog_pages() -> Router<AppState> {
         .route("/posts/{postId}/delete", post(forms::delete_post))
         .route("/users/{userId}", get(pages::author_page))
         .route("/users/{userId}/feed.atom", get(atom::author_feed))
+        .route("/tags/{tag}", get(views::tag_page))
+        .route("/tags/{tag}/feed.atom", get(atom::tag_feed))
+        .route("/archive", get(views::archive_page))
+        .route("/archive/{year}/{month}", get(views::month_page))
+        .route("/sitemap.xml", get(views::sitemap))
+        .route("/sitemaps/{year}/{month}", get(views::month_sitemap))
+        .route("/robots.txt", get(views::robots))
         .route(
             "/write",
             get(forms::write_page_get).post(forms::create_post),

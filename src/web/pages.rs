@@ -44,6 +44,8 @@ pub struct PostView {
     /// "3 comments", "1 like".
     pub comments_text: String,
     pub likes_text: String,
+    /// Its tags, each with the address of the tag's page.
+    pub tags: Vec<(String, String)>,
 }
 
 impl PostView {
@@ -60,6 +62,11 @@ impl PostView {
             short: post.short().content,
             comments_text: count(post.comment_count, "comment", "comments"),
             likes_text: likes_text(post.like_count),
+            tags: post
+                .tags
+                .iter()
+                .map(|tag| (tag.clone(), tag_href(base, tag)))
+                .collect(),
         }
     }
 }
@@ -93,6 +100,11 @@ pub fn post_href(base: &str, post_id: &PostId) -> String {
     format!("{base}/posts/{}", encode(post_id.as_str()))
 }
 
+/// The page of a tag's posts.
+pub fn tag_href(base: &str, tag: &str) -> String {
+    format!("{base}/tags/{}", encode(tag))
+}
+
 pub fn user_href(base: &str, user_id: &UserId) -> String {
     format!("{base}/users/{}", encode(user_id.as_str()))
 }
@@ -105,12 +117,12 @@ pub struct Paging {
 }
 
 impl Paging {
-    fn token(&self) -> Option<&str> {
+    pub(super) fn token(&self) -> Option<&str> {
         self.continuation.as_deref().filter(|t| !t.is_empty())
     }
 }
 
-fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
+pub(super) fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
     continuation.map(|token| format!("{path}?continuation={}", encode(token)))
 }
 

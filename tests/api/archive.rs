@@ -69,9 +69,15 @@ async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp
     assert_eq!(archive["continuation"], json!(null));
 
     let march = app.get_json("/api/archive/2025/03/posts").await;
-    assert_eq!(ids(march["items"].as_array().unwrap()), ["march-b", "march-a"]);
+    assert_eq!(
+        ids(march["items"].as_array().unwrap()),
+        ["march-b", "march-a"]
+    );
     assert!(march["items"][0].get("month").is_none());
-    let (year, month) = this_month().split_once('-').map(|(y, m)| (y.to_owned(), m.to_owned())).unwrap();
+    let (year, month) = this_month()
+        .split_once('-')
+        .map(|(y, m)| (y.to_owned(), m.to_owned()))
+        .unwrap();
     let newest_first: Vec<String> = recent.iter().rev().cloned().collect();
     let paged = app
         .all_pages(&format!("/api/archive/{year}/{month}/posts"), 2)
@@ -91,7 +97,12 @@ async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp
     assert!(deleted.status().is_success(), "{}", deleted.status());
     months_become(&app, &[(this_month(), 3), ("2025-03".to_owned(), 2)]).await;
     let gone = app
-        .send(Method::DELETE, &format!("/api/posts/{}", recent[0]), Some("ada"), None)
+        .send(
+            Method::DELETE,
+            &format!("/api/posts/{}", recent[0]),
+            Some("ada"),
+            None,
+        )
         .await;
     assert!(gone.status().is_success());
     months_become(&app, &[(this_month(), 2), ("2025-03".to_owned(), 2)]).await;
@@ -101,7 +112,12 @@ async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp
 async fn repeated_batches_and_rebuilds_never_skew_the_months_counts(app: TestApp) {
     app.register("ada", "Ada").await;
     for n in 0..4 {
-        dated_post(&app, &format!("p{n}"), &format!("2025-0{}-01T00:00:00.0000000Z", n % 2 + 1)).await;
+        dated_post(
+            &app,
+            &format!("p{n}"),
+            &format!("2025-0{}-01T00:00:00.0000000Z", n % 2 + 1),
+        )
+        .await;
     }
     let expected = [("2025-02".to_owned(), 2), ("2025-01".to_owned(), 2)];
     months_become(&app, &expected).await;

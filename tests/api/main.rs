@@ -37,6 +37,7 @@ mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod view_pages;
 mod views_verify;
 mod web;
 

@@ -30,7 +30,9 @@ async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> V
 /// The tag's list once it shows `expected` (ids, newest first).
 async fn tag_list_becomes(app: &TestApp, tag: &str, expected: &[String]) -> Vec<Value> {
     eventually(Duration::from_secs(30), || async {
-        let page = app.get_json(&format!("/api/tags/{tag}/posts?limit=100")).await;
+        let page = app
+            .get_json(&format!("/api/tags/{tag}/posts?limit=100"))
+            .await;
         let items = page["items"].as_array().unwrap().clone();
         (ids(&items) == expected).then_some(items)
     })
@@ -177,7 +179,12 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
         let app = &app;
         async move {
             let response = app
-                .send(Method::PUT, &format!("/api/posts/{id}"), Some("ada"), Some(body))
+                .send(
+                    Method::PUT,
+                    &format!("/api/posts/{id}"),
+                    Some("ada"),
+                    Some(body),
+                )
                 .await;
             assert_eq!(response.status(), StatusCode::OK);
             response.json::<Value>().await.unwrap()
@@ -190,7 +197,11 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     .await;
     assert_eq!(edited["tags"], json!(["web"]));
     tag_list_becomes(&app, "rust", std::slice::from_ref(&first)).await;
-    let kept = edit(first.clone(), json!({"title": "first, edited", "content": "x"})).await;
+    let kept = edit(
+        first.clone(),
+        json!({"title": "first, edited", "content": "x"}),
+    )
+    .await;
     assert_eq!(kept["tags"], json!(["rust"]));
     let items = tag_list_becomes(&app, "rust", std::slice::from_ref(&first)).await;
     eventually(Duration::from_secs(30), || async {
@@ -217,13 +228,22 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
 
     // A delete takes the post out of every tag's list.
     let deleted = app
-        .send(Method::DELETE, &format!("/api/posts/{first}"), Some("ada"), None)
+        .send(
+            Method::DELETE,
+            &format!("/api/posts/{first}"),
+            Some("ada"),
+            None,
+        )
         .await;
     assert!(deleted.status().is_success(), "{}", deleted.status());
     tag_list_becomes(&app, "rust", &[]).await;
     tag_list_becomes(&app, "web", std::slice::from_ref(&second)).await;
     // `[]` removes every tag.
-    edit(second.clone(), json!({"title": "second", "content": "x", "tags": []})).await;
+    edit(
+        second.clone(),
+        json!({"title": "second", "content": "x", "tags": []}),
+    )
+    .await;
     tag_list_becomes(&app, "web", &[]).await;
     app.assert_verifies().await;
 }

@@ -26,7 +26,12 @@ async fn write(app: &TestApp, body: Value) -> Value {
 
 async fn edit(app: &TestApp, id: &str, body: Value) {
     let response = app
-        .send(Method::PUT, &format!("/api/posts/{id}"), Some("ada"), Some(body))
+        .send(
+            Method::PUT,
+            &format!("/api/posts/{id}"),
+            Some("ada"),
+            Some(body),
+        )
         .await;
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -49,7 +54,11 @@ async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let month_path = format!("/api/archive/{year}/{month}/posts");
-    let published = write(&app, json!({"title": "out", "content": "x", "tags": ["rust"]})).await;
+    let published = write(
+        &app,
+        json!({"title": "out", "content": "x", "tags": ["rust"]}),
+    )
+    .await;
     let published = published["id"].as_str().unwrap().to_owned();
     let draft = write(
         &app,
@@ -64,10 +73,20 @@ async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     assert_eq!(archive["items"][0]["postCount"], 1);
 
     // Published today, the draft comes first; put back to draft, the other leaves every view.
-    edit(&app, &draft, json!({"title": "draft", "content": "x", "status": "published"})).await;
+    edit(
+        &app,
+        &draft,
+        json!({"title": "draft", "content": "x", "status": "published"}),
+    )
+    .await;
     lists(&app, "/api/tags/rust/posts", &[&draft, &published]).await;
     lists(&app, &month_path, &[&draft, &published]).await;
-    edit(&app, &published, json!({"title": "out", "content": "x", "status": "draft"})).await;
+    edit(
+        &app,
+        &published,
+        json!({"title": "out", "content": "x", "status": "draft"}),
+    )
+    .await;
     lists(&app, "/api/tags/rust/posts", &[&draft]).await;
     lists(&app, &month_path, &[&draft]).await;
     eventually(Duration::from_secs(30), || async {
@@ -82,8 +101,16 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let key = format!("{year}-{month}");
-    let a = write(&app, json!({"title": "a", "content": "x", "tags": ["rust", "db"]})).await;
-    let b = write(&app, json!({"title": "b", "content": "x", "tags": ["rust"]})).await;
+    let a = write(
+        &app,
+        json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
+    )
+    .await;
+    let b = write(
+        &app,
+        json!({"title": "b", "content": "x", "tags": ["rust"]}),
+    )
+    .await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
     lists(&app, "/api/tags/db/posts", &[a]).await;
     lists(&app, &format!("/api/archive/{year}/{month}/posts"), &[b, a]).await;
@@ -93,7 +120,10 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
     // month's count and the index's both wrong.
     let store = &app.store;
     let tag = |name: &str| PartitionKey::single(name);
-    store.delete_item(Container::Tags, &tag("db"), a).await.unwrap();
+    store
+        .delete_item(Container::Tags, &tag("db"), a)
+        .await
+        .unwrap();
     let mut stray = store
         .read_item(Container::Tags, &tag("rust"), b)
         .await
@@ -101,7 +131,10 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
         .unwrap()
         .item;
     stray["tag"] = json!("go");
-    store.upsert_item(Container::Tags, &tag("go"), stray).await.unwrap();
+    store
+        .upsert_item(Container::Tags, &tag("go"), stray)
+        .await
+        .unwrap();
     let mut changed = store
         .read_item(Container::Tags, &tag("rust"), a)
         .await
@@ -109,7 +142,10 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
         .unwrap()
         .item;
     changed["title"] = json!("not the title");
-    store.upsert_item(Container::Tags, &tag("rust"), changed).await.unwrap();
+    store
+        .upsert_item(Container::Tags, &tag("rust"), changed)
+        .await
+        .unwrap();
     let count_id = format!("count-{key}");
     for partition in [key.as_str(), "index"] {
         let pk = PartitionKey::single(partition);
@@ -120,7 +156,10 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
             .unwrap()
             .item;
         count["postCount"] = json!(7);
-        store.upsert_item(Container::Archive, &pk, count).await.unwrap();
+        store
+            .upsert_item(Container::Archive, &pk, count)
+            .await
+            .unwrap();
     }
 
     let report = verify(&app.whole_store).await.unwrap();
