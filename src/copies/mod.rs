@@ -5,6 +5,7 @@
 //! One concept a file: `users` and `posts` are the two handlers (`OnUserChanged`,
 //! `OnPostChanged`), `usernames` closes the rename race, `feed` keeps the feed's window, trim
 //! and refill, `deletes` the cascades, `partition_write` writes one partition in batches,
+//! `schedule` keeps the schedule of posts that publish themselves,
 //! `shared` holds what both handlers use (their report, a batch's documents), `rebuild`
 //! re-derives everything and `source` says which handler a container's changes go to.
 
@@ -13,6 +14,7 @@ mod feed;
 mod partition_write;
 mod posts;
 mod rebuild;
+mod schedule;
 mod shared;
 mod source;
 mod usernames;
@@ -20,6 +22,7 @@ mod users;
 
 pub use posts::on_post_changed;
 pub use rebuild::rebuild;
+pub use schedule::{enlist_tenant, scheduled_tenants};
 pub use shared::Report;
 pub use source::Source;
 pub use users::on_user_changed;
