@@ -61,6 +61,7 @@ pub const HTTP_FUNCTIONS: &[HttpFunction] = &[
     http("PutUser", "put", "users/{userId}"),
     http("GetUser", "get", "users/{userId}"),
     http("ListUserPosts", "get", "users/{userId}/posts"),
+    http("ListUserDrafts", "get", "users/{userId}/drafts"),
     http("CreatePost", "post", "posts"),
     http("EditPost", "put", "posts/{postId}"),
     http("GetPost", "get", "posts/{postId}"),

@@ -96,7 +96,12 @@ impl Harness {
             form_key: web::FormKey::drawn(),
             trusts_forwarded_host: true,
         };
-        startup::app(state, functions::router(self.recheck), &[], site)
+        startup::app(
+            state,
+            functions::router(self.recheck, cosmos_blog::changefeed::Publisher::OnTimer),
+            &[],
+            site,
+        )
     }
 
     async fn invoke(&self, function: &str, body: Vec<u8>) -> (StatusCode, String, Value) {

@@ -75,7 +75,7 @@ enum Answer {
 
 /// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
 /// a client or a stateful test can go from an answer to the operations on what it names.
-const ANSWERS: [(&str, &str, Answer); 14] = [
+const ANSWERS: [(&str, &str, Answer); 15] = [
     ("PutUser", "201", Answer::User),
     ("PutUser", "200", Answer::User),
     ("GetUser", "200", Answer::User),
@@ -86,6 +86,7 @@ const ANSWERS: [(&str, &str, Answer); 14] = [
     ("LikePost", "201", Answer::Like),
     ("LikePost", "200", Answer::Like),
     ("ListUserPosts", "200", Answer::Page(Some("userId"))),
+    ("ListUserDrafts", "200", Answer::Page(Some("userId"))),
     ("ListComments", "200", Answer::Page(Some("postId"))),
     ("ListLikes", "200", Answer::Page(Some("postId"))),
     ("ListUsers", "200", Answer::Page(None)),

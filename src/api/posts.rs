@@ -17,7 +17,7 @@ use super::description::{
 };
 use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
-    PathParam,
+    PathParam, Viewer,
 };
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::state::AppState;
@@ -169,7 +169,9 @@ async fn edit_post(
 
 /// Retrieve a post (Q2)
 ///
-/// The full content, the author's username and the comment and like counts.
+/// The full content, the author's username and the comment and like counts. A draft or
+/// scheduled post is its author's alone: anyone else gets 404, as for a post that does not
+/// exist.
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",
@@ -185,10 +187,13 @@ async fn edit_post(
 )]
 async fn get_post(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PathParam(post_id): PathParam,
 ) -> Result<WireItem<Post>> {
     let post_id = PostId::parse(&post_id)?;
-    Ok(WireItem(blog.get_post_as(&post_id).await?))
+    Ok(WireItem(
+        blog.get_post_seen_by(&post_id, viewer.as_ref()).await?,
+    ))
 }
 
 /// Comment on a post (C3)

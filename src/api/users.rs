@@ -1,5 +1,6 @@
 //! The routes of users: create or rename a user (C1), read one (Q1), list a user's posts
-//! (Q3), and, in a multi-tenant deployment, list the tenant's users (Q7).
+//! (Q3) and the caller's own drafts and scheduled posts, and, in a multi-tenant deployment,
+//! list the tenant's users (Q7).
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -17,7 +18,7 @@ use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::blog::CreateOutcome;
 use crate::domain::{Post, User, UserId, Username};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
 /// the API description.
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(put_user))
         .routes(routes!(get_user))
         .routes(routes!(user_posts))
+        .routes(routes!(user_drafts))
 }
 
 /// The routes only the `multi` layout has (under `/api/tenants/{tenantId}`).
@@ -123,6 +125,42 @@ async fn user_posts(
     let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
+        .await?;
+    Ok(WirePage(page))
+}
+
+/// List the caller's drafts and scheduled posts
+///
+/// The caller's own unpublished posts in short form, newest first, a page at a time (like
+/// Q3): one query of the caller's partition of `users`. Nobody else's.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/drafts",
+    operation_id = "ListUserDrafts",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 200, description = "A page of the caller's drafts and scheduled posts.", body = PostPage),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
+async fn user_drafts(
+    CurrentBlog(blog): CurrentBlog,
+    Caller(caller): Caller,
+    PathParam(user_id): PathParam,
+    list: List,
+) -> Result<WirePage<Post>> {
+    let user_id = UserId::parse(&user_id)?;
+    if user_id != caller {
+        return Err(Error::Forbidden("only its author sees a user's drafts"));
+    }
+    let page = blog
+        .user_drafts(&user_id, list.size, list.continuation.as_deref())
         .await?;
     Ok(WirePage(page))
 }

@@ -9,6 +9,7 @@ mod feed;
 mod list_cache;
 mod listed;
 mod paging;
+mod schedule;
 mod storage;
 mod views;
 
@@ -21,23 +22,26 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
-pub use feed::{FEED_SIZE, feed_partition, feed_query};
+pub use feed::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
-pub use listed::{Listed, WireJson};
+pub use listed::{Listed, Seen, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
+pub use schedule::{
+    PUBLISH_BATCH, Published, SCHEDULE_TYPE, ScheduleEntry, schedule_partition, schedule_query,
+};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
 pub use views::{LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a,
-    is_stored_a,
+    PostStatus, Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username,
+    is_a, is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, JsonPage, Page, PageRequest, PartitionKey,
+    BatchOperation, Container, Document, ETag, FilterOp, JsonPage, Page, PageRequest, PartitionKey,
     PartitionVersion, Query, RawItem, SortOrder, Store, StoreError,
 };
 
@@ -409,6 +413,21 @@ impl Blog {
             .ok_or_else(|| Error::not_found("post", post_id.as_str()))
     }
 
+    /// Q2 as `viewer` (the caller, if any) may see it: an unpublished post is its author's
+    /// alone, and anyone else is told that there is no such post, as for one that never was.
+    pub async fn get_post_seen_by<T: Listed<Item = Post> + Seen>(
+        &self,
+        post_id: &PostId,
+        viewer: Option<&UserId>,
+    ) -> Result<T> {
+        let post = self.get_post_as::<T>(post_id).await?;
+        if post.is_seen_by(viewer)? {
+            Ok(post)
+        } else {
+            Err(Error::not_found("post", post_id.as_str()))
+        }
+    }
+
     /// Whether `caller` likes the post: a point read of their like (its id comes from the
     /// liker) in the post's partition.
     pub async fn has_liked(&self, caller: &UserId, post_id: &PostId) -> Result<bool> {
@@ -425,22 +444,51 @@ impl Blog {
             .ok_or_else(|| Error::not_found("post", post_id.as_str()))
     }
 
-    /// Q3: the user's posts in short form, newest first, from the copies in the user's own
-    /// partition of `users`.
+    /// Q3: the user's published posts in short form, newest published first, from the
+    /// copies in the user's own partition of `users`.
     pub async fn user_posts<T: Listed<Item = Post>>(
         &self,
         user_id: &UserId,
         size: PageSize,
         continuation: Option<&str>,
     ) -> Result<Listing<T>> {
-        let query = Query::in_partition(user_partition(user_id))
+        let query = published_only(Query::in_partition(user_partition(user_id)))
             .of_type(Post::TYPE)
-            .order_by("creationDate", SortOrder::Descending);
+            .order_by(PUBLISHED_DATE, SortOrder::Descending);
         let page = self
             .page(
                 Container::Users,
                 &query,
                 &format!("posts:{user_id}"),
+                size,
+                continuation,
+            )
+            .await?;
+        if page.items.is_empty() && continuation.is_none() {
+            self.get_user(user_id).await?;
+        }
+        Ok(page)
+    }
+
+    /// The user's drafts and scheduled posts in short form, newest first, from the copies in
+    /// the user's own partition of `users` (where the change feed keeps every post's copy,
+    /// published or not). Who may ask is the API's to check: their author alone.
+    pub async fn user_drafts<T: Listed<Item = Post>>(
+        &self,
+        user_id: &UserId,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Listing<T>> {
+        let unpublished = [PostStatus::Draft, PostStatus::Scheduled].map(PostStatus::as_str);
+        let query = Query::in_partition(user_partition(user_id))
+            .of_type(Post::TYPE)
+            .filter("status", FilterOp::In, Value::from(unpublished.to_vec()))
+            .order_by("creationDate", SortOrder::Descending);
+        let page = self
+            .page(
+                Container::Users,
+                &query,
+                &format!("drafts:{user_id}"),
                 size,
                 continuation,
             )

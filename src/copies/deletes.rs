@@ -41,7 +41,7 @@ pub(crate) struct Cleared {
 }
 
 /// Removes everything derived from the deleted post `post_id` of `author`: its copies in
-/// `users` and `feed`, and its comments and likes.
+/// `users` and `feed`, its comments and likes, and its place in the schedule.
 pub(crate) async fn clear_deleted_post(
     store: &Arc<dyn Store>,
     post_id: &PostId,
@@ -65,8 +65,9 @@ pub(crate) async fn clear_deleted_post(
     let feed_copy =
         delete_if_present(store, Container::Feed, &feed_partition(), post_id.as_str()).await?;
     let children = delete_children(store, post_id).await?;
+    let scheduled = super::schedule::remove_entry(store, post_id).await?;
     Ok(Cleared {
-        written: views + author_copy + feed_copy + children,
+        written: views + author_copy + feed_copy + children + scheduled,
         left_feed: feed_copy > 0,
     })
 }

@@ -4,8 +4,9 @@
 //!
 //! One concept a file: `users` and `posts` are the two handlers (`OnUserChanged`,
 //! `OnPostChanged`), `usernames` closes the rename race, `feed` keeps the feed's window, trim
-//! and refill, `deletes` the cascades, `views` the
-//! tag and archive views (and the archive's counts), `partition_write` writes one partition in batches,
+//! and refill, `deletes` the cascades, `views` the tag and archive views (and the archive's
+//! counts), `partition_write` writes one partition in batches, `schedule` keeps the schedule of
+//! posts that publish themselves,
 //! `shared` holds what both handlers use (their report, a batch's documents), `rebuild`
 //! re-derives everything and `source` says which handler a container's changes go to.
 
@@ -14,6 +15,7 @@ mod feed;
 mod partition_write;
 mod posts;
 mod rebuild;
+mod schedule;
 mod shared;
 mod source;
 mod usernames;
@@ -22,6 +24,7 @@ mod views;
 
 pub use posts::on_post_changed;
 pub use rebuild::rebuild;
+pub use schedule::{enlist_tenant, scheduled_tenants};
 pub use shared::Report;
 pub use source::Source;
 pub use users::on_user_changed;

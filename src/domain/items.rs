@@ -265,7 +265,9 @@ impl Post {
     }
 
     /// The copy that lists show: the same item with its content cut to
-    /// [`SHORT_CONTENT_CHARS`] characters (never inside a character).
+    /// [`SHORT_CONTENT_CHARS`] characters (never inside a character), and its
+    /// `publishedDate` written out when it is published (lists order by it, and an item
+    /// stored before posts had a status leaves it implicit).
     pub fn short(&self) -> Post {
         let content = match self.content.char_indices().nth(SHORT_CONTENT_CHARS) {
             Some((cut, _)) => self.content[..cut].to_owned(),
@@ -273,8 +275,15 @@ impl Post {
         };
         Post {
             content,
+            published_date: self.published_date(),
             ..self.clone()
         }
+    }
+
+    /// The date lists of posts sort by: when it was published, or for a post not published,
+    /// when it was written.
+    pub fn list_date(&self) -> Timestamp {
+        self.published_date().unwrap_or(self.creation_date)
     }
 }
 

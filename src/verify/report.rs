@@ -53,6 +53,8 @@ pub enum ViolationKind {
     OrphanFeedCopy,
     /// A feed item that differs from its post's short form.
     FeedCopyDiffers,
+    /// A feed item whose post is a draft or scheduled: nobody but its author may see it.
+    UnpublishedInFeed,
     /// A comment or like of a deleted post, or an item an erased user wrote before the
     /// erasure: something a delete should have removed.
     LeftAfterDelete,
@@ -86,6 +88,7 @@ impl ViolationKind {
             Self::FeedOverBound => "feed-over-bound",
             Self::OrphanFeedCopy => "orphan-feed-copy",
             Self::FeedCopyDiffers => "feed-copy-differs",
+            Self::UnpublishedInFeed => "unpublished-in-feed",
             Self::LeftAfterDelete => "left-after-delete",
             Self::MissingViewCopy => "missing-view-copy",
             Self::OrphanViewCopy => "orphan-view-copy",

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
 use super::views::ViewModel;
 use super::{Explained, PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
-use crate::blog::{FEED_SIZE, feed_partition};
+use crate::blog::{FEED_SIZE, SCHEDULE_TYPE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
@@ -453,6 +453,11 @@ impl Model {
     }
 
     fn feed_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        // The schedule's partition of `feed` (read with the feeds of a `multi` store): its
+        // entries are not feed copies.
+        if item.get("type").and_then(Value::as_str) == Some(SCHEDULE_TYPE) {
+            return Vec::new();
+        }
         if !is_a::<Post>(&item) {
             scanned.other += 1;
             let why = "not a post copy".to_owned();
@@ -468,8 +473,8 @@ impl Model {
                 let summary = source.map(|s| &s.summary);
                 self.feed.push(FeedEntry {
                     id: copy.id.to_string(),
-                    created: copy.creation_date,
-                    source_created: summary.map(|s| s.created),
+                    created: copy.list_date(),
+                    source_created: summary.and_then(|s| s.published),
                     problem: checks::feed_copy(copy.id.as_str(), canonical_hash(&item), summary),
                 });
                 Vec::new()
@@ -481,15 +486,16 @@ impl Model {
         }
     }
 
-    /// The feed must hold the `expected` = min(100, posts) most recent posts. "Most recent"
-    /// is by `creationDate`, the field the feed query orders by (copies carry it in the
+    /// The feed must hold the `expected` = min(100, published posts) most recently published
+    /// posts, and no other. "Most recent" is by `publishedDate`, the field the feed query
+    /// orders by (copies carry it in the
     /// canonical format, where string order is time order). That query does not say how it
     /// orders posts with the same `creationDate` (the embedded store by id, Cosmos DB as it
     /// pleases), so posts tied at the boundary are interchangeable: the feed must hold every
     /// post newer than the boundary date, and fill the rest with posts of exactly that date.
     fn check_feed(&mut self) -> Vec<Violation> {
         let mut entries = std::mem::take(&mut self.feed);
-        // The feed query's order: creationDate descending (ties: by id, as the embedded store).
+        // The feed query's order: publishedDate descending (ties: by id, as the embedded store).
         entries.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
         let bound = FEED_SIZE as usize;
         let beyond: Vec<String> = entries.iter().skip(bound).map(|e| e.id.clone()).collect();
@@ -499,7 +505,7 @@ impl Model {
         let mut dates: Vec<Timestamp> = self
             .posts
             .values()
-            .filter_map(|t| t.source.as_ref().map(|s| s.summary.created))
+            .filter_map(|t| t.source.as_ref().and_then(|s| s.summary.published))
             .collect();
         let expected = dates.len().min(bound);
         let boundary = (expected > 0).then(|| {
@@ -540,10 +546,10 @@ impl Model {
         held: &HashSet<String>,
         held_ties: usize,
     ) -> Vec<Violation> {
-        let dated = self
-            .posts
-            .iter()
-            .filter_map(|(id, t)| t.source.as_ref().map(|s| (s.summary.created, id)));
+        let dated = self.posts.iter().filter_map(|(id, t)| {
+            let published = t.source.as_ref()?.summary.published?;
+            Some((published, id))
+        });
         let newer = dated
             .clone()
             .filter(|(created, _)| *created > boundary)

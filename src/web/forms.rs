@@ -23,7 +23,7 @@ use super::pages::{PostReading, likes_text, post_href, post_page_of};
 use crate::api::extract::{PathPair, PathParam};
 use crate::api::tenants::CurrentBlog;
 use crate::domain::{
-    CommentContent, CommentId, PostContent, PostId, Title, UserId, ValidationError,
+    CommentContent, CommentId, Post, PostContent, PostId, Title, UserId, ValidationError,
 };
 use crate::error::Error;
 use crate::problem::Problem;
@@ -368,7 +368,9 @@ pub async fn edit_post_page(
 ) -> FormResult {
     let caller = signed_in(&context)?;
     let post_id = PostId::parse(&post_id).map_err(Error::from)?;
-    let post = blog.get_post(&post_id).await?;
+    let post = blog
+        .get_post_seen_by::<Post>(&post_id, Some(&caller))
+        .await?;
     if post.user_id != caller {
         return Err(Error::Forbidden("only the author may edit a post").into());
     }

@@ -252,7 +252,7 @@ impl PostReading {
             }
         };
         let (post, comments, liked) = tokio::join!(
-            blog.get_post(post_id),
+            blog.get_post_seen_by::<Post>(post_id, viewer),
             blog.comments(post_id, PAGE_SIZE, continuation),
             liked
         );
@@ -375,7 +375,7 @@ pub async fn likes_page(
 ) -> Result<Response> {
     let post_id = PostId::parse(&post_id)?;
     let (post, likes) = tokio::join!(
-        blog.get_post(&post_id),
+        blog.get_post_seen_by::<Post>(&post_id, context.viewer.as_ref()),
         blog.likes(&post_id, PAGE_SIZE, paging.token())
     );
     let (post, likes) = (post?, likes?);

@@ -1,9 +1,13 @@
-//! Drafts and scheduled posts: C2's `status` and `publishAt`, what the post item carries.
+//! Drafts and scheduled posts: C2's `status` and `publishAt`, what the post item carries,
+//! who sees an unpublished post, the drafts list, the lists' order by `publishedDate`, and
+//! publication at the scheduled time with no request.
+
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use testkit::{TestApp, operation_tests};
+use testkit::{TestApp, eventually, ids, operation_tests};
 
 operation_tests!(
     a_post_carries_its_status_and_publication_dates,
@@ -194,4 +198,248 @@ async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
     )
     .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+}
+
+/// Runs each named test body on both backends in both layouts, on an application that
+/// publishes scheduled posts every 200 ms.
+macro_rules! publishing_tests {
+    ($($name:ident),* $(,)?) => {
+        mod publishing {
+            use cosmos_blog::store::Tenancy;
+            use testkit::{Backend, TestApp};
+
+            async fn spawn(backend: Backend, tenancy: Tenancy) -> TestApp {
+                TestApp::spawn(backend)
+                    .layout(tenancy)
+                    .settings(|settings| settings.publish_step_ms = 200)
+                    .start()
+                    .await
+            }
+            $(
+                mod $name {
+                    use super::*;
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn embedded() {
+                        super::super::$name(spawn(Backend::Embedded, Tenancy::Single).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn cosmos() {
+                        super::super::$name(spawn(Backend::Cosmos, Tenancy::Single).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn multi_embedded() {
+                        super::super::$name(spawn(Backend::Embedded, Tenancy::Multi).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn multi_cosmos() {
+                        super::super::$name(spawn(Backend::Cosmos, Tenancy::Multi).await).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+publishing_tests!(
+    unpublished_posts_are_seen_by_their_author_alone,
+    a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out,
+    a_scheduled_post_publishes_itself_at_its_time,
+);
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+async fn new_post(app: &TestApp, caller: &str, title: &str, extra: Value) -> Value {
+    let mut body = json!({"title": title, "content": format!("{title} body")});
+    for (key, value) in extra.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    let response = write(app, caller, body).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json().await.unwrap()
+}
+
+async fn get_as(app: &TestApp, caller: Option<&str>, path: &str) -> reqwest::Response {
+    app.send(Method::GET, path, caller, None).await
+}
+
+/// The ids of a list's first page as `caller` reads it.
+async fn listed(app: &TestApp, caller: Option<&str>, path: &str) -> Vec<String> {
+    let response = get_as(app, caller, path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    let page: Value = response.json().await.unwrap();
+    ids(page["items"].as_array().unwrap())
+}
+
+async fn unpublished_posts_are_seen_by_their_author_alone(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let draft = new_post(&app, "ada", "draft", json!({"status": "draft"})).await;
+    let scheduled = new_post(
+        &app,
+        "ada",
+        "scheduled",
+        json!({"status": "scheduled", "publishAt": in_seconds(3_600)}),
+    )
+    .await;
+    let published = new_post(&app, "ada", "published", json!({})).await;
+    let (draft_id, scheduled_id) = (
+        draft["id"].as_str().unwrap(),
+        scheduled["id"].as_str().unwrap(),
+    );
+    let published_id = published["id"].as_str().unwrap().to_owned();
+
+    for id in [draft_id, scheduled_id] {
+        let path = format!("/api/posts/{id}");
+        for stranger in [None, Some("bob")] {
+            let response = get_as(&app, stranger, &path).await;
+            assert_eq!(response.status(), StatusCode::NOT_FOUND);
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["code"], "post-not-found", "{problem}");
+            assert!(!problem.to_string().contains("draft body"), "{problem}");
+        }
+        let own = get_as(&app, Some("ada"), &path).await;
+        assert_eq!(own.status(), StatusCode::OK);
+        for caller in ["bob", "ada"] {
+            assert_eq!(
+                app.comment(caller, id, "hi").await.status(),
+                StatusCode::NOT_FOUND
+            );
+            assert_eq!(app.like(caller, id).await.status(), StatusCode::NOT_FOUND);
+        }
+    }
+    // The published post's copies arrive; the others never do.
+    eventually(WITHIN, || async {
+        let feed = listed(&app, None, "/api/feed").await;
+        let posts = listed(&app, None, "/api/users/ada/posts").await;
+        let drafts = listed(&app, Some("ada"), "/api/users/ada/drafts").await;
+        (feed == [published_id.clone()]
+            && posts == [published_id.clone()]
+            && drafts == [scheduled_id.to_owned(), draft_id.to_owned()])
+        .then_some(())
+    })
+    .await;
+    let drafts = get_as(&app, None, "/api/users/ada/drafts").await;
+    assert_eq!(drafts.status(), StatusCode::UNAUTHORIZED);
+    let drafts = get_as(&app, Some("bob"), "/api/users/ada/drafts").await;
+    assert_eq!(drafts.status(), StatusCode::FORBIDDEN);
+    assert!(
+        listed(&app, Some("bob"), "/api/users/bob/drafts")
+            .await
+            .is_empty()
+    );
+    // Paged like Q3.
+    let paged = app
+        .send(
+            Method::GET,
+            "/api/users/ada/drafts?limit=1",
+            Some("ada"),
+            None,
+        )
+        .await;
+    let page: Value = paged.json().await.unwrap();
+    assert_eq!(ids(page["items"].as_array().unwrap()), [scheduled_id]);
+    assert!(page["continuation"].is_string());
+    app.assert_verifies().await;
+}
+
+async fn a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let draft = new_post(&app, "ada", "written first", json!({"status": "draft"})).await;
+    let draft_id = draft["id"].as_str().unwrap().to_owned();
+    let first = new_post(&app, "ada", "one", json!({})).await;
+    let second = new_post(&app, "ada", "two", json!({})).await;
+    let (first_id, second_id) = (
+        first["id"].as_str().unwrap().to_owned(),
+        second["id"].as_str().unwrap().to_owned(),
+    );
+    let lists = ["/api/feed", "/api/users/ada/posts"];
+    let expect = |wanted: Vec<String>| {
+        let app = &app;
+        async move {
+            eventually(WITHIN, || {
+                let wanted = wanted.clone();
+                async move {
+                    for path in lists {
+                        if listed(app, None, path).await != wanted {
+                            return None;
+                        }
+                    }
+                    Some(())
+                }
+            })
+            .await
+        }
+    };
+    expect(vec![second_id.clone(), first_id.clone()]).await;
+
+    let body = json!({"title": "written first", "content": "c", "status": "published"});
+    let out: Value = edit(&app, "ada", &draft_id, body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(out["publishedDate"].as_str() > second["creationDate"].as_str());
+    expect(vec![draft_id.clone(), second_id.clone(), first_id.clone()]).await;
+    app.assert_verifies().await;
+
+    // Back to draft: out of every list, and the others keep their order.
+    let body = json!({"title": "written first", "content": "c", "status": "draft"});
+    assert_eq!(
+        edit(&app, "ada", &draft_id, body).await.status(),
+        StatusCode::OK
+    );
+    expect(vec![second_id.clone(), first_id.clone()]).await;
+    assert_eq!(
+        get_as(&app, None, &format!("/api/posts/{draft_id}"))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    eventually(WITHIN, || async {
+        (listed(&app, Some("ada"), "/api/users/ada/drafts").await == [draft_id.clone()])
+            .then_some(())
+    })
+    .await;
+    app.assert_verifies().await;
+}
+
+async fn a_scheduled_post_publishes_itself_at_its_time(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let at = in_seconds(3);
+    let scheduled = new_post(
+        &app,
+        "ada",
+        "soon",
+        json!({"status": "scheduled", "publishAt": at}),
+    )
+    .await;
+    let id = scheduled["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/posts/{id}");
+    assert_eq!(
+        get_as(&app, None, &path).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let published = eventually(WITHIN, || async {
+        let response = get_as(&app, None, &path).await;
+        (response.status() == StatusCode::OK).then_some(())?;
+        response.json::<Value>().await.ok()
+    })
+    .await;
+    assert_eq!(published["status"], "published");
+    assert_eq!(published["publishedDate"], at.as_str());
+    assert!(published.get("publishAt").is_none());
+    eventually(WITHIN, || async {
+        let feed = listed(&app, None, "/api/feed").await;
+        let drafts = listed(&app, Some("ada"), "/api/users/ada/drafts").await;
+        (feed == [id.clone()] && drafts.is_empty()).then_some(())
+    })
+    .await;
+    // The publisher runs again and again: nothing changes.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(app.get_json(&path).await, published);
+    app.assert_verifies().await;
 }
