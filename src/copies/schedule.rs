@@ -1,6 +1,6 @@
 //! The schedule as `OnPostChanged` keeps it: an entry for each scheduled post in the `feed`
-//! partition `schedule` (see `blog::schedule`), none for any other post. Idempotent: each
-//! entry is read and written only when it differs.
+//! partition `schedule` (see `blog::schedule`), none for any other post. Idempotent: the
+//! entries are read and written only where they differ.
 //!
 //! In a `multi` store each tenant's schedule is in its own partition, so the publisher also
 //! needs to know which tenants have one: the directory, one item in `leases` (which no tenant
@@ -8,65 +8,84 @@
 //! whose schedule is empty costs the publisher one query per pass), so adding to it is the
 //! only write, with If-Match, and it never loses a tenant to a race.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures::{StreamExt, stream};
 use serde_json::{Value, json};
 
-use super::shared::{HANDLER_CONCURRENCY, Report, settle};
-use crate::blog::{ScheduleEntry, schedule_partition};
+use super::partition_write::PartitionWrite;
+use super::shared::Report;
+use crate::blog::{SCHEDULE_TYPE, ScheduleEntry, schedule_partition};
 use crate::domain::{Post, PostId, TenantId};
-use crate::store::{Container, PartitionKey, Store, StoreError, StoreResult};
+use crate::store::{
+    BatchOperation, Container, FilterOp, Pages, PartitionKey, Query, Store, StoreError, StoreResult,
+};
 
 /// The id of the directory item in `leases`.
 const DIRECTORY_ID: &str = "schedule.tenants";
 
 /// Puts each of `posts` (their current versions) in the schedule or takes it out, as its
-/// status says. Returns the report, whose `scheduled` counts the entries written.
+/// status says: one query of the schedule's partition for the entries of these posts, then
+/// the entries that differ written as transactional batches: a batch of posts costs the
+/// schedule one read, and one write when an entry changes. Returns the report, whose
+/// `scheduled` counts the entries written.
 pub(super) async fn keep_schedule(store: &Arc<dyn Store>, posts: Vec<Post>) -> StoreResult<Report> {
-    let results: Vec<_> = stream::iter(posts)
-        .map(|post| {
-            let store = Arc::clone(store);
-            async move { (post.id.clone(), keep_entry(&store, &post).await) }
-        })
-        .buffer_unordered(HANDLER_CONCURRENCY)
-        .collect()
-        .await;
-    let mut report = Report::default();
-    for (id, result) in results {
-        if let Ok(Some(true)) = result {
-            report.scheduled += 1;
-        }
-        let written = result.map(|change| usize::from(change.is_some()));
-        settle(written, format!("schedule of post {id}"), &mut report)?;
+    if posts.is_empty() {
+        return Ok(Report::default());
     }
+    let pk = schedule_partition();
+    let stored = stored_entries(store, &posts).await?;
+    let mut operations = Vec::new();
+    let mut scheduled = 0;
+    for post in &posts {
+        let wanted = ScheduleEntry::of(post)
+            .map(|entry| entry.to_item())
+            .transpose()
+            .map_err(|e| StoreError::BadRequest(e.to_string()))?;
+        let stored = stored.get(post.id.as_str());
+        let what = format!("schedule of post {}", post.id);
+        match (wanted, stored) {
+            (Some(wanted), Some(stored)) if same_entry(&wanted, stored) => {}
+            (Some(item), _) => {
+                scheduled += 1;
+                operations.push((what, BatchOperation::Upsert { item }));
+            }
+            (None, Some(_)) => {
+                let id = post.id.to_string();
+                operations.push((what, BatchOperation::Delete { id }));
+            }
+            (None, None) => {}
+        }
+    }
+    let write = PartitionWrite {
+        container: Container::Feed,
+        pk,
+        operations,
+    };
+    let mut report = write.run(store).await?;
+    report.scheduled += scheduled;
     Ok(report)
 }
 
-/// `Some(true)`: the entry was written; `Some(false)`: removed; `None`: it was right.
-async fn keep_entry(store: &Arc<dyn Store>, post: &Post) -> StoreResult<Option<bool>> {
-    let pk = schedule_partition();
-    let stored = store
-        .read_item(Container::Feed, &pk, post.id.as_str())
-        .await?
-        .map(|document| document.item);
-    let wanted = ScheduleEntry::of(post)
-        .map(|entry| entry.to_item())
-        .transpose()
-        .map_err(|e| StoreError::BadRequest(e.to_string()))?;
-    match (wanted, stored) {
-        (Some(wanted), Some(stored)) if same_entry(&wanted, &stored) => Ok(None),
-        (Some(wanted), _) => {
-            store.upsert_item(Container::Feed, &pk, wanted).await?;
-            Ok(Some(true))
+/// The schedule's entries of `posts`, by post id: one query of the schedule's partition.
+async fn stored_entries(
+    store: &Arc<dyn Store>,
+    posts: &[Post],
+) -> StoreResult<HashMap<String, Value>> {
+    let ids: Vec<&str> = posts.iter().map(|post| post.id.as_str()).collect();
+    let query = Query::in_partition(schedule_partition())
+        .of_type(SCHEDULE_TYPE)
+        .filter("id", FilterOp::In, Value::from(ids));
+    let mut pages = Pages::new(&**store, Container::Feed, &query, 1_000);
+    let mut entries = HashMap::new();
+    while let Some(items) = pages.next().await? {
+        for item in items {
+            if let Some(id) = item.get("id").and_then(Value::as_str) {
+                entries.insert(id.to_owned(), item.clone());
+            }
         }
-        (None, Some(_)) => {
-            remove_entry(store, &post.id).await?;
-            Ok(Some(false))
-        }
-        (None, None) => Ok(None),
     }
+    Ok(entries)
 }
 
 /// Whether a stored entry holds what is wanted (system properties aside).

@@ -15,7 +15,7 @@
 //! twice or lose it. The index partition holds a copy of each month's count, replaced only by
 //! a newer revision: handlers racing on one month leave the index at the last count.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +27,8 @@ use crate::blog::{archive_index_partition, month_partition, published_on, tag_pa
 use crate::domain::{Month, MonthCount, Post, PostId, is_a};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, Pages, Query, Store, StoreError, StoreResult,
+    BatchOperation, Container, Document, ETag, MAX_BATCH_OPERATIONS, Pages, PartitionKey, Query,
+    Store, StoreError, StoreResult,
 };
 
 /// Attempts at one month's count before the batch is failed (and delivered again).
@@ -91,18 +92,51 @@ pub(crate) fn archive_copy(short: &Post, month: &Month) -> StoreResult<Value> {
     Ok(item)
 }
 
+/// One post's copy wanted in one partition of a view: its id and the copy (`None`: none).
+type Wanted = (PostId, Option<Value>);
+
 /// Puts the views of each post in step: `posts` holds each post's id, its current short form
-/// (`None`: deleted) and where its copies may be from before. Returns the items written.
+/// (`None`: deleted) and where its copies may be from before. The copies are gathered by the
+/// partition they live in, and each partition is written as transactional batches (a month's
+/// with its count), so a batch of posts costs a write per tag and per month rather than one
+/// per copy. Returns the items written.
 pub(crate) async fn place_posts(
     store: &Arc<dyn Store>,
     posts: Vec<(PostId, Option<Post>, Placement)>,
 ) -> StoreResult<usize> {
-    let written: Vec<StoreResult<usize>> = stream::iter(posts)
-        .map(|(id, now, before)| async move { place(store, &id, now.as_ref(), &before).await })
+    let mut by_tag: BTreeMap<String, Vec<Wanted>> = BTreeMap::new();
+    let mut by_month: BTreeMap<Month, Vec<Wanted>> = BTreeMap::new();
+    for (id, now, before) in posts {
+        let wanted = now.as_ref().map(Placement::of).unwrap_or_default();
+        for tag in wanted.tags.union(&before.tags) {
+            let want = match &now {
+                Some(short) if wanted.tags.contains(tag) => Some(tag_copy(short, tag)?),
+                _ => None,
+            };
+            by_tag
+                .entry(tag.clone())
+                .or_default()
+                .push((id.clone(), want));
+        }
+        let months: BTreeSet<Month> = wanted.month.iter().chain(&before.month).copied().collect();
+        for month in months {
+            let want = match &now {
+                Some(short) if wanted.month == Some(month) => Some(archive_copy(short, &month)?),
+                _ => None,
+            };
+            by_month.entry(month).or_default().push((id.clone(), want));
+        }
+    }
+    let tags = stream::iter(by_tag)
+        .map(|(tag, wanted)| async move { set_tag_copies(store, &tag, wanted).await })
         .buffer_unordered(HANDLER_CONCURRENCY)
-        .collect()
-        .await;
-    written.into_iter().sum()
+        .collect::<Vec<_>>();
+    let months = stream::iter(by_month)
+        .map(|(month, wanted)| async move { set_archive_copies(store, &month, wanted).await })
+        .buffer_unordered(HANDLER_CONCURRENCY)
+        .collect::<Vec<_>>();
+    let (tags, months) = futures::join!(tags, months);
+    tags.into_iter().chain(months).sum()
 }
 
 /// Puts one post's views in step with `now` (its short form; `None` once deleted), looking
@@ -113,102 +147,129 @@ pub(crate) async fn place(
     now: Option<&Post>,
     before: &Placement,
 ) -> StoreResult<usize> {
-    let wanted = now.map(Placement::of).unwrap_or_default();
-    let mut written = 0;
-    for tag in wanted.tags.union(&before.tags) {
-        let want = match now {
-            Some(short) if wanted.tags.contains(tag) => Some(tag_copy(short, tag)?),
-            _ => None,
-        };
-        written += set_tag_copy(store, tag, post_id, want).await?;
+    place_posts(store, vec![(post_id.clone(), now.cloned(), before.clone())]).await
+}
+
+/// The copies a partition of `container` holds of `wanted`'s posts, by post id: one point
+/// read each, side by side.
+async fn stored_copies(
+    store: &Arc<dyn Store>,
+    container: Container,
+    pk: &PartitionKey,
+    wanted: &[Wanted],
+) -> StoreResult<HashMap<PostId, Document>> {
+    let ids: Vec<PostId> = wanted.iter().map(|(id, _)| id.clone()).collect();
+    let read: Vec<StoreResult<Option<(PostId, Document)>>> = stream::iter(ids)
+        .map(|id| {
+            let pk = pk.clone();
+            async move {
+                let found = store.read_item(container, &pk, id.as_str()).await?;
+                Ok(found.map(|document| (id, document)))
+            }
+        })
+        .buffer_unordered(HANDLER_CONCURRENCY)
+        .collect()
+        .await;
+    read.into_iter().filter_map(Result::transpose).collect()
+}
+
+/// The operation that makes `stored` (a post's copy as the partition holds it) what `want`
+/// says, and how it moves the partition's count of copies; `None` when it already is.
+fn copy_operation(
+    id: &PostId,
+    stored: Option<&Document>,
+    want: &Option<Value>,
+) -> Option<(BatchOperation, i64)> {
+    match (stored, want) {
+        (Some(found), Some(want)) if &found.item == want => None,
+        // The same post, changed: no count moves. If-Match, so that a delete of the copy in
+        // between (a handler unpublishing it) is not undone without its count.
+        (Some(found), Some(item)) => Some((
+            BatchOperation::Replace {
+                item: item.clone(),
+                if_match: Some(found.etag.clone()),
+            },
+            0,
+        )),
+        (None, Some(item)) => Some((BatchOperation::Create { item: item.clone() }, 1)),
+        (Some(_), None) => Some((BatchOperation::Delete { id: id.to_string() }, -1)),
+        (None, None) => None,
     }
-    let months: BTreeSet<Month> = wanted.month.iter().chain(&before.month).copied().collect();
-    for month in months {
-        let want = match now {
-            Some(short) if wanted.month == Some(month) => Some(archive_copy(short, &month)?),
-            _ => None,
-        };
-        written += set_archive_copy(store, &month, post_id, want).await?;
+}
+
+/// Makes the tag's partition hold each wanted copy (or none), in batches.
+async fn set_tag_copies(
+    store: &Arc<dyn Store>,
+    tag: &str,
+    wanted: Vec<Wanted>,
+) -> StoreResult<usize> {
+    let pk = tag_partition(tag);
+    let mut written = 0;
+    for chunk in wanted.chunks(MAX_BATCH_OPERATIONS) {
+        written += write_chunk(store, Container::Tags, &pk, chunk, None)
+            .await?
+            .0;
     }
     Ok(written)
 }
 
-/// Makes the tag's partition hold `want` as the post's copy (or none).
-async fn set_tag_copy(
-    store: &Arc<dyn Store>,
-    tag: &str,
-    post_id: &PostId,
-    want: Option<Value>,
-) -> StoreResult<usize> {
-    let pk = tag_partition(tag);
-    let existing = store
-        .read_item(Container::Tags, &pk, post_id.as_str())
-        .await?;
-    match (existing, want) {
-        (Some(found), Some(want)) if found.item == want => Ok(0),
-        (_, Some(want)) => {
-            store.upsert_item(Container::Tags, &pk, want).await?;
-            Ok(1)
-        }
-        (None, None) => Ok(0),
-        (Some(_), None) => match store
-            .delete_item(Container::Tags, &pk, post_id.as_str())
-            .await
-        {
-            Ok(()) => Ok(1),
-            Err(StoreError::NotFound) => Ok(0),
-            Err(e) => Err(e),
-        },
-    }
-}
-
-/// Makes the month's partition hold `want` as the post's copy (or none); a copy that comes or
-/// goes changes the month's count in the same batch, and then the index.
-pub(crate) async fn set_archive_copy(
+/// Makes the month's partition hold each wanted copy (or none), in batches; copies that come
+/// or go change the month's count in the same batch, and then the index.
+pub(crate) async fn set_archive_copies(
     store: &Arc<dyn Store>,
     month: &Month,
-    post_id: &PostId,
-    want: Option<Value>,
+    wanted: Vec<Wanted>,
 ) -> StoreResult<usize> {
     let pk = month_partition(month);
+    let mut written = 0;
+    let mut last_count = None;
+    // One place in each batch is kept for the count.
+    for chunk in wanted.chunks(MAX_BATCH_OPERATIONS - 1) {
+        let (n, counted) = write_chunk(store, Container::Archive, &pk, chunk, Some(month)).await?;
+        written += n;
+        last_count = counted.or(last_count);
+    }
+    if let Some(counted) = last_count {
+        written += sync_index(store, &counted).await?;
+    }
+    Ok(written)
+}
+/// Writes one batch's worth of wanted copies to one partition: reads what it holds, writes
+/// what differs as one transactional batch (with the month's count replaced under If-Match
+/// when `counted` names the month and copies come or go), and reads and tries again when
+/// another writer came first. Returns the items written and the count written, if any.
+async fn write_chunk(
+    store: &Arc<dyn Store>,
+    container: Container,
+    pk: &PartitionKey,
+    chunk: &[Wanted],
+    counted: Option<&Month>,
+) -> StoreResult<(usize, Option<MonthCount>)> {
     let mut delays = Backoff::new(Duration::from_millis(2), Duration::from_millis(100)).delays();
     for _ in 0..MAX_COUNT_ATTEMPTS {
-        let existing = store
-            .read_item(Container::Archive, &pk, post_id.as_str())
-            .await?;
-        let copy_op = match (&existing, want.clone()) {
-            (Some(found), Some(want)) if found.item == want => return Ok(0),
-            // The same post, changed: no count moves. If-Match, so that a delete of the copy
-            // in between (a handler unpublishing it) is not undone without its count.
-            (Some(found), Some(item)) => {
-                match store
-                    .replace_item(Container::Archive, &pk, item, Some(&found.etag))
-                    .await
-                {
-                    Ok(_) => return Ok(1),
-                    Err(e) if is_race(&e) => continue,
-                    Err(e) => return Err(e),
-                }
+        let stored = stored_copies(store, container, pk, chunk).await?;
+        let mut operations = Vec::new();
+        let mut delta = 0;
+        for (id, want) in chunk {
+            if let Some((operation, moves)) = copy_operation(id, stored.get(id), want) {
+                operations.push(operation);
+                delta += moves;
             }
-            (None, None) => return Ok(0),
-            (None, Some(item)) => BatchOperation::Create { item },
-            (Some(_), None) => BatchOperation::Delete {
-                id: post_id.to_string(),
-            },
-        };
-        let (count, etag) = read_count(store, month).await?;
-        let post_count = if want.is_some() {
-            count.post_count + 1
-        } else {
-            count.post_count.saturating_sub(1)
-        };
-        let counted = MonthCount::new(month, post_count, count.revision + 1);
-        let count_op = count_write(&counted, etag)?;
-        match store
-            .execute_batch(Container::Archive, &pk, vec![copy_op, count_op])
-            .await
-        {
-            Ok(_) => return Ok(2 + sync_index(store, &counted).await?),
+        }
+        if operations.is_empty() {
+            return Ok((0, None));
+        }
+        let mut count = None;
+        if let Some(month) = counted.filter(|_| delta != 0) {
+            let (held, etag) = read_count(store, month).await?;
+            let post_count = held.post_count.saturating_add_signed(delta);
+            let new = MonthCount::new(month, post_count, held.revision + 1);
+            operations.push(count_write(&new, etag)?);
+            count = Some(new);
+        }
+        let written = operations.len();
+        match store.execute_batch(container, pk, operations).await {
+            Ok(_) => return Ok((written, count)),
             Err(StoreError::BatchOperationFailed { cause, .. }) if is_race(&cause) => {}
             Err(e) => return Err(e),
         }
