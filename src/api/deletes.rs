@@ -2,25 +2,13 @@
 //! time-to-live; see `blog::deletes`).
 
 use axum::http::StatusCode;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
-use super::extract::{Caller, PathPair, PathParam};
-use super::state::AppState;
+use super::extract::Caller;
+use super::paths::{CommentPath, PostPath, UserPath};
 use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, UserId};
 use crate::error::Result;
-
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(delete_user))
-        .routes(routes!(delete_post))
-        .routes(routes!(delete_comment))
-        .routes(routes!(unlike))
-}
 
 /// Delete an account
 ///
@@ -29,7 +17,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// before is erased through the change feed.
 #[utoipa::path(
     delete,
-    path = "/api/users/{userId}",
+    path = "/users/{userId}",
     operation_id = "DeleteUser",
     tag = "users",
     params(("userId" = UserId, Path, description = "The caller's own id.")),
@@ -43,12 +31,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         StoreFailures,
     )
 )]
-async fn delete_user(
+pub(super) async fn delete_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<StatusCode> {
-    let user_id = UserId::parse(&user_id)?;
     blog.delete_user(&caller, &user_id).await?;
     Ok(StatusCode::ACCEPTED)
 }
@@ -59,7 +46,7 @@ async fn delete_user(
 /// comment or like; its copies leave the author's list and the feed through the change feed.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "DeletePost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -74,12 +61,11 @@ async fn delete_user(
         StoreFailures,
     )
 )]
-async fn delete_post(
+pub(super) async fn delete_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -90,7 +76,7 @@ async fn delete_post(
 /// transaction.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}/comments/{commentId}",
+    path = "/posts/{postId}/comments/{commentId}",
     operation_id = "DeleteComment",
     tag = "posts",
     params(
@@ -108,13 +94,11 @@ async fn delete_post(
         StoreFailures,
     )
 )]
-async fn delete_comment(
+pub(super) async fn delete_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathPair(post_id, comment_id): PathPair,
+    CommentPath(post_id, comment_id): CommentPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
-    let comment_id = CommentId::parse(&comment_id)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -125,7 +109,7 @@ async fn delete_comment(
 /// again afterwards creates a new like.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "Unlike",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -139,12 +123,11 @@ async fn delete_comment(
         StoreFailures,
     )
 )]
-async fn unlike(
+pub(super) async fn unlike(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.unlike(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -8,19 +8,16 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
     UnprocessableContent,
 };
 use super::extract::{
-    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
-    PathParam, Viewer,
+    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams, Viewer,
 };
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
-use super::state::AppState;
+use super::paths::PostPath;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
 use crate::domain::{
@@ -29,25 +26,11 @@ use crate::domain::{
 };
 use crate::error::Result;
 
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(create_post))
-        .routes(routes!(edit_post))
-        .routes(routes!(get_post))
-        .routes(routes!(add_comment))
-        .routes(routes!(list_comments))
-        .routes(routes!(like_post))
-        .routes(routes!(list_likes))
-        .routes(routes!(feed))
-}
-
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct PostBody {
+pub(super) struct PostBody {
     #[schema(value_type = Title)]
     title: String,
     #[schema(value_type = PostContent)]
@@ -89,7 +72,7 @@ impl PostBody {
 }
 
 #[derive(Deserialize, ToSchema)]
-struct CommentBody {
+pub(super) struct CommentBody {
     #[schema(value_type = CommentContent)]
     content: String,
 }
@@ -100,7 +83,7 @@ struct CommentBody {
 /// creates nothing: it answers the post the first request created.
 #[utoipa::path(
     post,
-    path = "/api/posts",
+    path = "/posts",
     operation_id = "CreatePost",
     tag = "posts",
     params(IdempotencyParams),
@@ -116,7 +99,7 @@ struct CommentBody {
         StoreFailures,
     )
 )]
-async fn create_post(
+pub(super) async fn create_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
@@ -136,7 +119,7 @@ async fn create_post(
 /// Only the author may edit; the counts stay as they are.
 #[utoipa::path(
     put,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "EditPost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -152,13 +135,12 @@ async fn create_post(
         StoreFailures,
     )
 )]
-async fn edit_post(
+pub(super) async fn edit_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     let (title, content, publication, tags) = body.parse()?;
     let edit = (title, content, tags.as_ref());
     Ok(Json(
@@ -174,7 +156,7 @@ async fn edit_post(
 /// exist.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "GetPost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -185,12 +167,11 @@ async fn edit_post(
         StoreFailures,
     )
 )]
-async fn get_post(
+pub(super) async fn get_post(
     CurrentBlog(blog): CurrentBlog,
     Viewer(viewer): Viewer,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<WireItem<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     Ok(WireItem(
         blog.get_post_seen_by(&post_id, viewer.as_ref()).await?,
     ))
@@ -203,7 +184,7 @@ async fn get_post(
 /// created.
 #[utoipa::path(
     post,
-    path = "/api/posts/{postId}/comments",
+    path = "/posts/{postId}/comments",
     operation_id = "AddComment",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), IdempotencyParams),
@@ -219,14 +200,13 @@ async fn get_post(
         StoreFailures,
     )
 )]
-async fn add_comment(
+pub(super) async fn add_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<(StatusCode, Json<Comment>)> {
-    let post_id = PostId::parse(&post_id)?;
     let content = CommentContent::parse(&body.content)?;
     let comment = blog
         .add_comment_with_key(&caller, &post_id, content, key.as_ref())
@@ -239,7 +219,7 @@ async fn add_comment(
 /// Oldest first, each with its author's username, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}/comments",
+    path = "/posts/{postId}/comments",
     operation_id = "ListComments",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), ListParams),
@@ -250,12 +230,11 @@ async fn add_comment(
         StoreFailures,
     )
 )]
-async fn list_comments(
+pub(super) async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .comments(&post_id, list.size, list.continuation.as_deref())
         .await?;
@@ -267,7 +246,7 @@ async fn list_comments(
 /// Once per user: a repeated like changes nothing and returns the existing like.
 #[utoipa::path(
     post,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "LikePost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -282,12 +261,11 @@ async fn list_comments(
         StoreFailures,
     )
 )]
-async fn like_post(
+pub(super) async fn like_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<(StatusCode, Json<Like>)> {
-    let post_id = PostId::parse(&post_id)?;
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
     let status = match outcome {
         CreateOutcome::Created => StatusCode::CREATED,
@@ -301,7 +279,7 @@ async fn like_post(
 /// Oldest first, each with the liker's username, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "ListLikes",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), ListParams),
@@ -312,12 +290,11 @@ async fn like_post(
         StoreFailures,
     )
 )]
-async fn list_likes(
+pub(super) async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .likes(&post_id, list.size, list.continuation.as_deref())
         .await?;
@@ -329,7 +306,7 @@ async fn list_likes(
 /// The most recent posts in short form, newest first; `continuation` is always `null`.
 #[utoipa::path(
     get,
-    path = "/api/feed",
+    path = "/feed",
     operation_id = "GetFeed",
     tag = "feed",
     params((
@@ -342,7 +319,10 @@ async fn list_likes(
         StoreFailures,
     )
 )]
-async fn feed(CurrentScope(scope): CurrentScope, FeedLimit(size): FeedLimit) -> Result<Response> {
+pub(super) async fn feed(
+    CurrentScope(scope): CurrentScope,
+    FeedLimit(size): FeedLimit,
+) -> Result<Response> {
     let body = scope.feed.page(&scope.blog, size).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

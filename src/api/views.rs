@@ -5,29 +5,18 @@
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{BadRequest, StoreFailures};
-use super::extract::{List, ListParams, PathPair, PathParam};
+use super::extract::{List, ListParams};
 use super::pages::{PostPage, WirePage};
-use super::state::AppState;
+use super::paths::{MonthPath, TagPath};
 use super::tenants::CurrentBlog;
-use crate::domain::{ArchiveMonth, Month, Post, Tag};
+use crate::domain::{ArchiveMonth, Post, Tag};
 use crate::error::Result;
-
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(tag_posts))
-        .routes(routes!(month_posts))
-        .routes(routes!(archive))
-}
 
 /// The archive's months: `{"items": [...], "continuation": null}`, like the feed.
 #[derive(Serialize, ToSchema)]
-struct ArchiveMonths {
+pub(super) struct ArchiveMonths {
     /// The months that have published posts, newest first.
     items: Vec<ArchiveMonth>,
     /// Always `null`: every month is in one answer.
@@ -42,7 +31,7 @@ struct ArchiveMonths {
 /// post carries lists nothing.
 #[utoipa::path(
     get,
-    path = "/api/tags/{tag}/posts",
+    path = "/tags/{tag}/posts",
     operation_id = "ListTagPosts",
     tag = "views",
     params(("tag" = Tag, Path, description = "The tag."), ListParams),
@@ -52,12 +41,11 @@ struct ArchiveMonths {
         StoreFailures,
     )
 )]
-async fn tag_posts(
+pub(super) async fn tag_posts(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(tag): PathParam,
+    TagPath(tag): TagPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let tag = Tag::parse(&tag)?;
     let page = blog
         .tag_posts(&tag, list.size, list.continuation.as_deref())
         .await?;
@@ -69,7 +57,7 @@ async fn tag_posts(
 /// The posts published in the month (UTC), newest first, in short form, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/archive/{year}/{month}/posts",
+    path = "/archive/{year}/{month}/posts",
     operation_id = "ListMonthPosts",
     tag = "views",
     params(
@@ -83,12 +71,11 @@ async fn tag_posts(
         StoreFailures,
     )
 )]
-async fn month_posts(
+pub(super) async fn month_posts(
     CurrentBlog(blog): CurrentBlog,
-    PathPair(year, month): PathPair,
+    MonthPath(month): MonthPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let month = Month::from_path(&year, &month)?;
     let page = blog
         .month_posts(&month, list.size, list.continuation.as_deref())
         .await?;
@@ -100,7 +87,7 @@ async fn month_posts(
 /// Every month that has published posts, newest first, with its count: one read.
 #[utoipa::path(
     get,
-    path = "/api/archive",
+    path = "/archive",
     operation_id = "GetArchive",
     tag = "views",
     responses(
@@ -108,7 +95,7 @@ async fn month_posts(
         StoreFailures,
     )
 )]
-async fn archive(CurrentBlog(blog): CurrentBlog) -> Result<Json<ArchiveMonths>> {
+pub(super) async fn archive(CurrentBlog(blog): CurrentBlog) -> Result<Json<ArchiveMonths>> {
     let months = blog.archive_months().await?;
     Ok(Json(ArchiveMonths {
         items: months.iter().map(ArchiveMonth::from).collect(),

@@ -5,6 +5,7 @@
 
 pub(crate) mod combiner;
 mod deletes;
+mod drafts;
 mod feed;
 mod list_cache;
 mod listed;
@@ -35,13 +36,13 @@ pub use views::{LISTED_BY, archive_index_partition, month_partition, published_o
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    PostStatus, Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username,
-    is_a, is_stored_a,
+    Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a,
+    is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{
-    BatchOperation, Container, Document, ETag, FilterOp, JsonPage, Page, PageRequest, PartitionKey,
+    BatchOperation, Container, Document, ETag, JsonPage, Page, PageRequest, PartitionKey,
     PartitionVersion, Query, RawItem, SortOrder, Store, StoreError,
 };
 
@@ -413,21 +414,6 @@ impl Blog {
             .ok_or_else(|| Error::not_found("post", post_id.as_str()))
     }
 
-    /// Q2 as `viewer` (the caller, if any) may see it: an unpublished post is its author's
-    /// alone, and anyone else is told that there is no such post, as for one that never was.
-    pub async fn get_post_seen_by<T: Listed<Item = Post> + Seen>(
-        &self,
-        post_id: &PostId,
-        viewer: Option<&UserId>,
-    ) -> Result<T> {
-        let post = self.get_post_as::<T>(post_id).await?;
-        if post.is_seen_by(viewer)? {
-            Ok(post)
-        } else {
-            Err(Error::not_found("post", post_id.as_str()))
-        }
-    }
-
     /// Whether `caller` likes the post: a point read of their like (its id comes from the
     /// liker) in the post's partition.
     pub async fn has_liked(&self, caller: &UserId, post_id: &PostId) -> Result<bool> {
@@ -460,35 +446,6 @@ impl Blog {
                 Container::Users,
                 &query,
                 &format!("posts:{user_id}"),
-                size,
-                continuation,
-            )
-            .await?;
-        if page.items.is_empty() && continuation.is_none() {
-            self.get_user(user_id).await?;
-        }
-        Ok(page)
-    }
-
-    /// The user's drafts and scheduled posts in short form, newest first, from the copies in
-    /// the user's own partition of `users` (where the change feed keeps every post's copy,
-    /// published or not). Who may ask is the API's to check: their author alone.
-    pub async fn user_drafts<T: Listed<Item = Post>>(
-        &self,
-        user_id: &UserId,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        let unpublished = [PostStatus::Draft, PostStatus::Scheduled].map(PostStatus::as_str);
-        let query = Query::in_partition(user_partition(user_id))
-            .of_type(Post::TYPE)
-            .filter("status", FilterOp::In, Value::from(unpublished.to_vec()))
-            .order_by("creationDate", SortOrder::Descending);
-        let page = self
-            .page(
-                Container::Users,
-                &query,
-                &format!("drafts:{user_id}"),
                 size,
                 continuation,
             )

@@ -44,6 +44,9 @@ pub fn router(recheck: Recheck, publisher: Publisher) -> Router<AppState> {
             &format!("/{}", publisher::FUNCTION_NAME),
             post(move |state, body| invoke::invoke_publisher(publisher, state, body)),
         )
-        .route_layer(middleware::from_fn(crate::telemetry::http::note_route))
+        .route_layer(middleware::from_fn_with_state(
+            crate::operations::trigger_for as crate::telemetry::http::FunctionOf,
+            crate::telemetry::http::note_route,
+        ))
         .layer(DefaultBodyLimit::max(MAX_INVOCATION_BYTES))
 }

@@ -19,12 +19,10 @@ use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{PostReading, likes_text, post_href, post_page_of};
-use crate::api::extract::{PathPair, PathParam};
+use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
+use crate::api::paths::{CommentPath, PostPath};
 use crate::api::tenants::CurrentBlog;
-use crate::domain::{
-    CommentContent, CommentId, Post, PostContent, PostId, Title, UserId, ValidationError,
-};
+use crate::domain::{CommentContent, Post, PostContent, PostId, Title, UserId, ValidationError};
 use crate::error::Error;
 use crate::problem::Problem;
 
@@ -144,17 +142,6 @@ impl Unsent {
 fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> {
     checked_token(context, posted_token)?;
     button_writer(context)
-}
-
-/// The signed-in reader and the post of the path, for a form about a post.
-fn post_writer(
-    context: &PageContext,
-    posted_token: &str,
-    post_id: &str,
-) -> Result<(UserId, PostId), Refusal> {
-    let caller = writer(context, posted_token)?;
-    let post_id = PostId::parse(post_id).map_err(Error::from)?;
-    Ok((caller, post_id))
 }
 
 /// `done`'s answer to a write, except that a caller without a user item yet is sent to
@@ -299,10 +286,7 @@ fn write_page(
             .map(|e| format!("The {field} {}.", e.reason))
     };
     WritePage {
-        l: context.layout(
-            format!("{heading} · Cosmos Blog"),
-            "Write a post in Markdown.",
-        ),
+        l: context.layout(heading, "Write a post in Markdown."),
         heading,
         action,
         submit,
@@ -356,7 +340,7 @@ pub async fn create_post(
     };
     let written = blog.create_post(&caller, title, content).await;
     unless_unregistered(&context, written, &context.here, |post| {
-        Redirect::to(&post_href(&context.base, &post.id)).into_response()
+        Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
     })
 }
 
@@ -364,10 +348,9 @@ pub async fn create_post(
 pub async fn edit_post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> FormResult {
     let caller = signed_in(&context)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let post = blog
         .get_post_seen_by::<Post>(&post_id, Some(&caller))
         .await?;
@@ -387,10 +370,9 @@ pub async fn edit_post_page(
 pub async fn edit_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let caller = match Unsent::check(&context, &form.csrf) {
         Ok(caller) => caller,
         Err(unsent) => return Ok(unsent_post_form(&context, Some(&post_id), &form, &unsent)),
@@ -402,19 +384,20 @@ pub async fn edit_post(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    blog.edit_post(&caller, &post_id, title, content, None)
+    let edited = blog
+        .edit_post(&caller, &post_id, title, content, None)
         .await?;
-    Ok(Redirect::to(&post_href(&context.base, &post_id)).into_response())
+    Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
 }
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.
 pub async fn delete_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(Redirect::to(&format!("{}?done=post-deleted", home(&context))).into_response())
 }
@@ -434,10 +417,9 @@ pub struct CommentForm {
 pub async fn add_comment(
     mut context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let href = post_href(&context.base, &post_id);
     // A refused comment comes back on the post's page, which sign-in returns to.
     context.here = href.clone();
@@ -479,11 +461,10 @@ async fn refused_comment(
 pub async fn delete_comment(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathPair(post_id, comment_id): PathPair,
+    CommentPath(post_id, comment_id): CommentPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
-    let comment_id = CommentId::parse(&comment_id).map_err(Error::from)?;
+    let caller = writer(&context, &form.csrf)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     let back = format!(
         "{}?done=comment-deleted#comments",
@@ -496,10 +477,10 @@ pub async fn delete_comment(
 pub async fn like(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     match blog.like_post(&caller, &post_id).await {
         Ok(_) => after_like(&context, &blog, &post_id, true).await,
         Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(
@@ -514,10 +495,10 @@ pub async fn like(
 pub async fn unlike(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     match blog.unlike(&caller, &post_id).await {
         // Not liked (any more): nothing to remove, which is what was asked.
         Ok(()) | Err(Error::NotFound { kind: "like", .. }) => {

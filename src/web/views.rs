@@ -9,12 +9,12 @@ use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::context::{Layout, PageContext};
-use super::pages::{Paging, PostView, next_href, post_href, tag_href};
-use crate::api::extract::{PathPair, PathParam};
+use super::context::{FeedLink, Layout, PageContext};
+use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
+use crate::api::paths::{MonthPath, TagPath};
 use crate::api::tenants::CurrentBlog;
 use crate::blog::PageSize;
-use crate::domain::{Month, MonthCount, Post, Tag};
+use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
 use crate::words::count;
 
@@ -77,21 +77,23 @@ fn month_href(base: &str, month: &Month) -> String {
 pub async fn tag_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(tag): PathParam,
+    TagPath(tag): TagPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let tag = Tag::parse(&tag)?;
     let posts = blog
         .tag_posts::<Post>(&tag, PAGE_SIZE, paging.token())
         .await?;
     let href = tag_href(&context.base, tag.as_str());
     let feed = format!("{href}/feed.atom");
     let mut l = context.layout(
-        format!("#{tag} · Cosmos Blog"),
+        format!("#{tag}"),
         format!("Posts tagged {tag}, newest first."),
     );
-    l.author_feed = Some(feed.clone());
-    l.canonical = Some(context.absolute(&href));
+    l.feeds.extend(FeedLink::both(
+        &format!("Posts tagged {tag}"),
+        &format!("{href}/feed"),
+    ));
+    l.canonical = context.absolute(&href);
     let page = ViewListPage {
         l,
         heading: format!("#{tag}"),
@@ -111,10 +113,10 @@ pub async fn archive_page(
     let months = blog.archive_months().await?;
     let href = format!("{}/archive", context.base);
     let mut l = context.layout(
-        "Archive · Cosmos Blog",
+        "Archive",
         "Every month of this blog, with its number of posts.",
     );
-    l.canonical = Some(context.absolute(&href));
+    l.canonical = context.absolute(&href);
     let months = months
         .iter()
         .filter_map(|counted| {
@@ -134,20 +136,19 @@ pub async fn archive_page(
 pub async fn month_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathPair(year, month): PathPair,
+    MonthPath(month): MonthPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let month = Month::from_path(&year, &month)?;
     let posts = blog
         .month_posts::<Post>(&month, PAGE_SIZE, paging.token())
         .await?;
     let href = month_href(&context.base, &month);
     let name = month_name(&month);
     let mut l = context.layout(
-        format!("{name} · Cosmos Blog"),
+        name.clone(),
         format!("Posts published in {name}, newest first."),
     );
-    l.canonical = Some(context.absolute(&href));
+    l.canonical = context.absolute(&href);
     let page = ViewListPage {
         l,
         heading: name.clone(),
@@ -198,7 +199,7 @@ fn url_set(context: &PageContext, front: Option<&str>, posts: &[Post]) -> String
         body.push_str(&format!("<url><loc>{}</loc></url>\n", xml_escape(front)));
     }
     for post in posts {
-        let loc = context.absolute(&post_href(&context.base, &post.id));
+        let loc = context.absolute(&canonical_post_href(&context.base, post));
         body.push_str(&format!(
             "<url><loc>{}</loc><lastmod>{}</lastmod></url>\n",
             xml_escape(&loc),
@@ -259,9 +260,8 @@ fn sitemap_index(context: &PageContext, months: &[MonthCount]) -> String {
 pub async fn month_sitemap(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathPair(year, month): PathPair,
+    MonthPath(month): MonthPath,
 ) -> Result<Response> {
-    let month = Month::from_path(&year, &month)?;
     let mut posts = blog.all_month_posts(&month).await?;
     posts.truncate(MAX_SITEMAP_URLS as usize);
     Ok(xml(url_set(&context, None, &posts)))

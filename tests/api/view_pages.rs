@@ -67,13 +67,27 @@ async fn tags_and_the_archive_are_reached_by_links_and_drafts_are_in_no_page_or_
     )
     .await;
     let tag_href = page_path(&app, "/tags/rust");
-    let post_href = page_path(&app, &format!("/posts/{public}"));
+    // Every link is the post's canonical, slugged address.
+    let post_href = page_path(&app, &format!("/posts/{public}/tagged"));
 
-    // The post page and the front page link the tags; the front page links the archive.
-    let (status, post_page) = page(&app, &format!("/posts/{public}")).await;
+    // The post page and the front page link the tags; the front page links the archive. The
+    // post page's metadata names the tags.
+    let (status, post_page) = page(&app, &format!("/posts/{public}/tagged")).await;
     assert_eq!(status, StatusCode::OK);
     let tags = hrefs(&post_page, "a[rel=tag]");
     assert_eq!(tags, [tag_href.clone(), page_path(&app, "/tags/cosmos-db")]);
+    let article_tags: Vec<String> = Html::parse_document(&post_page)
+        .select(&Selector::parse("meta[property='article:tag']").unwrap())
+        .filter_map(|meta| meta.value().attr("content").map(str::to_owned))
+        .collect();
+    assert_eq!(article_tags, ["rust", "cosmos-db"]);
+    let json_ld = Html::parse_document(&post_page)
+        .select(&Selector::parse("script[type='application/ld+json']").unwrap())
+        .next()
+        .map(|script| script.inner_html())
+        .unwrap();
+    let json_ld: Value = serde_json::from_str(&json_ld).unwrap();
+    assert_eq!(json_ld["keywords"], json!(["rust", "cosmos-db"]));
     let front = eventually(Duration::from_secs(30), || async {
         let (_, front) = page(&app, "/").await;
         front.contains(&post_href).then_some(front)
@@ -90,11 +104,40 @@ async fn tags_and_the_archive_are_reached_by_links_and_drafts_are_in_no_page_or_
     })
     .await;
     assert!(!tag_page.contains("Secret draft"));
-    let (status, atom) = page(&app, "/tags/rust/feed.atom").await;
-    assert_eq!(status, StatusCode::OK);
-    let feed = atom_syndication::Feed::read_from(atom.as_bytes()).unwrap();
-    assert_eq!(feed.entries().len(), 1);
-    assert_eq!(feed.entries()[0].title().as_str(), "Tagged");
+    let canonical = hrefs(&tag_page, "link[rel=canonical]");
+    assert!(
+        canonical.len() == 1 && canonical[0].ends_with(&tag_href),
+        "{canonical:?}"
+    );
+    let feeds = hrefs(&tag_page, "link[rel=alternate]");
+    for stem in [page_path(&app, "/tags/rust/feed"), page_path(&app, "/feed")] {
+        for format in ["atom", "json"] {
+            let href = format!("{stem}.{format}");
+            assert!(feeds.iter().any(|h| h.ends_with(&href)), "{feeds:?}");
+        }
+    }
+    // The tag's Atom feed and JSON Feed, parsed by a maintained parser: the post, no draft,
+    // at its canonical address, with its tags.
+    for path in ["/tags/rust/feed.atom", "/tags/rust/feed.json"] {
+        let (status, body) = page(&app, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let feed = feed_rs::parser::parse(body.as_bytes()).expect("the feed parses");
+        assert_eq!(feed.entries.len(), 1, "{path}");
+        let entry = &feed.entries[0];
+        assert_eq!(
+            entry.title.as_ref().map(|t| t.content.as_str()),
+            Some("Tagged")
+        );
+        assert!(
+            entry.links[0].href.ends_with(&post_href),
+            "{path}: {:?}",
+            entry.links
+        );
+        assert!(!body.contains("Secret draft"), "{path}");
+    }
+    let (_, json_feed) = page(&app, "/tags/rust/feed.json").await;
+    let json_feed: Value = serde_json::from_str(&json_feed).unwrap();
+    assert_eq!(json_feed["items"][0]["tags"], json!(["rust", "cosmos-db"]));
 
     // The archive lists the month with its count and links its page, which lists the post.
     let now = cosmos_blog::domain::Timestamp::now().to_string();
