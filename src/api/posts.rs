@@ -216,7 +216,8 @@ pub(super) async fn add_comment(
 
 /// List a post's comments (Q4)
 ///
-/// Oldest first, each with its author's username, a page at a time.
+/// Oldest first, each with its author's username, a page at a time. A draft's or a
+/// scheduled post's comments are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
     get,
     path = "/posts/{postId}/comments",
@@ -232,11 +233,17 @@ pub(super) async fn add_comment(
 )]
 pub(super) async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
     let page = blog
-        .comments(&post_id, list.size, list.continuation.as_deref())
+        .comments(
+            &post_id,
+            viewer.as_ref(),
+            list.size,
+            list.continuation.as_deref(),
+        )
         .await?;
     Ok(WirePage(page))
 }
@@ -276,7 +283,8 @@ pub(super) async fn like_post(
 
 /// List a post's likes (Q5)
 ///
-/// Oldest first, each with the liker's username, a page at a time.
+/// Oldest first, each with the liker's username, a page at a time. A draft's or a
+/// scheduled post's likes are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
     get,
     path = "/posts/{postId}/likes",
@@ -292,11 +300,17 @@ pub(super) async fn like_post(
 )]
 pub(super) async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
     let page = blog
-        .likes(&post_id, list.size, list.continuation.as_deref())
+        .likes(
+            &post_id,
+            viewer.as_ref(),
+            list.size,
+            list.continuation.as_deref(),
+        )
         .await?;
     Ok(WirePage(page))
 }

@@ -3,6 +3,7 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
+mod children;
 pub(crate) mod combiner;
 mod deletes;
 mod drafts;
@@ -37,7 +38,6 @@ pub use views::{LISTED_BY, archive_index_partition, month_partition, published_o
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
     Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a,
-    is_stored_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -557,67 +557,6 @@ impl Blog {
         }
     }
 
-    /// Q4: comments of a post, oldest first.
-    pub async fn comments<T: Listed<Item = Comment>>(
-        &self,
-        post_id: &PostId,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        self.children(post_id, Comment::TYPE, "comments", size, continuation)
-            .await
-    }
-
-    /// Q5: likes of a post, oldest first.
-    pub async fn likes<T: Listed<Item = Like>>(
-        &self,
-        post_id: &PostId,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        self.children(post_id, Like::TYPE, "likes", size, continuation)
-            .await
-    }
-
-    /// One query of the post's partition for its comments or likes, oldest first, and for
-    /// the post's tombstone, which sorts before them (it keeps the post's date): a deleted
-    /// post answers 404 at once, in the same request. Only an empty first page costs a read
-    /// of the post, to tell "no comments yet" from "no such post".
-    async fn children<T: Listed>(
-        &self,
-        post_id: &PostId,
-        item_type: &'static str,
-        list: &str,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        let query = Query::in_partition(post_partition(post_id))
-            .of_types(&[item_type, Tombstone::TYPE])
-            .order_by("creationDate", SortOrder::Ascending);
-        let list = format!("{list}:{post_id}");
-        let read = match self
-            .list_page::<T>(Container::Posts, &query, &list, size, continuation)
-            .await?
-        {
-            ListRead::Kept(page) => return Ok(page),
-            ListRead::Read(read) => read,
-        };
-        if read
-            .page
-            .items
-            .iter()
-            .any(|item| is_stored_a::<Tombstone>(item))
-        {
-            return Err(Error::not_found("post", post_id.as_str()));
-        }
-        // The post is in the partition it lists: an unchanged partition still holds it, so
-        // a kept page never needs this read again.
-        if read.page.items.is_empty() && continuation.is_none() {
-            self.existing_post(post_id).await?;
-        }
-        self.keep(read, parse_page::<T>)
-    }
-
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
     pub async fn feed(&self, size: PageSize) -> Result<Vec<Post>> {
         let page = self
@@ -700,7 +639,7 @@ impl Blog {
         continuation: Option<&str>,
     ) -> Result<Listing<T>> {
         match self
-            .list_page::<T>(container, query, list, size, continuation)
+            .list_page::<T>(container, query, list, (size, 0), continuation)
             .await?
         {
             ListRead::Kept(page) => Ok(page),
@@ -709,20 +648,20 @@ impl Blog {
     }
 
     /// A page of `list`: the one kept in the form `T` if the store answers that its
-    /// partition is unchanged since, else the page as the store reads it now. One store
-    /// request either way.
+    /// partition is unchanged since, else the page as the store reads it now, `extra` items
+    /// longer than `size` (items the caller takes out). One store request either way.
     async fn list_page<T: Listed>(
         &self,
         container: Container,
         query: &Query,
         list: &str,
-        size: PageSize,
+        (size, extra): (PageSize, u32),
         continuation: Option<&str>,
     ) -> Result<ListRead<T>> {
         let key = self.lists.key::<T>(list, size.get(), continuation);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
         let request = PageRequest {
-            max_items: size.get(),
+            max_items: size.get() + extra,
             continuation: continuation
                 .map(|token| decode_continuation(list, token))
                 .transpose()?,

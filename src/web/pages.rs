@@ -278,7 +278,7 @@ impl PostReading {
         };
         let (post, comments, liked) = tokio::join!(
             blog.get_post_seen_by::<Post>(post_id, viewer),
-            blog.comments(post_id, PAGE_SIZE, continuation),
+            blog.comments(post_id, viewer, PAGE_SIZE, continuation),
             liked
         );
         let rest = match (comments, liked) {
@@ -460,7 +460,7 @@ pub async fn likes_page(
 ) -> Result<Response> {
     let (post, likes) = tokio::join!(
         blog.get_post_seen_by::<Post>(&post_id, context.viewer.as_ref()),
-        blog.likes(&post_id, PAGE_SIZE, paging.token())
+        blog.likes(&post_id, context.viewer.as_ref(), PAGE_SIZE, paging.token())
     );
     let (post, likes) = (post?, likes?);
     let likes_path = format!("{}/likes", post_href(&context.base, &post_id));

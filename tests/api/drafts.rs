@@ -13,6 +13,7 @@ operation_tests!(
     a_post_carries_its_status_and_publication_dates,
     status_and_publish_at_are_validated_and_refusals_store_nothing,
     an_edit_publishes_unpublishes_or_keeps_the_status,
+    an_unpublished_posts_comments_and_likes_are_its_authors_alone,
 );
 
 /// A date-time `seconds` from now, in the canonical form.
@@ -441,5 +442,58 @@ async fn a_scheduled_post_publishes_itself_at_its_time(app: TestApp) {
     // The publisher runs again and again: nothing changes.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(app.get_json(&path).await, published);
+    app.assert_verifies().await;
+}
+
+/// Q4 and Q5 of a post put back to `draft`: 404 to anyone but its author, as Q2 answers,
+/// without a word of its comments; its author still lists them; published again, everyone
+/// does.
+async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let post = new_post(&app, "ada", "soon hidden", json!({})).await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.comment("bob", &id, "a secret remark").await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(app.like("bob", &id).await.status(), StatusCode::CREATED);
+    let (comments, likes) = (
+        format!("/api/posts/{id}/comments"),
+        format!("/api/posts/{id}/likes"),
+    );
+    let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
+    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+
+    for path in [&comments, &likes] {
+        for stranger in [None, Some("bob")] {
+            let response = get_as(&app, stranger, path).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
+                "{path} {stranger:?}"
+            );
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["code"], "post-not-found", "{problem}");
+            assert!(!problem.to_string().contains("secret"), "{problem}");
+        }
+        assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
+        // The author's page is not kept for anyone else.
+        let again = get_as(&app, Some("bob"), path).await;
+        assert_eq!(again.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+
+    let body =
+        json!({"title": "soon hidden", "content": "soon hidden body", "status": "published"});
+    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+    for path in [&comments, &likes] {
+        for reader in [None, Some("bob"), Some("ada")] {
+            assert_eq!(
+                listed(&app, reader, path).await.len(),
+                1,
+                "{path} {reader:?}"
+            );
+        }
+    }
     app.assert_verifies().await;
 }
