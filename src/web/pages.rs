@@ -18,7 +18,7 @@ use crate::api::feed_cache::FeedItems;
 use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
-use crate::domain::{Comment, Like, Post, PostId, Slug, Timestamp, UserId};
+use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
 use crate::words::count;
 
@@ -50,6 +50,9 @@ pub struct PostView {
     pub likes_text: String,
     /// Its tags, each with the address of the tag's page.
     pub tags: Vec<(String, String)>,
+    /// What an unpublished post says of itself (only its author sees it): a draft, or
+    /// scheduled for a time.
+    pub status_note: Option<String>,
 }
 
 impl PostView {
@@ -73,6 +76,7 @@ impl PostView {
                 .iter()
                 .map(|tag| (tag.clone(), tag_href(base, tag)))
                 .collect(),
+            status_note: status_note(post),
         }
     }
 }
@@ -106,6 +110,22 @@ pub fn time_element(at: Timestamp) -> (String, String) {
 /// page it answers `301` to the canonical one.
 pub fn post_href(base: &str, post_id: &PostId) -> String {
     format!("{base}/posts/{}", encode(post_id.as_str()))
+}
+
+/// How an unpublished post is marked wherever its author sees it.
+fn status_note(post: &Post) -> Option<String> {
+    match post.publication() {
+        Publication::Publish => None,
+        Publication::Draft => Some("Draft: only you can see it.".to_owned()),
+        Publication::Schedule(at) => Some(format!(
+            "Scheduled for {} UTC: only you can see it until then.",
+            at.to_string()
+                .chars()
+                .take(16)
+                .collect::<String>()
+                .replace('T', " ")
+        )),
+    }
 }
 
 /// The words after `/posts/{postId}/` that are the post's own pages and forms: a title whose
@@ -499,6 +519,8 @@ struct AuthorPage {
     l: Layout,
     username: String,
     feed: String,
+    /// The author's own drafts and scheduled posts, when they read their own page.
+    drafts: Vec<PostView>,
     posts: Vec<PostView>,
     next: Option<String>,
 }
@@ -511,9 +533,21 @@ pub async fn author_page(
     UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog
-        .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
-        .await?;
+    let own = context.viewer.as_ref() == Some(&user_id) && paging.token().is_none();
+    let drafts = async {
+        match own {
+            true => blog
+                .user_drafts::<Post>(&user_id, PAGE_SIZE, None)
+                .await
+                .map(Some),
+            false => Ok(None),
+        }
+    };
+    let (posts, drafts) = tokio::join!(
+        blog.user_posts::<Post>(&user_id, PAGE_SIZE, paging.token()),
+        drafts
+    );
+    let (posts, drafts) = (posts?, drafts?);
     let username = match posts.items.first() {
         Some(post) => post.user_username.clone(),
         None => blog.get_user(&user_id).await?.username,
@@ -529,6 +563,13 @@ pub async fn author_page(
         l,
         username,
         feed,
+        drafts: drafts.map_or_else(Vec::new, |drafts| {
+            drafts
+                .items
+                .iter()
+                .map(|p| PostView::of(p, &context.base))
+                .collect()
+        }),
         posts: posts
             .items
             .iter()
