@@ -16,6 +16,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
+use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 pub use crate::store::StoreSettings;
 use crate::web::{FormKey, PublicUrl};
@@ -78,6 +79,12 @@ pub struct Settings {
     /// pump standalone; the `Recheck` timer function under the Functions host. 0 turns it off.
     #[arg(long, env = "BLOG_RECHECK_DELAY_MS", default_value_t = recheck::DEFAULT_DELAY_MS, global = true)]
     pub recheck_delay_ms: u64,
+
+    /// How often (ms) the server looks for scheduled posts whose time has come and publishes
+    /// them (beside the pump standalone; under the Functions host the `PublishScheduled`
+    /// timer does it every minute). 0 turns it off: scheduled posts then wait.
+    #[arg(long, env = "BLOG_PUBLISH_STEP_MS", default_value_t = publisher::DEFAULT_STEP_MS, global = true)]
+    pub publish_step_ms: u64,
 
     /// Who keeps the copies in step: `pump` (in-process change-feed pump), `off` (Azure
     /// Functions triggers do it), `auto` (pump, unless running under the Functions host or on
@@ -293,6 +300,16 @@ impl Settings {
             0 => Recheck::Off,
             ms if self.runs_pump() => Recheck::BesideThePump(Duration::from_millis(ms)),
             ms => Recheck::OnTimer(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Where this process publishes scheduled posts: in a task beside its pump, or when the
+    /// Functions host invokes the timer function.
+    pub fn publisher(&self) -> Publisher {
+        match self.publish_step_ms {
+            0 => Publisher::Off,
+            ms if self.runs_pump() => Publisher::InProcess(Duration::from_millis(ms)),
+            _ => Publisher::OnTimer,
         }
     }
 

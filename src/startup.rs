@@ -21,7 +21,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
-use crate::changefeed::{Pump, Recheck, RecheckTask};
+use crate::changefeed::{Publisher, PublisherTask, Pump, Recheck, RecheckTask};
 use crate::functions;
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
@@ -37,6 +37,7 @@ pub struct Application {
     router: Router,
     pump: Option<Pump>,
     recheck: Option<RecheckTask>,
+    publisher: Option<PublisherTask>,
     store: Arc<dyn Store>,
     platform: Platform,
     port_file: Option<PathBuf>,
@@ -119,11 +120,16 @@ impl Application {
             Recheck::BesideThePump(delay) => Some(RecheckTask::start(Arc::clone(&traced), delay)),
             Recheck::Off | Recheck::OnTimer(_) => None,
         };
+        let publisher = match settings.publisher() {
+            Publisher::InProcess(step) => Some(PublisherTask::start(Arc::clone(&traced), step)),
+            Publisher::Off | Publisher::OnTimer => None,
+        };
         Ok(Self {
             listener,
             router,
             pump,
             recheck,
+            publisher,
             store,
             platform: settings.auth.platform.clone(),
             port_file: settings.port_file.clone(),
@@ -168,6 +174,9 @@ impl Application {
         }
         if let Some(recheck) = self.recheck {
             recheck.stop().await;
+        }
+        if let Some(publisher) = self.publisher {
+            publisher.stop().await;
         }
         if let Some(telemetry) = &self.telemetry {
             telemetry.flush().await;
@@ -301,7 +310,7 @@ fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
 /// let anyone who can reach it POST forged documents into the copies.
 fn trigger_routes(settings: &Settings) -> Router<AppState> {
     if settings.auth.platform.functions_host {
-        functions::router(settings.recheck())
+        functions::router(settings.recheck(), settings.publisher())
     } else {
         Router::new()
     }

@@ -430,7 +430,7 @@ async fn run_once(
                 .map(|_| 1)?
         }
         LayoutOp::Q4 => blog
-            .comments::<Comment>(&target.post, PageSize::DEFAULT, None)
+            .comments::<Comment>(&target.post, None, PageSize::DEFAULT, None)
             .await?
             .items
             .len(),
@@ -439,7 +439,7 @@ async fn run_once(
             .await
             .map(|_| 1)?,
         LayoutOp::Q5 => blog
-            .likes::<Like>(&target.post, PageSize::DEFAULT, None)
+            .likes::<Like>(&target.post, None, PageSize::DEFAULT, None)
             .await?
             .items
             .len(),

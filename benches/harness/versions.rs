@@ -234,7 +234,7 @@ impl Versions {
             (_, Op::Q4) => {
                 let page = self
                     .blog
-                    .comments::<Comment>(&target.post, PageSize::DEFAULT, None)
+                    .comments::<Comment>(&target.post, None, PageSize::DEFAULT, None)
                     .await?;
                 Ok((page.items.len(), None))
             }
@@ -247,7 +247,7 @@ impl Versions {
             (_, Op::Q5) => {
                 let page = self
                     .blog
-                    .likes::<Like>(&target.post, PageSize::DEFAULT, None)
+                    .likes::<Like>(&target.post, None, PageSize::DEFAULT, None)
                     .await?;
                 Ok((page.items.len(), None))
             }

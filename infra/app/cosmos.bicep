@@ -45,6 +45,8 @@ var indexingPolicy = {
   compositeIndexes: [
     [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'descending' } ]
     [ { path: '/type', order: 'ascending' }, { path: '/creationDate', order: 'ascending' } ]
+    // The views (tags, archive) list a partition's posts newest first by publication.
+    [ { path: '/type', order: 'ascending' }, { path: '/publishedDate', order: 'descending' } ]
   ]
 }
 
@@ -54,6 +56,9 @@ var containers = [
   { name: 'users', paths: multiTenant ? [ '/tenantId', '/userId' ] : [ '/userId' ] }
   { name: 'posts', paths: multiTenant ? [ '/tenantId', '/postId' ] : [ '/postId' ] }
   { name: 'feed', paths: multiTenant ? [ '/tenantId', '/type' ] : [ '/type' ] }
+  // The views the change feed keeps: a tag's posts (Q8), a month's posts and counts (Q9).
+  { name: 'tags', paths: multiTenant ? [ '/tenantId', '/tag' ] : [ '/tag' ] }
+  { name: 'archive', paths: multiTenant ? [ '/tenantId', '/month' ] : [ '/month' ] }
   { name: 'leases', paths: [ '/id' ] }
 ]
 

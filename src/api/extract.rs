@@ -39,6 +39,25 @@ where
     }
 }
 
+/// Who reads, on a public query: the caller when the request names one the authentication
+/// mode accepts, else nobody (a request it refuses reads as anyone's, never as its author's).
+/// Only an unpublished post's author sees it.
+#[derive(Debug, Clone)]
+pub struct Viewer(pub Option<UserId>);
+
+impl<S> FromRequestParts<S> for Viewer
+where
+    S: Send + Sync,
+    Arc<Authenticator>: FromRef<S>,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let authenticator = Arc::<Authenticator>::from_ref(state);
+        Ok(Viewer(authenticator.caller(&parts.headers).await.ok()))
+    }
+}
+
 /// The `Idempotency-Key` header of a creating request, if sent; a key that is not valid is a
 /// 400 (`invalid-field`) before anything is written (and so is one sent twice: every request
 /// is checked for that before it is routed).

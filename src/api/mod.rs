@@ -19,6 +19,7 @@ mod routes;
 mod state;
 pub mod tenants;
 mod users;
+mod views;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};

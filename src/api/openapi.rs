@@ -68,7 +68,7 @@ enum Answer {
 
 /// The operations whose answers lead somewhere, by status: their `links` (OpenAPI), so that
 /// a client or a stateful test can go from an answer to the operations on what it names.
-const ANSWERS: [(&str, &str, Answer); 13] = [
+const ANSWERS: [(&str, &str, Answer); 15] = [
     ("PutUser", "201", Answer::User),
     ("PutUser", "200", Answer::User),
     ("GetUser", "200", Answer::User),
@@ -79,9 +79,11 @@ const ANSWERS: [(&str, &str, Answer); 13] = [
     ("LikePost", "201", Answer::Like),
     ("LikePost", "200", Answer::Like),
     ("ListUserPosts", "200", Answer::Page(Some("userId"))),
+    ("ListUserDrafts", "200", Answer::Page(Some("userId"))),
     ("ListComments", "200", Answer::Page(Some("postId"))),
     ("ListLikes", "200", Answer::Page(Some("postId"))),
     ("ListUsers", "200", Answer::Page(None)),
+    ("ListTagPosts", "200", Answer::Page(Some("tag"))),
 ];
 
 /// A link: its name, the operation it leads to, and that operation's parameters as runtime

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::domain::{CommentId, PostId, TenantId, UserId, ValidationError};
+use crate::domain::{CommentId, Month, PostId, Tag, TenantId, UserId, ValidationError};
 use crate::error::Error;
 use crate::problem::Problem;
 
@@ -70,6 +70,17 @@ struct CommentParams {
 struct TenantParams {
     #[serde(rename = "tenantId")]
     tenant_id: String,
+}
+
+#[derive(Deserialize)]
+struct TagParams {
+    tag: String,
+}
+
+#[derive(Deserialize)]
+struct MonthParams {
+    year: String,
+    month: String,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +152,30 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantPath {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let TenantParams { tenant_id } = params(parts).await?;
         TenantId::parse(&tenant_id).map(Self).map_err(refused)
+    }
+}
+
+/// `{tag}`: a tag, normalised as posts' tags are (`Rust` is `rust`).
+pub struct TagPath(pub Tag);
+
+impl<S: Send + Sync> FromRequestParts<S> for TagPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let TagParams { tag } = params(parts).await?;
+        Tag::parse(&tag).map(Self).map_err(refused)
+    }
+}
+
+/// `{year}` and `{month}`: a month of the archive, four digits and two (`2026`, `11`).
+pub struct MonthPath(pub Month);
+
+impl<S: Send + Sync> FromRequestParts<S> for MonthPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let MonthParams { year, month } = params(parts).await?;
+        Month::from_path(&year, &month).map(Self).map_err(refused)
     }
 }
 

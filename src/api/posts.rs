@@ -14,30 +14,59 @@ use super::description::{
     UnprocessableContent,
 };
 use super::extract::{
-    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
+    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams, Viewer,
 };
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
 use super::paths::PostPath;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
-use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
+use crate::domain::{
+    Comment, CommentContent, Like, Post, PostContent, PostId, PostStatus, Publication, Tags,
+    Timestamp, Title,
+};
 use crate::error::Result;
 
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct PostBody {
     #[schema(value_type = Title)]
     title: String,
     #[schema(value_type = PostContent)]
     content: String,
+    /// `published` (seen by everyone), `draft` (seen by its author alone) or `scheduled`
+    /// (seen by its author alone until `publishAt`, then published with no request needed).
+    /// Left out, a new post is published and an edit keeps the post's status.
+    #[serde(default)]
+    #[schema(value_type = Option<PostStatus>, nullable = false)]
+    status: Option<String>,
+    /// With `status` `scheduled` only, and required by it: when to publish, an ISO-8601
+    /// date-time in the future (one without an offset is UTC).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
+    publish_at: Option<String>,
+    /// Up to 10 tags. Each is trimmed, lower-cased and has its inner white space turned into
+    /// `-`; the first of two that come out alike is kept. A tag holds 1–50 letters (of any
+    /// script, with their combining marks), decimal digits, `-` and `_`: anything else
+    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes...) is refused with 400. Left out on an edit,
+    /// the post keeps its tags; `[]` removes them.
+    #[schema(max_items = 10, example = json!(["Rust", "Cosmos DB"]))]
+    tags: Option<Vec<String>>,
 }
 
 impl PostBody {
-    fn parse(&self) -> Result<(Title, PostContent)> {
+    #[allow(clippy::type_complexity, reason = "the body's fields, each parsed")]
+    fn parse(&self) -> Result<(Title, PostContent, Option<Publication>, Option<Tags>)> {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
+            Publication::parse(
+                self.status.as_deref(),
+                self.publish_at.as_deref(),
+                Timestamp::now(),
+            )?,
+            self.tags.as_deref().map(Tags::parse).transpose()?,
         ))
     }
 }
@@ -76,9 +105,11 @@ pub(super) async fn create_post(
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
-    let (title, content) = body.parse()?;
+    let (title, content, publication, tags) = body.parse()?;
+    let publication = publication.unwrap_or(Publication::Publish);
+    let tags = tags.unwrap_or_default();
     let post = blog
-        .create_post_with_key(&caller, title, content, key.as_ref())
+        .create_tagged_post(&caller, (title, content, &tags), publication, key.as_ref())
         .await?;
     Ok((StatusCode::CREATED, Json(post)))
 }
@@ -110,15 +141,19 @@ pub(super) async fn edit_post(
     PostPath(post_id): PostPath,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
-    let (title, content) = body.parse()?;
+    let (title, content, publication, tags) = body.parse()?;
+    let edit = (title, content, tags.as_ref());
     Ok(Json(
-        blog.edit_post(&caller, &post_id, title, content).await?,
+        blog.edit_tagged_post(&caller, &post_id, edit, publication)
+            .await?,
     ))
 }
 
 /// Retrieve a post (Q2)
 ///
-/// The full content, the author's username and the comment and like counts.
+/// The full content, the author's username and the comment and like counts. A draft or
+/// scheduled post is its author's alone: anyone else gets 404, as for a post that does not
+/// exist.
 #[utoipa::path(
     get,
     path = "/posts/{postId}",
@@ -134,9 +169,12 @@ pub(super) async fn edit_post(
 )]
 pub(super) async fn get_post(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PostPath(post_id): PostPath,
 ) -> Result<WireItem<Post>> {
-    Ok(WireItem(blog.get_post_as(&post_id).await?))
+    Ok(WireItem(
+        blog.get_post_seen_by(&post_id, viewer.as_ref()).await?,
+    ))
 }
 
 /// Comment on a post (C3)
@@ -178,7 +216,8 @@ pub(super) async fn add_comment(
 
 /// List a post's comments (Q4)
 ///
-/// Oldest first, each with its author's username, a page at a time.
+/// Oldest first, each with its author's username, a page at a time. A draft's or a
+/// scheduled post's comments are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
     get,
     path = "/posts/{postId}/comments",
@@ -194,11 +233,17 @@ pub(super) async fn add_comment(
 )]
 pub(super) async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
     let page = blog
-        .comments(&post_id, list.size, list.continuation.as_deref())
+        .comments(
+            &post_id,
+            viewer.as_ref(),
+            list.size,
+            list.continuation.as_deref(),
+        )
         .await?;
     Ok(WirePage(page))
 }
@@ -238,7 +283,8 @@ pub(super) async fn like_post(
 
 /// List a post's likes (Q5)
 ///
-/// Oldest first, each with the liker's username, a page at a time.
+/// Oldest first, each with the liker's username, a page at a time. A draft's or a
+/// scheduled post's likes are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
     get,
     path = "/posts/{postId}/likes",
@@ -254,11 +300,17 @@ pub(super) async fn like_post(
 )]
 pub(super) async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
+    Viewer(viewer): Viewer,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
     let page = blog
-        .likes(&post_id, list.size, list.continuation.as_deref())
+        .likes(
+            &post_id,
+            viewer.as_ref(),
+            list.size,
+            list.continuation.as_deref(),
+        )
         .await?;
     Ok(WirePage(page))
 }

@@ -17,7 +17,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use super::state::AppState;
-use super::{deletes, description, docs, posts, tenants, users};
+use super::{deletes, description, docs, posts, tenants, users, views};
 use crate::operations::{ROUTE_PREFIX, tenant_prefix};
 use crate::store::Tenancy;
 
@@ -28,6 +28,7 @@ fn blog_operations(tenancy: Tenancy) -> Vec<UtoipaMethodRouter<AppState>> {
         routes!(users::put_user),
         routes!(users::get_user),
         routes!(users::user_posts),
+        routes!(users::user_drafts),
         routes!(posts::create_post),
         routes!(posts::edit_post),
         routes!(posts::get_post),
@@ -36,6 +37,9 @@ fn blog_operations(tenancy: Tenancy) -> Vec<UtoipaMethodRouter<AppState>> {
         routes!(posts::like_post),
         routes!(posts::list_likes),
         routes!(posts::feed),
+        routes!(views::tag_posts),
+        routes!(views::month_posts),
+        routes!(views::archive),
         routes!(deletes::delete_user),
         routes!(deletes::delete_post),
         routes!(deletes::delete_comment),

@@ -1,5 +1,6 @@
 //! The routes of users: create or rename a user (C1), read one (Q1), list a user's posts
-//! (Q3), and, in a multi-tenant deployment, list the tenant's users (Q7).
+//! (Q3) and the caller's own drafts and scheduled posts, and, in a multi-tenant deployment,
+//! list the tenant's users (Q7).
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -15,7 +16,7 @@ use super::paths::UserPath;
 use super::tenants::CurrentBlog;
 use crate::blog::CreateOutcome;
 use crate::domain::{Post, User, UserId, Username};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 #[derive(Deserialize, ToSchema)]
 pub(super) struct UserBody {
@@ -104,6 +105,41 @@ pub(super) async fn user_posts(
 ) -> Result<WirePage<Post>> {
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
+        .await?;
+    Ok(WirePage(page))
+}
+
+/// List the caller's drafts and scheduled posts
+///
+/// The caller's own unpublished posts in short form, newest first, a page at a time (like
+/// Q3): one query of the caller's partition of `users`. Nobody else's.
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/drafts",
+    operation_id = "ListUserDrafts",
+    tag = "users",
+    params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 200, description = "A page of the caller's drafts and scheduled posts.", body = PostPage),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 404, response = NotFound),
+        StoreFailures,
+    )
+)]
+pub(super) async fn user_drafts(
+    CurrentBlog(blog): CurrentBlog,
+    Caller(caller): Caller,
+    UserPath(user_id): UserPath,
+    list: List,
+) -> Result<WirePage<Post>> {
+    if user_id != caller {
+        return Err(Error::Forbidden("only its author sees a user's drafts"));
+    }
+    let page = blog
+        .user_drafts(&user_id, list.size, list.continuation.as_deref())
         .await?;
     Ok(WirePage(page))
 }

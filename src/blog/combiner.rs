@@ -567,6 +567,20 @@ impl Worker {
                     break;
                 }
             };
+            // Nobody but its author sees an unpublished post, so nobody comments on it or
+            // likes it: as for a post that does not exist. (Deletes still go through: an
+            // erasure removes its user's comments from a post unpublished since.)
+            if !post.is_published() {
+                let (creates, others): (Vec<Group>, Vec<Group>) = groups
+                    .into_iter()
+                    .partition(|g| matches!(g.lead().operation, BatchOperation::Create { .. }));
+                let missing = Err(Error::not_found("post", self.post_id.as_str()));
+                creates.into_iter().for_each(|g| g.answer_all(&missing));
+                groups = others;
+                if groups.is_empty() {
+                    break;
+                }
+            }
             let delta = groups
                 .iter()
                 .fold(CountDelta::default(), |sum, g| sum.plus(g.lead().delta));

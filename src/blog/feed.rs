@@ -1,8 +1,10 @@
 //! The feed: the most recent posts, copied into one partition of `feed` so that the front
 //! page is one query.
 
-use crate::domain::Post;
-use crate::store::{PartitionKey, Query, SortOrder};
+use serde_json::Value;
+
+use crate::domain::{Post, PostStatus};
+use crate::store::{FilterOp, PartitionKey, Query, SortOrder};
 
 /// The feed holds this many of the most recent posts: the front page, one page of it.
 pub const FEED_SIZE: u32 = 100;
@@ -11,10 +13,24 @@ pub fn feed_partition() -> PartitionKey {
     PartitionKey::single(Post::TYPE)
 }
 
-/// The feed's posts, newest first: the order of Q6, of the change feed's window, of the trim
-/// and of the refill.
+/// The field lists and feeds of published posts sort by.
+pub const PUBLISHED_DATE: &str = "publishedDate";
+
+/// The feed's posts, newest published first: the order of Q6, of the change feed's window, of
+/// the trim and of the refill. The feed holds published posts only (the change feed takes a
+/// post out of it when it leaves publication).
 pub fn feed_query() -> Query {
     Query::in_partition(feed_partition())
         .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending)
+        .order_by(PUBLISHED_DATE, SortOrder::Descending)
+}
+
+/// Restricts a query of post copies to published posts: how Q3 and the feed's refill leave
+/// out the copies of drafts and scheduled posts that the authors' partitions also hold.
+pub fn published_only(query: Query) -> Query {
+    query.filter(
+        "status",
+        FilterOp::Eq,
+        Value::from(PostStatus::Published.as_str()),
+    )
 }

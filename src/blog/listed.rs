@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use crate::domain::{Comment, Like, Post, Typed, User, WireForm, is_stored_a};
+use crate::domain::{Comment, Like, Post, PostStatus, Typed, User, UserId, WireForm, is_stored_a};
 use crate::error::{Error, Result};
 
 /// A form a read can hand its items over in.
@@ -100,6 +100,35 @@ impl<T: Serialize + DeserializeOwned> WireJson<T> {
     fn parsed(stored: &RawValue) -> Result<Self> {
         let item: T = serde_json::from_str(stored.get())?;
         Ok(Self::from_wire_form(serde_json::to_string(&item)?))
+    }
+}
+
+/// A form of a post that tells who may see it: everyone when it is published, its author
+/// alone otherwise.
+pub trait Seen {
+    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool>;
+}
+
+impl Seen for Post {
+    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
+        Ok(self.is_published() || viewer == Some(&self.user_id))
+    }
+}
+
+impl Seen for WireJson<Post> {
+    /// Reads the two fields from the JSON (the content is skipped, not copied).
+    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Visibility<'a> {
+            #[serde(default)]
+            status: PostStatus,
+            #[serde(borrow)]
+            user_id: std::borrow::Cow<'a, str>,
+        }
+        let post: Visibility<'_> = serde_json::from_str(&self.json)?;
+        Ok(post.status == PostStatus::Published
+            || viewer.is_some_and(|viewer| viewer.as_str() == post.user_id))
     }
 }
 

@@ -3,13 +3,17 @@
 //! partition; the counts of a post change in the same transactional batch as the comment or
 //! like that changes them. Backend-agnostic: it sees only [`Store`].
 
+mod children;
 pub(crate) mod combiner;
 mod deletes;
+mod drafts;
 mod feed;
 mod list_cache;
 mod listed;
 mod paging;
+mod schedule;
 mod storage;
+mod views;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,16 +24,20 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
-pub use feed::{FEED_SIZE, feed_partition, feed_query};
+pub use feed::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
-pub use listed::{Listed, WireJson};
+pub use listed::{Listed, Seen, WireJson};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
+pub use schedule::{
+    PUBLISH_BATCH, Published, SCHEDULE_TYPE, ScheduleEntry, schedule_partition, schedule_query,
+};
 use storage::{from_item, parse_page, post_partition, to_item, user_partition};
+pub use views::{LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition};
 
 use crate::domain::{
     Comment, CommentContent, CommentId, IdempotencyKey, Like, LikeId, Post, PostContent, PostId,
-    Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a, is_stored_a,
+    Publication, Tags, Timestamp, Title, Tombstone, Typed, User, UserId, Username, is_a,
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
@@ -234,7 +242,7 @@ impl Blog {
         title: Title,
         content: PostContent,
     ) -> Result<Post> {
-        self.create_post_with_key(caller, title, content, None)
+        self.create_post_with_key(caller, title, content, Publication::Publish, None)
             .await
     }
 
@@ -246,11 +254,27 @@ impl Blog {
         caller: &UserId,
         title: Title,
         content: PostContent,
+        publication: Publication,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Post> {
+        let post = (title, content, &Tags::default());
+        self.create_tagged_post(caller, post, publication, key)
+            .await
+    }
+
+    /// [`Blog::create_post_with_key`] of a post with its title, content and tags.
+    pub async fn create_tagged_post(
+        &self,
+        caller: &UserId,
+        (title, content, tags): (Title, PostContent, &Tags),
+        publication: Publication,
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
         let author = self.registered(caller).await?;
         let Some(key) = key else {
-            let post = Post::new(PostId::generate(), &author, title, content);
+            let post =
+                Post::with_publication(PostId::generate(), &author, title, content, publication)
+                    .tagged(tags);
             let pk = post_partition(&post.post_id);
             let item = to_item(&post)?;
             return match self
@@ -270,13 +294,15 @@ impl Blog {
                 Err(e) => Err(e.into()),
             };
         };
-        let post = Post::new(PostId::for_key(caller, key), &author, title, content);
+        let id = PostId::for_key(caller, key);
+        let post = Post::with_publication(id, &author, title, content, publication).tagged(tags);
         self.create_post_once(post).await
     }
 
     /// Creates `wanted`, whose id the key derived; when the store already holds that id, the
     /// post there answers: the same post for a repeat (as stored, its counts and username as
-    /// they are now), 422 for a different title or content, 409 once it was deleted.
+    /// they are now, and its publication as it is now: it may have been published since),
+    /// 422 for a different title or content, 409 once it was deleted.
     async fn create_post_once(&self, wanted: Post) -> Result<Post> {
         let pk = post_partition(&wanted.post_id);
         until_not_stale(|| async {
@@ -303,7 +329,8 @@ impl Blog {
                     let stored: Post = from_item(document.item)?;
                     let same = stored.user_id == wanted.user_id
                         && stored.title == wanted.title
-                        && stored.content == wanted.content;
+                        && stored.content == wanted.content
+                        && stored.tags == wanted.tags;
                     if same {
                         Ok(stored)
                     } else {
@@ -316,13 +343,27 @@ impl Blog {
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
-    /// likes and comments arrive during the edit (If-Match, retried).
+    /// likes and comments arrive during the edit (If-Match, retried). `publication` publishes,
+    /// unpublishes or schedules the post; `None` keeps it as it is.
     pub async fn edit_post(
         &self,
         caller: &UserId,
         post_id: &PostId,
         title: Title,
         content: PostContent,
+        publication: Option<Publication>,
+    ) -> Result<Post> {
+        self.edit_tagged_post(caller, post_id, (title, content, None), publication)
+            .await
+    }
+
+    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are).
+    pub async fn edit_tagged_post(
+        &self,
+        caller: &UserId,
+        post_id: &PostId,
+        (title, content, tags): (Title, PostContent, Option<&Tags>),
+        publication: Option<Publication>,
     ) -> Result<Post> {
         let pk = post_partition(post_id);
         until_not_stale(|| async {
@@ -330,12 +371,21 @@ impl Blog {
             if &post.user_id != caller {
                 return Err(Error::Forbidden("only the author of a post can edit it").into());
             }
-            if post.title == title.as_str() && post.content == content.as_str() {
+            let publication = publication.unwrap_or_else(|| post.publication());
+            let tags =
+                tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
+            let text_unchanged = post.title == title.as_str() && post.content == content.as_str();
+            if text_unchanged && post.tags == tags && post.publication() == publication {
                 return Ok(post);
             }
-            post.title = title.as_str().to_owned();
-            post.content = content.as_str().to_owned();
-            post.modified_date = Some(Timestamp::now());
+            let now = Timestamp::now();
+            if !text_unchanged || post.tags != tags {
+                post.title = title.as_str().to_owned();
+                post.content = content.as_str().to_owned();
+                post.tags = tags;
+                post.modified_date = Some(now);
+            }
+            post.set_publication(publication, now);
             match self
                 .store
                 .replace_item(Container::Posts, &pk, to_item(&post)?, Some(&etag))
@@ -380,17 +430,17 @@ impl Blog {
             .ok_or_else(|| Error::not_found("post", post_id.as_str()))
     }
 
-    /// Q3: the user's posts in short form, newest first, from the copies in the user's own
-    /// partition of `users`.
+    /// Q3: the user's published posts in short form, newest published first, from the
+    /// copies in the user's own partition of `users`.
     pub async fn user_posts<T: Listed<Item = Post>>(
         &self,
         user_id: &UserId,
         size: PageSize,
         continuation: Option<&str>,
     ) -> Result<Listing<T>> {
-        let query = Query::in_partition(user_partition(user_id))
+        let query = published_only(Query::in_partition(user_partition(user_id)))
             .of_type(Post::TYPE)
-            .order_by("creationDate", SortOrder::Descending);
+            .order_by(PUBLISHED_DATE, SortOrder::Descending);
         let page = self
             .page(
                 Container::Users,
@@ -507,67 +557,6 @@ impl Blog {
         }
     }
 
-    /// Q4: comments of a post, oldest first.
-    pub async fn comments<T: Listed<Item = Comment>>(
-        &self,
-        post_id: &PostId,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        self.children(post_id, Comment::TYPE, "comments", size, continuation)
-            .await
-    }
-
-    /// Q5: likes of a post, oldest first.
-    pub async fn likes<T: Listed<Item = Like>>(
-        &self,
-        post_id: &PostId,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        self.children(post_id, Like::TYPE, "likes", size, continuation)
-            .await
-    }
-
-    /// One query of the post's partition for its comments or likes, oldest first, and for
-    /// the post's tombstone, which sorts before them (it keeps the post's date): a deleted
-    /// post answers 404 at once, in the same request. Only an empty first page costs a read
-    /// of the post, to tell "no comments yet" from "no such post".
-    async fn children<T: Listed>(
-        &self,
-        post_id: &PostId,
-        item_type: &'static str,
-        list: &str,
-        size: PageSize,
-        continuation: Option<&str>,
-    ) -> Result<Listing<T>> {
-        let query = Query::in_partition(post_partition(post_id))
-            .of_types(&[item_type, Tombstone::TYPE])
-            .order_by("creationDate", SortOrder::Ascending);
-        let list = format!("{list}:{post_id}");
-        let read = match self
-            .list_page::<T>(Container::Posts, &query, &list, size, continuation)
-            .await?
-        {
-            ListRead::Kept(page) => return Ok(page),
-            ListRead::Read(read) => read,
-        };
-        if read
-            .page
-            .items
-            .iter()
-            .any(|item| is_stored_a::<Tombstone>(item))
-        {
-            return Err(Error::not_found("post", post_id.as_str()));
-        }
-        // The post is in the partition it lists: an unchanged partition still holds it, so
-        // a kept page never needs this read again.
-        if read.page.items.is_empty() && continuation.is_none() {
-            self.existing_post(post_id).await?;
-        }
-        self.keep(read, parse_page::<T>)
-    }
-
     /// Q6: the most recent posts in short form, newest first, from the `feed` partition.
     pub async fn feed(&self, size: PageSize) -> Result<Vec<Post>> {
         let page = self
@@ -650,7 +639,7 @@ impl Blog {
         continuation: Option<&str>,
     ) -> Result<Listing<T>> {
         match self
-            .list_page::<T>(container, query, list, size, continuation)
+            .list_page::<T>(container, query, list, (size, 0), continuation)
             .await?
         {
             ListRead::Kept(page) => Ok(page),
@@ -659,20 +648,20 @@ impl Blog {
     }
 
     /// A page of `list`: the one kept in the form `T` if the store answers that its
-    /// partition is unchanged since, else the page as the store reads it now. One store
-    /// request either way.
+    /// partition is unchanged since, else the page as the store reads it now, `extra` items
+    /// longer than `size` (items the caller takes out). One store request either way.
     async fn list_page<T: Listed>(
         &self,
         container: Container,
         query: &Query,
         list: &str,
-        size: PageSize,
+        (size, extra): (PageSize, u32),
         continuation: Option<&str>,
     ) -> Result<ListRead<T>> {
         let key = self.lists.key::<T>(list, size.get(), continuation);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
         let request = PageRequest {
-            max_items: size.get(),
+            max_items: size.get() + extra,
             continuation: continuation
                 .map(|token| decode_continuation(list, token))
                 .transpose()?,

@@ -59,9 +59,13 @@ impl Backlog {
             Some(Repair::Erase { user_id }) | Some(Repair::Username { user_id, .. }) => {
                 user(user_id)
             }
-            Some(Repair::ClearDeletedPost { post_id } | Repair::Recopy { post_id }) => {
-                post(post_id)
-            }
+            Some(
+                Repair::ClearDeletedPost { post_id }
+                | Repair::Recopy { post_id }
+                | Repair::Views { post_id, .. },
+            ) => post(post_id),
+            // A pending change of any post may move a month's count.
+            Some(Repair::MonthCount { .. }) => !self.posts.is_empty(),
             Some(Repair::DeleteCopy {
                 copy_in: CopyIn::Users,
                 id,

@@ -1,10 +1,13 @@
 //! The drivers of the change feeds: the standalone pump that hands each change to its handler
-//! (`copies`), and the delayed re-check that repairs what the handlers missed.
+//! (`copies`), the delayed re-check that repairs what the handlers missed, and the publisher
+//! of scheduled posts.
 
 mod backlog;
+pub mod publisher;
 mod pump;
 pub mod recheck;
 
 pub use backlog::{Backlog, backlog};
+pub use publisher::{Publisher, PublisherTask};
 pub use pump::Pump;
 pub use recheck::{Recheck, RecheckReport, RecheckTask};

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
+use super::views::{Placement, place};
 use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 use crate::blog::feed_partition;
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
@@ -40,24 +41,33 @@ pub(crate) struct Cleared {
 }
 
 /// Removes everything derived from the deleted post `post_id` of `author`: its copies in
-/// `users` and `feed`, and its comments and likes.
+/// `users` and `feed`, its comments and likes, and its place in the schedule.
 pub(crate) async fn clear_deleted_post(
     store: &Arc<dyn Store>,
     post_id: &PostId,
     author: &UserId,
 ) -> StoreResult<Cleared> {
-    let author_copy = delete_if_present(
+    let author_pk = PartitionKey::single(author.as_str());
+    // The views first: where their copies are is read from the author copy, removed after.
+    let remembered = store
+        .read_item(Container::Users, &author_pk, post_id.as_str())
+        .await?
+        .map(|document| document.item);
+    let views = place(
         store,
-        Container::Users,
-        &PartitionKey::single(author.as_str()),
-        post_id.as_str(),
+        post_id,
+        None,
+        &Placement::remembered(remembered.as_ref()),
     )
     .await?;
+    let author_copy =
+        delete_if_present(store, Container::Users, &author_pk, post_id.as_str()).await?;
     let feed_copy =
         delete_if_present(store, Container::Feed, &feed_partition(), post_id.as_str()).await?;
     let children = delete_children(store, post_id).await?;
+    let scheduled = super::schedule::remove_entry(store, post_id).await?;
     Ok(Cleared {
-        written: author_copy + feed_copy + children,
+        written: views + author_copy + feed_copy + children + scheduled,
         left_feed: feed_copy > 0,
     })
 }

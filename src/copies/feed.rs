@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::deletes::{DELETE_CONCURRENCY, item_id};
 use super::partition_write::PartitionWrite;
 use super::shared::{Report, to_value};
-use crate::blog::{FEED_SIZE, feed_partition, feed_query};
+use crate::blog::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
 use crate::domain::{Post, PostId};
 use crate::store::{BatchOperation, Container, PageRequest, Query, SortOrder, Store, StoreResult};
 
@@ -56,28 +56,35 @@ impl FeedWindow {
         })
     }
 
-    /// Takes `copy` into the window unless it is older than the oldest of a full feed.
-    pub(super) fn admit(&mut self, copy: &Post) {
+    /// Takes `copy` into the window unless it is older than the oldest of a full feed; takes
+    /// a copy of a post that is not published out of it. Answers whether a post left the
+    /// feed that way (the feed then needs a refill).
+    pub(super) fn admit(&mut self, copy: &Post) -> bool {
         let existing = self.items.iter().position(|p| p.id == copy.id);
+        if !copy.is_published() {
+            self.admitted.remove(&copy.id);
+            return existing.map(|at| self.items.remove(at)).is_some();
+        }
         let full = self.items.len() >= FEED_SIZE as usize;
         if existing.is_none()
             && full
             && self
                 .items
                 .last()
-                .is_some_and(|oldest| copy.creation_date < oldest.creation_date)
+                .is_some_and(|oldest| copy.list_date() < oldest.list_date())
         {
-            return;
+            return false;
         }
         if let Some(at) = existing {
             self.items.remove(at);
         }
         let at = self
             .items
-            .partition_point(|p| p.creation_date > copy.creation_date);
+            .partition_point(|p| p.list_date() > copy.list_date());
         self.items.insert(at, copy.clone());
         self.items.truncate(FEED_SIZE as usize);
         self.admitted.insert(copy.id.clone(), copy.clone());
+        false
     }
 
     /// What the feed needs to look like the window: the admitted copies still in it that
@@ -158,9 +165,8 @@ pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
     if in_feed.len() >= FEED_SIZE as usize {
         return Ok(0);
     }
-    let copies = Query::cross_partition()
-        .of_type(Post::TYPE)
-        .order_by("creationDate", SortOrder::Descending);
+    let copies = published_only(Query::cross_partition().of_type(Post::TYPE))
+        .order_by(PUBLISHED_DATE, SortOrder::Descending);
     let candidates = store
         .query(Container::Users, &copies, PageRequest::first(FEED_SIZE))
         .await?

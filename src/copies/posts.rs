@@ -11,17 +11,21 @@ use serde_json::Value;
 use super::deletes::{Cleared, clear_deleted_post};
 use super::feed::{FeedWindow, refill_feed, trim_feed};
 use super::partition_write::{PartitionWrite, is_delete};
+use super::schedule::keep_schedule;
 use super::shared::{
     HANDLER_CONCURRENCY, Report, current_version, documents_of, settle, to_value, tombstones_of,
 };
 use super::usernames::correct_usernames;
+use super::views::{Placement, place_posts};
 use crate::domain::{Deleted, Post, PostId};
 use crate::store::{BatchOperation, Container, PartitionKey, Store, StoreResult};
 
 /// Clears up after deleted posts (their tombstones), gives each changed post,
 /// comment and like its author's current username (see [`correct_usernames`]), then copies
-/// each changed post, in short form, into its author's partition of `users` and into `feed`,
-/// and keeps `feed` to the [`FEED_SIZE`](crate::blog::FEED_SIZE) most recent posts.
+/// each changed post, in short form, into its author's partition of `users` (every post, with
+/// its status: Q3 lists the published ones, the drafts list the others) and, published, into
+/// `feed`, and keeps `feed` to the [`FEED_SIZE`](crate::blog::FEED_SIZE) most recently
+/// published posts. A post that leaves publication leaves the feed.
 pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
     // Deleted posts first, so that the feed window below no longer holds them.
@@ -74,14 +78,26 @@ async fn copy_posts(
             Err(e) => settle(Err(e), format!("post {id}"), report)?,
         }
     }
+    // The views first: their old places are read from the author copies, still as they were.
+    let placed = copies
+        .iter()
+        .map(|(copy, existing)| {
+            let before = Placement::remembered(existing.as_ref());
+            (copy.id.clone(), Some(copy.clone()), before)
+        })
+        .collect();
+    let result = place_posts(store, placed).await;
+    settle(result, "views of posts".to_owned(), report)?;
     if left_feed {
         let result = refill_feed(store).await;
         settle(result, "feed refill".to_owned(), report)?;
     }
     // The feed: decide post by post against one window (order matters there).
     let mut feed = FeedWindow::load(store).await?;
+    // A post no longer published leaves the feed, which is refilled once it is written.
+    let mut unpublished_left = false;
     for (copy, _) in &copies {
-        feed.admit(copy);
+        unpublished_left |= feed.admit(copy);
     }
     let feed_write = feed.changes()?;
     let adds_to_feed = feed_write
@@ -96,6 +112,14 @@ async fn copy_posts(
         .await;
     for part in done {
         report.merge(part?);
+    }
+    let current: Vec<Post> = copies.iter().map(|(copy, _)| copy.clone()).collect();
+    report.merge(keep_schedule(store, current).await?);
+    // The author copies are written: the refill's query no longer finds the posts that left.
+    if unpublished_left {
+        let result = refill_feed(store).await;
+        settle(result, "feed refill".to_owned(), report)?;
+        left_feed = true;
     }
     // Handlers running side by side (Functions instances) may each have added posts that
     // push others past the bound; whatever lies past it now goes.

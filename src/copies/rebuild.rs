@@ -9,7 +9,8 @@ use super::Source;
 use super::deletes::sweep_orphan_copies;
 use super::feed::{refill_feed, trim_feed};
 use super::shared::Report;
-use crate::domain::{Post, TenantId, Tombstone, User};
+use super::views::{month_of_archive_item, recount_month, sweep_view_copy};
+use crate::domain::{Month, Post, TenantId, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
 /// Re-derives every copy from the sources: usernames from `users` into `posts`,
@@ -41,6 +42,33 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
             models.note(store, &copies);
             report.written += sweep_orphan_copies(store, container, &copies).await?;
         }
+    }
+    // The views: copies their post no longer places there go, then every month's count is
+    // set to the copies its partition holds.
+    let mut months: BTreeSet<(Option<TenantId>, Month)> = BTreeSet::new();
+    for container in [Container::Tags, Container::Archive] {
+        let query = Query::cross_partition();
+        let mut pages = Pages::new(&**store, container, &query, 500);
+        while let Some(items) = pages.next().await? {
+            models.note(store, &items);
+            for (tenant, view, items) in tenant::by_model(store, &items).0 {
+                for item in items.iter() {
+                    if is_a::<Post>(item) {
+                        report.written += sweep_view_copy(&view, container, item).await?;
+                    }
+                    if container == Container::Archive {
+                        months.extend(month_of_archive_item(item).map(|m| (tenant.clone(), m)));
+                    }
+                }
+            }
+        }
+    }
+    for (tenant, month) in months {
+        let view = match tenant {
+            Some(tenant) => tenant::scoped(store, &tenant),
+            None => Arc::clone(store),
+        };
+        report.written += recount_month(&view, &month).await?;
     }
     for view in models.views(store) {
         report.written += refill_feed(&view).await?;

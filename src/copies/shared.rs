@@ -26,6 +26,9 @@ pub struct Report {
     pub written: usize,
     /// Documents that could not be read and were skipped, with the reason.
     pub skipped: Vec<String>,
+    /// Schedule entries written (posts scheduled or rescheduled): in a `multi` store their
+    /// tenant must be in the publisher's directory.
+    pub scheduled: usize,
 }
 
 impl Report {
@@ -33,6 +36,7 @@ impl Report {
         self.processed += other.processed;
         self.written += other.written;
         self.skipped.extend(other.skipped);
+        self.scheduled += other.scheduled;
     }
 
     pub fn log_lines(&self, handler: &str) -> Vec<String> {

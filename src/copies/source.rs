@@ -44,8 +44,12 @@ impl Source {
                 .skipped
                 .push(format!("{strays} documents without a valid tenantId"));
         }
-        for (_, view, documents) in groups {
-            report.merge(self.handle_model(&view, &documents).await?);
+        for (tenant, view, documents) in groups {
+            let part = self.handle_model(&view, &documents).await?;
+            if let Some(tenant) = tenant.filter(|_| part.scheduled > 0) {
+                super::enlist_tenant(&**store, &tenant).await?;
+            }
+            report.merge(part);
         }
         Ok(report)
     }

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    CommentContent, CommentId, LikeId, PostContent, PostId, Timestamp, Title, UserId, Username,
+    CommentContent, CommentId, LikeId, PostContent, PostId, PostStatus, Publication, Tag, Tags,
+    Timestamp, Title, UserId, Username,
 };
 
 /// Lists of posts (a user's posts, the feed) carry the content cut to this many characters.
@@ -85,6 +86,7 @@ kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");
 kind_tag!(LikeKind, "like");
 kind_tag!(TombstoneKind, "tombstone");
+kind_tag!(MonthKind, "month");
 
 /// A user item (C1, Q1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -145,10 +147,30 @@ pub struct Post {
     #[schema(minimum = 0)]
     pub like_count: u64,
     pub creation_date: Timestamp,
+    /// `published` (the default: an item stored before posts had a status is published),
+    /// `draft` or `scheduled`. Only a published post is seen by anyone but its author.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub status: PostStatus,
     /// When the title or content last changed; absent until the post is first edited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub modified_date: Option<Timestamp>,
+    /// When a `scheduled` post publishes itself; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub publish_at: Option<Timestamp>,
+    /// When the post was last published (its `creationDate` for a post published when it was
+    /// written); lists and feeds order by it. Absent while the post is not published, and on
+    /// items stored before posts had a status, whose publication is their creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub published_date: Option<Timestamp>,
+    /// Up to 10 tags, normalised (trimmed, lower-case, inner white space as `-`), each once;
+    /// absent when the post has none. `GET /api/tags/{tag}/posts` lists a tag's posts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Tag>, max_items = 10, example = json!(["rust", "cosmos-db"]))]
+    pub tags: Vec<String>,
 }
 
 impl Typed for Post {
@@ -158,10 +180,21 @@ impl Typed for Post {
 impl Post {
     pub(crate) const TYPE: &'static str = PostKind::TAG;
 
-    /// A new post of `author`, with the id the caller chose for it: generated
+    /// A new published post of `author`, with the id the caller chose for it: generated
     /// ([`PostId::generate`]) or derived from an idempotency key.
     pub fn new(post_id: PostId, author: &User, title: Title, content: PostContent) -> Self {
-        Self {
+        Self::with_publication(post_id, author, title, content, Publication::Publish)
+    }
+
+    /// [`Post::new`], published, kept as a draft or scheduled as `publication` asks.
+    pub fn with_publication(
+        post_id: PostId,
+        author: &User,
+        title: Title,
+        content: PostContent,
+        publication: Publication,
+    ) -> Self {
+        let mut post = Self {
             id: post_id.clone(),
             kind: PostKind,
             post_id,
@@ -172,8 +205,58 @@ impl Post {
             comment_count: 0,
             like_count: 0,
             creation_date: Timestamp::now(),
+            status: PostStatus::Published,
             modified_date: None,
+            publish_at: None,
+            published_date: None,
+            tags: Vec::new(),
+        };
+        let created = post.creation_date;
+        post.set_publication(publication, created);
+        post
+    }
+
+    /// The same post carrying `tags` (in place of any it had).
+    pub fn tagged(self, tags: &Tags) -> Self {
+        Self {
+            tags: tags.iter().map(|tag| tag.as_str().to_owned()).collect(),
+            ..self
         }
+    }
+
+    /// Whether everyone may see the post: the one test of every list, feed and view.
+    pub fn is_published(&self) -> bool {
+        self.status == PostStatus::Published
+    }
+
+    /// When the post was published, the date lists and feeds order it by; `None` while it is
+    /// unpublished. An item stored before posts had a status was published when created.
+    pub fn published_date(&self) -> Option<Timestamp> {
+        self.is_published()
+            .then(|| self.published_date.unwrap_or(self.creation_date))
+    }
+
+    /// The post's publication as a writer would ask for it again.
+    pub fn publication(&self) -> Publication {
+        match (self.status, self.publish_at) {
+            (PostStatus::Published, _) => Publication::Publish,
+            (PostStatus::Scheduled, Some(at)) => Publication::Schedule(at),
+            // A schedule without its date cannot publish itself: it stays with its author.
+            (PostStatus::Draft | PostStatus::Scheduled, _) => Publication::Draft,
+        }
+    }
+
+    /// Publishes, unpublishes or schedules the post as `publication` says, at `now`. A post
+    /// that is published already keeps its `publishedDate`; one that becomes published gets
+    /// `now`; one that leaves publication loses it.
+    pub fn set_publication(&mut self, publication: Publication, now: Timestamp) {
+        let published = self.published_date();
+        self.status = publication.status();
+        self.publish_at = publication.publish_at();
+        self.published_date = match publication {
+            Publication::Publish => Some(published.unwrap_or(now)),
+            Publication::Draft | Publication::Schedule(_) => None,
+        };
     }
 
     /// When the post last changed as readers see it: its last edit, else its creation.
@@ -182,7 +265,9 @@ impl Post {
     }
 
     /// The copy that lists show: the same item with its content cut to
-    /// [`SHORT_CONTENT_CHARS`] characters (never inside a character).
+    /// [`SHORT_CONTENT_CHARS`] characters (never inside a character), and its
+    /// `publishedDate` written out when it is published (lists order by it, and an item
+    /// stored before posts had a status leaves it implicit).
     pub fn short(&self) -> Post {
         let content = match self.content.char_indices().nth(SHORT_CONTENT_CHARS) {
             Some((cut, _)) => self.content[..cut].to_owned(),
@@ -190,8 +275,15 @@ impl Post {
         };
         Post {
             content,
+            published_date: self.published_date(),
             ..self.clone()
         }
+    }
+
+    /// The date lists of posts sort by: when it was published, or for a post not published,
+    /// when it was written.
+    pub fn list_date(&self) -> Timestamp {
+        self.published_date().unwrap_or(self.creation_date)
     }
 }
 
@@ -336,6 +428,8 @@ mod tests {
                 "id",
                 "likeCount",
                 "postId",
+                "publishedDate",
+                "status",
                 "title",
                 "type",
                 "userId",
@@ -344,6 +438,65 @@ mod tests {
         );
         assert_eq!(value["type"], "post");
         assert_eq!(value["id"], value["postId"]);
+    }
+
+    #[test]
+    fn a_post_published_when_written_was_published_at_its_creation() {
+        let post = post_with("body");
+        assert!(post.is_published());
+        assert_eq!(post.published_date(), Some(post.creation_date));
+        let value = serde_json::to_value(&post).unwrap();
+        assert_eq!(value["status"], "published");
+        assert_eq!(value["publishedDate"], value["creationDate"]);
+    }
+
+    #[test]
+    fn publication_moves_between_draft_schedule_and_published() {
+        let at = |raw| Timestamp::parse(raw).unwrap();
+        let mut post = Post::with_publication(
+            PostId::generate(),
+            &user(),
+            Title::parse("t").unwrap(),
+            PostContent::parse("b").unwrap(),
+            Publication::Draft,
+        );
+        assert!(!post.is_published());
+        assert_eq!(post.published_date(), None);
+        let value = serde_json::to_value(&post).unwrap();
+        assert_eq!(value["status"], "draft");
+        assert!(value.get("publishedDate").is_none() && value.get("publishAt").is_none());
+
+        let later = at("2030-01-01T00:00:00Z");
+        post.set_publication(Publication::Schedule(later), at("2029-01-01T00:00:00Z"));
+        assert_eq!(
+            (post.status, post.publish_at),
+            (PostStatus::Scheduled, Some(later))
+        );
+        assert_eq!(post.published_date(), None);
+
+        // Published at its time: the date is the schedule's, however late the timer runs.
+        post.set_publication(Publication::Publish, later);
+        assert_eq!(post.published_date(), Some(later));
+        assert_eq!(post.publish_at, None);
+        // Published again: the date stays.
+        post.set_publication(Publication::Publish, at("2031-01-01T00:00:00Z"));
+        assert_eq!(post.published_date(), Some(later));
+        // Back to draft, then out again: a new date.
+        post.set_publication(Publication::Draft, at("2031-01-01T00:00:00Z"));
+        assert_eq!(post.published_date, None);
+        post.set_publication(Publication::Publish, at("2032-01-01T00:00:00Z"));
+        assert_eq!(post.published_date(), Some(at("2032-01-01T00:00:00Z")));
+    }
+
+    #[test]
+    fn a_post_stored_before_posts_had_a_status_is_published_at_its_creation() {
+        let mut value = serde_json::to_value(post_with("x")).unwrap();
+        let fields = value.as_object_mut().unwrap();
+        fields.remove("status");
+        fields.remove("publishedDate");
+        let post: Post = serde_json::from_value(value).unwrap();
+        assert!(post.is_published());
+        assert_eq!(post.published_date(), Some(post.creation_date));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! data model, canonical dates and the short form of posts. Nothing here knows about storage
 //! or HTTP.
 
+mod archive;
 mod dates;
 mod idempotency;
 mod ids;
 mod items;
 mod pattern;
+mod publication;
 mod slug;
 mod tags;
 mod text;
@@ -14,10 +16,12 @@ mod tombstone;
 mod visible;
 mod wire;
 
+pub use archive::{ArchiveMonth, Month, MonthCount};
 pub use dates::Timestamp;
 pub use idempotency::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey};
 pub use ids::{CommentId, LikeId, PostId, TenantId, UserId, is_stored_id};
 pub use items::{Comment, Like, Post, SHORT_CONTENT_CHARS, Typed, User, is_a, is_stored_a};
+pub use publication::{PostStatus, Publication};
 pub use slug::{MAX_SLUG_CHARS, Slug};
 pub use tags::{MAX_TAG_CHARS, MAX_TAGS, Tag, Tags};
 pub use text::{CommentContent, PostContent, Title, Username};

@@ -51,6 +51,28 @@ impl Tag {
     }
 }
 
+/// The stored (normalised) form: what the post items and `GET /api/tags/{tag}/posts` carry.
+impl utoipa::PartialSchema for Tag {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        static PATTERN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!("^{}+$", super::pattern::class(may_stand_in_a_tag))
+        });
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some(
+                "A tag, normalised: trimmed, lower-case, each run of inner white space one \
+                 `-`. Letters and combining marks of any script, decimal digits, `-` and `_`.",
+            ))
+            .min_length(Some(1))
+            .max_length(Some(MAX_TAG_CHARS))
+            .pattern(Some(PATTERN.as_str()))
+            .examples(["rust"])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Tag {}
+
 impl fmt::Display for Tag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

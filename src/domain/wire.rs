@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use super::dates::Timestamp;
 use super::ids::is_stored_id;
 use super::items::{Comment, Like, Post, Typed, User};
+use super::publication::PostStatus;
 
 /// A kind of item whose wire form can be copied from its stored text.
 pub trait WireForm: Typed {
@@ -36,6 +37,11 @@ enum Field {
     Count,
     /// A date in the canonical form.
     Date,
+    /// A post's status: one of its names.
+    Status,
+    /// A non-empty array of strings without escapes, written without spaces (an empty one
+    /// is left out by serialising, so its copy is refused).
+    Strings,
 }
 
 impl Field {
@@ -47,6 +53,9 @@ impl Field {
             Field::Text => is_canonical_string(raw),
             Field::Count => is_canonical_count(raw),
             Field::Date => plain_string(raw).is_some_and(Timestamp::is_canonical),
+            Field::Status => plain_string(raw)
+                .is_some_and(|name| PostStatus::ALL.iter().any(|s| s.as_str() == name)),
+            Field::Strings => is_compact_list_of_plain_strings(raw),
         }
     }
 }
@@ -55,6 +64,16 @@ impl Field {
 fn plain_string(raw: &str) -> Option<&str> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then_some(inner)
+}
+
+/// Whether `raw` is `["a","b"]`: at least one string, none with an escape, no white space.
+fn is_compact_list_of_plain_strings(raw: &str) -> bool {
+    let Some(inner) = raw.strip_prefix("[\"").and_then(|r| r.strip_suffix("\"]")) else {
+        return false;
+    };
+    inner
+        .split("\",\"")
+        .all(|one| !one.contains(['"', '\\']) && !one.chars().any(char::is_control))
 }
 
 /// Whether a JSON string is escaped as serde_json escapes: only `"`, `\` and the control
@@ -189,8 +208,12 @@ wire_form!(Post, StoredPost {
     comment_count: "commentCount" => Count,
     like_count: "likeCount" => Count,
     creation_date: "creationDate" => Date,
+    status: "status" => Status,
 } optional {
     modified_date: "modifiedDate" => Date,
+    publish_at: "publishAt" => Date,
+    published_date: "publishedDate" => Date,
+    tags: "tags" => Strings,
 });
 
 wire_form!(Comment, StoredComment {
@@ -254,7 +277,8 @@ mod tests {
             "id": "3f2b8c1e-7d4a-4e9b-9c21-5a6f0e8d4b17", "type": "post",
             "postId": "3f2b8c1e-7d4a-4e9b-9c21-5a6f0e8d4b17", "userId": "ada",
             "userUsername": "Ada", "title": "Hello", "content": "# Hi\n\n*world* \"quoted\"",
-            "commentCount": 3, "likeCount": 0, "creationDate": "2026-11-22T09:15:02.1234567Z"
+            "commentCount": 3, "likeCount": 0, "creationDate": "2026-11-22T09:15:02.1234567Z",
+            "status": "published", "publishedDate": "2026-11-22T09:15:02.1234567Z"
         })
     }
 
@@ -273,6 +297,20 @@ mod tests {
         );
         assert_copies::<Post>(&stored(&edited), true);
         assert_copies::<Post>(&stored(&with(post(), "modifiedDate", Value::Null)), true);
+        let tagged = with(post(), "tags", json!(["rust", "cosmos-db", "日本語"]));
+        assert_copies::<Post>(&stored(&tagged), true);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!([]))), false);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!(["a\"b"]))), false);
+        assert_copies::<Post>(&stored(&with(post(), "tags", json!("rust"))), false);
+        let mut scheduled = with(post(), "status", json!("scheduled"));
+        scheduled["publishAt"] = json!("2030-01-01T00:00:00.0000000Z");
+        scheduled.as_object_mut().unwrap().remove("publishedDate");
+        assert_copies::<Post>(&stored(&scheduled), true);
+        assert_copies::<Post>(&stored(&with(post(), "status", json!("draft"))), true);
+        // Stored before posts had a status: parsing adds it, so the copy is not taken.
+        let mut old = post();
+        old.as_object_mut().unwrap().remove("status");
+        assert_copies::<Post>(&stored(&old), false);
         let user = json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada L."});
         assert_copies::<User>(&stored(&user), true);
         let comment = json!({
@@ -320,6 +358,9 @@ mod tests {
             ("userId", json!("a/b")),
             ("userId", json!("")),
             ("type", json!("comment")),
+            ("status", json!("Published")),
+            ("status", json!(null)),
+            ("publishAt", json!("2030-01-01T00:00:00Z")),
         ];
         for (field, value) in doubtful {
             assert_copies::<Post>(&stored(&with(post(), field, value)), false);

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::api::AppState;
+use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 use crate::copies::Source;
 use crate::problem::Problem;
@@ -182,6 +183,49 @@ pub async fn invoke_timer(
                 }
             }
         }
+    };
+    for line in &logs {
+        tracing::info!(function, "{line}");
+    }
+    Json(InvocationResult {
+        outputs: Map::new(),
+        logs,
+        return_value: Value::Null,
+    })
+    .into_response()
+}
+
+/// Handles one invocation of the publisher's timer: publishes the scheduled posts whose time
+/// has come, when `publisher` says this is where it happens.
+pub async fn invoke_publisher(
+    publisher: Publisher,
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Response {
+    let function = publisher::FUNCTION_NAME;
+    if let Err(why) = serde_json::from_slice::<Invocation<Value>>(&body) {
+        tracing::warn!(function, %why, "undecodable timer invocation");
+        let why = DecodeError::Envelope(why).to_string();
+        return Problem::new(StatusCode::BAD_REQUEST, "invalid-invocation", why).into_response();
+    }
+    let logs = match publisher {
+        Publisher::Off => vec![format!("{function}: off (BLOG_PUBLISH_STEP_MS=0)")],
+        Publisher::InProcess(_) => vec![format!(
+            "{function}: runs as a task of the server; nothing to do here"
+        )],
+        Publisher::OnTimer => match publisher::publish_due(state.blogs.store()).await {
+            Ok(done) => vec![publisher::log_line(&done)],
+            Err(e) => {
+                // Nothing is lost: the next tick finds the same posts due.
+                tracing::error!(function, error = %e, "publishing scheduled posts failed");
+                return Problem::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "publish-failed",
+                    "the scheduled posts could not be published; the next invocation retries",
+                )
+                .into_response();
+            }
+        },
     };
     for line in &logs {
         tracing::info!(function, "{line}");

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use serde::Serialize;
 
 use crate::api::DescribedOperation;
-use crate::changefeed::recheck;
+use crate::changefeed::{publisher, recheck};
 use crate::copies::Source;
 pub use crate::operations::{ROUTE_PREFIX, TENANT_ROUTE_PREFIX};
 use crate::store::Tenancy;
@@ -221,12 +221,19 @@ pub struct TimerFunction {
     pub schedule: &'static str,
 }
 
-/// The timer-triggered functions: the delayed re-check (`changefeed::recheck`), the same in
-/// both layouts (it splits what it reads by tenant).
-pub const TIMER_FUNCTIONS: &[TimerFunction] = &[TimerFunction {
-    name: recheck::FUNCTION_NAME,
-    schedule: recheck::TIMER_SCHEDULE,
-}];
+/// The timer-triggered functions: the delayed re-check (`changefeed::recheck`) and the
+/// publisher of scheduled posts (`changefeed::publisher`), the same in both layouts (they
+/// split what they read by tenant).
+pub const TIMER_FUNCTIONS: &[TimerFunction] = &[
+    TimerFunction {
+        name: recheck::FUNCTION_NAME,
+        schedule: recheck::TIMER_SCHEDULE,
+    },
+    TimerFunction {
+        name: publisher::FUNCTION_NAME,
+        schedule: publisher::TIMER_SCHEDULE,
+    },
+];
 
 /// The retry policy of the change-feed triggers: finite (the trigger would otherwise retry
 /// one poisoned batch forever and stall the lease) but long enough to ride out throttling

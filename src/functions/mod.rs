@@ -14,6 +14,7 @@ use axum::routing::post;
 pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
 
 use crate::api::AppState;
+use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 use crate::copies::Source;
 
@@ -23,9 +24,10 @@ use crate::copies::Source;
 pub const MAX_INVOCATION_BYTES: usize = 256 * 1024 * 1024;
 
 /// `POST /OnUserChanged` and `POST /OnPostChanged` (the change-feed triggers), and `POST
-/// /Recheck` (the timer of the delayed re-check, which does the work when `recheck` says so),
+/// /Recheck` (the timer of the delayed re-check, which does the work when `recheck` says so)
+/// and `POST /PublishScheduled` (the publisher's timer, likewise with `publisher`),
 /// for [`crate::api::app`]'s `extra`.
-pub fn router(recheck: Recheck) -> Router<AppState> {
+pub fn router(recheck: Recheck, publisher: Publisher) -> Router<AppState> {
     Source::ALL
         .into_iter()
         .fold(Router::new(), |router, source| {
@@ -37,6 +39,10 @@ pub fn router(recheck: Recheck) -> Router<AppState> {
         .route(
             &format!("/{}", recheck::FUNCTION_NAME),
             post(move |state, body| invoke::invoke_timer(recheck, state, body)),
+        )
+        .route(
+            &format!("/{}", publisher::FUNCTION_NAME),
+            post(move |state, body| invoke::invoke_publisher(publisher, state, body)),
         )
         .route_layer(middleware::from_fn_with_state(
             crate::operations::trigger_for as crate::telemetry::http::FunctionOf,

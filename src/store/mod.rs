@@ -70,20 +70,28 @@ pub(crate) const MAX_BATCH_OPERATIONS: usize = 100;
 /// The field that names an item's tenant in the `multi` layout (its first key level).
 pub(crate) const TENANT_FIELD: &str = "tenantId";
 
-/// The containers of the V3 model plus the lease container of the change-feed processors.
+/// The containers of the V3 model, the views the change feed keeps beside them (a tag's
+/// posts, a month's posts), plus the lease container of the change-feed processors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Container {
     Users,
     Posts,
     Feed,
+    /// Short copies of published posts, one logical partition per tag (Q8).
+    Tags,
+    /// Short copies of published posts, one logical partition per month of publication
+    /// (Q9), each with its count, and the index of the months and their counts.
+    Archive,
     Leases,
 }
 
 impl Container {
-    pub const ALL: [Container; 4] = [
+    pub const ALL: [Container; 6] = [
         Container::Users,
         Container::Posts,
         Container::Feed,
+        Container::Tags,
+        Container::Archive,
         Container::Leases,
     ];
 
@@ -92,6 +100,8 @@ impl Container {
             Container::Users => "users",
             Container::Posts => "posts",
             Container::Feed => "feed",
+            Container::Tags => "tags",
+            Container::Archive => "archive",
             Container::Leases => "leases",
         }
     }
@@ -103,6 +113,8 @@ impl Container {
             Container::Users => &["/userId"],
             Container::Posts => &["/postId"],
             Container::Feed => &["/type"],
+            Container::Tags => &["/tag"],
+            Container::Archive => &["/month"],
             Container::Leases => &["/id"],
         }
     }
@@ -117,6 +129,8 @@ impl Container {
             (Tenancy::Multi, Container::Users) => &["/tenantId", "/userId"],
             (Tenancy::Multi, Container::Posts) => &["/tenantId", "/postId"],
             (Tenancy::Multi, Container::Feed) => &["/tenantId", "/type"],
+            (Tenancy::Multi, Container::Tags) => &["/tenantId", "/tag"],
+            (Tenancy::Multi, Container::Archive) => &["/tenantId", "/month"],
         }
     }
 

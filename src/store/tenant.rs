@@ -140,13 +140,19 @@ fn unstamp(item: &mut Value) {
 }
 
 /// The tenants that hold anything in a `multi` store, in id order: every item names its
-/// tenant, so a scan of the three model containers finds them all (a tenant's last items may
+/// tenant, so a scan of the model's containers and views finds them all (a tenant's last items may
 /// be copies or tombstones). A full scan: for `rebuild` and `verify`, which read everything
 /// anyway.
 pub async fn tenants(store: &dyn Store) -> StoreResult<BTreeSet<TenantId>> {
     let mut tenants = BTreeSet::new();
     let query = Query::cross_partition();
-    for container in [Container::Users, Container::Posts, Container::Feed] {
+    for container in [
+        Container::Users,
+        Container::Posts,
+        Container::Feed,
+        Container::Tags,
+        Container::Archive,
+    ] {
         let mut pages = Pages::new(store, container, &query, 1000);
         while let Some(items) = pages.next().await? {
             tenants.extend(items.iter().filter_map(tenant_of));

@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::{FORMAT, FORMAT_VERSION, Kind, MANIFEST, Manifest, TransferProgress};
 use crate::domain::{
-    Comment, CommentContent, Deleted, Like, LikeId, Post, PostContent, PostId, TenantId, Title,
-    Tombstone, User, UserId, Username,
+    Comment, CommentContent, Deleted, Like, LikeId, Post, PostContent, PostId, Tag, Tags, TenantId,
+    Title, Tombstone, User, UserId, Username,
 };
 use crate::store::{TENANT_FIELD, Tenancy, strip_system_properties};
 
@@ -318,6 +318,15 @@ fn checked_post(post: Post) -> Result<Post, String> {
     exactly("title", &post.title, Title::parse, Title::as_str)?;
     PostContent::parse(&post.content).map_err(|e| e.to_string())?;
     username(&post.user_username)?;
+    // Tags as C2 stores them: each normalised, no duplicate, at most ten.
+    let tags = Tags::parse(&post.tags).map_err(|e| e.to_string())?;
+    if !tags
+        .iter()
+        .map(Tag::as_str)
+        .eq(post.tags.iter().map(String::as_str))
+    {
+        return Err("tags are not as the API stores them (normalised, each once)".into());
+    }
     Ok(post)
 }
 

@@ -57,7 +57,7 @@ pub async fn check_changes(
     match container {
         Container::Users => check.users(documents).await?,
         Container::Posts => check.posts(documents).await?,
-        Container::Feed | Container::Leases => {}
+        Container::Feed | Container::Tags | Container::Archive | Container::Leases => {}
     }
     Ok(check.found.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
@@ -486,12 +486,9 @@ impl Targeted<'_> {
             let Ok(post) = Post::deserialize(copy) else {
                 continue;
             };
-            oldest =
-                Some(oldest.map_or(post.creation_date, |o: Timestamp| o.min(post.creation_date)));
-            entries.insert(
-                post.id.to_string(),
-                (post.creation_date, canonical_hash(copy)),
-            );
+            let date = post.list_date();
+            oldest = Some(oldest.map_or(date, |o: Timestamp| o.min(date)));
+            entries.insert(post.id.to_string(), (date, canonical_hash(copy)));
         }
         let beyond = self
             .store
@@ -516,30 +513,45 @@ impl Targeted<'_> {
     /// to `verify`, which knows every post's date).
     async fn in_feed(&self, post_id: &str, summary: &PostSummary) -> StoreResult<()> {
         let feed = self.feed_view().await?;
-        let found = match feed.entries.get(post_id) {
-            Some((_, hash)) => checks::feed_copy(post_id, *hash, Some(summary)),
-            None if feed.entries.len() < FEED_SIZE as usize => Some(checks::missing_from_feed(
+        let found = match (feed.entries.get(post_id), summary.published) {
+            (Some((_, hash)), _) => checks::feed_copy(post_id, *hash, Some(summary)),
+            // Not published: not in the feed, as it should be.
+            (None, None) => None,
+            (None, Some(published)) => self.missing_published(post_id, published, feed),
+        };
+        self.report_all(found);
+        Ok(())
+    }
+
+    /// A published post the feed does not hold: it must be older than every post of a full
+    /// feed.
+    fn missing_published(
+        &self,
+        post_id: &str,
+        published: Timestamp,
+        feed: &FeedView,
+    ) -> Option<Violation> {
+        match () {
+            () if feed.entries.len() < FEED_SIZE as usize => Some(checks::missing_from_feed(
                 post_id,
                 format!(
                     "the feed holds {} posts, fewer than {FEED_SIZE}, and not this one",
                     feed.entries.len()
                 ),
             )),
-            None => feed
+            () => feed
                 .oldest
-                .filter(|oldest| summary.created > *oldest)
+                .filter(|oldest| published > *oldest)
                 .map(|oldest| {
                     checks::missing_from_feed(
                         post_id,
                         format!(
-                            "post of {} is newer than the oldest post of the feed ({oldest})",
-                            summary.created
+                            "post of {published} is newer than the oldest post of the feed \
+                             ({oldest})"
                         ),
                     )
                 }),
-        };
-        self.report_all(found);
-        Ok(())
+        }
     }
 }
 

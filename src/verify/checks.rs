@@ -21,6 +21,8 @@ use crate::store::Container;
 pub(crate) struct PostSummary {
     pub author: String,
     pub created: Timestamp,
+    /// When it was published; `None` while it is not: then it belongs in no feed.
+    pub published: Option<Timestamp>,
     pub comment_count: u64,
     pub like_count: u64,
     /// Hash of the canonical JSON of [`Post::short`]: a copy must hash the same.
@@ -32,6 +34,7 @@ impl PostSummary {
         Self {
             author: post.user_id.to_string(),
             created: post.creation_date,
+            published: post.published_date(),
             comment_count: post.comment_count,
             like_count: post.like_count,
             short_hash: serde_json::to_value(post.short())
@@ -307,6 +310,15 @@ pub(crate) fn feed_copy(
                 id: id.to_owned(),
             },
         ),
+        Some(source) if source.published.is_none() => (
+            ViolationKind::UnpublishedInFeed,
+            format!("post {id} is not published"),
+            Repair::DeleteCopy {
+                copy_in: CopyIn::Feed,
+                partition: Post::TYPE.to_owned(),
+                id: id.to_owned(),
+            },
+        ),
         Some(source) if source.short_hash == copy_hash => return None,
         Some(_) => (
             ViolationKind::FeedCopyDiffers,
@@ -467,6 +479,7 @@ mod tests {
         let source = PostSummary {
             author: "u".into(),
             created: date,
+            published: Some(date),
             comment_count: 1,
             like_count: 0,
             short_hash: 7,

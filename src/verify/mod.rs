@@ -10,6 +10,9 @@
 //!   the source's short form ([`Post::short`]), and no copy whose source is gone;
 //! - `feed` holds exactly the most recent min(100, number of posts) posts, each equal to its
 //!   short form;
+//! - the views hold each published post in the partition of each of its tags (`tags`) and of
+//!   its month (`archive`), equal to its short form, and nothing else; each month's count (in
+//!   its partition and in the archive's index) equals the posts its partition holds;
 //! - deletes have been carried out: a deleted post (a tombstone) has no comment, like or copy
 //!   left, and nothing an erased user wrote before their erasure is left but tombstones.
 //!
@@ -31,6 +34,7 @@ pub(crate) mod checks;
 mod repair;
 mod report;
 mod scan;
+mod views;
 
 use std::sync::Arc;
 

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::copies::{
-    clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
-    on_post_changed, refill_feed, rename_item, trim_feed,
+    Placement, clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
+    on_post_changed, place, recount_month, refill_feed, rename_item, trim_feed,
 };
-use crate::domain::{Comment, Deleted, Like, Post, PostId, Tombstone, UserId, is_a};
+use crate::domain::{Comment, Deleted, Like, Month, Post, PostId, Tombstone, UserId, is_a};
 use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
 
 /// Items per page when a post's comments and likes are counted.
@@ -64,6 +64,15 @@ pub enum Repair {
     },
     /// Copy the post's short form into `users` and `feed` again (`OnPostChanged` on it).
     Recopy { post_id: String },
+    /// Put the post's copies in the views where it belongs now, and take them out of the
+    /// `tag` or `month` partition where one was found that does not belong.
+    Views {
+        post_id: String,
+        tag: Option<String>,
+        month: Option<String>,
+    },
+    /// Set a month's count, and the index's, to the copies its partition holds.
+    MonthCount { month: String },
     /// Refill the feed to its bound with the most recent posts, and trim what lies past it.
     Feed,
 }
@@ -101,6 +110,8 @@ impl fmt::Display for Repair {
                 copy_in.container().name()
             ),
             Repair::Recopy { post_id } => write!(f, "copy post {post_id} again"),
+            Repair::Views { post_id, .. } => write!(f, "place post {post_id} in its views"),
+            Repair::MonthCount { month } => write!(f, "recount the archive's month {month}"),
             Repair::Feed => f.write_str("refill and trim the feed"),
         }
     }
@@ -136,6 +147,12 @@ impl Repair {
                 id,
             } => delete_copy(store, copy_in.container(), partition, id).await,
             Repair::Recopy { post_id } => recopy(store, post_id).await,
+            Repair::Views {
+                post_id,
+                tag,
+                month,
+            } => views(store, post_id, tag.as_deref(), month.as_deref()).await,
+            Repair::MonthCount { month } => month_count(store, month).await,
             Repair::Feed => feed(store).await,
         };
         match result {
@@ -362,4 +379,41 @@ async fn feed(store: &Arc<dyn Store>) -> StoreResult<RepairOutcome> {
     Ok(written(refilled + trimmed.written, |_| {
         format!("{refilled} posts added, {} trimmed", trimmed.written)
     }))
+}
+
+async fn views(
+    store: &Arc<dyn Store>,
+    raw_post_id: &str,
+    tag: Option<&str>,
+    month: Option<&str>,
+) -> StoreResult<RepairOutcome> {
+    let post_id = post_id(raw_post_id)?;
+    let now = store
+        .read_item(
+            Container::Posts,
+            &PartitionKey::single(raw_post_id),
+            raw_post_id,
+        )
+        .await?
+        .filter(|document| is_a::<Post>(&document.item))
+        .and_then(|document| serde_json::from_value::<Post>(document.item).ok())
+        .map(|post| post.short());
+    let before = Placement {
+        tags: tag.map(str::to_owned).into_iter().collect(),
+        month: month.and_then(Month::from_key),
+    };
+    let n = place(store, &post_id, now.as_ref(), &before).await?;
+    Ok(written(n, |n| {
+        format!("wrote {n} items of the views of post {raw_post_id}")
+    }))
+}
+
+async fn month_count(store: &Arc<dyn Store>, raw_month: &str) -> StoreResult<RepairOutcome> {
+    let Some(month) = Month::from_key(raw_month) else {
+        return Ok(RepairOutcome::Failed(format!(
+            "{raw_month:?} is not a month"
+        )));
+    };
+    let n = recount_month(store, &month).await?;
+    Ok(written(n, |_| format!("recounted the month {raw_month}")))
 }

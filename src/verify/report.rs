@@ -53,9 +53,21 @@ pub enum ViolationKind {
     OrphanFeedCopy,
     /// A feed item that differs from its post's short form.
     FeedCopyDiffers,
+    /// A feed item whose post is a draft or scheduled: nobody but its author may see it.
+    UnpublishedInFeed,
     /// A comment or like of a deleted post, or an item an erased user wrote before the
     /// erasure: something a delete should have removed.
     LeftAfterDelete,
+    /// A published post without its copy in the partition of one of its tags or its month.
+    MissingViewCopy,
+    /// A copy in `tags` or `archive` of a post that does not belong there (deleted, not
+    /// published, without that tag, of another month).
+    OrphanViewCopy,
+    /// A copy in `tags` or `archive` that differs from its post's short form.
+    ViewCopyDiffers,
+    /// A month whose count (in its partition or in the archive's index) differs from the
+    /// posts its partition holds.
+    MonthCountMismatch,
 }
 
 impl ViolationKind {
@@ -76,7 +88,12 @@ impl ViolationKind {
             Self::FeedOverBound => "feed-over-bound",
             Self::OrphanFeedCopy => "orphan-feed-copy",
             Self::FeedCopyDiffers => "feed-copy-differs",
+            Self::UnpublishedInFeed => "unpublished-in-feed",
             Self::LeftAfterDelete => "left-after-delete",
+            Self::MissingViewCopy => "missing-view-copy",
+            Self::OrphanViewCopy => "orphan-view-copy",
+            Self::ViewCopyDiffers => "view-copy-differs",
+            Self::MonthCountMismatch => "month-count-mismatch",
         }
     }
 }
@@ -132,6 +149,8 @@ pub struct Scanned {
     pub tombstones: usize,
     /// Erasure markers of deleted accounts (counted apart, as `export` does).
     pub erasures: usize,
+    /// Items of the views: post copies in `tags` and `archive`, and the months' counts.
+    pub view_items: usize,
     /// Items of no known type (also reported as violations).
     pub other: usize,
 }
@@ -146,6 +165,7 @@ impl Scanned {
             + self.feed_items
             + self.tombstones
             + self.erasures
+            + self.view_items
             + self.other
     }
 }
@@ -170,6 +190,9 @@ impl fmt::Display for Scanned {
         }
         if self.erasures > 0 {
             counts.push(count(n(self.erasures), "erasure marker", "erasure markers"));
+        }
+        if self.view_items > 0 {
+            counts.push(count(n(self.view_items), "view item", "view items"));
         }
         if self.other > 0 {
             counts.push(count(

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
+use super::views::ViewModel;
 use super::{Explained, PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
-use crate::blog::{FEED_SIZE, feed_partition};
+use crate::blog::{FEED_SIZE, SCHEDULE_TYPE, feed_partition};
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
@@ -39,6 +40,7 @@ pub(super) async fn scan(
     scan.posts().await?;
     scan.user_copies().await?;
     scan.feed().await?;
+    scan.views().await?;
     Ok(scan.report)
 }
 
@@ -66,6 +68,7 @@ struct Model {
     /// postId -> tally.
     posts: HashMap<String, PostTally>,
     feed: Vec<FeedEntry>,
+    views: ViewModel,
 }
 
 /// What the scan keeps of one post partition.
@@ -217,6 +220,23 @@ impl Scan<'_> {
     }
 }
 
+impl Scan<'_> {
+    // ---- the views: tags and archive -------------------------------------------------------
+
+    async fn views(&mut self) -> StoreResult<()> {
+        for (container, pk_field) in [(Container::Tags, "tag"), (Container::Archive, "month")] {
+            let query = Query::cross_partition();
+            self.pages(container, query, pk_field, |model, scanned, item| {
+                scanned.view_items += 1;
+                model.views.item(container, &item).into_iter().collect()
+            })
+            .await?;
+        }
+        self.each_model(|model| model.views.finish());
+        Ok(())
+    }
+}
+
 impl Model {
     fn user(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
         scanned.users += 1;
@@ -312,6 +332,7 @@ impl Model {
             created: post.creation_date,
         };
         let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
+        self.views.expect(post);
         self.posts.entry(id).or_default().source = Some(PostSource {
             summary: PostSummary::of(post),
             has_user_copy: false,
@@ -432,6 +453,11 @@ impl Model {
     }
 
     fn feed_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
+        // The schedule's partition of `feed` (read with the feeds of a `multi` store): its
+        // entries are not feed copies.
+        if item.get("type").and_then(Value::as_str) == Some(SCHEDULE_TYPE) {
+            return Vec::new();
+        }
         if !is_a::<Post>(&item) {
             scanned.other += 1;
             let why = "not a post copy".to_owned();
@@ -447,8 +473,8 @@ impl Model {
                 let summary = source.map(|s| &s.summary);
                 self.feed.push(FeedEntry {
                     id: copy.id.to_string(),
-                    created: copy.creation_date,
-                    source_created: summary.map(|s| s.created),
+                    created: copy.list_date(),
+                    source_created: summary.and_then(|s| s.published),
                     problem: checks::feed_copy(copy.id.as_str(), canonical_hash(&item), summary),
                 });
                 Vec::new()
@@ -460,15 +486,16 @@ impl Model {
         }
     }
 
-    /// The feed must hold the `expected` = min(100, posts) most recent posts. "Most recent"
-    /// is by `creationDate`, the field the feed query orders by (copies carry it in the
+    /// The feed must hold the `expected` = min(100, published posts) most recently published
+    /// posts, and no other. "Most recent" is by `publishedDate`, the field the feed query
+    /// orders by (copies carry it in the
     /// canonical format, where string order is time order). That query does not say how it
     /// orders posts with the same `creationDate` (the embedded store by id, Cosmos DB as it
     /// pleases), so posts tied at the boundary are interchangeable: the feed must hold every
     /// post newer than the boundary date, and fill the rest with posts of exactly that date.
     fn check_feed(&mut self) -> Vec<Violation> {
         let mut entries = std::mem::take(&mut self.feed);
-        // The feed query's order: creationDate descending (ties: by id, as the embedded store).
+        // The feed query's order: publishedDate descending (ties: by id, as the embedded store).
         entries.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.id.cmp(&a.id)));
         let bound = FEED_SIZE as usize;
         let beyond: Vec<String> = entries.iter().skip(bound).map(|e| e.id.clone()).collect();
@@ -478,7 +505,7 @@ impl Model {
         let mut dates: Vec<Timestamp> = self
             .posts
             .values()
-            .filter_map(|t| t.source.as_ref().map(|s| s.summary.created))
+            .filter_map(|t| t.source.as_ref().and_then(|s| s.summary.published))
             .collect();
         let expected = dates.len().min(bound);
         let boundary = (expected > 0).then(|| {
@@ -519,10 +546,10 @@ impl Model {
         held: &HashSet<String>,
         held_ties: usize,
     ) -> Vec<Violation> {
-        let dated = self
-            .posts
-            .iter()
-            .filter_map(|(id, t)| t.source.as_ref().map(|s| (s.summary.created, id)));
+        let dated = self.posts.iter().filter_map(|(id, t)| {
+            let published = t.source.as_ref()?.summary.published?;
+            Some((published, id))
+        });
         let newer = dated
             .clone()
             .filter(|(created, _)| *created > boundary)

@@ -21,12 +21,12 @@ use axum::http::request::Parts;
 
 use super::context::PageBase;
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
-use super::pages::{canonical_post_href, user_href};
+use super::pages::{canonical_post_href, tag_href, user_href};
 use super::site::Site;
-use crate::api::paths::UserPath;
+use crate::api::paths::{TagPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, PageSize};
-use crate::domain::{Post, TenantId, Timestamp, UserId};
+use crate::domain::{Post, Tag, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
 
 /// Entries per feed: the latest posts, as many as a page of the API's lists.
@@ -47,6 +47,16 @@ pub async fn author_feed(
     UserPath(user_id): UserPath,
 ) -> Result<Response> {
     let list = feeds.author(&blog, &user_id).await?;
+    Ok(answer(&feeds.atom(&list), &list.posts))
+}
+
+/// `/tags/{tag}/feed.atom`: the tag's newest published posts, from one Q8 page.
+pub async fn tag_feed(
+    feeds: Feeds,
+    CurrentBlog(blog): CurrentBlog,
+    TagPath(tag): TagPath,
+) -> Result<Response> {
+    let list = feeds.tag(&blog, &tag).await?;
     Ok(answer(&feeds.atom(&list), &list.posts))
 }
 
@@ -130,6 +140,19 @@ impl Feeds {
         })
     }
 
+    /// A tag's feed: one Q8 page.
+    pub async fn tag(&self, blog: &Blog, tag: &Tag) -> Result<FeedList> {
+        let page = blog.tag_posts::<Post>(tag, FEED_ENTRIES, None).await?;
+        let tag_page = tag_href(&self.base, tag.as_str());
+        Ok(FeedList {
+            posts: page.items.clone(),
+            title: format!("{}: posts tagged {tag}", self.site.title),
+            id: self.id(&["tag", tag.as_str()]),
+            stem: format!("{tag_page}/feed"),
+            page: tag_page,
+        })
+    }
+
     pub fn url(&self, path: &str) -> String {
         self.site.public_url.join(path)
     }
@@ -202,7 +225,7 @@ impl Feeds {
             .id(self.entry_id(post))
             .title(Text::plain(post.title.clone()))
             .authors(vec![author])
-            .published(Some(date(post.creation_date)))
+            .published(Some(date(post.list_date())))
             // An edit moves it: readers show the post again.
             .updated(date(post.updated()))
             .summary(Some(Text::plain(excerpt_of_short(

@@ -22,7 +22,10 @@ use super::guard;
 use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
 use crate::api::paths::{CommentPath, PostPath};
 use crate::api::tenants::CurrentBlog;
-use crate::domain::{CommentContent, PostContent, PostId, Title, UserId, ValidationError};
+use crate::domain::{
+    CommentContent, Post, PostContent, PostId, Publication, Tags, Timestamp, Title, UserId,
+    ValidationError,
+};
 use crate::error::Error;
 use crate::problem::Problem;
 
@@ -238,11 +241,14 @@ struct WritePage {
     l: Layout,
     heading: &'static str,
     action: String,
-    submit: &'static str,
     title: String,
     content: String,
+    tags: String,
+    publish_at: String,
     title_error: Option<String>,
     content_error: Option<String>,
+    /// A refused tag, status or publication time.
+    publication_error: Option<String>,
     problem: Option<String>,
 }
 
@@ -254,14 +260,64 @@ pub struct PostForm {
     title: String,
     #[serde(default)]
     content: String,
+    /// The tags, separated by commas.
+    #[serde(default)]
+    tags: String,
+    /// The button pressed: `draft` (Save draft), `published` (Publish) or `scheduled`
+    /// (Schedule); none keeps an edited post's publication as it is.
+    #[serde(default)]
+    intent: String,
+    /// The `datetime-local` field, read as UTC (its label says so): `2026-12-01T09:30`.
+    #[serde(default, rename = "publishAt")]
+    publish_at: String,
 }
 
+/// A post's form, parsed: what C2 takes.
+type ParsedPost = (Title, PostContent, Tags, Option<Publication>);
+
 impl PostForm {
-    fn parse(&self) -> Result<(Title, PostContent), ValidationError> {
+    /// The form's fields, checked as C2 checks its body (the same parsers).
+    fn parse(&self) -> Result<ParsedPost, ValidationError> {
+        let tags: Vec<&str> = self
+            .tags
+            .split(',')
+            .map(str::trim)
+            .filter(|tag| !tag.is_empty())
+            .collect();
+        let intent = Some(self.intent.as_str()).filter(|i| !i.is_empty());
+        let publish_at = (intent == Some("scheduled")).then(|| utc_of_local(&self.publish_at));
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
+            Tags::parse(&tags)?,
+            Publication::parse(intent, publish_at.as_deref(), Timestamp::now())?,
         ))
+    }
+
+    /// The form filled with `post` as it is, for its edit page.
+    fn of(post: Post) -> Self {
+        let publish_at = match post.publication() {
+            Publication::Schedule(at) => at.to_string().chars().take(16).collect(),
+            _ => String::new(),
+        };
+        Self {
+            tags: post.tags.join(", "),
+            title: post.title,
+            content: post.content,
+            publish_at,
+            ..Self::default()
+        }
+    }
+}
+
+/// A `datetime-local` value (`2026-12-01T09:30`, seconds optional) as an ISO-8601 UTC date;
+/// anything else as it was typed, for `publishAt`'s own refusal to name.
+fn utc_of_local(local: &str) -> String {
+    let local = local.trim();
+    match local.len() {
+        16 => format!("{local}:00Z"),
+        19 => format!("{local}Z"),
+        _ => local.to_owned(),
     }
 }
 
@@ -271,13 +327,12 @@ fn write_page(
     form: &PostForm,
     refused: Option<ValidationError>,
 ) -> WritePage {
-    let (heading, action, submit) = match editing {
+    let (heading, action) = match editing {
         Some(post_id) => (
             "Edit the post",
             format!("{}/edit", post_href(&context.base, post_id)),
-            "Save",
         ),
-        None => ("Write a post", format!("{}/write", context.base), "Publish"),
+        None => ("Write a post", format!("{}/write", context.base)),
     };
     let error_of = |field: &str| {
         refused
@@ -289,11 +344,15 @@ fn write_page(
         l: context.layout(heading, "Write a post in Markdown."),
         heading,
         action,
-        submit,
         title: form.title.clone(),
         content: form.content.clone(),
+        tags: form.tags.clone(),
+        publish_at: form.publish_at.clone(),
         title_error: error_of("title"),
         content_error: error_of("content"),
+        publication_error: ["tags", "status", "publishAt"]
+            .into_iter()
+            .find_map(|field| error_of(field)),
         problem: None,
     }
 }
@@ -331,14 +390,17 @@ pub async fn create_post(
         Ok(caller) => caller,
         Err(unsent) => return Ok(unsent_post_form(&context, None, &form, &unsent)),
     };
-    let (title, content) = match form.parse() {
+    let (title, content, tags, publication) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
             let page = write_page(&context, None, &form, Some(refused));
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    let written = blog.create_post(&caller, title, content).await;
+    let publication = publication.unwrap_or(Publication::Publish);
+    let written = blog
+        .create_tagged_post(&caller, (title, content, &tags), publication, None)
+        .await;
     unless_unregistered(&context, written, &context.here, |post| {
         Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
     })
@@ -351,16 +413,13 @@ pub async fn edit_post_page(
     PostPath(post_id): PostPath,
 ) -> FormResult {
     let caller = signed_in(&context)?;
-    let post = blog.get_post(&post_id).await?;
+    let post = blog
+        .get_post_seen_by::<Post>(&post_id, Some(&caller))
+        .await?;
     if post.user_id != caller {
         return Err(Error::Forbidden("only the author may edit a post").into());
     }
-    let form = PostForm {
-        title: post.title,
-        content: post.content,
-        ..PostForm::default()
-    };
-    let page = write_page(&context, Some(&post_id), &form, None);
+    let page = write_page(&context, Some(&post_id), &PostForm::of(post), None);
     Ok(context.respond(StatusCode::OK, &page))
 }
 
@@ -375,14 +434,21 @@ pub async fn edit_post(
         Ok(caller) => caller,
         Err(unsent) => return Ok(unsent_post_form(&context, Some(&post_id), &form, &unsent)),
     };
-    let (title, content) = match form.parse() {
+    let (title, content, tags, publication) = match form.parse() {
         Ok(parsed) => parsed,
         Err(refused) => {
             let page = write_page(&context, Some(&post_id), &form, Some(refused));
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    let edited = blog.edit_post(&caller, &post_id, title, content).await?;
+    let edited = blog
+        .edit_tagged_post(
+            &caller,
+            &post_id,
+            (title, content, Some(&tags)),
+            publication,
+        )
+        .await?;
     Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
 }
 

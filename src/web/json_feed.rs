@@ -1,5 +1,5 @@
-//! JSON Feed 1.1 (<https://jsonfeed.org/version/1.1>) beside each Atom feed: `/feed.json` and
-//! `/users/{userId}/feed.json`. The same posts, ids and links as the Atom feed of the same
+//! JSON Feed 1.1 (<https://jsonfeed.org/version/1.1>) beside each Atom feed: `/feed.json`,
+//! `/users/{userId}/feed.json` and `/tags/{tag}/feed.json`. The same posts, ids and links as the Atom feed of the same
 //! stem ([`super::atom::FeedList`]): a reader that follows both sees one post once. Any list of
 //! posts becomes one through [`document`].
 
@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::atom::{FeedList, Feeds, last_modified};
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, user_href};
-use crate::api::paths::UserPath;
+use crate::api::paths::{TagPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::domain::Post;
 use crate::error::Result;
@@ -32,6 +32,16 @@ pub async fn author_feed(
     UserPath(user_id): UserPath,
 ) -> Result<Response> {
     let list = feeds.author(&blog, &user_id).await?;
+    answer(&feeds, &list)
+}
+
+/// `/tags/{tag}/feed.json`: the tag's newest published posts, from one Q8 page.
+pub async fn tag_feed(
+    feeds: Feeds,
+    CurrentBlog(blog): CurrentBlog,
+    TagPath(tag): TagPath,
+) -> Result<Response> {
+    let list = feeds.tag(&blog, &tag).await?;
     answer(&feeds, &list)
 }
 
@@ -90,13 +100,13 @@ fn item(feeds: &Feeds, post: &Post) -> Item {
         title: post.title.clone(),
         content_text: text.clone(),
         summary: text,
-        date_published: post.creation_date.to_string(),
+        date_published: post.list_date().to_string(),
         date_modified: post.updated().to_string(),
         authors: vec![Author {
             name: post.user_username.clone(),
             url: feeds.url(&user_href(&feeds.base, &post.user_id)),
         }],
-        tags: Vec::new(),
+        tags: post.tags.clone(),
     }
 }
 

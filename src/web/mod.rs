@@ -22,6 +22,7 @@ mod page_caches;
 mod pages;
 pub mod routes;
 pub mod site;
+mod views;
 
 use std::sync::Arc;
 

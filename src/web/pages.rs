@@ -18,7 +18,7 @@ use crate::api::feed_cache::FeedItems;
 use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
-use crate::domain::{Comment, Like, Post, PostId, Slug, Timestamp, UserId};
+use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
 use crate::words::count;
 
@@ -48,11 +48,17 @@ pub struct PostView {
     /// "3 comments", "1 like".
     pub comments_text: String,
     pub likes_text: String,
+    /// Its tags, each with the address of the tag's page.
+    pub tags: Vec<(String, String)>,
+    /// What an unpublished post says of itself (only its author sees it): a draft, or
+    /// scheduled for a time.
+    pub status_note: Option<String>,
 }
 
 impl PostView {
     pub fn of(post: &Post, base: &str) -> Self {
-        let (date, day) = time_element(post.creation_date);
+        // Lists and feeds order by publication: a draft published late shows that day.
+        let (date, day) = time_element(post.list_date());
         Self {
             href: canonical_post_href(base, post),
             path: post_href(base, &post.id),
@@ -65,6 +71,12 @@ impl PostView {
             short: excerpt_of_short(&post.short().content, LIST_EXCERPT_CHARS),
             comments_text: count(post.comment_count, "comment", "comments"),
             likes_text: likes_text(post.like_count),
+            tags: post
+                .tags
+                .iter()
+                .map(|tag| (tag.clone(), tag_href(base, tag)))
+                .collect(),
+            status_note: status_note(post),
         }
     }
 }
@@ -100,6 +112,22 @@ pub fn post_href(base: &str, post_id: &PostId) -> String {
     format!("{base}/posts/{}", encode(post_id.as_str()))
 }
 
+/// How an unpublished post is marked wherever its author sees it.
+fn status_note(post: &Post) -> Option<String> {
+    match post.publication() {
+        Publication::Publish => None,
+        Publication::Draft => Some("Draft: only you can see it.".to_owned()),
+        Publication::Schedule(at) => Some(format!(
+            "Scheduled for {} UTC: only you can see it until then.",
+            at.to_string()
+                .chars()
+                .take(16)
+                .collect::<String>()
+                .replace('T', " ")
+        )),
+    }
+}
+
 /// The words after `/posts/{postId}/` that are the post's own pages and forms: a title whose
 /// slug is one of them gets `-post` after it, so that its page never hides one.
 const POST_SUB_ROUTES: [&str; 6] = ["likes", "like", "unlike", "comments", "edit", "delete"];
@@ -120,6 +148,11 @@ pub fn canonical_post_href(base: &str, post: &Post) -> String {
     format!("{}/{}", post_href(base, &post.id), post_slug(&post.title))
 }
 
+/// The page of a tag's posts.
+pub fn tag_href(base: &str, tag: &str) -> String {
+    format!("{base}/tags/{}", encode(tag))
+}
+
 pub fn user_href(base: &str, user_id: &UserId) -> String {
     format!("{base}/users/{}", encode(user_id.as_str()))
 }
@@ -132,12 +165,12 @@ pub struct Paging {
 }
 
 impl Paging {
-    fn token(&self) -> Option<&str> {
+    pub(super) fn token(&self) -> Option<&str> {
         self.continuation.as_deref().filter(|t| !t.is_empty())
     }
 }
 
-fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
+pub(super) fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
     continuation.map(|token| format!("{path}?continuation={}", encode(token)))
 }
 
@@ -264,8 +297,8 @@ impl PostReading {
             }
         };
         let (post, comments, liked) = tokio::join!(
-            blog.get_post(post_id),
-            blog.comments(post_id, PAGE_SIZE, continuation),
+            blog.get_post_seen_by::<Post>(post_id, viewer),
+            blog.comments(post_id, viewer, PAGE_SIZE, continuation),
             liked
         );
         let rest = match (comments, liked) {
@@ -309,7 +342,9 @@ pub async fn post_without_slug(
     CurrentBlog(blog): CurrentBlog,
     PostPath(post_id): PostPath,
 ) -> Result<Response> {
-    let post = blog.get_post(&post_id).await?;
+    let post = blog
+        .get_post_seen_by::<Post>(&post_id, context.viewer.as_ref())
+        .await?;
     Ok(moved_to_canonical(&context, &post))
 }
 
@@ -364,7 +399,7 @@ pub fn post_page_of(
         modified_time: post
             .modified_date
             .map_or_else(|| view.date.clone(), |at| time_element(at).0),
-        tags: Vec::new(),
+        tags: post.tags.clone(),
     };
     l.json_ld = Some(meta::json_ld(&Posting {
         og: &og,
@@ -444,8 +479,8 @@ pub async fn likes_page(
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
     let (post, likes) = tokio::join!(
-        blog.get_post(&post_id),
-        blog.likes(&post_id, PAGE_SIZE, paging.token())
+        blog.get_post_seen_by::<Post>(&post_id, context.viewer.as_ref()),
+        blog.likes(&post_id, context.viewer.as_ref(), PAGE_SIZE, paging.token())
     );
     let (post, likes) = (post?, likes?);
     let likes_path = format!("{}/likes", post_href(&context.base, &post_id));
@@ -484,6 +519,8 @@ struct AuthorPage {
     l: Layout,
     username: String,
     feed: String,
+    /// The author's own drafts and scheduled posts, when they read their own page.
+    drafts: Vec<PostView>,
     posts: Vec<PostView>,
     next: Option<String>,
 }
@@ -496,9 +533,21 @@ pub async fn author_page(
     UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog
-        .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
-        .await?;
+    let own = context.viewer.as_ref() == Some(&user_id) && paging.token().is_none();
+    let drafts = async {
+        match own {
+            true => blog
+                .user_drafts::<Post>(&user_id, PAGE_SIZE, None)
+                .await
+                .map(Some),
+            false => Ok(None),
+        }
+    };
+    let (posts, drafts) = tokio::join!(
+        blog.user_posts::<Post>(&user_id, PAGE_SIZE, paging.token()),
+        drafts
+    );
+    let (posts, drafts) = (posts?, drafts?);
     let username = match posts.items.first() {
         Some(post) => post.user_username.clone(),
         None => blog.get_user(&user_id).await?.username,
@@ -514,6 +563,13 @@ pub async fn author_page(
         l,
         username,
         feed,
+        drafts: drafts.map_or_else(Vec::new, |drafts| {
+            drafts
+                .items
+                .iter()
+                .map(|p| PostView::of(p, &context.base))
+                .collect()
+        }),
         posts: posts
             .items
             .iter()

@@ -8,7 +8,7 @@ use axum::Router;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{account, assets, atom, forms, json_feed, pages};
+use super::{account, assets, atom, forms, json_feed, pages, views};
 use crate::api::AppState;
 
 /// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
@@ -144,6 +144,18 @@ pub fn blog_pages() -> PageTable {
             "/users/{userId}/feed.json",
             json_feed::author_feed,
         )
+        .get("TagPage", "/tags/{tag}", views::tag_page)
+        .get("TagFeed", "/tags/{tag}/feed.atom", atom::tag_feed)
+        .get("TagJsonFeed", "/tags/{tag}/feed.json", json_feed::tag_feed)
+        .get("ArchivePage", "/archive", views::archive_page)
+        .get("MonthPage", "/archive/{year}/{month}", views::month_page)
+        .get("Sitemap", "/sitemap.xml", views::sitemap)
+        .get(
+            "MonthSitemap",
+            "/sitemaps/{year}/{month}",
+            views::month_sitemap,
+        )
+        .get("RobotsTxt", "/robots.txt", views::robots)
         .get("WritePage", "/write", forms::write_page_get)
         .post("WriteForm", "/write", forms::create_post)
         .get("AccountPage", "/account", account::account_page)

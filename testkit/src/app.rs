@@ -90,6 +90,8 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         // served stale.
         list_cache_mb: KEPT_LIST_PAGES_MB,
         recheck_delay_ms: 0,
+        // No publisher either: tests of scheduled posts start one with a short step.
+        publish_step_ms: 0,
         change_feed,
         auth: Default::default(),
         site: Default::default(),

@@ -46,30 +46,43 @@ async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
     let batch: Vec<Value> = (0..150).map(|n| post_document(n, authors[n % 3])).collect();
     let report = on_post_changed(&store, &batch).await.unwrap();
     assert_eq!(report.processed, 150);
+    // The 150 posts are of one month: its archive partition takes their copies in two
+    // batches (a batch holds 100 operations, one of them the month's count), and the index
+    // the count once.
+    let archive = (99 + 1) + (51 + 1) + 1;
     assert_eq!(
         report.written,
-        150 + 100,
-        "every author copy; the 100 newest in the feed"
+        150 + 100 + archive,
+        "every author copy; the 100 newest in the feed; the month's copies, counts and index"
     );
     let metrics = metered.take();
-    // Per author one point read (the username check of the rename race); per post two point
-    // reads (its current version, its author's copy); one read of the feed; three author
-    // batches and one feed batch; one query past the feed's bound.
-    assert_eq!(metrics.requests, 3 + 150 * 2 + 1 + 3 + 1 + 1);
-    assert_eq!(metrics.items_written, 250);
+    // Per author one point read (the username check of the rename race); per post three point
+    // reads (its current version, its author's copy, its copy in the archive); one read of the
+    // feed; three author batches and one feed batch; one query past the feed's bound; per
+    // archive batch a read of the count and the batch; a read and a write of the index; one
+    // query of the schedule (no post is scheduled: nothing written there).
+    assert_eq!(
+        metrics.requests,
+        3 + 150 * 3 + 1 + 3 + 1 + 1 + 2 * 2 + 2 + 1
+    );
+    assert_eq!(metrics.items_written, 250 + archive as u64);
     assert_eq!(feed_ids(&app.store).await, newest(50..150));
 
     // 30 newer posts by one author: their copies and the trim of the 30 they push out of
-    // the feed go in one feed batch.
+    // the feed go in one feed batch, their archive copies and the month's count in one
+    // archive batch.
     let batch: Vec<Value> = (150..180).map(|n| post_document(n, "ada")).collect();
     let report = on_post_changed(&store, &batch).await.unwrap();
-    assert_eq!(report.written, 30 + 30 + 30);
+    assert_eq!(report.written, 30 + 30 + 30 + (30 + 1) + 1);
     let metrics = metered.take();
-    assert_eq!(metrics.requests, 1 + 30 * 2 + 1 + 1 + 1 + 1);
+    assert_eq!(
+        metrics.requests,
+        1 + 30 * 3 + 1 + 1 + 1 + 1 + (1 + 1) + 2 + 1
+    );
     assert_eq!(feed_ids(&app.store).await, newest(80..180));
 
     // Delivered again: nothing to write, and no write request.
     let report = on_post_changed(&store, &batch).await.unwrap();
     assert_eq!(report.written, 0);
-    assert_eq!(metered.take().requests, 1 + 30 * 2 + 1);
+    assert_eq!(metered.take().requests, 1 + 30 * 3 + 1 + 1);
 }

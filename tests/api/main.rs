@@ -6,11 +6,13 @@
     reason = "a test: a failed unwrap is a failed test, with its message"
 )]
 
+mod archive;
 mod auth;
 mod backlog;
 mod changefeed;
 mod copy_batches;
 mod deletes;
+mod drafts;
 mod erasure_restart;
 mod errors;
 mod faults;
@@ -30,11 +32,14 @@ mod rename_race;
 mod response_bytes;
 mod restart;
 mod storm;
+mod tags;
 mod telemetry;
 mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod view_pages;
+mod views_verify;
 mod web;
 
 // The Cosmos DB store (on the in-memory emulator of `testkit::emulator`): the `Store`

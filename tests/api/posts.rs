@@ -42,6 +42,8 @@ async fn a_post_has_the_specified_shape_and_a_canonical_date(app: TestApp) {
             "id",
             "likeCount",
             "postId",
+            "publishedDate",
+            "status",
             "title",
             "type",
             "userId",
@@ -49,6 +51,8 @@ async fn a_post_has_the_specified_shape_and_a_canonical_date(app: TestApp) {
         ]
     );
     assert_eq!(post["type"], "post");
+    assert_eq!(post["status"], "published");
+    assert_eq!(post["publishedDate"], post["creationDate"]);
     assert_eq!(post["id"], post["postId"]);
     assert_eq!(post["userId"], "ada");
     assert_eq!(post["userUsername"], "Ada");

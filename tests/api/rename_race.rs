@@ -137,10 +137,13 @@ async fn an_item_the_fan_out_missed_is_corrected_by_its_own_change(app: TestApp)
         "u's post, comment and like, and A's post (counts)"
     );
     let first = on_post_changed(store, &batch).await.unwrap();
+    // Each post is the first of its month in the archive (u's of January 2026, A's of this
+    // month): its copy and the month's count, then the index's entry.
     assert_eq!(
         first.written,
-        3 + 2 * 2,
-        "three corrections, then a user copy and a feed copy of each of the two posts: {first:?}"
+        3 + 2 * 2 + 2 * 3,
+        "three corrections, then a user copy and a feed copy of each of the two posts, and each \
+         post's month in the archive: {first:?}"
     );
     for (partition, id) in [
         ("race-post", "race-post"),
@@ -225,7 +228,12 @@ async fn the_other_order_converges_too(app: TestApp) {
     write_child(store, &others, "likeCount", stale_like(&others, "u", "old")).await;
     let (batch, checkpoint) = changes_after(store, checkpoint).await;
     let first = on_post_changed(store, &batch).await.unwrap();
-    assert_eq!(first.written, 2, "only A's post's copies: {first:?}");
+    assert_eq!(
+        first.written,
+        2 + 3,
+        "only A's post's copies: in users, the feed and its month of the archive (with the \
+         month's count and its index entry): {first:?}"
+    );
 
     assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
     let user = read(store, Container::Users, "u", "u").await;

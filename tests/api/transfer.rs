@@ -46,6 +46,8 @@ use testkit::{Backend, OPERATION_TENANT, TestApp, binary, eventually};
 struct Blog {
     users: Vec<&'static str>,
     posts: Vec<String>,
+    /// Ada's draft and scheduled post: their status, dates and tags move as they are.
+    unpublished: Vec<String>,
 }
 
 async fn delete(app: &TestApp, path: &str, caller: &str) {
@@ -106,12 +108,36 @@ async fn build_blog(app: &TestApp) -> Blog {
             Method::PUT,
             &format!("/api/posts/{bobs}"),
             Some("bob"),
-            Some(serde_json::json!({"title": "bob 0, edited", "content": "new words"})),
+            Some(serde_json::json!({
+                "title": "bob 0, edited", "content": "new words", "tags": ["rust", "import"]
+            })),
         )
         .await;
     assert_eq!(edited.status(), StatusCode::OK);
     let edited: Value = edited.json().await.expect("the edited post");
     assert!(edited["modifiedDate"].is_string(), "{edited}");
+    let mut unpublished = Vec::new();
+    let in_an_hour = cosmos_blog::domain::Timestamp::normalise(
+        &(time::OffsetDateTime::now_utc() + time::Duration::hours(1))
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("a date"),
+    )
+    .expect("a timestamp");
+    for extra in [
+        serde_json::json!({"status": "draft", "tags": ["rust"]}),
+        serde_json::json!({"status": "scheduled", "publishAt": in_an_hour, "tags": ["later"]}),
+    ] {
+        let mut body = serde_json::json!({"title": "not yet", "content": "unpublished words"});
+        body.as_object_mut()
+            .expect("an object")
+            .extend(extra.as_object().expect("an object").clone());
+        let written = app
+            .send(Method::POST, "/api/posts", Some("ada"), Some(body))
+            .await;
+        assert_eq!(written.status(), StatusCode::CREATED);
+        let written: Value = written.json().await.expect("the post");
+        unpublished.push(written["id"].as_str().expect("post id").to_owned());
+    }
     assert_eq!(app.put_user("bob", "Robert").await.status(), StatusCode::OK);
     let erased = app
         .send(Method::DELETE, "/api/users/dee", Some("dee"), None)
@@ -121,6 +147,7 @@ async fn build_blog(app: &TestApp) -> Blog {
     Blog {
         users: vec!["ada", "bob", "cy", "dee", "nobody"],
         posts,
+        unpublished,
     }
 }
 
@@ -159,7 +186,12 @@ async fn answer(app: &TestApp, path: &str) -> (StatusCode, Value) {
 
 /// Q1–Q6 for every user and post of `blog`, as `app` answers them.
 async fn answers(app: &TestApp, blog: &Blog) -> BTreeMap<String, (StatusCode, Value)> {
-    let mut paths = vec!["/api/feed".to_owned()];
+    let mut paths = vec![
+        "/api/feed".to_owned(),
+        "/api/tags/rust/posts".to_owned(),
+        "/api/tags/later/posts".to_owned(),
+        "/api/archive".to_owned(),
+    ];
     for user in &blog.users {
         paths.push(format!("/api/users/{user}"));
         paths.push(format!("/api/users/{user}/posts"));
@@ -177,6 +209,12 @@ async fn answers(app: &TestApp, blog: &Blog) -> BTreeMap<String, (StatusCode, Va
     answers
 }
 
+/// `GET path` as ada, the author of the unpublished posts.
+async fn as_ada(app: &TestApp, path: &str) -> Value {
+    let response = app.send(Method::GET, path, Some("ada"), None).await;
+    response.json().await.expect("JSON body")
+}
+
 async fn assert_same_answers(source: &TestApp, target: &TestApp, blog: &Blog) {
     let expected = answers(source, blog).await;
     let feed = &expected["/api/feed"].1["items"];
@@ -188,6 +226,22 @@ async fn assert_same_answers(source: &TestApp, target: &TestApp, blog: &Blog) {
     let actual = answers(target, blog).await;
     for (path, answer) in &expected {
         assert_eq!(&actual[path], answer, "GET {path}");
+    }
+    // The drafts list and each unpublished post as their author reads them: status,
+    // publishAt, publishedDate and tags as they were.
+    let paths = blog
+        .unpublished
+        .iter()
+        .map(|id| format!("/api/posts/{id}"))
+        .chain(["/api/users/ada/drafts".to_owned()]);
+    for path in paths {
+        let expected = as_ada(source, &path).await;
+        assert!(
+            expected["status"].is_string()
+                || expected["items"].as_array().is_some_and(|i| i.len() == 2),
+            "{path}: {expected}"
+        );
+        assert_eq!(as_ada(target, &path).await, expected, "GET {path} as ada");
     }
 }
 

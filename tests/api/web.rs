@@ -374,6 +374,7 @@ mod post_page_reads {
     testkit::backend_pair!(one_partition => embedded, cosmos);
 }
 
+mod drafting;
 mod feeds;
 mod layouts;
 mod reading;

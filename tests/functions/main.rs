@@ -98,7 +98,12 @@ impl Harness {
             "Cosmos Blog".to_owned(),
             "A blog.".to_owned(),
         );
-        startup::app(state, functions::router(self.recheck), &[], site)
+        startup::app(
+            state,
+            functions::router(self.recheck, cosmos_blog::changefeed::Publisher::OnTimer),
+            &[],
+            site,
+        )
     }
 
     async fn invoke(&self, function: &str, body: Vec<u8>) -> (StatusCode, String, Value) {

@@ -23,7 +23,7 @@ use crate::store::{Container, StoreSettings, Tenancy};
 #[derive(Clone)]
 pub struct CosmosStore {
     /// In the order of [`Container::ALL`].
-    containers: [ContainerClient; 4],
+    containers: [ContainerClient; 6],
     pub(super) tenancy: Tenancy,
 }
 
@@ -73,7 +73,7 @@ impl CosmosStore {
         for container in Container::ALL {
             containers.push(prepare_container(&client, database, container, tenancy).await?);
         }
-        let containers: [ContainerClient; 4] = containers
+        let containers: [ContainerClient; 6] = containers
             .try_into()
             .map_err(|_| anyhow::anyhow!("expected one client per container"))?;
         tracing::info!(database, %tenancy, "using Azure Cosmos DB");

@@ -12,7 +12,8 @@ use crate::store::{Container, Tenancy};
 
 /// The container's indexing policy: everything the queries filter or sort on is indexed by
 /// default; the long texts are not (nothing queries them and indexing them costs RU on every
-/// write); composite indexes serve "items of a type, newest/oldest first" (Q3, Q4, Q5, Q6).
+/// write); composite indexes serve "items of a type, newest/oldest first" (Q3, Q4, Q5, Q6),
+/// and "posts newest first by publication" (Q8, Q9).
 fn indexing_policy(container: Container) -> Value {
     match container {
         Container::Leases => json!({
@@ -32,7 +33,8 @@ fn indexing_policy(container: Container) -> Value {
             ],
             "compositeIndexes": [
                 [{"path": "/type", "order": "ascending"}, {"path": "/creationDate", "order": "descending"}],
-                [{"path": "/type", "order": "ascending"}, {"path": "/creationDate", "order": "ascending"}]
+                [{"path": "/type", "order": "ascending"}, {"path": "/creationDate", "order": "ascending"}],
+                [{"path": "/type", "order": "ascending"}, {"path": "/publishedDate", "order": "descending"}]
             ]
         }),
     }

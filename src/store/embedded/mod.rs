@@ -54,7 +54,7 @@ struct Shared {
     readers: Vec<Mutex<Reader>>,
     /// One permit per reader: a read holding one finds a reader free.
     free_readers: Arc<Semaphore>,
-    changes: [Notify; 4],
+    changes: [Notify; 6],
     tenancy: Tenancy,
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
     /// refused.

@@ -438,6 +438,19 @@ fn calls(post: &str) -> Vec<Call> {
         // Q6
         get("/api/feed?limit=10", 200),
         get("/api/feed?limit=0", 400),
+        // Q8, Q9 and the archive's months
+        get("/api/tags/rust/posts", 200),
+        get("/api/tags/a%3Fb/posts", 400),
+        get("/api/archive/2026/11/posts", 200),
+        get("/api/archive/2026/13/posts", 400),
+        get("/api/archive", 200),
+        get("/api/archive?limit=1", 400),
+        // The caller's drafts
+        call(Method::GET, "/api/users/ada/drafts", 200).by("ada"),
+        call(Method::GET, "/api/users/ada/drafts?limit=0", 400).by("ada"),
+        get("/api/users/ada/drafts", 401),
+        call(Method::GET, "/api/users/ada/drafts", 403).by("bob"),
+        call(Method::GET, "/api/users/nobody/drafts", 404).by("nobody"),
         // The description, its page, and the health probe
         get("/api/openapi.json", 200),
         get("/api/docs", 200),
@@ -550,6 +563,10 @@ fn store_calls(expect: u16, tenancy: Tenancy) -> Vec<Call> {
         call(Method::POST, "/api/posts/p1/likes", expect).by("ada"),
         get("/api/posts/p1/likes", expect),
         get("/api/feed", expect),
+        get("/api/tags/rust/posts", expect),
+        get("/api/archive/2026/11/posts", expect),
+        get("/api/archive", expect),
+        call(Method::GET, "/api/users/ada/drafts", expect).by("ada"),
         call(Method::DELETE, "/api/users/ada", expect).by("ada"),
         call(Method::DELETE, "/api/posts/p1", expect).by("ada"),
         call(Method::DELETE, "/api/posts/p1/comments/c1", expect).by("ada"),

@@ -1,0 +1,499 @@
+//! Drafts and scheduled posts: C2's `status` and `publishAt`, what the post item carries,
+//! who sees an unpublished post, the drafts list, the lists' order by `publishedDate`, and
+//! publication at the scheduled time with no request.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use testkit::{TestApp, eventually, ids, operation_tests};
+
+operation_tests!(
+    a_post_carries_its_status_and_publication_dates,
+    status_and_publish_at_are_validated_and_refusals_store_nothing,
+    an_edit_publishes_unpublishes_or_keeps_the_status,
+    an_unpublished_posts_comments_and_likes_are_its_authors_alone,
+);
+
+/// A date-time `seconds` from now, in the canonical form.
+fn in_seconds(seconds: i64) -> String {
+    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds);
+    cosmos_blog::domain::Timestamp::normalise(
+        &at.format(&time::format_description::well_known::Rfc3339)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+async fn write(app: &TestApp, caller: &str, body: Value) -> reqwest::Response {
+    app.send(Method::POST, "/api/posts", Some(caller), Some(body))
+        .await
+}
+
+async fn edit(app: &TestApp, caller: &str, post_id: &str, body: Value) -> reqwest::Response {
+    app.send(
+        Method::PUT,
+        &format!("/api/posts/{post_id}"),
+        Some(caller),
+        Some(body),
+    )
+    .await
+}
+
+async fn a_post_carries_its_status_and_publication_dates(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let published = write(
+        &app,
+        "ada",
+        json!({"title": "t", "content": "c", "status": "published"}),
+    )
+    .await;
+    assert_eq!(published.status(), StatusCode::CREATED);
+    let published: Value = published.json().await.unwrap();
+    assert_eq!(published["status"], "published");
+    assert_eq!(published["publishedDate"], published["creationDate"]);
+    assert!(published.get("publishAt").is_none());
+
+    let draft = write(
+        &app,
+        "ada",
+        json!({"title": "t", "content": "c", "status": "draft"}),
+    )
+    .await;
+    assert_eq!(draft.status(), StatusCode::CREATED);
+    let draft: Value = draft.json().await.unwrap();
+    assert_eq!(draft["status"], "draft");
+    assert!(draft.get("publishedDate").is_none() && draft.get("publishAt").is_none());
+
+    let at = in_seconds(3_600);
+    let scheduled = write(
+        &app,
+        "ada",
+        json!({"title": "t", "content": "c", "status": "scheduled", "publishAt": at}),
+    )
+    .await;
+    assert_eq!(scheduled.status(), StatusCode::CREATED);
+    let scheduled: Value = scheduled.json().await.unwrap();
+    assert_eq!(scheduled["status"], "scheduled");
+    assert_eq!(scheduled["publishAt"], at.as_str());
+    assert!(scheduled.get("publishedDate").is_none());
+}
+
+async fn status_and_publish_at_are_validated_and_refusals_store_nothing(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "kept", "as it was").await;
+    let post_id = post["id"].as_str().unwrap();
+    let cases = [
+        (json!({"status": "Draft"}), "status"),
+        (json!({"status": "hidden"}), "status"),
+        (json!({"status": 3}), ""),
+        (json!({"status": "scheduled"}), "publishAt"),
+        (
+            json!({"status": "scheduled", "publishAt": "tomorrow"}),
+            "publishAt",
+        ),
+        (
+            json!({"status": "scheduled", "publishAt": in_seconds(-60)}),
+            "publishAt",
+        ),
+        (
+            json!({"status": "draft", "publishAt": in_seconds(3_600)}),
+            "publishAt",
+        ),
+        (json!({"publishAt": in_seconds(3_600)}), "publishAt"),
+    ];
+    for (fields, field) in cases {
+        let mut body = json!({"title": "t", "content": "c"});
+        for (key, value) in fields.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        for response in [
+            write(&app, "ada", body.clone()).await,
+            edit(&app, "ada", post_id, body.clone()).await,
+        ] {
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+            let problem: Value = response.json().await.unwrap();
+            if !field.is_empty() {
+                assert_eq!(problem["code"], "invalid-field", "{problem}");
+                assert!(
+                    problem["detail"].as_str().unwrap().contains(field),
+                    "{problem}"
+                );
+            }
+        }
+    }
+    let posts = app.all_pages("/api/users/ada/posts", 100).await;
+    assert!(posts.len() <= 1, "{posts:?}");
+    assert_eq!(app.get_json(&format!("/api/posts/{post_id}")).await, post);
+}
+
+async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let draft: Value = write(
+        &app,
+        "ada",
+        json!({"title": "t", "content": "c", "status": "draft"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let post_id = draft["id"].as_str().unwrap();
+
+    // Without a status, an edit keeps the post's.
+    let edited = edit(&app, "ada", post_id, json!({"title": "t2", "content": "c"})).await;
+    assert_eq!(edited.status(), StatusCode::OK);
+    let edited: Value = edited.json().await.unwrap();
+    assert_eq!(edited["status"], "draft");
+
+    let published: Value = edit(
+        &app,
+        "ada",
+        post_id,
+        json!({"title": "t2", "content": "c", "status": "published"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(published["status"], "published");
+    let published_date = published["publishedDate"].as_str().unwrap().to_owned();
+    assert!(published_date.as_str() > draft["creationDate"].as_str().unwrap());
+    // A status change alone is no edit of the text.
+    assert_eq!(published["modifiedDate"], edited["modifiedDate"]);
+
+    // Published again with new text: the date of publication stays.
+    let again: Value = edit(
+        &app,
+        "ada",
+        post_id,
+        json!({"title": "t3", "content": "c", "status": "published"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(again["publishedDate"], published_date.as_str());
+
+    let unpublished: Value = edit(
+        &app,
+        "ada",
+        post_id,
+        json!({"title": "t3", "content": "c", "status": "draft"}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(unpublished["status"], "draft");
+    assert!(unpublished.get("publishedDate").is_none());
+
+    // Another user may not change the status either.
+    app.register("bob", "Bob").await;
+    let refused = edit(
+        &app,
+        "bob",
+        post_id,
+        json!({"title": "t3", "content": "c", "status": "published"}),
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+}
+
+/// Runs each named test body on both backends in both layouts, on an application that
+/// publishes scheduled posts every 200 ms.
+macro_rules! publishing_tests {
+    ($($name:ident),* $(,)?) => {
+        mod publishing {
+            use cosmos_blog::store::Tenancy;
+            use testkit::{Backend, TestApp};
+
+            async fn spawn(backend: Backend, tenancy: Tenancy) -> TestApp {
+                TestApp::spawn(backend)
+                    .layout(tenancy)
+                    .settings(|settings| settings.publish_step_ms = 200)
+                    .start()
+                    .await
+            }
+            $(
+                mod $name {
+                    use super::*;
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn embedded() {
+                        super::super::$name(spawn(Backend::Embedded, Tenancy::Single).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn cosmos() {
+                        super::super::$name(spawn(Backend::Cosmos, Tenancy::Single).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn multi_embedded() {
+                        super::super::$name(spawn(Backend::Embedded, Tenancy::Multi).await).await;
+                    }
+
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn multi_cosmos() {
+                        super::super::$name(spawn(Backend::Cosmos, Tenancy::Multi).await).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+publishing_tests!(
+    unpublished_posts_are_seen_by_their_author_alone,
+    a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out,
+    a_scheduled_post_publishes_itself_at_its_time,
+);
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+async fn new_post(app: &TestApp, caller: &str, title: &str, extra: Value) -> Value {
+    let mut body = json!({"title": title, "content": format!("{title} body")});
+    for (key, value) in extra.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    let response = write(app, caller, body).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json().await.unwrap()
+}
+
+async fn get_as(app: &TestApp, caller: Option<&str>, path: &str) -> reqwest::Response {
+    app.send(Method::GET, path, caller, None).await
+}
+
+/// The ids of a list's first page as `caller` reads it.
+async fn listed(app: &TestApp, caller: Option<&str>, path: &str) -> Vec<String> {
+    let response = get_as(app, caller, path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    let page: Value = response.json().await.unwrap();
+    ids(page["items"].as_array().unwrap())
+}
+
+async fn unpublished_posts_are_seen_by_their_author_alone(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let draft = new_post(&app, "ada", "draft", json!({"status": "draft"})).await;
+    let scheduled = new_post(
+        &app,
+        "ada",
+        "scheduled",
+        json!({"status": "scheduled", "publishAt": in_seconds(3_600)}),
+    )
+    .await;
+    let published = new_post(&app, "ada", "published", json!({})).await;
+    let (draft_id, scheduled_id) = (
+        draft["id"].as_str().unwrap(),
+        scheduled["id"].as_str().unwrap(),
+    );
+    let published_id = published["id"].as_str().unwrap().to_owned();
+
+    for id in [draft_id, scheduled_id] {
+        let path = format!("/api/posts/{id}");
+        for stranger in [None, Some("bob")] {
+            let response = get_as(&app, stranger, &path).await;
+            assert_eq!(response.status(), StatusCode::NOT_FOUND);
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["code"], "post-not-found", "{problem}");
+            assert!(!problem.to_string().contains("draft body"), "{problem}");
+        }
+        let own = get_as(&app, Some("ada"), &path).await;
+        assert_eq!(own.status(), StatusCode::OK);
+        for caller in ["bob", "ada"] {
+            assert_eq!(
+                app.comment(caller, id, "hi").await.status(),
+                StatusCode::NOT_FOUND
+            );
+            assert_eq!(app.like(caller, id).await.status(), StatusCode::NOT_FOUND);
+        }
+    }
+    // The published post's copies arrive; the others never do.
+    eventually(WITHIN, || async {
+        let feed = listed(&app, None, "/api/feed").await;
+        let posts = listed(&app, None, "/api/users/ada/posts").await;
+        let drafts = listed(&app, Some("ada"), "/api/users/ada/drafts").await;
+        (feed == [published_id.clone()]
+            && posts == [published_id.clone()]
+            && drafts == [scheduled_id.to_owned(), draft_id.to_owned()])
+        .then_some(())
+    })
+    .await;
+    let drafts = get_as(&app, None, "/api/users/ada/drafts").await;
+    assert_eq!(drafts.status(), StatusCode::UNAUTHORIZED);
+    let drafts = get_as(&app, Some("bob"), "/api/users/ada/drafts").await;
+    assert_eq!(drafts.status(), StatusCode::FORBIDDEN);
+    assert!(
+        listed(&app, Some("bob"), "/api/users/bob/drafts")
+            .await
+            .is_empty()
+    );
+    // Paged like Q3.
+    let paged = app
+        .send(
+            Method::GET,
+            "/api/users/ada/drafts?limit=1",
+            Some("ada"),
+            None,
+        )
+        .await;
+    let page: Value = paged.json().await.unwrap();
+    assert_eq!(ids(page["items"].as_array().unwrap()), [scheduled_id]);
+    assert!(page["continuation"].is_string());
+    app.assert_verifies().await;
+}
+
+async fn a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let draft = new_post(&app, "ada", "written first", json!({"status": "draft"})).await;
+    let draft_id = draft["id"].as_str().unwrap().to_owned();
+    let first = new_post(&app, "ada", "one", json!({})).await;
+    let second = new_post(&app, "ada", "two", json!({})).await;
+    let (first_id, second_id) = (
+        first["id"].as_str().unwrap().to_owned(),
+        second["id"].as_str().unwrap().to_owned(),
+    );
+    let lists = ["/api/feed", "/api/users/ada/posts"];
+    let expect = |wanted: Vec<String>| {
+        let app = &app;
+        async move {
+            eventually(WITHIN, || {
+                let wanted = wanted.clone();
+                async move {
+                    for path in lists {
+                        if listed(app, None, path).await != wanted {
+                            return None;
+                        }
+                    }
+                    Some(())
+                }
+            })
+            .await
+        }
+    };
+    expect(vec![second_id.clone(), first_id.clone()]).await;
+
+    let body = json!({"title": "written first", "content": "c", "status": "published"});
+    let out: Value = edit(&app, "ada", &draft_id, body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(out["publishedDate"].as_str() > second["creationDate"].as_str());
+    expect(vec![draft_id.clone(), second_id.clone(), first_id.clone()]).await;
+    app.assert_verifies().await;
+
+    // Back to draft: out of every list, and the others keep their order.
+    let body = json!({"title": "written first", "content": "c", "status": "draft"});
+    assert_eq!(
+        edit(&app, "ada", &draft_id, body).await.status(),
+        StatusCode::OK
+    );
+    expect(vec![second_id.clone(), first_id.clone()]).await;
+    assert_eq!(
+        get_as(&app, None, &format!("/api/posts/{draft_id}"))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    eventually(WITHIN, || async {
+        (listed(&app, Some("ada"), "/api/users/ada/drafts").await == [draft_id.clone()])
+            .then_some(())
+    })
+    .await;
+    app.assert_verifies().await;
+}
+
+async fn a_scheduled_post_publishes_itself_at_its_time(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let at = in_seconds(3);
+    let scheduled = new_post(
+        &app,
+        "ada",
+        "soon",
+        json!({"status": "scheduled", "publishAt": at}),
+    )
+    .await;
+    let id = scheduled["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/posts/{id}");
+    assert_eq!(
+        get_as(&app, None, &path).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let published = eventually(WITHIN, || async {
+        let response = get_as(&app, None, &path).await;
+        (response.status() == StatusCode::OK).then_some(())?;
+        response.json::<Value>().await.ok()
+    })
+    .await;
+    assert_eq!(published["status"], "published");
+    assert_eq!(published["publishedDate"], at.as_str());
+    assert!(published.get("publishAt").is_none());
+    eventually(WITHIN, || async {
+        let feed = listed(&app, None, "/api/feed").await;
+        let drafts = listed(&app, Some("ada"), "/api/users/ada/drafts").await;
+        (feed == [id.clone()] && drafts.is_empty()).then_some(())
+    })
+    .await;
+    // The publisher runs again and again: nothing changes.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(app.get_json(&path).await, published);
+    app.assert_verifies().await;
+}
+
+/// Q4 and Q5 of a post put back to `draft`: 404 to anyone but its author, as Q2 answers,
+/// without a word of its comments; its author still lists them; published again, everyone
+/// does.
+async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let post = new_post(&app, "ada", "soon hidden", json!({})).await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.comment("bob", &id, "a secret remark").await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(app.like("bob", &id).await.status(), StatusCode::CREATED);
+    let (comments, likes) = (
+        format!("/api/posts/{id}/comments"),
+        format!("/api/posts/{id}/likes"),
+    );
+    let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
+    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+
+    for path in [&comments, &likes] {
+        for stranger in [None, Some("bob")] {
+            let response = get_as(&app, stranger, path).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
+                "{path} {stranger:?}"
+            );
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["code"], "post-not-found", "{problem}");
+            assert!(!problem.to_string().contains("secret"), "{problem}");
+        }
+        assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
+        // The author's page is not kept for anyone else.
+        let again = get_as(&app, Some("bob"), path).await;
+        assert_eq!(again.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+
+    let body =
+        json!({"title": "soon hidden", "content": "soon hidden body", "status": "published"});
+    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+    for path in [&comments, &likes] {
+        for reader in [None, Some("bob"), Some("ada")] {
+            assert_eq!(
+                listed(&app, reader, path).await.len(),
+                1,
+                "{path} {reader:?}"
+            );
+        }
+    }
+    app.assert_verifies().await;
+}

@@ -1,0 +1,183 @@
+//! The views (`tags`, `archive`) under `verify`: drafts stay out of them, unpublishing and
+//! publishing move posts in and out, and every damage done by hand is found and repaired.
+
+use std::time::Duration;
+
+use cosmos_blog::domain::Timestamp;
+use cosmos_blog::store::{Container, PartitionKey};
+use cosmos_blog::verify::{ViolationKind, verify, verify_and_repair};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use testkit::{TestApp, eventually, ids, operation_tests};
+
+operation_tests!(
+    drafts_stay_out_of_the_views_until_published,
+    verify_finds_and_repairs_every_damage_to_the_views,
+);
+
+async fn write(app: &TestApp, body: Value) -> Value {
+    let response = app
+        .send(Method::POST, "/api/posts", Some("ada"), Some(body))
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json().await.unwrap()
+}
+
+async fn edit(app: &TestApp, id: &str, body: Value) {
+    let response = app
+        .send(
+            Method::PUT,
+            &format!("/api/posts/{id}"),
+            Some("ada"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+fn this_month() -> (String, String) {
+    let now = Timestamp::now().to_string();
+    (now[..4].to_owned(), now[5..7].to_owned())
+}
+
+/// Waits until `path` lists `expected` (ids).
+async fn lists(app: &TestApp, path: &str, expected: &[&str]) {
+    eventually(Duration::from_secs(30), || async {
+        let page = app.get_json(path).await;
+        (ids(page["items"].as_array().unwrap()) == expected).then_some(())
+    })
+    .await;
+}
+
+async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let (year, month) = this_month();
+    let month_path = format!("/api/archive/{year}/{month}/posts");
+    let published = write(
+        &app,
+        json!({"title": "out", "content": "x", "tags": ["rust"]}),
+    )
+    .await;
+    let published = published["id"].as_str().unwrap().to_owned();
+    let draft = write(
+        &app,
+        json!({"title": "draft", "content": "x", "tags": ["rust"], "status": "draft"}),
+    )
+    .await;
+    let draft = draft["id"].as_str().unwrap().to_owned();
+    lists(&app, "/api/tags/rust/posts", &[&published]).await;
+    lists(&app, &month_path, &[&published]).await;
+    app.assert_verifies().await;
+    let archive = app.get_json("/api/archive").await;
+    assert_eq!(archive["items"][0]["postCount"], 1);
+
+    // Published today, the draft comes first; put back to draft, the other leaves every view.
+    edit(
+        &app,
+        &draft,
+        json!({"title": "draft", "content": "x", "status": "published"}),
+    )
+    .await;
+    lists(&app, "/api/tags/rust/posts", &[&draft, &published]).await;
+    lists(&app, &month_path, &[&draft, &published]).await;
+    edit(
+        &app,
+        &published,
+        json!({"title": "out", "content": "x", "status": "draft"}),
+    )
+    .await;
+    lists(&app, "/api/tags/rust/posts", &[&draft]).await;
+    lists(&app, &month_path, &[&draft]).await;
+    eventually(Duration::from_secs(30), || async {
+        let archive = app.get_json("/api/archive").await;
+        (archive["items"][0]["postCount"] == 1).then_some(())
+    })
+    .await;
+    app.assert_verifies().await;
+}
+
+async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let (year, month) = this_month();
+    let key = format!("{year}-{month}");
+    let a = write(
+        &app,
+        json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
+    )
+    .await;
+    let b = write(
+        &app,
+        json!({"title": "b", "content": "x", "tags": ["rust"]}),
+    )
+    .await;
+    let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+    lists(&app, "/api/tags/db/posts", &[a]).await;
+    lists(&app, &format!("/api/archive/{year}/{month}/posts"), &[b, a]).await;
+    app.assert_verifies().await;
+
+    // The damage: a copy gone, a copy where its post has no such tag, a copy changed, a
+    // month's count and the index's both wrong.
+    let store = &app.store;
+    let tag = |name: &str| PartitionKey::single(name);
+    store
+        .delete_item(Container::Tags, &tag("db"), a)
+        .await
+        .unwrap();
+    let mut stray = store
+        .read_item(Container::Tags, &tag("rust"), b)
+        .await
+        .unwrap()
+        .unwrap()
+        .item;
+    stray["tag"] = json!("go");
+    store
+        .upsert_item(Container::Tags, &tag("go"), stray)
+        .await
+        .unwrap();
+    let mut changed = store
+        .read_item(Container::Tags, &tag("rust"), a)
+        .await
+        .unwrap()
+        .unwrap()
+        .item;
+    changed["title"] = json!("not the title");
+    store
+        .upsert_item(Container::Tags, &tag("rust"), changed)
+        .await
+        .unwrap();
+    let count_id = format!("count-{key}");
+    for partition in [key.as_str(), "index"] {
+        let pk = PartitionKey::single(partition);
+        let mut count = store
+            .read_item(Container::Archive, &pk, &count_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .item;
+        count["postCount"] = json!(7);
+        store
+            .upsert_item(Container::Archive, &pk, count)
+            .await
+            .unwrap();
+    }
+
+    let report = verify(&app.whole_store).await.unwrap();
+    for kind in [
+        ViolationKind::MissingViewCopy,
+        ViolationKind::OrphanViewCopy,
+        ViolationKind::ViewCopyDiffers,
+        ViolationKind::MonthCountMismatch,
+    ] {
+        assert_eq!(report.of_kind(kind).count(), 1, "{kind}: {report:?}");
+    }
+    let repaired = verify_and_repair(&app.whole_store, &mut |_| {}, &mut |_| {})
+        .await
+        .unwrap();
+    assert!(repaired.after.holds(), "{:?}", repaired.after);
+    lists(&app, "/api/tags/db/posts", &[a]).await;
+    lists(&app, "/api/tags/go/posts", &[]).await;
+    let archive = app.get_json("/api/archive").await;
+    assert_eq!(archive["items"], json!([{"month": key, "postCount": 2}]));
+    app.assert_verifies().await;
+}
