@@ -334,20 +334,54 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
             say!("verify: FAILED, {unfinished}");
             return Ok(None);
         }
-        if repair {
-            run_repair(&store).await.map(Some)
+        let report = if repair {
+            run_repair(&store).await?
         } else {
-            run_verify_beside_the_change_feed(&store).await.map(Some)
-        }
+            run_verify_beside_the_change_feed(&store).await?
+        };
+        let images_hold = verify_image_bytes(&store, &settings.data_dir, repair).await?;
+        anyhow::Ok(Some(report.holds() && images_hold))
     };
     match verdict.await {
-        Ok(Some(report)) if report.holds() => ExitCode::SUCCESS,
+        Ok(Some(true)) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: cannot verify the store: {e:#}");
             ExitCode::from(VERIFY_UNREADABLE)
         }
     }
+}
+
+/// The images' rule (`verify::images`): every image item's bytes are there, and no bytes
+/// are nobody's; with `repair`, the orphans are removed. Whether it holds (after the repair).
+async fn verify_image_bytes(
+    store: &Arc<dyn Store>,
+    data_dir: &std::path::Path,
+    repair: bool,
+) -> anyhow::Result<bool> {
+    let images = cosmos_blog::images::FileImageStore::beside_embedded_store(data_dir);
+    let mut report = verify::images::check_images(store, &images).await?;
+    if repair && !report.orphans.is_empty() {
+        let removed = verify::images::remove_orphans(&images, &report).await?;
+        say!(
+            "repair: removed {}",
+            count(removed as u64, "orphan image file", "orphan image files")
+        );
+        report = verify::images::check_images(store, &images).await?;
+    }
+    for line in report.lines() {
+        say!("{line}");
+    }
+    say!(
+        "images: {}, {}",
+        count(report.items, "image item", "image items"),
+        if report.holds() {
+            "every one with its bytes, no orphan bytes"
+        } else {
+            "FAILED"
+        }
+    );
+    Ok(report.holds())
 }
 
 /// Scans the store with progress on stderr, prints the violations and the verdict.

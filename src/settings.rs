@@ -86,6 +86,9 @@ pub struct Settings {
 
     #[command(flatten)]
     pub site: SiteSettings,
+
+    #[command(flatten)]
+    pub images: crate::images::ImageSettings,
 }
 
 /// What the pages know of the site: its public address and the key of the forms' tokens.

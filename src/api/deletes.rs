@@ -1,6 +1,8 @@
 //! The delete routes: posts, comments, likes and whole accounts (soft delete plus
 //! time-to-live; see `blog::deletes`).
 
+use axum::Extension;
+use axum::extract::State;
 use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -9,8 +11,9 @@ use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailure
 use super::extract::{Caller, PathPair, PathParam};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
-use crate::domain::{CommentId, PostId, UserId};
+use crate::domain::{CommentId, PostId, TenantId, UserId};
 use crate::error::Result;
+use crate::images::Scope;
 
 /// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
 /// the API description.
@@ -46,9 +49,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn delete_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
+    tenant: Option<Extension<TenantId>>,
+    State(state): State<AppState>,
     PathParam(user_id): PathParam,
 ) -> Result<StatusCode> {
     let user_id = UserId::parse(&user_id)?;
+    if caller == user_id {
+        // The images go first, items and bytes: nothing of them outlives the account.
+        let scope = Scope::of(tenant.as_ref().map(|Extension(t)| t));
+        blog.erase_images(&state.images, &scope, &user_id).await?;
+    }
     blog.delete_user(&caller, &user_id).await?;
     Ok(StatusCode::ACCEPTED)
 }

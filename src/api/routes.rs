@@ -5,7 +5,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::state::AppState;
-use super::{deletes, description, docs, posts, users};
+use super::{deletes, description, docs, images, posts, users};
 use crate::store::Tenancy;
 
 /// Every route the application serves with its description: the `/api` routes (one Functions
@@ -19,6 +19,7 @@ pub(super) fn described_routes(tenancy: Tenancy) -> OpenApiRouter<AppState> {
         .merge(users::router())
         .merge(posts::router())
         .merge(deletes::router())
+        .merge(images::router())
         .merge(docs::router());
     match tenancy {
         Tenancy::Single => routes,

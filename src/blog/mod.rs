@@ -6,6 +6,7 @@
 pub(crate) mod combiner;
 mod deletes;
 mod feed;
+pub mod images;
 mod list_cache;
 mod listed;
 mod paging;

@@ -247,7 +247,7 @@ fn choose_username_first(context: &PageContext, return_to: &str) -> Response {
 
 #[derive(Template)]
 #[template(path = "write.html")]
-struct WritePage {
+pub(super) struct WritePage {
     l: Layout,
     heading: &'static str,
     action: String,
@@ -256,17 +256,21 @@ struct WritePage {
     content: String,
     title_error: Option<String>,
     content_error: Option<String>,
-    problem: Option<String>,
+    pub(super) problem: Option<String>,
+    /// Where the form's image upload goes (`super::uploads`).
+    upload_action: String,
+    /// The content shows images of other sites, which readers see as links.
+    foreign_images: bool,
 }
 
 #[derive(Deserialize, Default)]
 pub struct PostForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     #[serde(default)]
-    title: String,
+    pub(super) title: String,
     #[serde(default)]
-    content: String,
+    pub(super) content: String,
 }
 
 impl PostForm {
@@ -278,7 +282,7 @@ impl PostForm {
     }
 }
 
-fn write_page(
+pub(super) fn write_page(
     context: &PageContext,
     editing: Option<&PostId>,
     form: &PostForm,
@@ -292,6 +296,7 @@ fn write_page(
         ),
         None => ("Write a post", format!("{}/write", context.base), "Publish"),
     };
+    let upload_action = format!("{action}/image");
     let error_of = |field: &str| {
         refused
             .as_ref()
@@ -311,6 +316,8 @@ fn write_page(
         title_error: error_of("title"),
         content_error: error_of("content"),
         problem: None,
+        upload_action,
+        foreign_images: super::markdown::shows_foreign_images(&form.content),
     }
 }
 

@@ -14,13 +14,15 @@ mod context;
 pub mod excerpt;
 mod forms;
 pub mod guard;
+mod images;
 pub mod markdown;
 mod pages;
 pub mod site;
+mod uploads;
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -64,6 +66,16 @@ fn blog_pages() -> Router<AppState> {
             get(forms::edit_post_page).post(forms::edit_post),
         )
         .route("/posts/{postId}/delete", post(forms::delete_post))
+        .route(
+            "/posts/{postId}/edit/image",
+            post(uploads::upload_on_edit).layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/write/image",
+            post(uploads::upload_on_write).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/images/{imageId}", get(images::serve_image))
+        .route("/images/{imageId}/{width}", get(images::serve_rendition))
         .route("/users/{userId}", get(pages::author_page))
         .route("/users/{userId}/feed.atom", get(atom::author_feed))
         .route(
@@ -294,9 +306,11 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
     let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let response = next.run(request).await;
+    // A response with its own tag (an image's) answered its conditions itself.
     if !conditional
         || response.status() != StatusCode::OK
         || response.headers().contains_key(header::SET_COOKIE)
+        || response.headers().contains_key(header::ETAG)
     {
         return response;
     }

@@ -224,6 +224,9 @@ pub struct PostReading {
     pub post: Post,
     pub comments: Listing<Comment>,
     pub liked: bool,
+    /// The blog's own images the post shows that are there (point reads of the author's
+    /// partition, one per image).
+    pub images: std::collections::HashMap<crate::images::ImageId, crate::images::ImageItem>,
 }
 
 impl PostReading {
@@ -244,10 +247,20 @@ impl PostReading {
             blog.comments(post_id, PAGE_SIZE, continuation),
             liked
         );
+        let post = post?;
+        let ids = markdown::image_ids(&post.content);
+        let images =
+            futures::future::try_join_all(ids.iter().map(|id| blog.image(&post.user_id, id)))
+                .await?
+                .into_iter()
+                .flatten()
+                .map(|item| (item.id.clone(), item))
+                .collect();
         Ok(Self {
-            post: post?,
+            post,
             comments: comments?,
             liked: liked?,
+            images,
         })
     }
 }
@@ -276,6 +289,7 @@ pub fn post_page_of(
         post,
         comments,
         liked,
+        images,
     } = reading;
     let base = &context.base;
     let view = PostView::of(&post, base);
@@ -303,7 +317,14 @@ pub fn post_page_of(
             .continuation
             .as_deref()
             .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
-        content_html: markdown::post_html(post.id.as_str(), &post.content),
+        content_html: markdown::post_html_with(
+            post.id.as_str(),
+            &post.content,
+            &markdown::PostImages {
+                base: base.clone(),
+                found: images,
+            },
+        ),
         post: view,
         is_author,
         liked,

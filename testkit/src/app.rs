@@ -80,6 +80,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         change_feed,
         auth: Default::default(),
         site: Default::default(),
+        images: Default::default(),
     }
 }
 

@@ -18,6 +18,8 @@ mod feed;
 mod hostile;
 mod hot_posts;
 mod idempotency;
+mod images;
+mod images_pages;
 mod interactions;
 mod interrupted_import;
 mod kept_pages;

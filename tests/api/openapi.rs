@@ -1410,6 +1410,7 @@ fn store_calls(expect: u16, tenancy: Tenancy) -> Vec<Call> {
         call(Method::DELETE, "/api/posts/p1/likes", expect).by("ada"),
     ];
     calls.extend(only_multi);
+    calls.extend(images::store_calls(expect));
     calls
 }
 
@@ -1498,6 +1499,7 @@ async fn answers_as_documented(app: TestApp, tenancy: Tenancy) {
     for call in delete_calls(&post, &comment) {
         check(&app, tenancy, &described, call, &mut coverage).await;
     }
+    images::check_image_calls(&app, tenancy, &described, &mut coverage).await;
 
     // What a store that is down, or throttling, makes each operation answer.
     for (failure, status) in [(Failure::Unavailable, 503), (Failure::Throttled, 429)] {
@@ -1537,3 +1539,5 @@ impl Hooks for Failure {
         })
     }
 }
+
+mod images;
