@@ -489,7 +489,7 @@ async fn verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans() {
 
     let found = check_images(&app.whole_store, &files).await.unwrap();
     assert_eq!(found.orphans, [orphan]);
-    assert_eq!(found.missing, [rendition.clone()]);
+    assert_eq!(found.missing, std::slice::from_ref(&rendition));
     assert_eq!(remove_orphans(&files, &found).await.unwrap(), 1);
     let after = check_images(&app.whole_store, &files).await.unwrap();
     assert!(after.orphans.is_empty());
