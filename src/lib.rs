@@ -10,10 +10,11 @@
 //!    their validation; which host the process runs on; how to wait before trying again; how
 //!    the commands say a count and print what they say.
 //! 2. `store`, `images`: the storage contract, its two backends (embedded SQLite, Azure Cosmos
-//!    DB), the decorators that meter and scope it, its settings and `open`; images in posts
+//!    DB), the layer that scopes it to a tenant, its settings and `open`; images in posts
 //!    (what an upload must be, what is kept of it, and the store of their bytes).
 //! 3. `error`, `operations`, `plan`: the crate's error (a refused input or a store failure);
-//!    the table of operations the app serves, one Functions function each, with their routes;
+//!    where the app's functions are (the API's and the tenants' route prefixes) and the
+//!    change-feed triggers' names;
 //!    the capacity and cost planner (arithmetic on checked-in measurements: it opens no store,
 //!    and takes only the store's word for a data layout).
 //! 4. `problem`: how a refusal or failure is told over HTTP (RFC 9457).

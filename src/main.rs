@@ -5,10 +5,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use cosmos_blog::api::openapi;
 use cosmos_blog::functions::{metadata, stage};
-use cosmos_blog::settings::{Settings, StoreSettings};
+use cosmos_blog::settings::{self, Settings, StoreSettings};
 use cosmos_blog::startup::{Application, shutdown_signal};
 use cosmos_blog::store::{self, Store, Tenancy};
-use cosmos_blog::telemetry::{self, Telemetry};
+use cosmos_blog::telemetry::Telemetry;
 use cosmos_blog::verify::{self, VerifyReport};
 use cosmos_blog::words::{self, count};
 use cosmos_blog::{changefeed, copies, plan, transfer};
@@ -155,13 +155,14 @@ enum FunctionsCommand {
 #[tokio::main]
 async fn main() -> ExitCode {
     // `plan` says a usage error in one line (clap adds a hint); the others as clap does.
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if std::env::args().nth(1).as_deref() == Some("plan") => {
             plan::exit_on_usage_error(e)
         }
         Err(e) => e.exit(),
     };
+    cli.settings.read_platform();
     // Only a server exports traces and metrics; every command logs.
     let serving = matches!(cli.command, None | Some(Command::Serve));
     let telemetry = start_telemetry(serving);
@@ -174,7 +175,7 @@ async fn main() -> ExitCode {
 /// Installs the process's telemetry as the settings say; an export that cannot be set up is
 /// a warning, never a reason not to serve.
 fn start_telemetry(serving: bool) -> Telemetry {
-    let (config, notes) = telemetry::Config::from_env(serving);
+    let (config, notes) = settings::environment::telemetry(serving);
     let filter = config.log_filter.clone();
     let (telemetry, failure) = match Telemetry::new(config) {
         Ok(telemetry) => (telemetry, None),
@@ -334,12 +335,16 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
             say!("verify: FAILED, {unfinished}");
             return Ok(None);
         }
+        // The images first, so that the store's verdict is the last line.
+        let images_hold = verify_image_bytes(&store, &settings.data_dir, repair).await?;
         let report = if repair {
             run_repair(&store).await?
         } else {
             run_verify_beside_the_change_feed(&store).await?
         };
-        let images_hold = verify_image_bytes(&store, &settings.data_dir, repair).await?;
+        if !images_hold {
+            say!("verify: FAILED, the images' bytes do not match their items (see above)");
+        }
         anyhow::Ok(Some(report.holds() && images_hold))
     };
     match verdict.await {
@@ -371,6 +376,10 @@ async fn verify_image_bytes(
     }
     for line in report.lines() {
         say!("{line}");
+    }
+    if report.items == 0 && report.holds() {
+        // A blog without images: nothing to say.
+        return Ok(true);
     }
     say!(
         "images: {}, {}",

@@ -13,10 +13,13 @@
 //!   host started us.
 //!
 //! The port variable alone is no sign of the host: standalone users may set it to pick a port.
+//!
+//! The settings read the variables (`settings::environment`) and hand this module a way to
+//! look them up: tests give a table instead of changing the process environment.
 
 /// Variables the Functions host sets for the custom handler process it starts
 /// (`HttpWorkerConstants` in the host), and the worker runtime setting of older plans.
-pub const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
+pub(crate) const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
     "FUNCTIONS_CUSTOMHANDLER_WORKER_ID",
     "FUNCTIONS_HTTPWORKER_ID",
     "FUNCTIONS_HTTPWORKER_PORT",
@@ -27,7 +30,7 @@ pub const FUNCTIONS_HOST_MARKERS: [&str; 5] = [
 /// Variables Azure App Service sets in every app's environment, on every plan that runs
 /// Functions apps. (Not `CONTAINER_NAME`, which Linux Consumption sets too: container
 /// runtimes everywhere set it, a developer's machine included.)
-pub const APP_SERVICE_MARKERS: [&str; 5] = [
+pub(crate) const APP_SERVICE_MARKERS: [&str; 5] = [
     "WEBSITE_SITE_NAME",
     "WEBSITE_INSTANCE_ID",
     "WEBSITE_HOSTNAME",
@@ -37,6 +40,10 @@ pub const APP_SERVICE_MARKERS: [&str; 5] = [
 
 /// App Service sets it to `True` when App Service Authentication ("Easy Auth") is on.
 pub const WEBSITE_AUTH_ENABLED: &str = "WEBSITE_AUTH_ENABLED";
+
+/// Variables the platform sets where the process has a managed identity to sign in with
+/// (App Service and Functions set `IDENTITY_ENDPOINT`; older hosts `MSI_ENDPOINT`).
+pub(crate) const MANAGED_IDENTITY_MARKERS: [&str; 2] = ["IDENTITY_ENDPOINT", "MSI_ENDPOINT"];
 
 /// What the hosting platform says. Tests inject it instead of changing the process
 /// environment.
@@ -48,20 +55,20 @@ pub struct Platform {
     pub app_service: bool,
     /// The value of `WEBSITE_AUTH_ENABLED`.
     pub website_auth_enabled: Option<String>,
+    /// The platform offers this process a managed identity (see [`Self::azure_credential`]).
+    pub managed_identity: bool,
 }
 
 impl Platform {
-    pub fn from_env() -> Self {
-        Self::from_vars(|name| std::env::var(name).ok())
-    }
-
-    /// Reads the platform from `var`, which looks a variable up by name.
+    /// Reads the platform from `var`, which looks a variable up by name (the settings hand
+    /// it the process environment; tests a table).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let any_set = |names: &[&str]| names.iter().any(|name| var(name).is_some());
         Self {
             functions_host: any_set(&FUNCTIONS_HOST_MARKERS),
             app_service: any_set(&APP_SERVICE_MARKERS),
             website_auth_enabled: var(WEBSITE_AUTH_ENABLED),
+            managed_identity: any_set(&MANAGED_IDENTITY_MARKERS),
         }
     }
 
@@ -71,6 +78,7 @@ impl Platform {
             functions_host: true,
             app_service: true,
             website_auth_enabled: website_auth_enabled.map(str::to_owned),
+            managed_identity: false,
         }
     }
 
@@ -94,32 +102,32 @@ impl Platform {
             .into_iter()
             .chain(APP_SERVICE_MARKERS)
             .chain([WEBSITE_AUTH_ENABLED])
+            .chain(MANAGED_IDENTITY_MARKERS)
     }
 }
 
-/// The identity this process presents to Azure services: its managed identity under Azure
-/// (the platform sets `IDENTITY_ENDPOINT`), the user-assigned one when `client_id` names one;
-/// the developer's own sign-in (Azure CLI, azd) elsewhere.
+/// The identity this process presents to Azure services: its managed identity where the
+/// platform offers one ([`Platform::managed_identity`]), the user-assigned one when
+/// `client_id` names one; the developer's own sign-in (Azure CLI, azd) elsewhere.
 pub fn azure_credential(
+    managed_identity: bool,
     client_id: Option<String>,
 ) -> anyhow::Result<std::sync::Arc<dyn azure_core::credentials::TokenCredential>> {
     use anyhow::Context;
-    if std::env::var_os("IDENTITY_ENDPOINT").is_some() || std::env::var_os("MSI_ENDPOINT").is_some()
-    {
-        let options = client_id.filter(|id| !id.trim().is_empty()).map(|id| {
-            azure_identity::ManagedIdentityCredentialOptions {
-                user_assigned_id: Some(azure_identity::UserAssignedId::ClientId(id)),
-                ..Default::default()
-            }
-        });
-        let credential = azure_identity::ManagedIdentityCredential::new(options)
-            .context("cannot set up the managed identity credential")?;
-        Ok(credential)
-    } else {
+    if !managed_identity {
         let credential = azure_identity::DeveloperToolsCredential::new(None)
             .context("cannot set up the developer tools credential (az login / azd auth login)")?;
-        Ok(credential)
+        return Ok(credential);
     }
+    let options = client_id.filter(|id| !id.trim().is_empty()).map(|id| {
+        azure_identity::ManagedIdentityCredentialOptions {
+            user_assigned_id: Some(azure_identity::UserAssignedId::ClientId(id)),
+            ..Default::default()
+        }
+    });
+    let credential = azure_identity::ManagedIdentityCredential::new(options)
+        .context("cannot set up the managed identity credential")?;
+    Ok(credential)
 }
 
 #[cfg(test)]
@@ -167,6 +175,19 @@ mod tests {
         ]);
         assert_eq!(platform, Platform::default());
         assert!(!platform.hosted());
+    }
+
+    #[test]
+    fn a_managed_identity_is_offered_by_either_endpoint_variable() {
+        assert!(!plan(&[("WEBSITE_SITE_NAME", "blog-app")]).managed_identity);
+        for marker in MANAGED_IDENTITY_MARKERS {
+            let platform = plan(&[(marker, "http://127.0.0.1:41741/msi/token")]);
+            assert!(platform.managed_identity, "{marker}");
+            assert!(
+                !platform.hosted(),
+                "an identity alone says no host: {marker}"
+            );
+        }
     }
 
     #[test]

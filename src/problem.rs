@@ -69,13 +69,17 @@ impl Problem {
     }
 }
 
+/// The answer is the problem document; the problem itself goes with it in the response's
+/// extensions, so that a layer that answers a browser can render the same value as a page
+/// (`web`) without reading the document back.
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = self.status();
         let retry_after = self.retry_after_seconds;
         let code = ProblemCode(self.code);
-        let mut response = (status, Json(self)).into_response();
+        let mut response = (status, Json(&self)).into_response();
         response.extensions_mut().insert(code);
+        response.extensions_mut().insert(self);
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
         if let Some(seconds) = retry_after {

@@ -1,5 +1,10 @@
 //! Settings, all from command-line flags or environment variables (Functions app settings
-//! are environment variables). With no Cosmos DB setting the embedded store is used.
+//! are environment variables). With no Cosmos DB setting the embedded store is used. The
+//! flags' variables are read by clap; the platform's and OpenTelemetry's own by
+//! [`environment`]. What is read here is handed down: no module below reads the environment.
+
+pub mod environment;
+pub mod images;
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -15,6 +20,7 @@ use crate::auth::AuthSettings;
 use crate::changefeed::recheck::{self, Recheck};
 pub use crate::store::StoreSettings;
 use crate::web::{FormKey, PublicUrl};
+pub use images::ImageSettings;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
@@ -88,7 +94,7 @@ pub struct Settings {
     pub site: SiteSettings,
 
     #[command(flatten)]
-    pub images: crate::images::ImageSettings,
+    pub images: ImageSettings,
 }
 
 /// What the pages know of the site: its public address and the key of the forms' tokens.
@@ -112,13 +118,26 @@ pub struct SiteSettings {
     /// Cosmos DB one drawn per process (said at start-up on a hosting platform).
     #[arg(long, env = CSRF_KEY_SETTING, hide_env_values = true)]
     pub csrf_key: Option<String>,
+
+    /// The blog's name, shown in every page's header and title and in the feeds' titles
+    /// (default "Cosmos Blog"). In `multi` every tenant's blog is called so.
+    #[arg(long, env = "BLOG_TITLE")]
+    pub title: Option<String>,
+
+    /// One sentence about the blog: the front page's meta description and the feeds'
+    /// description (default: a sentence naming the blog's latest posts).
+    #[arg(long, env = "BLOG_DESCRIPTION")]
+    pub description: Option<String>,
 }
 
-pub const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
-pub const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+pub(crate) const PUBLIC_URL_SETTING: &str = "BLOG_PUBLIC_URL";
+pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
+
+/// The blog's title when `BLOG_TITLE` gives none.
+pub const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
 
 /// Where the embedded store's folder keeps the forms' key when no setting gives one.
-pub const FORM_KEY_FILE: &str = "form-key";
+pub(crate) const FORM_KEY_FILE: &str = "form-key";
 
 /// Where the forms' key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,8 +171,29 @@ impl SiteSettings {
         Ok(PublicUrl::loopback(port))
     }
 
+    /// The blog's title: the setting, trimmed, else "Cosmos Blog".
+    pub fn blog_title(&self) -> String {
+        self.title
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .unwrap_or(DEFAULT_BLOG_TITLE)
+            .to_owned()
+    }
+
+    /// The blog's description: the setting, trimmed, else one sentence made from the title.
+    pub fn blog_description(&self) -> String {
+        match self.description.as_deref().map(str::trim) {
+            Some(description) if !description.is_empty() => description.to_owned(),
+            _ => format!(
+                "The latest posts on {}, with their authors, comments and likes.",
+                self.blog_title()
+            ),
+        }
+    }
+
     /// Whether a public address was given (or the platform gave one).
-    pub fn names_public_url(&self) -> bool {
+    pub(crate) fn names_public_url(&self) -> bool {
         [&self.public_url, &self.website_hostname]
             .iter()
             .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()))
@@ -279,6 +319,15 @@ impl Settings {
         said
     }
 
+    /// Completes what no flag gives: what the hosting platform says of this process, from
+    /// the variables it sets ([`environment::platform`]). `main` calls it once on the
+    /// settings it parsed; tests set `auth.platform` (and `store.managed_identity`) instead.
+    pub fn read_platform(&mut self) {
+        let platform = environment::platform();
+        self.store.managed_identity = platform.managed_identity;
+        self.auth.platform = platform;
+    }
+
     /// Whether this process runs the change-feed pump.
     pub fn runs_pump(&self) -> bool {
         match self.change_feed {
@@ -319,7 +368,7 @@ mod tests {
         let flex_without_worker_runtime = Platform {
             functions_host: true,
             app_service: true,
-            website_auth_enabled: None,
+            ..Platform::default()
         };
         let app_service_only = Platform {
             app_service: true,
@@ -332,6 +381,27 @@ mod tests {
         assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
         let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
         assert!(settings(&forced, flex_without_worker_runtime).runs_pump());
+    }
+
+    #[test]
+    fn the_blogs_title_and_description_come_from_the_settings_or_default() {
+        let plain = settings(&[], Platform::default());
+        assert_eq!(plain.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(plain.site.blog_description().contains(DEFAULT_BLOG_TITLE));
+        let named = settings(
+            &[
+                "--title",
+                "  Field Notes ",
+                "--description",
+                "Weekly notes.",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(named.site.blog_title(), "Field Notes");
+        assert_eq!(named.site.blog_description(), "Weekly notes.");
+        let blank = settings(&["--title", " ", "--description", ""], Platform::default());
+        assert_eq!(blank.site.blog_title(), DEFAULT_BLOG_TITLE);
+        assert!(blank.site.blog_description().contains(DEFAULT_BLOG_TITLE));
     }
 
     #[test]
@@ -400,6 +470,48 @@ mod tests {
             Platform::default(),
         );
         assert!(wrong.site.public_url(80).is_err(), "a path is refused");
+    }
+
+    /// The variables the Cosmos DB connection reads keep their names (the Functions
+    /// convention, the platform's, the SDK's), and what they hold reaches the store's settings.
+    #[test]
+    fn the_cosmos_connection_reads_the_conventional_variables() {
+        use clap::CommandFactory;
+        let command = Command::command();
+        let variable = |id: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_id() == id)
+                .and_then(|arg| arg.get_env())
+                .and_then(|name| name.to_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            variable("cosmos_client_id").as_deref(),
+            Some("CosmosDBConnection__clientId")
+        );
+        assert_eq!(variable("region_name").as_deref(), Some("REGION_NAME"));
+        assert_eq!(
+            variable("cosmos_binary_encoding").as_deref(),
+            Some("AZURE_COSMOS_BINARY_ENCODING_ENABLED")
+        );
+        let given = settings(
+            &[
+                "--cosmos-client-id",
+                "6a1c0c3e",
+                "--region-name",
+                "West Europe",
+                "--cosmos-binary-encoding",
+                "false",
+            ],
+            Platform::default(),
+        );
+        assert_eq!(given.store.cosmos_client_id.as_deref(), Some("6a1c0c3e"));
+        assert_eq!(given.store.region_name.as_deref(), Some("West Europe"));
+        assert_eq!(given.store.cosmos_binary_encoding.as_deref(), Some("false"));
+        let defaults = settings(&[], Platform::default());
+        assert_eq!(defaults.store.region_name, None);
+        assert!(!defaults.store.managed_identity, "the platform's to say");
     }
 
     #[test]

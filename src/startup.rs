@@ -23,7 +23,7 @@ use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
-use crate::images::Images;
+use crate::images::{FileImageStore, Images};
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
 use crate::settings::Settings;
@@ -95,7 +95,13 @@ impl Application {
                 "BLOG_LIST_CACHE_MB: this store keeps no versions of a partition, so no list page is kept"
             );
         }
-        let images = Images::open(&settings.images, &settings.store.data_dir).await?;
+        let images = Images::new(
+            settings.images.limits(),
+            settings.images.quota_bytes(),
+            Arc::new(FileImageStore::beside_embedded_store(
+                &settings.store.data_dir,
+            )),
+        );
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);
         let port = listener
             .local_addr()
@@ -160,7 +166,8 @@ impl Application {
         if let Some(path) = &self.port_file {
             write_port_file(path, port)?;
         }
-        axum::serve(ProblemListener(self.listener), self.router)
+        let page = uri_too_long_page(&self.router).await;
+        axum::serve(ProblemListener::new(self.listener, page), self.router)
             .with_graceful_shutdown(shutdown)
             .await
             .context("server failed")?;
@@ -175,6 +182,45 @@ impl Application {
         }
         Ok(())
     }
+}
+
+/// The application's own answer to a browser's page request whose URL is too long, as a whole
+/// HTTP response closing the connection: what a browser gets when the HTTP parser refuses a URL
+/// over its 64 KiB before the application sees the request (the application refuses URLs
+/// over its own, smaller bound with the same page). `None` if the answer is not such a page.
+async fn uri_too_long_page(router: &Router) -> Option<Vec<u8>> {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use tower::ServiceExt;
+
+    // Over the application's bound in the query, so that the page names no long path.
+    let target = format!("/?{}", "u".repeat(api::MAX_URI_BYTES));
+    let request = Request::get(target)
+        .header(header::ACCEPT, "text/html")
+        .body(Body::empty())
+        .ok()?;
+    let response = router.clone().oneshot(request).await.ok()?;
+    let is_page = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/html"));
+    if response.status() != StatusCode::URI_TOO_LONG || !is_page {
+        return None;
+    }
+    let (parts, body) = response.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.ok()?;
+    let mut head = String::from("HTTP/1.1 414 URI Too Long\r\n");
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_LENGTH && name != header::CONNECTION {
+            head.push_str(&format!("{name}: {}\r\n", value.to_str().ok()?));
+        }
+    }
+    head.push_str(&format!(
+        "content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    ));
+    Some([head.as_bytes(), &body].concat())
 }
 
 /// Writes `port` to `path` through a file beside it and a rename, so that a reader never
@@ -247,12 +293,15 @@ fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
         tracing::warn!("{warning}");
     }
     tracing::info!(public_url = public_url.as_str(), form_key = ?key_source, "site");
-    Ok(web::Site {
+    // App Service's front end sets `X-Forwarded-Host`; elsewhere anyone may send it.
+    let trusts_forwarded_host = settings.auth.platform.app_service;
+    Ok(web::Site::new(
         public_url,
         form_key,
-        // App Service's front end sets it; elsewhere anyone may send it.
-        trusts_forwarded_host: settings.auth.platform.app_service,
-    })
+        trusts_forwarded_host,
+        settings.site.blog_title(),
+        settings.site.blog_description(),
+    ))
 }
 
 /// The change-feed trigger and timer invocations are only mounted under the Functions host:

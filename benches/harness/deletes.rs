@@ -1,16 +1,17 @@
 //! The cost of deletes, in store requests: each delete through the blog (what
 //! the API request costs) and the change-feed work it sets off (what the handlers then cost),
-//! measured through a [`MeteredStore`] on items made for it in the harness's store.
+//! measured through a [`MeteredStore`](testkit::metered::MeteredStore) on items made for it in the harness's store.
 
 use std::sync::Arc;
 
+use crate::report::{section, table_head};
 use cosmos_blog::blog::Blog;
 use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{
     CommentContent, CommentId, PostContent, PostId, Title, Tombstone, UserId, Username,
 };
-use cosmos_blog::store::metered::{MeteredStore, Metrics};
 use cosmos_blog::store::{Container, PartitionKey, Store};
+use testkit::metered::{Metrics, meter};
 
 /// Mean cost of one delete: the request, then the change-feed work.
 #[derive(Debug, Clone)]
@@ -65,7 +66,7 @@ fn id<T>(parse: fn(&str) -> Result<T, cosmos_blog::domain::ValidationError>, raw
 /// Runs each delete `samples` times. Every sample makes its own author, fan, two posts with
 /// three comments and two likes each, then deletes: a like, a comment, a post, an account.
 pub async fn profile(store: &Arc<dyn Store>, samples: usize) -> anyhow::Result<Vec<DeleteCost>> {
-    let metered = MeteredStore::new(Arc::clone(store));
+    let metered = meter(Arc::clone(store));
     let metered_store: Arc<dyn Store> = Arc::new(metered.clone());
     let blog = Blog::new(Arc::clone(&metered_store));
     let (mut unlike, mut comment, mut post, mut account) = (
@@ -158,16 +159,15 @@ async fn source(store: &Arc<dyn Store>, post_id: &PostId) -> anyhow::Result<serd
 /// The report's section.
 pub fn markdown(out: &mut String, costs: &[DeleteCost]) {
     use std::fmt::Write as _;
-    let _ = writeln!(out, "\n## Deletes (store requests)\n");
-    let _ = writeln!(
+    section(
         out,
-        "Each delete as the API runs it, then the change-feed work it sets off (copies, comments and likes removed, counts lowered, the feed refilled). Per sample: two posts with three comments and two likes each.\n"
+        "Deletes (store requests)",
+        "Each delete as the API runs it, then the change-feed work it sets off (copies, comments and likes removed, counts lowered, the feed refilled). Per sample: two posts with three comments and two likes each.",
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| delete | samples | requests | partitions | items written | change-feed requests | change-feed items written |"
+        "delete | samples | requests | partitions | items written | change-feed requests | change-feed items written",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for c in costs {
         let fan_out = if c.fan_out { " (cross-partition)" } else { "" };
         let _ = writeln!(

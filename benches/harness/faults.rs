@@ -18,6 +18,7 @@ use cosmos_blog::verify::{VerifyReport, ViolationKind};
 
 use crate::generate::{GenConfig, generate};
 use crate::load::{LoadConfig, Phase};
+use crate::report::{section, table_head};
 use testkit::emulator::{
     Fault, FaultInjectionErrorType, FaultPlan, Faults, faulty_emulator_store,
     on_each_data_operation,
@@ -196,16 +197,17 @@ fn attempts(faults: &Faults, run: FaultRun) -> u64 {
 /// The report's section.
 pub fn markdown(out: &mut String, phases: &[FaultPhase], concurrency: usize) {
     use std::fmt::Write as _;
-    let _ = writeln!(out, "\n## Faults (Cosmos DB emulator, write mix)\n");
-    let _ = writeln!(
+    section(
         out,
-        "The write mix of the load phase ({concurrency} clients: 20 % posts, 40 % comments, 40 % likes) through the real application and its change-feed pump, on the SDK's in-memory emulator with its fault injection at a counted rate on every data request. Requests to the account count the API's and the change feed's, every retry included (the SDK's and the store's). `verify` runs once the change feed has drained, the faults still running.\n"
+        "Faults (Cosmos DB emulator, write mix)",
+        &format!(
+            "The write mix of the load phase ({concurrency} clients: 20 % posts, 40 % comments, 40 % likes) through the real application and its change-feed pump, on the SDK's in-memory emulator with its fault injection at a counted rate on every data request. Requests to the account count the API's and the change feed's, every retry included (the SDK's and the store's). `verify` runs once the change feed has drained, the faults still running."
+        ),
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| run | items | writes | throughput | p50 | p99 | errors seen by clients | faults injected | requests to the account per write | counts exact | verify |"
+        "run | items | writes | throughput | p50 | p99 | errors seen by clients | faults injected | requests to the account per write | counts exact | verify",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     for phase in phases {
         let _ = writeln!(
             out,

@@ -13,10 +13,10 @@ use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_LIST_CACHE_MB};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::Store;
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::metered::MeteredStore;
 use futures::{StreamExt, TryStreamExt, stream};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use testkit::metered::{MeteredStore, meter};
 
 use crate::stats::Latencies;
 
@@ -113,7 +113,7 @@ async fn burst(backend: HotBackend, writers: usize, delay: Duration) -> anyhow::
         HotBackend::Embedded => Arc::new(EmbeddedStore::open(&temp.path().join("blog.sqlite3"))?),
         HotBackend::DelayedEmulator => testkit::emulator::delayed_emulator_store(delay).await,
     };
-    let metered = MeteredStore::new(inner);
+    let metered = meter(inner);
     let mut settings = testkit::app::settings(temp.path().to_owned(), ChangeFeedMode::Off);
     // The server's own default, where the tests keep pages to check them.
     settings.list_cache_mb = DEFAULT_LIST_CACHE_MB;

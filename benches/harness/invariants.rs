@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::report::{section, table_head};
 use cosmos_blog::changefeed::Pump;
 use cosmos_blog::store::{Container, Store};
 use cosmos_blog::verify::{VerifyReport, Violation, ViolationKind, verify_with_progress};
@@ -118,16 +119,15 @@ pub async fn after_load(store: &Arc<dyn Store>, progress: bool) -> anyhow::Resul
 pub fn markdown(checks: &[Check]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "\n## Invariants (`cosmos-blog verify`)\n");
-    let _ = writeln!(
-        out,
-        "Every invariant of the model (counts, usernames, post copies in `users`, the feed) checked by a full scan. The profiler's V1-model items (normalised on purpose: no usernames, no counts) are counted apart.\n"
+    section(
+        &mut out,
+        "Invariants (`cosmos-blog verify`)",
+        "Every invariant of the model (counts, usernames, post copies in `users`, the feed) checked by a full scan. The profiler's V1-model items (normalised on purpose: no usernames, no counts) are counted apart.",
     );
-    let _ = writeln!(
-        out,
-        "| after | verdict | items scanned | violations | V1 items of the profiler | scan | until it held |"
+    table_head(
+        &mut out,
+        "after | verdict | items scanned | violations | V1 items of the profiler | scan | until it held",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for check in checks {
         let _ = writeln!(
             out,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use cosmos_blog::store::Tenancy;
 
 use crate::layouts::{BackendRun, LAYOUTS, LayoutOp, LayoutRow, LayoutsReport, UsersWalk};
+use crate::report::table_head;
 use crate::stats::ms;
 use crate::tenants::SKEW_RULE;
 
@@ -69,11 +70,10 @@ fn data_summary(out: &mut String, run: &BackendRun, tenants: usize) {
 }
 
 fn embedded_table(out: &mut String, rows: &[LayoutRow]) {
-    let _ = writeln!(
+    table_head(
         out,
-        "| operation | layout | requests | logical partitions | queries | logical partitions in their scope | items read | items written | items answered | p50 ms | p99 ms | runs |"
+        "operation | layout | requests | logical partitions | queries | logical partitions in their scope | items read | items written | items answered | p50 ms | p99 ms | runs",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         let _ = writeln!(
             out,
@@ -95,11 +95,10 @@ fn embedded_table(out: &mut String, rows: &[LayoutRow]) {
 }
 
 fn emulator_table(out: &mut String, rows: &[LayoutRow]) {
-    let _ = writeln!(
+    table_head(
         out,
-        "| operation | layout | requests | queries | query requests sent | physical partitions they reached | RU (emulator's model) |"
+        "operation | layout | requests | queries | query requests sent | physical partitions they reached | RU (emulator's model)",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for row in rows {
         let (sent, reached) = row
             .routed
@@ -201,11 +200,10 @@ fn fan_out_summary(out: &mut String, run: &BackendRun, physical: Option<u32>) {
 }
 
 fn checks_table(out: &mut String, runs: &[&BackendRun]) {
-    let _ = writeln!(
+    table_head(
         out,
-        "| backend | store, when | verdict | items scanned | violations | scan |"
+        "backend | store, when | verdict | items scanned | violations | scan",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for run in runs {
         for (when, check) in &run.checks {
             let _ = writeln!(

@@ -22,10 +22,10 @@ use cosmos_blog::copies::Source;
 use cosmos_blog::plan::{ItemBytes, MeasuredCosts, MeasuredOp};
 use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::startup::Application;
-use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
     Checkpoint, Container, PageRequest, PartitionKey, Query, QueryScope, Store, StoreResult,
-    Tenancy, charge,
+    Tenancy,
 };
 use serde_json::{Value, json};
 
@@ -76,12 +76,9 @@ impl ByContainer {
 }
 
 impl StoreLayer for ByContainer {
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let (container, request) = (call.container, &call.request);
+        let tenancy = call.inner.tenancy();
         let partition = match request.scope() {
             Some(QueryScope::Partition(pk)) => Some(pk.to_json_array()),
             Some(_) => None,
@@ -91,8 +88,7 @@ impl StoreLayer for ByContainer {
             request,
             StoreRequest::Query { .. } | StoreRequest::QueryJson { .. }
         );
-        let (result, exchange) = charge::measure_exchanges(request.send(inner, container)).await;
-        charge::report(&exchange);
+        let (result, exchange) = call.send_measured().await;
         let mut tallies = self.lock();
         let tally = tallies.entry(container).or_default();
         tally.requests += 1;
@@ -107,7 +103,7 @@ impl StoreLayer for ByContainer {
                 let keys = answer.documents().map(|documents| {
                     documents
                         .iter()
-                        .filter_map(|item| container.partition_key_in(inner.tenancy(), item).ok())
+                        .filter_map(|item| container.partition_key_in(tenancy, item).ok())
                         .map(|pk| pk.to_json_array())
                         .collect::<Vec<_>>()
                 });

@@ -11,6 +11,7 @@ use cosmos_blog::plan::{
 };
 
 use crate::plan::{Rig, comment_text, post_text, prepare};
+use crate::report::table_head;
 
 /// How far the measured RU may be from the prediction.
 pub const TOLERANCE: f64 = 0.10;
@@ -173,11 +174,10 @@ pub fn markdown(out: &mut String, check: &PlanCheck) {
         w.views_per_day,
         w.renames_per_day
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| RU charged (emulator) | RU predicted (planner) | difference | within ±10 % |"
+        "RU charged (emulator) | RU predicted (planner) | difference | within ±10 %",
     );
-    let _ = writeln!(out, "|---|---|---|---|");
     let _ = writeln!(
         out,
         "| {:.1} | {:.1} | {:+.1} % | {} |",

@@ -1,5 +1,5 @@
 //! The cost profiler: each of the ten operations under V1, V2 and V3 on the same data,
-//! through a [`MeteredStore`], one run at a time so the counters belong to that run.
+//! through a [`MeteredStore`](testkit::metered::MeteredStore), one run at a time so the counters belong to that run.
 //! Every model sees the same sequence of targets (same seed per operation).
 
 use std::sync::Arc;
@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use cosmos_blog::domain::{PostId, UserId};
 use cosmos_blog::store::Store;
-use cosmos_blog::store::metered::{MeteredStore, Metrics};
 use indicatif::ProgressBar;
+use testkit::metered::{Metrics, meter};
 
 use crate::generate::Dataset;
 use crate::stats::Latencies;
@@ -174,7 +174,7 @@ pub async fn profile(
     data: &Dataset,
     config: &ProfileConfig,
 ) -> anyhow::Result<Vec<Row>> {
-    let metered = MeteredStore::new(Arc::clone(store));
+    let metered = meter(Arc::clone(store));
     let versions = Versions::new(Arc::new(metered.clone()));
     let targets = Targets::new(data);
     // Queries first, on the data as generated; then the commands, C2 before C3/C4.

@@ -11,9 +11,10 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::report::{section, table_head};
 use cosmos_blog::changefeed::recheck;
 use cosmos_blog::store::Store;
-use cosmos_blog::store::metered::{MeteredStore, Metrics};
+use testkit::metered::{Metrics, meter};
 
 pub struct RecheckCost {
     /// Changes checked.
@@ -35,7 +36,7 @@ pub async fn start_here(store: &Arc<dyn Store>) -> anyhow::Result<()> {
 pub async fn catch_up(store: &Arc<dyn Store>) -> anyhow::Result<RecheckCost> {
     // A change is due once its commit second is over.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let metered = Arc::new(MeteredStore::new(Arc::clone(store)));
+    let metered = Arc::new(meter(Arc::clone(store)));
     let view: Arc<dyn Store> = metered.clone();
     let started = Instant::now();
     let (mut changes, mut repaired, mut unfixable) = (0, 0, 0);
@@ -61,16 +62,15 @@ pub async fn catch_up(store: &Arc<dyn Store>) -> anyhow::Result<RecheckCost> {
 pub fn markdown(out: &mut String, cost: &RecheckCost, written_per_second: Option<f64>) {
     let per_thousand = |n: u64| n as f64 * 1_000.0 / cost.changes.max(1) as f64;
     let m = &cost.metrics;
-    let _ = writeln!(out, "\n## The delayed re-check (issue 20)\n");
-    let _ = writeln!(
+    section(
         out,
-        "Every change of the write mix checked again against its source and dependents (no delay; the pump drained first), through a `MeteredStore`.\n"
+        "The delayed re-check (issue 20)",
+        "Every change of the write mix checked again against its source and dependents (no delay; the pump drained first), through a `MeteredStore`.",
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| changes checked | catch-up | changes/s | requests / 1,000 changes | items read / 1,000 changes | KB read / 1,000 changes | writes (its checkpoints) | repairs |"
+        "changes checked | catch-up | changes/s | requests / 1,000 changes | items read / 1,000 changes | KB read / 1,000 changes | writes (its checkpoints) | repairs",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
     let rate = cost.changes as f64 / cost.catch_up.as_secs_f64().max(1e-9);
     let _ = writeln!(
         out,

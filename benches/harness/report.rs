@@ -187,11 +187,10 @@ pub fn throughput_and_lag(out: &mut String, load: &LoadReport, concurrency: usiz
         "\n### Throughput ({} concurrent clients; ms)\n",
         concurrency
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| phase / request | requests | errors | p50 | p99 | p99.9 |"
+        "phase / request | requests | errors | p50 | p99 | p99.9",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for phase in &load.phases {
         summary_row(
             out,
@@ -212,11 +211,10 @@ pub fn throughput_and_lag(out: &mut String, load: &LoadReport, concurrency: usiz
         "\n### Change-feed lag (from C2's answer to the post in Q6, feed polled every {} ms; ms)\n",
         crate::load::LAG_POLL.as_millis()
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| while | posts/s | posts | seen in the feed | p50 | p99 | max |"
+        "while | posts/s | posts | seen in the feed | p50 | p99 | max",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for lag in &load.lags {
         let _ = writeln!(
             out,
@@ -242,11 +240,10 @@ pub fn hot_post(out: &mut String, runs: &[HotPostRun], delay: Duration) {
         out,
         "The real application over loopback HTTP, without the change-feed pump; half the writers like, half comment. Store requests are counted by `MeteredStore` during the burst: each writer's user read, the post reads and the transactional batches that the writes share (at most 99 per batch).\n"
     );
-    let _ = writeln!(
+    table_head(
         out,
-        "| backend | writers | 201 | 409 | other | store requests per write | burst | p50 | p99 | counts = items |"
+        "backend | writers | 201 | 409 | other | store requests per write | burst | p50 | p99 | counts = items",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     for run in runs {
         let _ = writeln!(
             out,
@@ -365,11 +362,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     );
 
     let _ = writeln!(out, "### Detail (means per run)\n");
-    let _ = writeln!(
-        out,
-        "| op | model | requests | partitions | items read | KiB read | items written | items answered | RU | p50 ms | p99 ms | runs | case study ms / RU |"
+    table_head(
+        &mut out,
+        "op | model | requests | partitions | items read | KiB read | items written | items answered | RU | p50 ms | p99 ms | runs | case study ms / RU",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for op in Op::ALL {
         for (i, version) in Version::ALL.into_iter().enumerate() {
             let Some(r) = Row::get(input.rows, op, version) else {
@@ -400,11 +396,10 @@ pub fn markdown(input: &Inputs<'_>) -> String {
     );
 
     let _ = writeln!(out, "### V3 against V1 (queries)\n");
-    let _ = writeln!(
-        out,
-        "| query | cost V1/V3, ours (RU, or requests × items read) | case study V1/V3 (RU) | p50 V1/V3, ours | case study V1/V3 (ms) | requests V1 → V3 | by the case study's ratio or more |"
+    table_head(
+        &mut out,
+        "query | cost V1/V3, ours (RU, or requests × items read) | case study V1/V3 (RU) | p50 V1/V3, ours | case study V1/V3 (ms) | requests V1 → V3 | by the case study's ratio or more",
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for op in Op::ALL.into_iter().filter(|op| op.is_query()) {
         if let (Some((ours, theirs)), Some((ours_ms, theirs_ms)), Some(v1), Some(v3)) = (
             ratio(input.rows, op),
@@ -435,8 +430,7 @@ pub fn markdown(input: &Inputs<'_>) -> String {
             load.catch_up.as_secs_f64()
         );
         let _ = writeln!(out, "### One client, one request at a time (ms)\n");
-        let _ = writeln!(out, "| request | requests | errors | p50 | p99 | p99.9 |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        table_head(&mut out, "request | requests | errors | p50 | p99 | p99.9");
         for (kind, s) in &load.sequential {
             summary_row(&mut out, kind.label(), s, "");
         }
@@ -740,4 +734,17 @@ fn short_num(v: f64) -> String {
             .trim_end_matches('.')
             .to_owned()
     }
+}
+
+/// Writes a Markdown table's header row (`columns`: the names between ` | `) and the rule
+/// under it, one `---` a column.
+pub fn table_head(out: &mut String, columns: &str) {
+    let _ = writeln!(out, "| {columns} |");
+    let _ = writeln!(out, "|{}", "---|".repeat(columns.split(" | ").count()));
+}
+
+/// Opens a report section: its `## heading` and the paragraph that says what it measures.
+pub fn section(out: &mut String, heading: &str, intro: &str) {
+    let _ = writeln!(out, "\n## {heading}\n");
+    let _ = writeln!(out, "{intro}\n");
 }

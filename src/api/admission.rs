@@ -141,14 +141,21 @@ fn bare_code(status: StatusCode) -> (&'static str, &'static str) {
     }
 }
 
-/// The query parameters each operation takes, by method and route template (`/api/...`, as
-/// the routes are mounted in both layouts): read from the API description, so that what is
-/// refused is exactly what the description does not list.
+/// The query parameters each operation takes, by method and route template (as the routes
+/// are mounted in either layout: `/api/...` or `/api/tenants/{tenantId}/...`): read from the
+/// API description, so that what is refused is exactly what the description does not list.
 static QUERY_PARAMETERS: LazyLock<HashMap<(Method, String), BTreeSet<String>>> =
     LazyLock::new(|| {
-        let document = super::routes::described_routes(Tenancy::Multi).into_openapi();
         let mut taken = HashMap::new();
-        for (path, item) in document.paths.paths {
+        let paths = [Tenancy::Single, Tenancy::Multi]
+            .into_iter()
+            .flat_map(|tenancy| {
+                super::routes::described_routes(tenancy)
+                    .into_openapi()
+                    .paths
+                    .paths
+            });
+        for (path, item) in paths {
             let operations = [
                 (Method::GET, item.get),
                 (Method::PUT, item.put),

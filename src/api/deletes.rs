@@ -4,26 +4,15 @@
 use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
-use super::extract::{Caller, PathPair, PathParam};
+use super::extract::Caller;
+use super::paths::{CommentPath, PostPath, UserPath};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::domain::{CommentId, PostId, TenantId, UserId};
 use crate::error::Result;
 use crate::images::Scope;
-
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(delete_user))
-        .routes(routes!(delete_post))
-        .routes(routes!(delete_comment))
-        .routes(routes!(unlike))
-}
 
 /// Delete an account
 ///
@@ -32,7 +21,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// before is erased through the change feed.
 #[utoipa::path(
     delete,
-    path = "/api/users/{userId}",
+    path = "/users/{userId}",
     operation_id = "DeleteUser",
     tag = "users",
     params(("userId" = UserId, Path, description = "The caller's own id.")),
@@ -46,14 +35,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         StoreFailures,
     )
 )]
-async fn delete_user(
+pub(super) async fn delete_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     tenant: Option<Extension<TenantId>>,
     State(state): State<AppState>,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<StatusCode> {
-    let user_id = UserId::parse(&user_id)?;
     if caller == user_id {
         // The images go first, items and bytes: nothing of them outlives the account.
         let scope = Scope::of(tenant.as_ref().map(|Extension(t)| t));
@@ -69,7 +57,7 @@ async fn delete_user(
 /// comment or like; its copies leave the author's list and the feed through the change feed.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "DeletePost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -84,12 +72,11 @@ async fn delete_user(
         StoreFailures,
     )
 )]
-async fn delete_post(
+pub(super) async fn delete_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -100,7 +87,7 @@ async fn delete_post(
 /// transaction.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}/comments/{commentId}",
+    path = "/posts/{postId}/comments/{commentId}",
     operation_id = "DeleteComment",
     tag = "posts",
     params(
@@ -118,13 +105,11 @@ async fn delete_post(
         StoreFailures,
     )
 )]
-async fn delete_comment(
+pub(super) async fn delete_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathPair(post_id, comment_id): PathPair,
+    CommentPath(post_id, comment_id): CommentPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
-    let comment_id = CommentId::parse(&comment_id)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -135,7 +120,7 @@ async fn delete_comment(
 /// again afterwards creates a new like.
 #[utoipa::path(
     delete,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "Unlike",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -149,12 +134,11 @@ async fn delete_comment(
         StoreFailures,
     )
 )]
-async fn unlike(
+pub(super) async fn unlike(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
-    let post_id = PostId::parse(&post_id)?;
     blog.unlike(&caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,10 +5,6 @@
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-
-use super::state::AppState;
 
 const PAGE: &str = include_str!("../../assets/docs.html");
 const SWAGGER_UI_CSS: &[u8] = include_bytes!("../../assets/swagger-ui/swagger-ui.css");
@@ -22,69 +18,63 @@ pub struct ServedDocument(pub &'static str);
 /// The assets change only with the binary; browsers may keep them for a day.
 const ASSET_CACHE_CONTROL: &str = "public, max-age=86400";
 
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(openapi_json))
-        .routes(routes!(docs_page))
-        .routes(routes!(docs_styles))
-        .routes(routes!(docs_script))
-}
-
 /// The OpenAPI description of this API
 ///
 /// The same document as `openapi.json` in the repository.
 #[utoipa::path(
     get,
-    path = "/api/openapi.json",
+    path = "/openapi.json",
     operation_id = "GetOpenApi",
     tag = "documentation",
     responses(
         (status = 200, description = "An OpenAPI 3.1 document.", body = Object, content_type = "application/json"),
     )
 )]
-async fn openapi_json(State(ServedDocument(json)): State<ServedDocument>) -> impl IntoResponse {
+pub(super) async fn openapi_json(
+    State(ServedDocument(json)): State<ServedDocument>,
+) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], json)
 }
 
 /// A page to read and try the API (Swagger UI)
 #[utoipa::path(
     get,
-    path = "/api/docs",
+    path = "/docs",
     operation_id = "GetApiDocs",
     tag = "documentation",
     responses(
         (status = 200, description = "An HTML page.", body = String, content_type = "text/html"),
     )
 )]
-async fn docs_page() -> impl IntoResponse {
+pub(super) async fn docs_page() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE)
 }
 
 /// Swagger UI's style sheet, for the docs page
 #[utoipa::path(
     get,
-    path = "/api/docs/swagger-ui.css",
+    path = "/docs/swagger-ui.css",
     operation_id = "GetApiDocsStyles",
     tag = "documentation",
     responses(
         (status = 200, description = "A CSS style sheet.", body = String, content_type = "text/css"),
     )
 )]
-async fn docs_styles() -> Response {
+pub(super) async fn docs_styles() -> Response {
     asset("text/css; charset=utf-8", SWAGGER_UI_CSS)
 }
 
 /// Swagger UI's script, for the docs page
 #[utoipa::path(
     get,
-    path = "/api/docs/swagger-ui-bundle.js",
+    path = "/docs/swagger-ui-bundle.js",
     operation_id = "GetApiDocsScript",
     tag = "documentation",
     responses(
         (status = 200, description = "A JavaScript program.", body = String, content_type = "text/javascript"),
     )
 )]
-async fn docs_script() -> Response {
+pub(super) async fn docs_script() -> Response {
     asset("text/javascript; charset=utf-8", SWAGGER_UI_JS)
 }
 

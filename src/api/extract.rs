@@ -1,5 +1,6 @@
 //! Extractors that turn every malformed request into a problem document instead of axum's
-//! plain-text rejections: the caller's identity, JSON bodies, path ids and list parameters.
+//! plain-text rejections: the caller's identity, JSON bodies and list parameters (path
+//! parameters: `paths`).
 
 use std::sync::Arc;
 
@@ -227,34 +228,4 @@ fn query_problem(rejection: QueryRejection) -> Problem {
         "invalid-query",
         rejection.body_text(),
     )
-}
-
-/// The single path parameter of a route (an id, not yet validated), with a problem document
-/// when it cannot be decoded.
-pub struct PathParam(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathParam {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<String>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Path(value)| PathParam(value))
-            .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-path", e.body_text()))
-    }
-}
-
-/// The two path parameters of a nested route (`/api/posts/{postId}/comments/{commentId}`),
-/// not yet validated, with a problem document when they cannot be decoded.
-pub struct PathPair(pub String, pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathPair {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Path((first, second))| PathPair(first, second))
-            .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid-path", e.body_text()))
-    }
 }

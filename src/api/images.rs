@@ -8,28 +8,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{
     BadRequest, Forbidden, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge,
     NotFound, StoreFailures, Unauthorized,
 };
-use super::extract::{Caller, List, ListParams, PathParam};
+use super::extract::{Caller, List, ListParams};
+use super::paths::{ImagePath, UserPath};
 use super::state::AppState;
 use super::tenants::CurrentBlog;
 use crate::domain::{TenantId, UserId};
 use crate::error::{Error, Result};
 use crate::images::{ImageId, ImageItem, ImageRefusal, Scope};
-
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(upload_image))
-        .routes(routes!(delete_image))
-        .routes(routes!(user_images))
-}
 
 /// An image as the API answers it: where it is served and what it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -59,21 +49,36 @@ pub struct RenditionView {
     pub height: u32,
 }
 
-/// The bytes of an image, as a request body.
-pub struct ImageBytes;
+/// The bytes of an image of one type as a request body, described as OpenAPI 3.1 describes
+/// raw binary content: no `type` (the body is not a JSON string) and the media type as
+/// `contentMediaType`.
+macro_rules! image_bytes {
+    ($name:ident, $media_type:literal) => {
+        #[doc = concat!("A request body of `", $media_type, "` bytes.")]
+        pub struct $name;
 
-impl utoipa::PartialSchema for ImageBytes {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-            .description(Some("The image's bytes, as they are."))
-            .into()
-    }
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::SchemaType::AnyValue)
+                    .content_media_type($media_type)
+                    .description(Some(concat!(
+                        "The image's bytes as they are (",
+                        $media_type,
+                        "), not encoded."
+                    )))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {}
+    };
 }
 
-impl ToSchema for ImageBytes {}
+image_bytes!(PngBytes, "image/png");
+image_bytes!(JpegBytes, "image/jpeg");
+image_bytes!(GifBytes, "image/gif");
+image_bytes!(WebpBytes, "image/webp");
 
 /// A page of the caller's images.
 #[derive(Debug, Serialize, ToSchema)]
@@ -139,16 +144,16 @@ fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
 /// renditions. Signed-in callers only, never from another site's page.
 #[utoipa::path(
     post,
-    path = "/api/images",
+    path = "/images",
     operation_id = "UploadImage",
     tag = "images",
     request_body(
         description = "The image's bytes: PNG, JPEG, GIF or WebP, at most the upload limit (5 MiB by default).",
         content(
-            (ImageBytes = "image/png"),
-            (ImageBytes = "image/jpeg"),
-            (ImageBytes = "image/gif"),
-            (ImageBytes = "image/webp"),
+            (inline(PngBytes) = "image/png"),
+            (inline(JpegBytes) = "image/jpeg"),
+            (inline(GifBytes) = "image/gif"),
+            (inline(WebpBytes) = "image/webp"),
         ),
     ),
     security(("principalHeader" = []), ("bearerJwt" = [])),
@@ -164,7 +169,7 @@ fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
         StoreFailures,
     )
 )]
-async fn upload_image(
+pub(super) async fn upload_image(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     tenant: Tenant,
@@ -231,7 +236,7 @@ pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
 /// text instead.
 #[utoipa::path(
     delete,
-    path = "/api/images/{imageId}",
+    path = "/images/{imageId}",
     operation_id = "DeleteImage",
     tag = "images",
     params(("imageId" = String, Path, description = "The image's id (a UUID).")),
@@ -244,14 +249,13 @@ pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
         StoreFailures,
     )
 )]
-async fn delete_image(
+pub(super) async fn delete_image(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     tenant: Tenant,
     axum::extract::State(state): axum::extract::State<AppState>,
-    PathParam(image_id): PathParam,
+    ImagePath(image_id): ImagePath,
 ) -> Result<StatusCode> {
-    let image_id = ImageId::parse(&image_id)?;
     let scope = Scope::of(tenant_of(&tenant));
     blog.delete_image(&state.images, &scope, &caller, &image_id)
         .await?;
@@ -264,7 +268,7 @@ async fn delete_image(
 /// of `users`. Nobody else's.
 #[utoipa::path(
     get,
-    path = "/api/users/{userId}/images",
+    path = "/users/{userId}/images",
     operation_id = "ListUserImages",
     tag = "images",
     params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
@@ -277,14 +281,13 @@ async fn delete_image(
         StoreFailures,
     )
 )]
-async fn user_images(
+pub(super) async fn user_images(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     tenant: Tenant,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     list: List,
 ) -> Result<Json<ImagePage>> {
-    let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_images(&caller, &user_id, list.size, list.continuation.as_deref())
         .await?;

@@ -13,6 +13,7 @@ pub mod feed_cache;
 pub mod images;
 pub mod openapi;
 mod pages;
+pub mod paths;
 mod posts;
 mod refusals;
 mod routes;
@@ -26,17 +27,17 @@ use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use tower_http::catch_panic::CatchPanicLayer;
-use utoipa_axum::routes;
+use utoipa_axum::router::OpenApiRouter;
 
-use crate::store::Tenancy;
 use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
 pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
 pub use refusals::{MAX_BODY_BYTES, MAX_BYTES_PER_CHAR, body_too_large, route_not_found};
 use refusals::{method_not_allowed, panic_problem, unknown_route};
-use routes::health;
-pub use routes::{HEALTH_PATH, routes, routes_for};
+pub use routes::{
+    DescribedOperation, HEALTH_PATH, blog_root, function_for, operations, routes, routes_for,
+};
 pub use state::AppState;
 
 pub use admission::{MAX_URI_BYTES, refuse_long_uri};
@@ -44,28 +45,22 @@ pub use admission::{MAX_URI_BYTES, refuse_long_uri};
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 
-/// The routes `tenancy` serves: the plain ones, or in `multi` the health probe and the
-/// plain `/api` routes under the tenant prefix, nothing else.
+/// The routes the deployment serves, each with what must hold of its query and its
+/// telemetry: the health probe and, at the blog's API root of its layout, the blog's
+/// operations (in `multi` under `/api/tenants/{tenantId}`, so the plain `/api/...` paths are
+/// not found there).
 fn served_routes(state: &AppState) -> Router<AppState> {
-    let noted = |routes: Router<AppState>| {
+    let noted = |routes: OpenApiRouter<AppState>| {
         routes
             .route_layer(middleware::from_fn(admission::known_query_parameters))
-            .route_layer(middleware::from_fn(telemetry::http::note_route))
+            .route_layer(middleware::from_fn_with_state(
+                function_for as telemetry::http::FunctionOf,
+                telemetry::http::note_route,
+            ))
     };
-    match state.blogs.tenancy() {
-        Tenancy::Single => noted(routes_for(Tenancy::Single)),
-        Tenancy::Multi => {
-            // The forwarded request is a new one: the body limit is set again for it. Its
-            // route is the one telemetry reports (under the tenant prefix), not the catch-all.
-            let api = noted(routes_for(Tenancy::Multi))
-                .fallback(unknown_route)
-                .method_not_allowed_fallback(method_not_allowed)
-                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-                .with_state(state.clone());
-            noted(Router::new().route(HEALTH_PATH, axum::routing::get(health)))
-                .merge(tenants::tenant_router(api))
-        }
-    }
+    routes::described_routes_with(state.blogs.tenancy(), noted)
+        .split_for_parts()
+        .0
 }
 
 /// The complete HTTP application; `extra`: the trigger routes, when the host invokes them.

@@ -19,7 +19,6 @@ use super::docs::ServedDocument;
 use super::routes;
 use super::state::AppState;
 use crate::domain::TenantId;
-use crate::operations;
 use crate::store::Tenancy;
 
 /// The complete document of the `single` layout (the committed `openapi.json`).
@@ -47,16 +46,10 @@ pub fn document_for(tenancy: Tenancy) -> utoipa::openapi::OpenApi {
             .get_or_insert_with(Default::default)
             .schemas
             .insert(TenantId::name().into_owned(), TenantId::schema());
-        let paths = std::mem::take(&mut document.paths.paths);
-        for (path, mut item) in paths {
-            let path = match path.strip_prefix("/api") {
-                Some(rest) if path != routes::HEALTH_PATH => {
-                    under_tenant(&mut item);
-                    format!("{}{rest}", operations::tenant_prefix())
-                }
-                _ => path,
-            };
-            document.paths.paths.insert(path, item);
+        for (path, item) in document.paths.paths.iter_mut() {
+            if path != routes::HEALTH_PATH {
+                under_tenant(item);
+            }
         }
     }
     document

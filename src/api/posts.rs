@@ -8,8 +8,6 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
@@ -17,33 +15,18 @@ use super::description::{
 };
 use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
-    PathParam,
 };
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
-use super::state::AppState;
+use super::paths::PostPath;
 use super::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::CreateOutcome;
 use crate::domain::{Comment, CommentContent, Like, Post, PostContent, PostId, Title};
 use crate::error::Result;
 
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(create_post))
-        .routes(routes!(edit_post))
-        .routes(routes!(get_post))
-        .routes(routes!(add_comment))
-        .routes(routes!(list_comments))
-        .routes(routes!(like_post))
-        .routes(routes!(list_likes))
-        .routes(routes!(feed))
-}
-
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).
 #[derive(Deserialize, ToSchema)]
-struct PostBody {
+pub(super) struct PostBody {
     #[schema(value_type = Title)]
     title: String,
     #[schema(value_type = PostContent)]
@@ -60,7 +43,7 @@ impl PostBody {
 }
 
 #[derive(Deserialize, ToSchema)]
-struct CommentBody {
+pub(super) struct CommentBody {
     #[schema(value_type = CommentContent)]
     content: String,
 }
@@ -71,7 +54,7 @@ struct CommentBody {
 /// creates nothing: it answers the post the first request created.
 #[utoipa::path(
     post,
-    path = "/api/posts",
+    path = "/posts",
     operation_id = "CreatePost",
     tag = "posts",
     params(IdempotencyParams),
@@ -87,7 +70,7 @@ struct CommentBody {
         StoreFailures,
     )
 )]
-async fn create_post(
+pub(super) async fn create_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
@@ -105,7 +88,7 @@ async fn create_post(
 /// Only the author may edit; the counts stay as they are.
 #[utoipa::path(
     put,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "EditPost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -121,13 +104,12 @@ async fn create_post(
         StoreFailures,
     )
 )]
-async fn edit_post(
+pub(super) async fn edit_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     let (title, content) = body.parse()?;
     Ok(Json(
         blog.edit_post(&caller, &post_id, title, content).await?,
@@ -139,7 +121,7 @@ async fn edit_post(
 /// The full content, the author's username and the comment and like counts.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}",
+    path = "/posts/{postId}",
     operation_id = "GetPost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -150,11 +132,10 @@ async fn edit_post(
         StoreFailures,
     )
 )]
-async fn get_post(
+pub(super) async fn get_post(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<WireItem<Post>> {
-    let post_id = PostId::parse(&post_id)?;
     Ok(WireItem(blog.get_post_as(&post_id).await?))
 }
 
@@ -165,7 +146,7 @@ async fn get_post(
 /// created.
 #[utoipa::path(
     post,
-    path = "/api/posts/{postId}/comments",
+    path = "/posts/{postId}/comments",
     operation_id = "AddComment",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), IdempotencyParams),
@@ -181,14 +162,13 @@ async fn get_post(
         StoreFailures,
     )
 )]
-async fn add_comment(
+pub(super) async fn add_comment(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<CommentBody>,
 ) -> Result<(StatusCode, Json<Comment>)> {
-    let post_id = PostId::parse(&post_id)?;
     let content = CommentContent::parse(&body.content)?;
     let comment = blog
         .add_comment_with_key(&caller, &post_id, content, key.as_ref())
@@ -201,7 +181,7 @@ async fn add_comment(
 /// Oldest first, each with its author's username, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}/comments",
+    path = "/posts/{postId}/comments",
     operation_id = "ListComments",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), ListParams),
@@ -212,12 +192,11 @@ async fn add_comment(
         StoreFailures,
     )
 )]
-async fn list_comments(
+pub(super) async fn list_comments(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .comments(&post_id, list.size, list.continuation.as_deref())
         .await?;
@@ -229,7 +208,7 @@ async fn list_comments(
 /// Once per user: a repeated like changes nothing and returns the existing like.
 #[utoipa::path(
     post,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "LikePost",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id.")),
@@ -244,12 +223,11 @@ async fn list_comments(
         StoreFailures,
     )
 )]
-async fn like_post(
+pub(super) async fn like_post(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> Result<(StatusCode, Json<Like>)> {
-    let post_id = PostId::parse(&post_id)?;
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
     let status = match outcome {
         CreateOutcome::Created => StatusCode::CREATED,
@@ -263,7 +241,7 @@ async fn like_post(
 /// Oldest first, each with the liker's username, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/posts/{postId}/likes",
+    path = "/posts/{postId}/likes",
     operation_id = "ListLikes",
     tag = "posts",
     params(("postId" = PostId, Path, description = "The post's id."), ListParams),
@@ -274,12 +252,11 @@ async fn like_post(
         StoreFailures,
     )
 )]
-async fn list_likes(
+pub(super) async fn list_likes(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
-    let post_id = PostId::parse(&post_id)?;
     let page = blog
         .likes(&post_id, list.size, list.continuation.as_deref())
         .await?;
@@ -291,7 +268,7 @@ async fn list_likes(
 /// The most recent posts in short form, newest first; `continuation` is always `null`.
 #[utoipa::path(
     get,
-    path = "/api/feed",
+    path = "/feed",
     operation_id = "GetFeed",
     tag = "feed",
     params((
@@ -304,7 +281,10 @@ async fn list_likes(
         StoreFailures,
     )
 )]
-async fn feed(CurrentScope(scope): CurrentScope, FeedLimit(size): FeedLimit) -> Result<Response> {
+pub(super) async fn feed(
+    CurrentScope(scope): CurrentScope,
+    FeedLimit(size): FeedLimit,
+) -> Result<Response> {
     let body = scope.feed.page(&scope.blog, size).await?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

@@ -5,36 +5,20 @@ use axum::Json;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
-use super::extract::{Caller, JsonBody, List, ListParams, PathParam};
+use super::extract::{Caller, JsonBody, List, ListParams};
 use super::pages::{PostPage, UserPage, WireItem, WirePage};
-use super::state::AppState;
+use super::paths::UserPath;
 use super::tenants::CurrentBlog;
 use crate::blog::CreateOutcome;
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::Result;
 
-/// One line per operation: `routes!` mounts the handler and adds its `#[utoipa::path]` to
-/// the API description.
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(put_user))
-        .routes(routes!(get_user))
-        .routes(routes!(user_posts))
-}
-
-/// The routes only the `multi` layout has (under `/api/tenants/{tenantId}`).
-pub fn tenant_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default().routes(routes!(list_users))
-}
-
 #[derive(Deserialize, ToSchema)]
-struct UserBody {
+pub(super) struct UserBody {
     /// Parsed by the handler, so that a refusal names the field.
     #[schema(value_type = Username)]
     username: String,
@@ -45,7 +29,7 @@ struct UserBody {
 /// The caller may only write the user whose id is its own.
 #[utoipa::path(
     put,
-    path = "/api/users/{userId}",
+    path = "/users/{userId}",
     operation_id = "PutUser",
     tag = "users",
     params(("userId" = UserId, Path, description = "The caller's own id.")),
@@ -61,13 +45,12 @@ struct UserBody {
         StoreFailures,
     )
 )]
-async fn put_user(
+pub(super) async fn put_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     JsonBody(body): JsonBody<UserBody>,
 ) -> Result<(StatusCode, Json<User>)> {
-    let user_id = UserId::parse(&user_id)?;
     let username = Username::parse(&body.username)?;
     let (user, outcome) = blog.put_user(&caller, user_id, username).await?;
     let status = match outcome {
@@ -80,7 +63,7 @@ async fn put_user(
 /// Retrieve a user (Q1)
 #[utoipa::path(
     get,
-    path = "/api/users/{userId}",
+    path = "/users/{userId}",
     operation_id = "GetUser",
     tag = "users",
     params(("userId" = UserId, Path, description = "The user's id.")),
@@ -91,11 +74,10 @@ async fn put_user(
         StoreFailures,
     )
 )]
-async fn get_user(
+pub(super) async fn get_user(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<WireItem<User>> {
-    let user_id = UserId::parse(&user_id)?;
     Ok(WireItem(blog.get_user_as(&user_id).await?))
 }
 
@@ -104,7 +86,7 @@ async fn get_user(
 /// Short posts (content cut to 200 characters), newest first, a page at a time.
 #[utoipa::path(
     get,
-    path = "/api/users/{userId}/posts",
+    path = "/users/{userId}/posts",
     operation_id = "ListUserPosts",
     tag = "users",
     params(("userId" = UserId, Path, description = "The author's id."), ListParams),
@@ -115,12 +97,11 @@ async fn get_user(
         StoreFailures,
     )
 )]
-async fn user_posts(
+pub(super) async fn user_posts(
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let user_id = UserId::parse(&user_id)?;
     let page = blog
         .user_posts(&user_id, list.size, list.continuation.as_deref())
         .await?;
@@ -134,7 +115,7 @@ async fn user_posts(
 /// partitions holding it.
 #[utoipa::path(
     get,
-    path = "/api/users",
+    path = "/users",
     operation_id = "ListUsers",
     tag = "users",
     params(ListParams),
@@ -144,7 +125,10 @@ async fn user_posts(
         StoreFailures,
     )
 )]
-async fn list_users(CurrentBlog(blog): CurrentBlog, list: List) -> Result<WirePage<User>> {
+pub(super) async fn list_users(
+    CurrentBlog(blog): CurrentBlog,
+    list: List,
+) -> Result<WirePage<User>> {
     let page = blog
         .list_users(list.size, list.continuation.as_deref())
         .await?;

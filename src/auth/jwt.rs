@@ -24,15 +24,15 @@ use super::AuthError;
 use crate::domain::UserId;
 
 /// Clock skew tolerated on `exp` and `nbf`.
-pub const LEEWAY_SECONDS: u64 = 60;
+pub(crate) const LEEWAY_SECONDS: u64 = 60;
 /// A token with an unknown `kid` triggers at most one key-set download per interval, so that
 /// a stream of made-up `kid`s cannot turn the server into a load generator for the IdP.
-pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// Keys are downloaded again after this long, so that a key the IdP withdrew stops working.
 const MAX_KEY_AGE: Duration = Duration::from_secs(3600);
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// The claim that holds the caller's user id unless `BLOG_JWT_CLAIM` names another.
-pub const DEFAULT_CLAIM: &str = "sub";
+pub(crate) const DEFAULT_CLAIM: &str = "sub";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwtConfig {

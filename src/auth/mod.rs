@@ -50,7 +50,7 @@ impl Authenticator {
         Self::from_resolved(resolved).await
     }
 
-    pub async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
+    pub(crate) async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
         Ok(match resolved {
             Resolved::Header { .. } => Self::DevelopmentHeader,
             Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,

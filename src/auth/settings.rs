@@ -54,8 +54,9 @@ pub struct AuthSettings {
     #[arg(long, env = "BLOG_CORS_ORIGINS", value_delimiter = ',', global = true)]
     pub cors_origins: Vec<String>,
 
-    /// What the hosting platform says, read from its environment (not a user setting).
-    #[arg(skip = Platform::from_env())]
+    /// What the hosting platform says, read from its environment (not a user setting): by
+    /// `Settings::read_platform`, or given by a test.
+    #[arg(skip)]
     pub platform: Platform,
 }
 

@@ -1,21 +1,25 @@
 //! The Azure Functions metadata of the app: `host.json` and one `function.json` per
-//! function, all generated from the tables below, for either data layout. `cosmos-blog
+//! function, for either data layout. The HTTP functions come from the route tables that
+//! build the routers (`api::routes` for the API's operations, `web::routes` for the pages),
+//! one function per route and method; the triggers and timers are listed here. `cosmos-blog
 //! functions generate` writes the `single` layout's into the repository (the default
 //! deployment); `stage --tenancy multi` writes the `multi` layout's into a script root. Tests
-//! check the committed files equal the generated ones and that the HTTP table and
-//! `api::routes_for(tenancy)` answer the same routes and methods in both layouts.
+//! check the committed files equal the generated ones.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::sync::LazyLock;
+
 use serde::Serialize;
 
+use crate::api::DescribedOperation;
 use crate::changefeed::recheck;
 use crate::copies::Source;
-pub use crate::operations::{
-    HTTP_FUNCTIONS, HttpFunction, ROUTE_PREFIX, TENANT_ROUTE_PREFIX, function_for, http_functions,
-};
+pub use crate::operations::{ROUTE_PREFIX, TENANT_ROUTE_PREFIX};
 use crate::store::Tenancy;
+pub use crate::web::routes::PageScope;
+use crate::web::routes::{PageRoute, blog_pages, site_pages};
 
 /// The executable the Functions host starts (`customHandler.defaultExecutablePath`).
 pub const EXECUTABLE: &str = "cosmos-blog";
@@ -41,14 +45,87 @@ pub const FUNCTIONS_DIR: &str = "functions";
 /// The flag that pins the binary's layout; `host.json` passes it (see [`handler_arguments`]).
 pub const TENANCY_FLAG: &str = "--tenancy";
 
-/// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
+/// One HTTP-triggered function: one operation of the API (`api::routes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageScope {
-    Blog,
-    Site,
+pub struct HttpFunction {
+    pub name: &'static str,
+    /// Lower-case HTTP method, as `function.json` spells it.
+    pub method: &'static str,
+    /// Route template of the `single` layout, without the `api/` prefix, with axum's
+    /// `{param}` placeholders (the Functions host uses the same syntax). The `multi` layout
+    /// serves it under [`TENANT_ROUTE_PREFIX`] (see [`HttpFunction::route_in`]).
+    pub route: &'static str,
+    /// `Some(layout)`: only that layout has the function (Q7 lists a tenant's users).
+    pub only_in: Option<Tenancy>,
+    /// Served at the same path in every layout, never under a tenant: it belongs to the
+    /// server, not to a blog (the health probe).
+    pub site_wide: bool,
 }
 
-/// One HTTP-triggered function of the web pages (`web::router`): a page, a form's post, a
+/// The API's operations of each layout, as its route table describes them (made once).
+static DESCRIBED: LazyLock<[Vec<DescribedOperation>; 2]> = LazyLock::new(|| {
+    [
+        crate::api::operations(Tenancy::Single),
+        crate::api::operations(Tenancy::Multi),
+    ]
+});
+
+/// Every operation of the API, one function each, so each shows up on its own in the portal
+/// and in Application Insights, in the route table's order. The names are the operation ids
+/// of the OpenAPI document.
+pub static HTTP_FUNCTIONS: LazyLock<Vec<HttpFunction>> = LazyLock::new(|| {
+    let [single, multi] = &*DESCRIBED;
+    multi
+        .iter()
+        .map(|operation| HttpFunction {
+            name: &operation.name,
+            method: operation.method,
+            route: &operation.route,
+            only_in: (!single.iter().any(|s| s.name == operation.name)).then_some(Tenancy::Multi),
+            site_wide: operation.site_wide,
+        })
+        .collect()
+});
+
+impl HttpFunction {
+    /// Whether the `tenancy` layout has this function.
+    pub fn is_in(&self, tenancy: Tenancy) -> bool {
+        self.only_in.is_none_or(|only| only == tenancy)
+    }
+
+    /// The route template of `function.json` in `tenancy`, e.g. `users/{userId}` or
+    /// `tenants/{tenantId}/users/{userId}`.
+    pub fn route_in(&self, tenancy: Tenancy) -> String {
+        match tenancy {
+            Tenancy::Multi if !self.site_wide => format!("{TENANT_ROUTE_PREFIX}/{}", self.route),
+            _ => self.route.to_owned(),
+        }
+    }
+
+    /// The route of `function.json` below the host's empty prefix: [`ROUTE_PREFIX`] and then
+    /// [`HttpFunction::route_in`], e.g. `api/users/{userId}`.
+    pub fn host_route_in(&self, tenancy: Tenancy) -> String {
+        format!("{ROUTE_PREFIX}/{}", self.route_in(tenancy))
+    }
+
+    /// The path clients call in `tenancy`, which the host forwards unchanged and the router
+    /// serves: e.g. `/api/tenants/{tenantId}/users/{userId}`.
+    pub fn path_in(&self, tenancy: Tenancy) -> String {
+        format!("/{ROUTE_PREFIX}/{}", self.route_in(tenancy))
+    }
+
+    /// The path of the `single` layout's route, e.g. `/api/users/{userId}`.
+    pub fn axum_path(&self) -> String {
+        format!("/{ROUTE_PREFIX}/{}", self.route)
+    }
+}
+
+/// The HTTP functions of the `tenancy` layout.
+pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFunction> {
+    HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
+}
+
+/// One HTTP-triggered function of the web pages (`web::routes`): a page, a form's post, a
 /// feed or the assets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageFunction {
@@ -60,60 +137,26 @@ pub struct PageFunction {
     pub scope: PageScope,
 }
 
-const fn page(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
-    PageFunction {
-        name,
-        method,
-        route,
-        scope: PageScope::Blog,
+impl From<&PageRoute> for PageFunction {
+    fn from(page: &PageRoute) -> Self {
+        Self {
+            name: page.name,
+            method: page.method,
+            route: page.path.trim_start_matches('/'),
+            scope: page.scope,
+        }
     }
 }
 
-const fn site(name: &'static str, method: &'static str, route: &'static str) -> PageFunction {
-    PageFunction {
-        name,
-        method,
-        route,
-        scope: PageScope::Site,
-    }
-}
-
-/// Every page and form of the web front end, one function each (a test keeps this equal to
-/// what `web::router` serves). The Functions host's start-up probe of `/` takes any answer.
-pub const PAGE_FUNCTIONS: &[PageFunction] = &[
-    page("FrontPage", "get", ""),
-    page("FrontPageFeed", "get", "feed.atom"),
-    page("PostPage", "get", "posts/{postId}"),
-    page("PostLikesPage", "get", "posts/{postId}/likes"),
-    page("LikeForm", "post", "posts/{postId}/like"),
-    page("UnlikeForm", "post", "posts/{postId}/unlike"),
-    page("CommentForm", "post", "posts/{postId}/comments"),
-    page(
-        "DeleteCommentForm",
-        "post",
-        "posts/{postId}/comments/{commentId}/delete",
-    ),
-    page("EditPostPage", "get", "posts/{postId}/edit"),
-    page("EditPostForm", "post", "posts/{postId}/edit"),
-    page("DeletePostForm", "post", "posts/{postId}/delete"),
-    page("EditImageForm", "post", "posts/{postId}/edit/image"),
-    page("WriteImageForm", "post", "write/image"),
-    page("ImageFile", "get", "images/{imageId}"),
-    page("ImageRendition", "get", "images/{imageId}/{width}"),
-    page("AuthorPage", "get", "users/{userId}"),
-    page("AuthorFeed", "get", "users/{userId}/feed.atom"),
-    page("WritePage", "get", "write"),
-    page("WriteForm", "post", "write"),
-    page("AccountPage", "get", "account"),
-    page("AccountForm", "post", "account"),
-    page("DeleteAccountPage", "get", "account/delete"),
-    page("DeleteAccountForm", "post", "account/delete"),
-    site("SignInPage", "get", "sign-in"),
-    site("SignInForm", "post", "sign-in"),
-    site("SignOutForm", "post", "sign-out"),
-    site("PageAsset", "get", "assets/{file}"),
-    site("Favicon", "get", "favicon.ico"),
-];
+/// Every page and form of the web front end, one function each, from the pages' route
+/// table. The Functions host's start-up probe of `/` takes any answer.
+pub static PAGE_FUNCTIONS: LazyLock<Vec<PageFunction>> = LazyLock::new(|| {
+    let (blog, site) = (blog_pages(), site_pages());
+    blog.routes()
+        .chain(site.routes())
+        .map(PageFunction::from)
+        .collect()
+});
 
 /// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).
 pub const TENANT_PAGES_ROUTE_PREFIX: &str = "tenants/{tenantId}";
@@ -148,12 +191,18 @@ impl PageFunction {
 /// `/` of a `multi` site, which has no blog of its own: the binary answers a browser there
 /// with a page that says where the blogs are (a 404), which the host's start-up probe takes.
 /// In `single` the front page is there.
-pub const MULTI_SITE_ROOT: PageFunction = site("SiteRootPage", "get", "");
+pub const MULTI_SITE_ROOT: PageFunction = PageFunction {
+    name: "SiteRootPage",
+    method: "get",
+    route: "",
+    scope: PageScope::Site,
+};
 
 /// The page functions of the `tenancy` layout.
 pub fn page_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
     let site_root = (tenancy == Tenancy::Multi).then_some(&MULTI_SITE_ROOT);
-    PAGE_FUNCTIONS.iter().chain(site_root)
+    let pages: &'static [PageFunction] = &PAGE_FUNCTIONS;
+    pages.iter().chain(site_root)
 }
 
 /// The arguments the host starts the binary with: the layout whose routes the metadata
@@ -565,6 +614,8 @@ mod tests {
 
     #[test]
     fn the_host_exports_open_telemetry_and_operations_map_to_functions() {
+        use crate::api::function_for;
+        use crate::operations::trigger_for;
         let host: serde_json::Value =
             serde_json::from_str(&pretty(&host(Tenancy::Single))).unwrap();
         assert_eq!(host["telemetryMode"], "OpenTelemetry");
@@ -577,9 +628,13 @@ mod tests {
             Some("Unlike")
         );
         assert_eq!(
-            function_for("POST", "/OnPostChanged"),
-            Some("OnPostChanged")
+            function_for("GET", "/api/tenants/{tenantId}/users"),
+            Some("ListUsers")
         );
+        assert_eq!(function_for("GET", "/api/users"), None);
+        assert_eq!(function_for("GET", "/api/health"), Some("GetHealth"));
+        assert_eq!(trigger_for("POST", "/OnPostChanged"), Some("OnPostChanged"));
+        assert_eq!(trigger_for("POST", "/Recheck"), None);
         assert_eq!(function_for("GET", "/api/posts/{postId}/comments/x"), None);
         assert_eq!(function_for("GET", "/"), None);
     }
@@ -611,7 +666,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             post.path_in(Tenancy::Multi),
-            "/tenants/{tenantId}/posts/{postId}"
+            "/tenants/{tenantId}/posts/{postId}/{slug}"
         );
         let asset = PAGE_FUNCTIONS
             .iter()

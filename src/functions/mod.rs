@@ -38,6 +38,9 @@ pub fn router(recheck: Recheck) -> Router<AppState> {
             &format!("/{}", recheck::FUNCTION_NAME),
             post(move |state, body| invoke::invoke_timer(recheck, state, body)),
         )
-        .route_layer(middleware::from_fn(crate::telemetry::http::note_route))
+        .route_layer(middleware::from_fn_with_state(
+            crate::operations::trigger_for as crate::telemetry::http::FunctionOf,
+            crate::telemetry::http::note_route,
+        ))
         .layer(DefaultBodyLimit::max(MAX_INVOCATION_BYTES))
 }

@@ -13,3 +13,14 @@ pub struct Limits {
     /// The longest side, in pixels.
     pub max_side: u32,
 }
+
+/// The limits of an application given none, and the settings' defaults: 5 MiB, 40 megapixels
+/// (a large phone photo), 12 000 pixels a side.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_bytes: 5 * 1024 * 1024,
+    max_pixels: 40_000_000,
+    max_side: 12_000,
+};
+
+/// What one user may keep when nothing says otherwise: 100 MiB.
+pub const DEFAULT_QUOTA_BYTES: u64 = 100 * 1024 * 1024;

@@ -19,7 +19,6 @@ mod id;
 mod item;
 mod limits;
 mod process;
-mod settings;
 mod store;
 
 use std::sync::Arc;
@@ -27,9 +26,8 @@ use std::sync::Arc;
 pub use check::{ImageFormat, ImageRefusal};
 pub use id::ImageId;
 pub use item::{IMAGE_TYPE, ImageItem};
-pub use limits::{Limits, RENDITION_WIDTHS};
+pub use limits::{DEFAULT_LIMITS, DEFAULT_QUOTA_BYTES, Limits, RENDITION_WIDTHS};
 pub use process::{Prepared, Rendition};
-pub use settings::ImageSettings;
 pub use store::{ImageKey, ImageStore, ImageStoreError, Scope};
 
 pub use files::FileImageStore;
@@ -51,22 +49,11 @@ impl Images {
         }
     }
 
-    /// The images of `settings`, their bytes in Azure Blob Storage when it is configured, else
-    /// in `data_dir/images` (beside the embedded store).
-    pub async fn open(
-        settings: &ImageSettings,
-        data_dir: &std::path::Path,
-    ) -> anyhow::Result<Self> {
-        let bytes = settings.open_store(data_dir).await?;
-        Ok(Self::new(settings.limits(), settings.quota_bytes(), bytes))
-    }
-
     /// Images without a store: uploads and reads fail (as the store being unreachable).
     pub fn unconfigured() -> Self {
-        let settings = ImageSettings::default();
         Self::new(
-            settings.limits(),
-            settings.quota_bytes(),
+            DEFAULT_LIMITS,
+            DEFAULT_QUOTA_BYTES,
             Arc::new(store::NoImageStore),
         )
     }

@@ -44,7 +44,7 @@ pub struct MonthlyUsd {
 }
 
 /// What the bill is computed from.
-pub struct Demand<'a> {
+pub(crate) struct Demand<'a> {
     pub workload: &'a Workload,
     pub mean_ru_s: f64,
     pub peak_ru_s: f64,
@@ -60,7 +60,7 @@ fn round_up(value: f64, step: f64) -> f64 {
 
 /// Serverless's ceiling for a container of `gb`: 5,000 RU/s up to 250 GB, then 1,000 per
 /// physical partition of 50 GB.
-pub fn serverless_ceiling(azure: &Azure, gb: f64) -> f64 {
+pub(crate) fn serverless_ceiling(azure: &Azure, gb: f64) -> f64 {
     let base = azure.limits.serverless_container_ru_s.value;
     if gb <= 250.0 {
         base

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The measured table, as the harness phase `--only plan-costs` writes it.
-pub const MEASURED_COSTS: &str = include_str!("costs.json");
+pub(crate) const MEASURED_COSTS: &str = include_str!("costs.json");
 /// Prices and limits, dated, with their sources.
-pub const AZURE: &str = include_str!("azure.json");
+pub(crate) const AZURE: &str = include_str!("azure.json");
 
 /// What one operation cost, mean per run, as measured through the application on the Cosmos
 /// DB emulator (its RU model).
@@ -89,7 +89,7 @@ pub const REFERENCE_RU: [(&str, f64); 10] = [
     ("Q6", 16.97),
 ];
 
-pub fn reference_ru(id: &str) -> Option<f64> {
+pub(crate) fn reference_ru(id: &str) -> Option<f64> {
     REFERENCE_RU
         .iter()
         .find(|(op, _)| *op == id)
@@ -166,7 +166,7 @@ impl Azure {
 
     /// The checked-in data with `overrides` laid over it: a JSON object of the same shape
     /// holding only what changes (`{"prices": {"storage_per_gb_month": {"value": 0.3}}}`).
-    pub fn with_overrides(overrides: &Value) -> Result<Self, String> {
+    pub(crate) fn with_overrides(overrides: &Value) -> Result<Self, String> {
         let mut base: Value = serde_json::from_str(AZURE).map_err(|e| e.to_string())?;
         if !overrides.is_object() {
             return Err("must hold a JSON object like azure.json".to_owned());

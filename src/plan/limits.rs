@@ -15,7 +15,7 @@ use super::model::{
 
 /// What the walk scales, with the flag that sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Figure {
+pub(crate) enum Figure {
     Users,
     Posts,
     Comments,
@@ -73,7 +73,7 @@ impl Figure {
 }
 
 /// The workload `s` times as large, per-post averages included.
-pub fn grown(w: &Workload, s: f64) -> Workload {
+pub(crate) fn grown(w: &Workload, s: f64) -> Workload {
     Workload {
         comments_per_post: w.comments_per_post * s,
         likes_per_post: w.likes_per_post * s,
@@ -288,7 +288,7 @@ pub struct Reached {
 
 impl Reached {
     /// A ceiling of serverless accounts, not of the design.
-    pub fn serverless_only(&self) -> bool {
+    pub(crate) fn serverless_only(&self) -> bool {
         matches!(
             self.kind,
             Some(LimitKind::ServerlessThroughput | LimitKind::ServerlessStorage)
@@ -366,7 +366,7 @@ fn bisect(binds: impl Fn(f64) -> bool) -> Option<f64> {
 }
 
 /// Whether a limit of the design itself (not of a mode) is past at today's workload.
-pub fn design_limit_past(reached: &[Reached]) -> Option<&Reached> {
+pub(crate) fn design_limit_past(reached: &[Reached]) -> Option<&Reached> {
     reached
         .iter()
         .find(|r| r.scale.is_some_and(|s| s <= 1.0) && !r.serverless_only())

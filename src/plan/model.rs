@@ -9,24 +9,24 @@ use serde::Serialize;
 
 use super::data::{Azure, MeasuredCosts, reference_ru};
 
-pub const SECONDS_PER_DAY: f64 = 86_400.0;
+pub(crate) const SECONDS_PER_DAY: f64 = 86_400.0;
 /// 365.25 / 12.
 pub const DAYS_PER_MONTH: f64 = 30.4375;
 /// The hours Azure bills a month of provisioned throughput for.
-pub const HOURS_PER_MONTH: f64 = 730.0;
+pub(crate) const HOURS_PER_MONTH: f64 = 730.0;
 /// Posts the feed holds (the model's bound).
 pub const FEED_SIZE: f64 = 100.0;
 /// The hottest post's comments, likes and views over the mean post's.
-pub const HOT_POST_FACTOR: f64 = 10.0;
+pub(crate) const HOT_POST_FACTOR: f64 = 10.0;
 /// What the service stores beyond the items' JSON (the index of the default policy, system
 /// properties), as a share of it.
-pub const INDEX_OVERHEAD: f64 = 0.25;
+pub(crate) const INDEX_OVERHEAD: f64 = 0.25;
 /// Hours a day at the peak rate; the other hours share the rest of the day's load evenly.
-pub const PEAK_HOURS_PER_DAY: f64 = 1.0;
+pub(crate) const PEAK_HOURS_PER_DAY: f64 = 1.0;
 /// Changes handed to a change-feed handler at once.
-pub const CHANGE_FEED_BATCH: f64 = 100.0;
+pub(crate) const CHANGE_FEED_BATCH: f64 = 100.0;
 /// The leases documents of the triggers and the pump: a few hundred bytes each.
-pub const LEASES_BYTES: f64 = 4.0 * 400.0;
+pub(crate) const LEASES_BYTES: f64 = 4.0 * 400.0;
 
 /// The data layout: the store's own, so that the global `--tenancy` names it for every
 /// command, this one included.
@@ -185,7 +185,7 @@ impl Workload {
 
     /// Items a user has written by the horizon (posts, comments, likes), on average: what a
     /// rename rewrites.
-    pub fn items_per_user(&self) -> f64 {
+    pub(crate) fn items_per_user(&self) -> f64 {
         let posts = self.posts_after(self.horizon_days);
         posts * (1.0 + self.comments_per_post + self.likes_per_post) / self.users.max(1.0)
     }
@@ -193,7 +193,7 @@ impl Workload {
 
 /// The share of the largest of `n` members when shares fall as 1/k (Zipf, exponent 1): the
 /// most prolific author's share of posts, the largest tenant's share of the blog.
-pub fn largest_share(n: f64) -> f64 {
+pub(crate) fn largest_share(n: f64) -> f64 {
     let n = n.max(1.0);
     // The harmonic number, exactly for small n, by its expansion beyond.
     let harmonic = if n <= 1_000.0 {
@@ -223,7 +223,7 @@ pub struct UnitCost {
 }
 
 /// Every operation's cost, by id, as `source` chooses.
-pub fn unit_costs(costs: &MeasuredCosts, source: RuSource) -> BTreeMap<String, UnitCost> {
+pub(crate) fn unit_costs(costs: &MeasuredCosts, source: RuSource) -> BTreeMap<String, UnitCost> {
     let measured_feed = costs.get("Q6").map_or(0.0, |q6| q6.ru);
     let reference_feed = reference_ru("Q6").unwrap_or(0.0);
     costs
@@ -269,7 +269,11 @@ pub fn instances(w: &Workload, azure: &Azure, executions_per_second: f64) -> f64
 /// Operations per second at `rate` times the day's mean rate (1: the mean; the peak factor:
 /// the peak hour), by operation id. Front-page views reach the store at most once per feed
 /// cache period per instance.
-pub fn operations_per_second(w: &Workload, azure: &Azure, rate: f64) -> BTreeMap<String, f64> {
+pub(crate) fn operations_per_second(
+    w: &Workload,
+    azure: &Azure,
+    rate: f64,
+) -> BTreeMap<String, f64> {
     let per_second = |per_day: f64| per_day * rate / SECONDS_PER_DAY;
     let posts = per_second(w.posts_per_day);
     let comments = posts * w.comments_per_post;
@@ -319,7 +323,7 @@ pub fn operations_per_second(w: &Workload, azure: &Azure, rate: f64) -> BTreeMap
 /// Function executions per second at `rate` times the mean: every view and write is one
 /// HTTP execution; every source change one change-feed execution at most (batches only
 /// merge them), and a rename's fan-out one per batch of the items it rewrites.
-pub fn executions_per_second(w: &Workload, rate: f64) -> f64 {
+pub(crate) fn executions_per_second(w: &Workload, rate: f64) -> f64 {
     let per_second = |per_day: f64| per_day * rate / SECONDS_PER_DAY;
     let writes = per_second(w.posts_per_day) * (1.0 + w.comments_per_post + w.likes_per_post);
     let renames = per_second(w.renames_per_day);
@@ -329,7 +333,7 @@ pub fn executions_per_second(w: &Workload, rate: f64) -> f64 {
 }
 
 /// RU per second at `rate` times the mean, by operation id.
-pub fn ru_per_second_by_operation(
+pub(crate) fn ru_per_second_by_operation(
     w: &Workload,
     azure: &Azure,
     costs: &BTreeMap<String, UnitCost>,
@@ -345,7 +349,7 @@ pub fn ru_per_second_by_operation(
 }
 
 /// RU per second at `rate` times the mean, by container.
-pub fn ru_per_second_by_container(
+pub(crate) fn ru_per_second_by_container(
     w: &Workload,
     azure: &Azure,
     costs: &BTreeMap<String, UnitCost>,

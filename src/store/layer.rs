@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::charge::{self, Exchange};
 use super::{
     BatchOperation, ChangeBatch, Checkpoint, Container, Document, ETag, JsonPage, Page,
     PageRequest, PartitionKey, PartitionVersion, Query, QueryScope, RawItem, Store, StoreError,
@@ -24,13 +25,8 @@ use super::{
 
 /// What a wrapper adds to the calls made through it.
 pub trait StoreLayer: Send + Sync + 'static {
-    /// Answers `request` on `container`; [`StoreRequest::send`] hands it to `inner`.
-    fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> impl Future<Output = StoreResult<StoreAnswer>> + Send;
+    /// Answers one call; [`LayerCall::send`] hands it on to the store below unchanged.
+    fn call(&self, call: LayerCall<'_>) -> impl Future<Output = StoreResult<StoreAnswer>> + Send;
 
     /// The backend the wrapped store reports: the inner store's unless the layer says.
     fn backend(&self, inner: &dyn Store) -> &'static str {
@@ -40,6 +36,30 @@ pub trait StoreLayer: Send + Sync + 'static {
     /// The layout the wrapped store reports: the inner store's unless the layer says.
     fn tenancy(&self, inner: &dyn Store) -> Tenancy {
         inner.tenancy()
+    }
+}
+
+/// One call as it reaches a layer: the store below, the container and the request, moved
+/// together so each layer names them once. Only borrows and the request itself: passing it
+/// on allocates nothing.
+pub struct LayerCall<'a> {
+    pub inner: &'a dyn Store,
+    pub container: Container,
+    pub request: StoreRequest<'a>,
+}
+
+impl LayerCall<'_> {
+    /// Sends the request, as it is, to the store below.
+    pub async fn send(self) -> StoreResult<StoreAnswer> {
+        self.request.send(self.inner, self.container).await
+    }
+
+    /// Sends the request and measures the exchanges it makes, reporting their charge on to
+    /// the caller's own accounting scope (the HTTP layer's, a traced call's) unchanged.
+    pub async fn send_measured(self) -> (StoreResult<StoreAnswer>, Exchange) {
+        let (result, exchange) = charge::measure_exchanges(self.send()).await;
+        charge::report(&exchange);
+        (result, exchange)
     }
 }
 
@@ -206,7 +226,7 @@ impl<'a> StoreRequest<'a> {
     }
 
     /// The items the request writes, to change on the way.
-    pub fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
+    pub(crate) fn items_mut(&mut self) -> impl Iterator<Item = &mut Value> {
         let (one, operations) = match self {
             Self::Create { item, .. } | Self::Upsert { item, .. } | Self::Replace { item, .. } => {
                 (Some(item), <&mut [BatchOperation]>::default())
@@ -272,7 +292,7 @@ impl StoreAnswer {
     }
 
     /// The items the answer returns, to change on the way back.
-    pub fn items_mut(&mut self) -> &mut [Value] {
+    pub(crate) fn items_mut(&mut self) -> &mut [Value] {
         match self {
             Self::Read(Some(document)) => slice::from_mut(&mut document.item),
             Self::Page(page) => &mut page.items,
@@ -324,7 +344,8 @@ fn mismatched(call: &str, answer: &StoreAnswer) -> StoreError {
     StoreError::Internal(format!("a store layer answered {call} with {answer:?}"))
 }
 
-/// A store made of `layer` over `inner`. It reads as its layer (`metered.take()`).
+/// A store made of `layer` over `inner`. It reads as its layer (a metering layer's `take()`
+/// is called on the store).
 #[derive(Clone)]
 pub struct Layered<L> {
     inner: Arc<dyn Store>,
@@ -346,7 +367,12 @@ impl<L: StoreLayer> Layered<L> {
         container: Container,
         request: StoreRequest<'_>,
     ) -> StoreResult<StoreAnswer> {
-        self.layer.call(&*self.inner, container, request).await
+        let call = LayerCall {
+            inner: &*self.inner,
+            container,
+            request,
+        };
+        self.layer.call(call).await
     }
 }
 

@@ -7,7 +7,6 @@ pub mod charge;
 pub mod cosmos;
 pub mod embedded;
 pub mod layer;
-pub mod metered;
 mod open;
 mod partition_key;
 mod query;
@@ -123,7 +122,7 @@ impl Container {
 
     /// Whether items of this container may carry a `ttl` (tombstones of deleted items):
     /// time-to-live is on, with no default, in every container of the model.
-    pub fn expires_items(self) -> bool {
+    pub(crate) fn expires_items(self) -> bool {
         self != Container::Leases
     }
 
@@ -136,6 +135,20 @@ impl Container {
     pub fn partition_key_in(self, tenancy: Tenancy, item: &Value) -> StoreResult<PartitionKey> {
         PartitionKey::from_item(item, self.key_paths(tenancy))
             .map_err(|e| StoreError::BadRequest(format!("{}: {e}", self.name())))
+    }
+
+    /// The logical partition key of each item (as a JSON array text) in this container of a
+    /// `tenancy` store; items without a valid key are left out.
+    pub fn partition_keys_in<'a>(
+        self,
+        tenancy: Tenancy,
+        items: impl Iterator<Item = &'a Value>,
+    ) -> impl Iterator<Item = String> {
+        items.filter_map(move |item| {
+            self.partition_key_in(tenancy, item)
+                .ok()
+                .map(|pk| pk.to_json_array())
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-pub const MAX_COMPONENTS: usize = 3;
+pub(crate) const MAX_COMPONENTS: usize = 3;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartitionKeyValue {
@@ -14,7 +14,7 @@ pub enum PartitionKeyValue {
 }
 
 impl PartitionKeyValue {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             PartitionKeyValue::String(s) => Value::String(s.clone()),
             PartitionKeyValue::Number(n) => Value::Number(n.clone()),
@@ -72,7 +72,7 @@ impl PartitionKey {
     }
 
     /// Checks that `item` belongs to this partition, as Cosmos DB does on every write.
-    pub fn check_item(&self, item: &Value, paths: &[&str]) -> Result<(), PartitionKeyError> {
+    pub(crate) fn check_item(&self, item: &Value, paths: &[&str]) -> Result<(), PartitionKeyError> {
         if &Self::from_item(item, paths)? == self {
             Ok(())
         } else {
@@ -81,14 +81,14 @@ impl PartitionKey {
     }
 
     /// This key with `more` components after it (a tenant's key under its tenant id).
-    pub fn extended(&self, more: &PartitionKey) -> Result<Self, PartitionKeyError> {
+    pub(crate) fn extended(&self, more: &PartitionKey) -> Result<Self, PartitionKeyError> {
         Self::hierarchical(self.0.iter().chain(&more.0).cloned().collect())
     }
 
     /// The bounds `[low, high)` of the canonical text forms ([`Self::to_json_array`]) of
     /// every longer key that starts with this one: `["t"` followed by `,` and the rest.
     /// `-` is the character after `,`, so the range holds exactly those keys.
-    pub fn prefix_range(&self) -> (String, String) {
+    pub(crate) fn prefix_range(&self) -> (String, String) {
         let text = self.to_json_array();
         let open = &text[..text.len() - 1];
         (format!("{open},"), format!("{open}-"))

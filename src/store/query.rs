@@ -28,7 +28,7 @@ pub enum FilterOp {
 }
 
 impl FilterOp {
-    pub fn sql(self) -> &'static str {
+    pub(crate) fn sql(self) -> &'static str {
         match self {
             FilterOp::Eq => "=",
             FilterOp::Ne => "!=",
@@ -52,7 +52,7 @@ pub enum SortOrder {
 }
 
 impl SortOrder {
-    pub fn sql(self) -> &'static str {
+    pub(crate) fn sql(self) -> &'static str {
         match self {
             SortOrder::Ascending => "ASC",
             SortOrder::Descending => "DESC",
@@ -129,7 +129,7 @@ impl Query {
 
     /// The Cosmos DB NoSQL text of the query and its parameters (`@p0`, `@p1`, ...).
     /// Paging and the partition are passed to the service separately.
-    pub fn to_cosmos_sql(&self) -> (String, Vec<(String, Value)>) {
+    pub(crate) fn to_cosmos_sql(&self) -> (String, Vec<(String, Value)>) {
         let mut sql = String::from("SELECT * FROM c");
         let mut params = Vec::new();
         for (i, filter) in self.filters.iter().enumerate() {
@@ -246,8 +246,9 @@ impl PartitionVersion {
     }
 
     /// When the page read at this version stops being the answer though nothing is written
-    /// (its first item's expiry, Unix seconds).
-    pub fn live_until(&self) -> Option<i64> {
+    /// (its first item's expiry, Unix seconds). Only the store's tests ask.
+    #[cfg(test)]
+    pub(crate) fn live_until(&self) -> Option<i64> {
         self.live_until
     }
 

@@ -1,4 +1,4 @@
-//! Which store to open, from command-line flags or environment variables.
+//! Which store to open and how to reach it, from command-line flags or environment variables.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -23,6 +23,34 @@ pub struct StoreSettings {
     /// Cosmos DB account endpoint, for Microsoft Entra ID (managed identity) authentication.
     #[arg(long, env = "CosmosDBConnection__accountEndpoint", global = true)]
     pub cosmos_endpoint: Option<String>,
+
+    /// Cosmos DB with Microsoft Entra ID: the client id of the user-assigned managed identity
+    /// to sign in as (the Functions convention for identity-based connections); the
+    /// system-assigned one when unset.
+    #[arg(long, env = "CosmosDBConnection__clientId", global = true)]
+    pub cosmos_client_id: Option<String>,
+
+    /// The Azure region this app runs in (Azure Functions sets it): Cosmos DB requests go to
+    /// the account's region nearest to it. Unset: the account's own order of regions.
+    #[arg(long, env = "REGION_NAME", hide = true, global = true)]
+    pub region_name: Option<String>,
+
+    /// The Cosmos DB SDK's own switch for binary JSON on the wire (the SDK reads it itself):
+    /// when set, the SDK's choice stands, even for the emulator, which otherwise gets text
+    /// JSON.
+    #[arg(
+        long,
+        env = "AZURE_COSMOS_BINARY_ENCODING_ENABLED",
+        hide = true,
+        global = true
+    )]
+    pub cosmos_binary_encoding: Option<String>,
+
+    /// The platform offers this process a managed identity, which Microsoft Entra ID sign-in
+    /// then uses (not a user setting: the platform's variables say so, read with the rest of
+    /// what it says, `Platform::managed_identity`).
+    #[arg(skip)]
+    pub managed_identity: bool,
 
     /// Cosmos DB database name.
     #[arg(long, env = "COSMOS_DATABASE", default_value = "blog", global = true)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use super::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use super::{
     Container, Pages, PartitionKey, Query, QueryScope, Store, StoreError, StoreResult,
     TENANT_FIELD, Tenancy,
@@ -89,15 +89,11 @@ impl StoreLayer for TenantView {
     /// the tenant's prefix. The change feed is the whole container's (the pump and the
     /// triggers read it unscoped and hand each tenant its part): a read of it through the
     /// view keeps the tenant's changes, for tools that follow one tenant.
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let container = call.container;
         let key;
         let scoped;
-        let request = match request {
+        let request = match call.request {
             StoreRequest::Query { query, page } => {
                 scoped = query.clone().scoped(self.scope(container, &query.scope)?);
                 StoreRequest::Query {
@@ -127,7 +123,7 @@ impl StoreLayer for TenantView {
                 None => other,
             },
         };
-        let mut answer = request.send(inner, container).await?;
+        let mut answer = request.send(call.inner, container).await?;
         if let StoreAnswer::Changes(batch) = &mut answer {
             batch.items.retain(|item| self.owns(item));
         }
@@ -177,7 +173,7 @@ pub fn tenant_of(item: &Value) -> Option<TenantId> {
 /// Splits change-feed documents of a `multi` store by tenant, keeping each tenant's in feed
 /// order, each as its tenant sees it. Documents without a valid tenant cannot come from the
 /// store (its keys require one); they are counted apart, to be logged.
-pub fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize) {
+pub(crate) fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize) {
     let mut groups: BTreeMap<TenantId, Vec<Value>> = BTreeMap::new();
     let mut strays = 0;
     for document in documents {
@@ -196,7 +192,7 @@ pub fn by_tenant(documents: &[Value]) -> (BTreeMap<TenantId, Vec<Value>>, usize)
 /// A group of documents of one V3 model: its tenant (`None` in a `single` store), the store
 /// as that model sees it, and its documents as it sees them.
 /// (Borrowed when the store is `single`: nothing to split, nothing copied.)
-pub type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, [Value]>);
+pub(crate) type ModelDocuments<'a> = (Option<TenantId>, Arc<dyn Store>, Cow<'a, [Value]>);
 
 /// Splits documents read from `store` as a whole (a change-feed batch, a page of a scan) by
 /// the model they belong to: all to `store` itself if it is `single`; in `multi`, to each

@@ -39,9 +39,11 @@ use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanExporter,
 };
 
+use crate::platform::Platform;
+
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` gives one
 /// (Application Insights shows it as the cloud role).
-pub const SERVICE_NAME: &str = "cosmos-blog";
+pub(crate) const SERVICE_NAME: &str = "cosmos-blog";
 
 /// The token audience of Azure Monitor ingestion.
 const MONITOR_SCOPE: &str = "https://monitor.azure.com//.default";
@@ -108,7 +110,10 @@ impl Export {
         };
         let credential = match set("APPLICATIONINSIGHTS_AUTHENTICATION_STRING") {
             None => None,
-            Some(authentication) => Some(entra_credential(&authentication)?),
+            Some(authentication) => {
+                let managed_identity = Platform::from_vars(&var).managed_identity;
+                Some(entra_credential(&authentication, managed_identity)?)
+            }
         };
         Ok((
             Export::ApplicationInsights {
@@ -135,7 +140,10 @@ impl Export {
 /// The managed identity `APPLICATIONINSIGHTS_AUTHENTICATION_STRING` asks for:
 /// `Authorization=AAD` (the system-assigned identity) or `Authorization=AAD;ClientId=<id>`
 /// (a user-assigned one).
-fn entra_credential(authentication: &str) -> anyhow::Result<Arc<dyn TokenCredential>> {
+fn entra_credential(
+    authentication: &str,
+    managed_identity: bool,
+) -> anyhow::Result<Arc<dyn TokenCredential>> {
     let mut authorization = None;
     let mut client_id = None;
     for pair in authentication.split(';').filter(|p| !p.trim().is_empty()) {
@@ -152,7 +160,7 @@ fn entra_credential(authentication: &str) -> anyhow::Result<Arc<dyn TokenCredent
         authorization.is_some_and(|a| a.eq_ignore_ascii_case("aad")),
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING: only Authorization=AAD is supported"
     );
-    crate::platform::azure_credential(client_id)
+    crate::platform::azure_credential(managed_identity, client_id)
 }
 
 /// The SDK's tracer and meter providers of one export: flushed and shut down together.
@@ -160,6 +168,44 @@ fn entra_credential(authentication: &str) -> anyhow::Result<Arc<dyn TokenCredent
 pub(super) struct Providers {
     pub tracer: SdkTracerProvider,
     pub meter: SdkMeterProvider,
+}
+
+/// The protocol imposed on each signal's OTLP exporter: `None` where the variables name an
+/// HTTP one (the exporter reads them itself), else the specification's default,
+/// `http/protobuf` (the exporter would pick JSON, because it is built with both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OtlpProtocols {
+    pub traces: Option<Protocol>,
+    pub metrics: Option<Protocol>,
+}
+
+impl Default for OtlpProtocols {
+    fn default() -> Self {
+        Self {
+            traces: Some(Protocol::HttpBinary),
+            metrics: Some(Protocol::HttpBinary),
+        }
+    }
+}
+
+impl OtlpProtocols {
+    /// The protocols the standard variables leave to impose (`var` looks one up by name): a
+    /// signal's own `OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL`, else the shared one.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let imposed = |signal_variable: &str| {
+            let named = [signal_variable, "OTEL_EXPORTER_OTLP_PROTOCOL"]
+                .into_iter()
+                .find_map(|name| var(name).filter(|v| !v.trim().is_empty()));
+            match named {
+                Some(protocol) if protocol.trim().to_ascii_lowercase().starts_with("http/") => None,
+                _ => Some(Protocol::HttpBinary),
+            }
+        };
+        Self {
+            traces: imposed("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+            metrics: imposed("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
+        }
+    }
 }
 
 /// How often spans and metrics go out; `None`: the SDK's defaults and variables.
@@ -172,7 +218,11 @@ pub struct Schedule {
 }
 
 /// The providers of `export`, sending from the current Tokio runtime; `None` when off.
-pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<Option<Providers>> {
+pub(super) fn providers(
+    export: &Export,
+    protocols: OtlpProtocols,
+    schedule: Schedule,
+) -> anyhow::Result<Option<Providers>> {
     if let Export::Off = export {
         return Ok(None);
     }
@@ -190,7 +240,7 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
             let mut spans = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_http_client(client.clone());
-            if let Some(protocol) = default_protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
+            if let Some(protocol) = protocols.traces {
                 spans = spans.with_protocol(protocol);
             }
             if let Some(url) = signal("v1/traces") {
@@ -199,7 +249,7 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
             let mut metrics = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_http_client(client);
-            if let Some(protocol) = default_protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") {
+            if let Some(protocol) = protocols.metrics {
                 metrics = metrics.with_protocol(protocol);
             }
             if let Some(url) = signal("v1/metrics") {
@@ -229,19 +279,6 @@ pub(super) fn providers(export: &Export, schedule: Schedule) -> anyhow::Result<O
                 .map_err(|e| anyhow::anyhow!("APPLICATIONINSIGHTS_CONNECTION_STRING: {e}"))?;
             Ok(Some(build(exporter.clone(), exporter, schedule)))
         }
-    }
-}
-
-/// The protocol to impose on a signal's exporter: none when the variables name an HTTP one
-/// (the exporter reads them), else the specification's default, `http/protobuf` (the exporter
-/// would pick JSON, because it is built with both).
-fn default_protocol(signal_variable: &str) -> Option<Protocol> {
-    let named = [signal_variable, "OTEL_EXPORTER_OTLP_PROTOCOL"]
-        .into_iter()
-        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()));
-    match named {
-        Some(protocol) if protocol.trim().to_ascii_lowercase().starts_with("http/") => None,
-        _ => Some(Protocol::HttpBinary),
     }
 }
 
@@ -493,7 +530,7 @@ mod tests {
         ]);
         let refused = Export::from_vars(|name| vars.get(name).map(|v| v.to_string()));
         assert!(refused.is_err());
-        assert!(entra_credential("ClientId=abc").is_err());
+        assert!(entra_credential("ClientId=abc", false).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -19,48 +19,57 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{metrics, sampling};
 use crate::domain::TenantId;
-use crate::operations;
 use crate::problem::ProblemCode;
 use crate::store::charge::RequestCharge;
 
 /// The header the Functions host puts on every request it sends to the custom handler.
 pub const INVOCATION_ID_HEADER: &str = "x-azure-functions-invocationid";
 
-/// The route a request took, as the router's template (`/api/posts/{postId}/comments`);
-/// `tenant`: handed on by the tenant routes (`/api/tenants/{tenantId}/...`).
+/// Which Functions function a request is, from its method and its route's template: what
+/// whoever mounts the routes knows, handed to [`note_route`] as its state.
+pub type FunctionOf = fn(&str, &str) -> Option<&'static str>;
+
+/// A [`FunctionOf`] for routes that are no function of their own to telemetry (the pages).
+pub fn no_function(_method: &str, _template: &str) -> Option<&'static str> {
+    None
+}
+
+/// The route a request took, as the router's template (`/api/posts/{postId}/comments`, or
+/// under a tenant `/api/tenants/{tenantId}/posts/{postId}/comments`), and its function.
 #[derive(Debug, Clone)]
-pub struct MatchedRoute {
+pub(crate) struct MatchedRoute {
     template: Arc<str>,
-    tenant: bool,
+    function: Option<&'static str>,
 }
 
 impl MatchedRoute {
     /// The template clients call: `http.route`.
     pub fn template(&self) -> Arc<str> {
-        match self.template.strip_prefix("/api") {
-            Some(rest) if self.tenant => format!("{}{rest}", operations::tenant_prefix()).into(),
-            _ => Arc::clone(&self.template),
-        }
+        Arc::clone(&self.template)
     }
 
-    /// The function of the Functions table this route and `method` are.
-    pub fn function(&self, method: &Method) -> Option<&'static str> {
-        operations::function_for(method.as_str(), &self.template)
+    /// The function of the Functions table this route and its method are.
+    pub fn function(&self) -> Option<&'static str> {
+        self.function
     }
 }
 
-/// Route layer: notes the route the request matched in the response, for [`observe`], and
-/// the tenant it addresses on the request's span.
-pub async fn note_route(request: Request, next: Next) -> Response {
-    let tenant = request.extensions().get::<TenantId>().cloned();
+/// Route layer: notes the route the request matched and its function (`function_of` names
+/// it) in the response, for [`observe`], and the tenant it addresses (set by the tenant
+/// routes) on the request's span.
+pub async fn note_route(
+    State(function_of): State<FunctionOf>,
+    request: Request,
+    next: Next,
+) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|path| MatchedRoute {
             template: Arc::from(path.as_str()),
-            tenant: tenant.is_some(),
+            function: function_of(request.method().as_str(), path.as_str()),
         });
-    if let Some(tenant) = &tenant {
+    if let Some(tenant) = request.extensions().get::<TenantId>() {
         Span::current().record("blog.tenant", tenant.as_str());
     }
     let mut response = next.run(request).await;
@@ -156,7 +165,7 @@ fn finish(span: &Span, exported: bool, method: &Method, response: &Response, sta
     let status = response.status().as_u16();
     let route = response.extensions().get::<MatchedRoute>();
     let template = route.map(MatchedRoute::template);
-    let operation = route.and_then(|route| route.function(method));
+    let operation = route.and_then(MatchedRoute::function);
     let request_units = response
         .extensions()
         .get::<RequestCharge>()

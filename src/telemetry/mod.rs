@@ -39,7 +39,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
-use export::{Export, Providers, Schedule};
+use export::{Export, OtlpProtocols, Providers, Schedule};
 use held::Held;
 use metrics::Instruments;
 use sampling::{Sampler, Sampling};
@@ -53,6 +53,8 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// What [`Telemetry::new`] builds.
 pub struct Config {
     pub export: Export,
+    /// The protocols of an OTLP export.
+    pub otlp_protocols: OtlpProtocols,
     pub schedule: Schedule,
     /// Which requests are traced, when exporting.
     pub sampling: Sampling,
@@ -63,33 +65,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// Export as the standard variables say, logs as `RUST_LOG` says, on stderr. `export`:
-    /// whether this run exports at all (only `serve` does).
-    pub fn from_env(export: bool) -> (Config, Vec<String>) {
-        let (chosen, mut notes) = if export {
-            match Export::from_vars(|name| std::env::var(name).ok()) {
-                Ok(chosen) => chosen,
-                Err(e) => (Export::Off, vec![format!("telemetry export off: {e:#}")]),
-            }
-        } else {
-            (Export::Off, Vec::new())
-        };
-        let (sampling, warning) = Sampling::from_vars(|name| std::env::var(name).ok());
-        notes.extend(warning.filter(|_| export));
-        let config = Config {
-            export: chosen,
-            schedule: Schedule::default(),
-            sampling,
-            log_filter: std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            log_writer: BoxMakeWriter::new(std::io::stderr),
-        };
-        (config, notes)
-    }
-
     /// `export` with quiet logs, every request traced: for tests.
     pub fn exporting(export: Export, schedule: Schedule) -> Config {
         Config {
             export,
+            otlp_protocols: OtlpProtocols::default(),
             schedule,
             sampling: Sampling::EveryRequest,
             log_filter: "warn".into(),
@@ -117,8 +97,8 @@ impl std::fmt::Debug for Telemetry {
 impl Telemetry {
     /// Builds the subscriber and the exporters of `config`; export needs the Tokio runtime.
     pub fn new(config: Config) -> anyhow::Result<Self> {
-        let providers =
-            export::providers(&config.export, config.schedule).context("telemetry export")?;
+        let providers = export::providers(&config.export, config.otlp_protocols, config.schedule)
+            .context("telemetry export")?;
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(config.log_writer)
             .with_ansi(false)
@@ -151,13 +131,14 @@ impl Telemetry {
         })
     }
 
-    /// Logs only, as `RUST_LOG` says, to `writer`.
+    /// Logs only, filtered by `log_filter` (`RUST_LOG` syntax), to `writer`.
     pub fn logs_only<W>(log_filter: &str, writer: W) -> Self
     where
         W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
     {
         let config = Config {
             export: Export::Off,
+            otlp_protocols: OtlpProtocols::default(),
             schedule: Schedule::default(),
             sampling: Sampling::default(),
             log_filter: log_filter.into(),

@@ -23,10 +23,10 @@ use super::held::held;
 
 /// The target of the spans of requests and batches whose trace is not kept: the trace filter
 /// leaves it out, the log filter does not.
-pub const UNSAMPLED_TARGET: &str = "cosmos_blog::telemetry::unsampled";
+pub(crate) const UNSAMPLED_TARGET: &str = "cosmos_blog::telemetry::unsampled";
 
 /// Azure Monitor's default: new traces kept per second.
-pub const DEFAULT_TRACES_PER_SECOND: f64 = 5.0;
+pub(crate) const DEFAULT_TRACES_PER_SECOND: f64 = 5.0;
 
 /// The `OTEL_TRACES_SAMPLER` value of Azure Monitor's rate-limited sampler.
 const RATE_LIMITED: &str = "microsoft.rate_limited";
@@ -125,7 +125,7 @@ impl Sampler {
 
 /// Whether the current subscriber traces a request with `headers`: always when it exports
 /// nothing (the span is for the logs), else as the caller's `traceparent` or the budget says.
-pub fn traces_request(headers: &HeaderMap) -> bool {
+pub(crate) fn traces_request(headers: &HeaderMap) -> bool {
     with_sampler(|sampler| match caller_sampled(headers) {
         Some(sampled) if sampler.sampling != Sampling::EveryRequest => sampled,
         _ => sampler.keeps_new_trace(),
@@ -134,13 +134,13 @@ pub fn traces_request(headers: &HeaderMap) -> bool {
 
 /// Whether the current subscriber traces a unit of work no caller started (a change-feed
 /// batch of the standalone pump).
-pub fn traces_new_work() -> bool {
+pub(crate) fn traces_new_work() -> bool {
     with_sampler(Sampler::keeps_new_trace)
 }
 
 /// Whether the current subscriber exports traces at all. Without export a request's span is
 /// only the context of its log lines, so its outcome, known after them, is not recorded.
-pub fn exports_traces() -> bool {
+pub(crate) fn exports_traces() -> bool {
     held::<Sampler>().is_some()
 }
 
@@ -165,12 +165,12 @@ fn caller_sampled(headers: &HeaderMap) -> Option<bool> {
 
 /// Whether the current span is that of a request or batch whose trace is not kept: work
 /// under it makes no span of its own.
-pub fn in_unsampled_span() -> bool {
+pub(crate) fn in_unsampled_span() -> bool {
     is_unsampled(&tracing::Span::current())
 }
 
 /// Whether `span` is that of a request or batch whose trace is not kept.
-pub fn is_unsampled(span: &tracing::Span) -> bool {
+pub(crate) fn is_unsampled(span: &tracing::Span) -> bool {
     span.metadata()
         .is_some_and(|metadata| metadata.target() == UNSAMPLED_TARGET)
 }

@@ -18,13 +18,12 @@ use tracing::{Instrument, Span};
 use super::metrics::{self, StoreCall};
 use super::sampling;
 use crate::store::charge::{self, Exchange};
-use crate::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use crate::store::metered::partition_keys;
+use crate::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use crate::store::{Container, QueryScope, Store, StoreError, StoreResult, Tenancy};
 
 /// The target of the store call spans: the name log filters know them by (`RUST_LOG`), kept
 /// from where the wrapper first lived.
-pub const SPAN_TARGET: &str = "cosmos_blog::store::traced";
+pub(crate) const SPAN_TARGET: &str = "cosmos_blog::store::traced";
 
 /// Wraps a store so that each call has a span and is measured.
 pub type TracedStore = Layered<StoreSpans>;
@@ -54,14 +53,10 @@ impl TracedStore {
 
 impl StoreLayer for StoreSpans {
     /// Runs one store call in its span.
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
-        let operation = operation_name(&request);
-        let outline = Outline::of(&request);
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let (container, inner) = (call.container, call.inner);
+        let operation = operation_name(&call.request);
+        let outline = Outline::of(&call.request);
         // Only below a request, an invocation or a batch: the pump's polls and checkpoint
         // reads would otherwise be a trace each, several a second, all of them idle.
         // Nor below one whose trace is not kept.
@@ -71,8 +66,8 @@ impl StoreLayer for StoreSpans {
             self.span(operation, container)
         };
         let started = Instant::now();
-        let call = request.send(inner, container).instrument(span.clone());
-        let (result, exchange) = charge::measure_exchanges(call).await;
+        let sent = call.send().instrument(span.clone());
+        let (result, exchange) = charge::measure_exchanges(sent).await;
         // The charge belongs to the enclosing scope too (the request's total).
         charge::report(&exchange);
         let status = exchange.status.or_else(|| failure_status(&result));
@@ -264,7 +259,8 @@ fn partitions_of<'a>(
     tenancy: Tenancy,
     items: impl Iterator<Item = &'a Value>,
 ) -> usize {
-    partition_keys(container, tenancy, items)
+    container
+        .partition_keys_in(tenancy, items)
         .collect::<HashSet<_>>()
         .len()
 }

@@ -44,7 +44,7 @@ impl UnfinishedImport {
     }
 
     /// Whether `other` loads the same export the same way (the same tenant picked).
-    pub fn same_import(&self, other: &UnfinishedImport) -> bool {
+    pub(crate) fn same_import(&self, other: &UnfinishedImport) -> bool {
         self.export == other.export && self.tenant == other.tenant
     }
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 const ITEMS: (&str, &str) = ("item", "items");
 
 /// Items between two progress lines when stderr is not a terminal.
-pub const LINE_EVERY: u64 = 10_000;
+pub(crate) const LINE_EVERY: u64 = 10_000;
 
 pub struct TransferProgress {
     display: Display,

@@ -385,7 +385,7 @@ impl ImportedBlog {
     }
 
     /// Whether `item` is a comment or like of a deleted post (see [`ImportedBlog::left_over`]).
-    pub fn is_left_over(&self, item: &Item) -> bool {
+    pub(crate) fn is_left_over(&self, item: &Item) -> bool {
         match item {
             Item::Comment(comment) => self.deleted.contains(&comment.post_id),
             Item::Like(like) => self.deleted.contains(&like.post_id),

@@ -46,7 +46,7 @@ use crate::store::{Store, StoreResult};
 
 /// Rounds of `verify --repair` at most: a repair may uncover work for another (an erasure
 /// turns posts into tombstones, whose clean-up is then due).
-pub const MAX_REPAIR_ROUNDS: usize = 5;
+pub(crate) const MAX_REPAIR_ROUNDS: usize = 5;
 
 /// Scans `store` and checks every invariant (see the module documentation).
 pub async fn verify(store: &Arc<dyn Store>) -> StoreResult<VerifyReport> {

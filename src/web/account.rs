@@ -35,7 +35,7 @@ struct AccountPage {
 impl AccountPage {
     fn new(context: &PageContext, caller: &UserId, registered: bool, username: String) -> Self {
         Self {
-            l: context.layout("Your account · Cosmos Blog", "Your username and account."),
+            l: context.layout("Your account", "Your username and account."),
             user_id: caller.as_str().to_owned(),
             registered,
             username,
@@ -134,7 +134,7 @@ struct DeleteAccountPage {
 impl DeleteAccountPage {
     fn new(context: &PageContext, caller: &UserId, error: Option<String>) -> Self {
         Self {
-            l: context.layout("Delete your account · Cosmos Blog", "Delete your account."),
+            l: context.layout("Delete your account", "Delete your account."),
             user_id: caller.as_str().to_owned(),
             error,
         }
@@ -204,10 +204,7 @@ impl SignInPage {
         return_to: String,
     ) -> Self {
         Self {
-            l: context.layout(
-                "Sign in · Cosmos Blog",
-                "Sign in to write, comment and like.",
-            ),
+            l: context.layout("Sign in", "Sign in to write, comment and like."),
             user_id,
             error,
             return_to,

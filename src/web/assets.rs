@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::extract::PathParam;
+use crate::api::paths::FilePath;
 use crate::problem::Problem;
 
 pub const ROUTE: &str = "/assets/{file}";
@@ -59,7 +59,7 @@ pub fn icon_url() -> &'static str {
 }
 
 /// An asset by its current URL; an old or unknown name is not found.
-pub async fn serve(PathParam(file): PathParam) -> Response {
+pub async fn serve(FilePath(file): FilePath) -> Response {
     let path = format!("/assets/{file}");
     match ASSETS.iter().find(|a| a.url == path) {
         Some(asset) => respond(asset, "public, max-age=31536000, immutable"),

@@ -14,90 +14,53 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
 use super::context::PageBase;
-use super::pages::{post_href, user_href};
+use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
+use super::pages::{canonical_post_href, user_href};
 use super::site::Site;
-use crate::api::extract::PathParam;
+use crate::api::paths::UserPath;
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::PageSize;
+use crate::blog::{Blog, PageSize};
 use crate::domain::{Post, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
 
 /// Entries per feed: the latest posts, as many as a page of the API's lists.
-const FEED_ENTRIES: PageSize = PageSize::DEFAULT;
+pub const FEED_ENTRIES: PageSize = PageSize::DEFAULT;
 
 pub const CONTENT_TYPE: &str = "application/atom+xml; charset=utf-8";
 
 /// `/feed.atom`.
-pub async fn front_feed(
-    site: Option<axum::Extension<std::sync::Arc<Site>>>,
-    base: Option<axum::Extension<PageBase>>,
-    tenant: Option<axum::Extension<TenantId>>,
-    CurrentScope(scope): CurrentScope,
-) -> Result<Response> {
-    let site = site_of(site)?;
-    let base = base.map(|b| b.0.0).unwrap_or_default();
-    let tenant = tenant.map(|t| t.0);
-    let items = scope.feed.items(&scope.blog).await?;
-    let posts = items
-        .iter()
-        .take(FEED_ENTRIES.get() as usize)
-        .map(|item| serde_json::from_str::<Post>(item))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let about = Feeds {
-        site: &site,
-        base: &base,
-        tenant: tenant.as_ref(),
-    };
-    let feed = about.feed_of(
-        &posts,
-        "Cosmos Blog: latest posts",
-        about.id(&["feed"]),
-        &format!("{base}/feed.atom"),
-        &format!("{base}/"),
-    );
-    Ok(answer(&feed, &posts))
+pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
+    let list = feeds.front(&scope).await?;
+    Ok(answer(&feeds.atom(&list), &list.posts))
 }
 
 /// `/users/{userId}/feed.atom`: the author's latest posts, from one Q3 page.
 pub async fn author_feed(
-    site: Option<axum::Extension<std::sync::Arc<Site>>>,
-    base: Option<axum::Extension<PageBase>>,
-    tenant: Option<axum::Extension<TenantId>>,
+    feeds: Feeds,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
 ) -> Result<Response> {
-    let site = site_of(site)?;
-    let base = base.map(|b| b.0.0).unwrap_or_default();
-    let tenant = tenant.map(|t| t.0);
-    let user_id = UserId::parse(&user_id)?;
-    let page = blog
-        .user_posts::<Post>(&user_id, FEED_ENTRIES, None)
-        .await?;
-    let posts = &page.items;
-    let author_page = user_href(&base, &user_id);
-    let title = match posts.first() {
-        Some(post) => format!("Cosmos Blog: posts by {}", post.user_username),
-        None => "Cosmos Blog: posts by this author".to_owned(),
-    };
-    let about = Feeds {
-        site: &site,
-        base: &base,
-        tenant: tenant.as_ref(),
-    };
-    let feed = about.feed_of(
-        posts,
-        &title,
-        about.id(&["author", user_id.as_str()]),
-        &format!("{author_page}/feed.atom"),
-        &author_page,
-    );
-    Ok(answer(&feed, posts))
+    let list = feeds.author(&blog, &user_id).await?;
+    Ok(answer(&feeds.atom(&list), &list.posts))
 }
 
-fn site_of(site: Option<axum::Extension<std::sync::Arc<Site>>>) -> Result<std::sync::Arc<Site>> {
-    site.map(|s| s.0)
-        .ok_or_else(|| Error::Internal("a feed was served without the site's settings".into()))
+/// What one feed lists and says of itself, in whichever format it is served: its posts,
+/// newest first, its title, its id, and its paths (a path from the site's root).
+pub struct FeedList {
+    pub posts: Vec<Post>,
+    pub title: String,
+    pub id: String,
+    /// The feed's path without its extension (`/feed`, `/users/ada/feed`): the Atom feed is
+    /// at `{stem}.atom`, the JSON Feed at `{stem}.json`.
+    pub stem: String,
+    /// The page that shows the same posts.
+    pub page: String,
 }
 
 /// The namespace of the feeds' and entries' `urn:uuid:` ids (a UUID drawn once for them):
@@ -108,22 +71,73 @@ fn date(at: Timestamp) -> FixedDateTime {
     FixedDateTime::parse_from_rfc3339(&at.to_string()).unwrap_or_default()
 }
 
-/// A blog's feeds: where the site is, the blog's base path and its tenant.
-struct Feeds<'a> {
-    site: &'a Site,
-    base: &'a str,
-    tenant: Option<&'a TenantId>,
+/// A blog's feeds: where the site is, the blog's base path and its tenant (from the request's
+/// extensions, which the router sets).
+pub struct Feeds {
+    pub site: Arc<Site>,
+    pub base: String,
+    pub tenant: Option<TenantId>,
 }
 
-impl Feeds<'_> {
-    fn url(&self, path: &str) -> String {
+impl<S: Send + Sync> FromRequestParts<S> for Feeds {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
+        let site = Site::of(&parts.extensions).ok_or_else(|| {
+            Error::Internal("a feed was served without the site's settings".into())
+        })?;
+        let tenant = parts.extensions.get::<TenantId>().cloned();
+        Ok(Self {
+            site,
+            base: PageBase::of(tenant.as_ref()).0,
+            tenant,
+        })
+    }
+}
+
+impl Feeds {
+    /// The front page's feed: the feed cache's newest posts, like Q6.
+    pub async fn front(&self, CurrentScope(scope): &CurrentScope) -> Result<FeedList> {
+        let items = scope.feed.items(&scope.blog).await?;
+        let posts = items
+            .iter()
+            .take(FEED_ENTRIES.get() as usize)
+            .map(|item| serde_json::from_str::<Post>(item))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(FeedList {
+            posts,
+            title: format!("{}: latest posts", self.site.title),
+            id: self.id(&["feed"]),
+            stem: format!("{}/feed", self.base),
+            page: format!("{}/", self.base),
+        })
+    }
+
+    /// An author's feed: one Q3 page.
+    pub async fn author(&self, blog: &Blog, user_id: &UserId) -> Result<FeedList> {
+        let page = blog.user_posts::<Post>(user_id, FEED_ENTRIES, None).await?;
+        let author_page = user_href(&self.base, user_id);
+        let title = match page.items.first() {
+            Some(post) => format!("{}: posts by {}", self.site.title, post.user_username),
+            None => format!("{}: posts by this author", self.site.title),
+        };
+        Ok(FeedList {
+            posts: page.items.clone(),
+            title,
+            id: self.id(&["author", user_id.as_str()]),
+            stem: format!("{author_page}/feed"),
+            page: author_page,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
         self.site.public_url.join(path)
     }
 
     /// The id of what `parts` name in this blog: a `urn:uuid:` that no host, address or
     /// title changes.
-    fn id(&self, parts: &[&str]) -> String {
-        let tenant = self.tenant.map_or("", |t| t.as_str());
+    pub fn id(&self, parts: &[&str]) -> String {
+        let tenant = self.tenant.as_ref().map_or("", |t| t.as_str());
         let name = std::iter::once(tenant)
             .chain(parts.iter().copied())
             .collect::<Vec<_>>()
@@ -136,38 +150,41 @@ impl Feeds<'_> {
     /// A post's id: the post's own UUID where it is one and the blog is the only one; else
     /// one made from the tenant and the post's id (a post imported into two tenants keeps
     /// two ids).
-    fn entry_id(&self, post: &Post) -> String {
-        match (self.tenant, Uuid::parse_str(post.id.as_str())) {
+    pub fn entry_id(&self, post: &Post) -> String {
+        match (&self.tenant, Uuid::parse_str(post.id.as_str())) {
             (None, Ok(uuid)) => uuid.urn().to_string(),
             _ => self.id(&["post", post.id.as_str()]),
         }
     }
 
-    fn feed_of(&self, posts: &[Post], title: &str, id: String, itself: &str, page: &str) -> Feed {
-        let updated = posts
+    /// `list` as an Atom feed.
+    fn atom(&self, list: &FeedList) -> Feed {
+        let updated = list
+            .posts
             .iter()
             .map(Post::updated)
             .max()
             .map(date)
             .unwrap_or_default();
         FeedBuilder::default()
-            .id(id)
-            .title(Text::plain(title))
+            .id(list.id.clone())
+            .title(Text::plain(list.title.clone()))
+            .subtitle(Some(Text::plain(self.site.description.clone())))
             .updated(updated)
             .links(vec![
                 LinkBuilder::default()
-                    .href(self.url(itself))
+                    .href(self.url(&format!("{}.atom", list.stem)))
                     .rel("self")
                     .mime_type(Some("application/atom+xml".to_owned()))
                     .build(),
                 LinkBuilder::default()
-                    .href(self.url(page))
+                    .href(self.url(&list.page))
                     .rel("alternate")
                     .mime_type(Some("text/html".to_owned()))
                     .build(),
             ])
             .entries(
-                posts
+                list.posts
                     .iter()
                     .map(|post| self.entry(post))
                     .collect::<Vec<_>>(),
@@ -176,10 +193,10 @@ impl Feeds<'_> {
     }
 
     fn entry(&self, post: &Post) -> Entry {
-        let link = self.url(&post_href(self.base, &post.id));
+        let link = self.url(&canonical_post_href(&self.base, post));
         let author = PersonBuilder::default()
             .name(post.user_username.clone())
-            .uri(Some(self.url(&user_href(self.base, &post.user_id))))
+            .uri(Some(self.url(&user_href(&self.base, &post.user_id))))
             .build();
         EntryBuilder::default()
             .id(self.entry_id(post))
@@ -188,7 +205,10 @@ impl Feeds<'_> {
             .published(Some(date(post.creation_date)))
             // An edit moves it: readers show the post again.
             .updated(date(post.updated()))
-            .summary(Some(Text::plain(post.short().content)))
+            .summary(Some(Text::plain(excerpt_of_short(
+                &post.short().content,
+                LIST_EXCERPT_CHARS,
+            ))))
             .links(vec![
                 LinkBuilder::default()
                     .href(link)
@@ -213,10 +233,14 @@ fn answer(feed: &Feed, posts: &[Post]) -> Response {
         feed.to_string(),
     )
         .into_response();
-    if let Some(newest) = posts.iter().map(Post::updated).max().map(date)
-        && let Ok(value) = HeaderValue::from_str(&newest.to_rfc2822().replace("+0000", "GMT"))
-    {
+    if let Some(value) = last_modified(posts) {
         response.headers_mut().insert(header::LAST_MODIFIED, value);
     }
     response
+}
+
+/// A feed's `Last-Modified`: its newest post's last change, to the second, as HTTP dates go.
+pub fn last_modified(posts: &[Post]) -> Option<HeaderValue> {
+    let newest = posts.iter().map(Post::updated).max().map(date)?;
+    HeaderValue::from_str(&newest.to_rfc2822().replace("+0000", "GMT")).ok()
 }

@@ -33,13 +33,19 @@ pub fn encode(text: &str) -> String {
 }
 
 /// Where the addressed blog's pages start: empty in `single`, `/tenants/{tenantId}` in
-/// `multi` (in a request's extensions, set where the tenant route hands the request on).
+/// `multi`.
 #[derive(Debug, Clone, Default)]
 pub struct PageBase(pub String);
 
 impl PageBase {
     pub fn of_tenant(tenant: &TenantId) -> Self {
         Self(format!("/tenants/{}", encode(tenant.as_str())))
+    }
+
+    /// The base of the blog a request addresses: `tenant`'s (the tenant routes put it in
+    /// the request's extensions), or the only blog's.
+    pub fn of(tenant: Option<&TenantId>) -> Self {
+        tenant.map(Self::of_tenant).unwrap_or_default()
     }
 }
 
@@ -142,11 +148,19 @@ impl PageContext {
             None => None,
         };
         let (headers, extensions, uri) = (&parts.headers, &parts.extensions, &parts.uri);
-        let base = extensions.get::<PageBase>().cloned().unwrap_or_default().0;
-        let path_and_query = uri.path_and_query().map_or("/", |p| p.as_str());
-        let here = match path_and_query {
-            "/" if !base.is_empty() => format!("{base}/"),
-            other => format!("{base}{other}"),
+        let base = PageBase::of(extensions.get::<TenantId>()).0;
+        let here = match base.is_empty() {
+            true => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+            // Under a tenant: the blog's base, then the path below the tenant's segment (`/`
+            // for the blog's root) and the query, as sent.
+            false => {
+                let below = uri.path().strip_prefix("/tenants/").unwrap_or_default();
+                let rest = below.find('/').map_or("/", |at| &below[at..]);
+                match uri.query() {
+                    Some(query) => format!("{base}{rest}?{query}"),
+                    None => format!("{base}{rest}"),
+                }
+            }
         };
         let mut context = Self {
             base,
@@ -214,7 +228,9 @@ impl PageContext {
         }
     }
 
-    /// The layout's part of a page.
+    /// The layout's part of a page: `title` is the page's own (the blog's name follows it),
+    /// `description` its meta description. The canonical link is this page's address without
+    /// its query; the head links the blog's feeds. Pages change what differs.
     pub fn layout(&self, title: impl Into<String>, description: impl Into<String>) -> Layout {
         let sign_out = (self.identity == Identity::EasyAuth).then(|| {
             format!(
@@ -222,9 +238,11 @@ impl PageContext {
                 encode(&format!("{}/", self.base))
             )
         });
+        let path = self.here.split(['?', '#']).next().unwrap_or("/");
         Layout {
-            title: title.into(),
+            title: format!("{} · {}", title.into(), self.site.title),
             description: description.into(),
+            site_name: self.site.title.clone(),
             home: format!("{}/", self.base),
             base: self.base.clone(),
             viewer: self.viewer.as_ref().map(|v| v.as_str().to_owned()),
@@ -248,9 +266,10 @@ impl PageContext {
             script: assets::script_url(),
             icon: assets::icon_url(),
             feed: format!("{}/feed.atom", self.base),
-            author_feed: None,
+            feeds: FeedLink::both("Latest posts", &format!("{}/feed", self.base)),
             og: None,
-            canonical: None,
+            json_ld: None,
+            canonical: self.absolute(path),
         }
     }
 
@@ -291,8 +310,11 @@ impl PageContext {
 
 /// A page's head and chrome: title, description, navigation, sign-in state.
 pub struct Layout {
+    /// The page's title and the blog's name after it.
     pub title: String,
     pub description: String,
+    /// The blog's name (`BLOG_TITLE`): the header's brand and `og:site_name`.
+    pub site_name: String,
     pub home: String,
     pub base: String,
     /// The signed-in reader's id (whether anyone is signed in).
@@ -312,17 +334,39 @@ pub struct Layout {
     pub css: &'static str,
     pub script: &'static str,
     pub icon: &'static str,
+    /// The blog's Atom feed, which the footer links.
     pub feed: String,
-    /// An author's feed, on the author's page.
-    pub author_feed: Option<String>,
-    pub og: Option<OpenGraph>,
-    /// The page's canonical absolute URL, for public pages.
-    pub canonical: Option<String>,
+    /// The feeds that fit the page, linked from its head (`rel="alternate"`).
+    pub feeds: Vec<FeedLink>,
+    pub og: Option<super::meta::OpenGraph>,
+    /// A post page's JSON-LD, already escaped for a `<script>` data block.
+    pub json_ld: Option<String>,
+    /// The page's canonical absolute URL.
+    pub canonical: String,
 }
 
-/// A post page's Open Graph tags.
-pub struct OpenGraph {
+/// A feed a page's head names.
+pub struct FeedLink {
     pub title: String,
-    pub description: String,
-    pub url: String,
+    pub mime_type: &'static str,
+    pub href: String,
+}
+
+impl FeedLink {
+    /// The Atom feed and the JSON Feed at `stem` (`.atom` and `.json` after it), named
+    /// `title`.
+    pub fn both(title: &str, stem: &str) -> Vec<FeedLink> {
+        vec![
+            FeedLink {
+                title: format!("{title} (Atom)"),
+                mime_type: "application/atom+xml",
+                href: format!("{stem}.atom"),
+            },
+            FeedLink {
+                title: format!("{title} (JSON Feed)"),
+                mime_type: "application/feed+json",
+                href: format!("{stem}.json"),
+            },
+        ]
+    }
 }

@@ -5,6 +5,8 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
+use crate::domain::SHORT_CONTENT_CHARS;
+
 /// Longest excerpt of a list entry or a feed summary, in characters (Unicode scalar values).
 pub const LIST_EXCERPT_CHARS: usize = 200;
 /// Longest meta description: search engines show about this much.
@@ -16,6 +18,28 @@ const ELLIPSIS: char = '…';
 /// (the ellipsis included) at a word boundary.
 pub fn excerpt(markdown: &str, max: usize) -> String {
     cut_at_word(&plain_text(markdown), max)
+}
+
+/// The excerpt of a post from its short form (the lists' and the feed's copy, its content cut
+/// to [`SHORT_CONTENT_CHARS`]): as [`excerpt`], except that a short form cut from a longer
+/// post loses its last, perhaps cut, word and always ends with the ellipsis.
+pub fn excerpt_of_short(short_content: &str, max: usize) -> String {
+    if short_content.chars().count() < SHORT_CONTENT_CHARS {
+        return excerpt(short_content, max);
+    }
+    let text = plain_text(short_content);
+    let whole_words = match text.rfind(' ') {
+        Some(space) => &text[..space],
+        None => text.as_str(),
+    };
+    let mut cut = cut_at_word(whole_words, max);
+    if !cut.ends_with(ELLIPSIS) {
+        cut = cut
+            .trim_end_matches(|c: char| c == ' ' || c.is_ascii_punctuation())
+            .to_owned();
+        cut.push(ELLIPSIS);
+    }
+    cut
 }
 
 /// What a reader reads of `markdown`: the text of its paragraphs, headings, list items, table
@@ -104,6 +128,15 @@ mod tests {
             "{text}"
         );
         assert_eq!(excerpt("short enough", 40), "short enough");
+    }
+
+    #[test]
+    fn a_short_form_cut_from_a_longer_post_ends_with_an_ellipsis() {
+        let long = "word ".repeat(100);
+        let short: String = long.chars().take(SHORT_CONTENT_CHARS).collect();
+        let text = excerpt_of_short(&short, 1_000);
+        assert!(text.ends_with("word…"), "{text}");
+        assert_eq!(excerpt_of_short("**whole** post", 100), "whole post");
     }
 
     #[test]

@@ -19,12 +19,10 @@ use serde::de::DeserializeOwned;
 
 use super::context::{Identity, Layout, PageContext, encode};
 use super::guard;
-use super::pages::{PostReading, likes_text, post_href, post_page_of};
-use crate::api::extract::{PathPair, PathParam};
+use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
+use crate::api::paths::{CommentPath, PostPath};
 use crate::api::tenants::CurrentBlog;
-use crate::domain::{
-    CommentContent, CommentId, PostContent, PostId, Title, UserId, ValidationError,
-};
+use crate::domain::{CommentContent, PostContent, PostId, Title, UserId, ValidationError};
 use crate::error::Error;
 use crate::problem::Problem;
 
@@ -144,17 +142,6 @@ impl Unsent {
 fn writer(context: &PageContext, posted_token: &str) -> Result<UserId, Refusal> {
     checked_token(context, posted_token)?;
     button_writer(context)
-}
-
-/// The signed-in reader and the post of the path, for a form about a post.
-fn post_writer(
-    context: &PageContext,
-    posted_token: &str,
-    post_id: &str,
-) -> Result<(UserId, PostId), Refusal> {
-    let caller = writer(context, posted_token)?;
-    let post_id = PostId::parse(post_id).map_err(Error::from)?;
-    Ok((caller, post_id))
 }
 
 /// `done`'s answer to a write, except that a caller without a user item yet is sent to
@@ -304,10 +291,7 @@ pub(super) fn write_page(
             .map(|e| format!("The {field} {}.", e.reason))
     };
     WritePage {
-        l: context.layout(
-            format!("{heading} · Cosmos Blog"),
-            "Write a post in Markdown.",
-        ),
+        l: context.layout(heading, "Write a post in Markdown."),
         heading,
         action,
         submit,
@@ -363,7 +347,7 @@ pub async fn create_post(
     };
     let written = blog.create_post(&caller, title, content).await;
     unless_unregistered(&context, written, &context.here, |post| {
-        Redirect::to(&post_href(&context.base, &post.id)).into_response()
+        Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
     })
 }
 
@@ -371,10 +355,9 @@ pub async fn create_post(
 pub async fn edit_post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
 ) -> FormResult {
     let caller = signed_in(&context)?;
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let post = blog.get_post(&post_id).await?;
     if post.user_id != caller {
         return Err(Error::Forbidden("only the author may edit a post").into());
@@ -392,10 +375,9 @@ pub async fn edit_post_page(
 pub async fn edit_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let caller = match Unsent::check(&context, &form.csrf) {
         Ok(caller) => caller,
         Err(unsent) => return Ok(unsent_post_form(&context, Some(&post_id), &form, &unsent)),
@@ -407,18 +389,18 @@ pub async fn edit_post(
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    blog.edit_post(&caller, &post_id, title, content).await?;
-    Ok(Redirect::to(&post_href(&context.base, &post_id)).into_response())
+    let edited = blog.edit_post(&caller, &post_id, title, content).await?;
+    Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
 }
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.
 pub async fn delete_post(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     blog.delete_post(&caller, &post_id).await?;
     Ok(Redirect::to(&format!("{}?done=post-deleted", home(&context))).into_response())
 }
@@ -438,10 +420,9 @@ pub struct CommentForm {
 pub async fn add_comment(
     mut context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     let href = post_href(&context.base, &post_id);
     // A refused comment comes back on the post's page, which sign-in returns to.
     context.here = href.clone();
@@ -483,11 +464,10 @@ async fn refused_comment(
 pub async fn delete_comment(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathPair(post_id, comment_id): PathPair,
+    CommentPath(post_id, comment_id): CommentPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
-    let comment_id = CommentId::parse(&comment_id).map_err(Error::from)?;
+    let caller = writer(&context, &form.csrf)?;
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
     let back = format!(
         "{}?done=comment-deleted#comments",
@@ -500,10 +480,10 @@ pub async fn delete_comment(
 pub async fn like(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     match blog.like_post(&caller, &post_id).await {
         Ok(_) => after_like(&context, &blog, &post_id, true).await,
         Err(Error::UnregisteredCaller(_)) => Ok(choose_username_first(
@@ -518,10 +498,10 @@ pub async fn like(
 pub async fn unlike(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
-    let (caller, post_id) = post_writer(&context, &form.csrf, &post_id)?;
+    let caller = writer(&context, &form.csrf)?;
     match blog.unlike(&caller, &post_id).await {
         // Not liked (any more): nothing to remove, which is what was asked.
         Ok(()) | Err(Error::NotFound { kind: "like", .. }) => {

@@ -233,11 +233,13 @@ mod tests {
     }
 
     fn site(public_url: &str, trusts_forwarded_host: bool) -> Site {
-        Site {
-            public_url: PublicUrl::parse(public_url).unwrap(),
-            form_key: FormKey::drawn(),
+        Site::new(
+            PublicUrl::parse(public_url).unwrap(),
+            FormKey::drawn(),
             trusts_forwarded_host,
-        }
+            "Cosmos Blog".to_owned(),
+            String::new(),
+        )
     }
 
     #[test]

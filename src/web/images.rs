@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::api::AppState;
-use crate::api::extract::{PathPair, PathParam};
+use crate::api::paths::{ImagePath, RenditionPath};
 use crate::domain::TenantId;
 use crate::error::Error;
 use crate::images::{ImageFormat, ImageId, ImageKey, Scope};
@@ -27,10 +27,10 @@ pub async fn serve_image(
     State(state): State<AppState>,
     tenant: Option<Extension<TenantId>>,
     headers: HeaderMap,
-    PathParam(id): PathParam,
+    ImagePath(id): ImagePath,
 ) -> Response {
     let tenant = tenant.map(|Extension(t)| t);
-    serve(&state, tenant.as_ref(), &headers, &id, None).await
+    serve(&state, tenant.as_ref(), &headers, id, None).await
 }
 
 /// `GET /images/{imageId}/{width}`: a smaller rendition.
@@ -38,13 +38,10 @@ pub async fn serve_rendition(
     State(state): State<AppState>,
     tenant: Option<Extension<TenantId>>,
     headers: HeaderMap,
-    PathPair(id, width): PathPair,
+    RenditionPath(id, width): RenditionPath,
 ) -> Response {
     let tenant = tenant.map(|Extension(t)| t);
-    let Ok(width) = width.parse::<u32>() else {
-        return no_image();
-    };
-    serve(&state, tenant.as_ref(), &headers, &id, Some(width)).await
+    serve(&state, tenant.as_ref(), &headers, id, Some(width)).await
 }
 
 fn no_image() -> Response {
@@ -60,12 +57,9 @@ async fn serve(
     state: &AppState,
     tenant: Option<&TenantId>,
     headers: &HeaderMap,
-    id: &str,
+    id: ImageId,
     width: Option<u32>,
 ) -> Response {
-    let Ok(id) = ImageId::parse(id) else {
-        return no_image();
-    };
     let key = ImageKey {
         scope: Scope::of(tenant),
         id,

@@ -13,25 +13,14 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::sync::{Arc, LazyLock};
 
-use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
-
-use crate::images::{ImageId, ImageItem};
+use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
-/// The sanitiser, built once: its allowlists are fixed.
-static SANITISER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
-    let mut builder = ammonia::Builder::default();
-    builder
-        // Every link in a post is the writer's: search engines must not count it as the
-        // site's endorsement (RFC-style `ugc`, Google's "user generated content").
-        .link_rel(Some("nofollow ugc"))
-        .url_schemes(HashSet::from(["http", "https", "mailto"]))
-        // No image a writer types as HTML loads (the pages' policy would refuse another
-        // origin's anyway); the blog's own images are put in after cleaning ([`with_images`]).
-        .rm_tags(["img"]);
-    builder
-});
+use crate::images::{ImageId, ImageItem};
+
+/// The classes a table column's alignment becomes ([`aligned_by_class`]).
+const ALIGN_CLASSES: [&str; 3] = ["align-left", "align-center", "align-right"];
 
 /// How wide a post's column is at most: what `sizes` tells the browser.
 const IMAGE_SIZES: &str = "(max-width: 48rem) 100vw, 48rem";
@@ -212,56 +201,137 @@ impl Weighter<String, Arc<Rendered>> for BySize {
 /// and a post's content seldom changes, so each is done once per content: an entry serves
 /// only the very Markdown it was made from (an edited post renders anew, and two tenants'
 /// posts of one id never share HTML). Bounded by size, least recently used first out.
-static RENDERED: LazyLock<Cache<String, Arc<Rendered>, BySize>> =
-    LazyLock::new(|| Cache::with_weighter(RENDERED_POSTS, RENDERED_BYTES, BySize));
-
-/// The post `post_id`'s `markdown` as sanitised HTML, rendered once per content.
-pub fn post_html(post_id: &str, markdown: &str) -> Arc<str> {
-    post_html_with(post_id, markdown, &PostImages::default())
+pub struct RenderedPosts {
+    sanitiser: ammonia::Builder<'static>,
+    rendered: Cache<String, Arc<Rendered>, BySize>,
 }
 
-/// [`post_html`] with the post's own images that are there: rendered once per content and
-/// per set of images found (a deleted image renders anew).
-pub fn post_html_with(post_id: &str, markdown: &str, images: &PostImages) -> Arc<str> {
-    let signature = images.signature();
-    if let Some(rendered) = RENDERED.get(post_id)
-        && rendered.markdown == markdown
-        && rendered.images == signature
-    {
-        return Arc::clone(&rendered.html);
+impl Default for RenderedPosts {
+    fn default() -> Self {
+        Self {
+            sanitiser: sanitiser(),
+            rendered: Cache::with_weighter(RENDERED_POSTS, RENDERED_BYTES, BySize),
+        }
     }
-    let html: Arc<str> = to_safe_html_with(markdown, images).into();
-    let rendered = Rendered {
-        markdown: markdown.to_owned(),
-        images: signature,
-        html: Arc::clone(&html),
-    };
-    RENDERED.insert(post_id.to_owned(), Arc::new(rendered));
-    html
 }
 
-/// `markdown` as sanitised HTML, ready to be put in a page as it is.
-pub fn to_safe_html(markdown: &str) -> String {
-    to_safe_html_with(markdown, &PostImages::default())
-}
-
-/// [`to_safe_html`] with `images`, the post's own images that are there.
-pub fn to_safe_html_with(markdown: &str, images: &PostImages) -> String {
-    let (events, shown_images) = with_images(markdown, images);
-    let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
-    html::push_html(&mut unsafe_html, events.into_iter());
-    let mut clean = SANITISER.clean(&unsafe_html).to_string();
-    for (n, img) in shown_images.iter().enumerate() {
-        clean = clean.replacen(&placeholder(n), img, 1);
+impl RenderedPosts {
+    /// The post `post_id`'s `markdown` as sanitised HTML with `images`, the post's own images
+    /// that are there: rendered once per content and per set of images found (a deleted
+    /// image renders anew).
+    pub fn post_html(&self, post_id: &str, markdown: &str, images: &PostImages) -> Arc<str> {
+        let signature = images.signature();
+        if let Some(rendered) = self.rendered.get(post_id)
+            && rendered.markdown == markdown
+            && rendered.images == signature
+        {
+            return Arc::clone(&rendered.html);
+        }
+        let html: Arc<str> = self.to_safe_html_with(markdown, images).into();
+        let rendered = Rendered {
+            markdown: markdown.to_owned(),
+            images: signature,
+            html: Arc::clone(&html),
+        };
+        self.rendered.insert(post_id.to_owned(), Arc::new(rendered));
+        html
     }
-    clean
+
+    /// `markdown` as sanitised HTML, ready to be put in a page as it is, without images of
+    /// the blog's own (each shows its alt text).
+    pub fn to_safe_html(&self, markdown: &str) -> String {
+        self.to_safe_html_with(markdown, &PostImages::default())
+    }
+
+    /// `markdown` as sanitised HTML with `images`, the post's own images that are there. Its
+    /// headings are one level down (the page's title is its only `<h1>`: a post's `#` is an
+    /// `<h2>`), and a table column's alignment is a class (`align-left`, `align-center`,
+    /// `align-right`) that the stylesheet aligns, since the pages' policy allows no inline
+    /// style.
+    pub fn to_safe_html_with(&self, markdown: &str, images: &PostImages) -> String {
+        let (events, shown_images) = with_images(markdown, images);
+        let events = events.into_iter().map(|event| match event {
+            Event::Start(Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            }) => Event::Start(Tag::Heading {
+                level: one_level_down(level),
+                id,
+                classes,
+                attrs,
+            }),
+            Event::End(TagEnd::Heading(level)) => {
+                Event::End(TagEnd::Heading(one_level_down(level)))
+            }
+            other => other,
+        });
+        let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
+        html::push_html(&mut unsafe_html, events);
+        let mut clean = self
+            .sanitiser
+            .clean(&aligned_by_class(&unsafe_html))
+            .to_string();
+        for (n, img) in shown_images.iter().enumerate() {
+            clean = clean.replacen(&placeholder(n), img, 1);
+        }
+        clean
+    }
 }
+
+/// The sanitiser: its allowlists are fixed.
+fn sanitiser() -> ammonia::Builder<'static> {
+    let mut builder = ammonia::Builder::default();
+    builder
+        // Every link in a post is the writer's: search engines must not count it as the
+        // site's endorsement (RFC-style `ugc`, Google's "user generated content").
+        .link_rel(Some("nofollow ugc"))
+        .url_schemes(HashSet::from(["http", "https", "mailto"]))
+        // No image a writer types as HTML loads (the pages' policy would refuse another
+        // origin's anyway); the blog's own images are put in after cleaning ([`with_images`]).
+        .rm_tags(["img"])
+        // A table column's alignment ([`aligned_by_class`]).
+        .allowed_classes(HashMap::from([
+            ("th", HashSet::from(ALIGN_CLASSES)),
+            ("td", HashSet::from(ALIGN_CLASSES)),
+        ]));
+    builder
+}
+
+fn one_level_down(level: HeadingLevel) -> HeadingLevel {
+    match level {
+        HeadingLevel::H1 => HeadingLevel::H2,
+        HeadingLevel::H2 => HeadingLevel::H3,
+        HeadingLevel::H3 => HeadingLevel::H4,
+        HeadingLevel::H4 => HeadingLevel::H5,
+        HeadingLevel::H5 | HeadingLevel::H6 => HeadingLevel::H6,
+    }
+}
+
+/// The alignment pulldown-cmark writes on a table cell (an inline style) as the class the
+/// sanitiser keeps. Only the renderer writes these exact bytes: a writer's text has its `"`
+/// escaped, and a writer's own HTML with the same attribute is aligned the same way.
+fn aligned_by_class(html: &str) -> String {
+    ALIGNMENTS
+        .iter()
+        .fold(html.to_owned(), |html, (style, class)| {
+            html.replace(style, class)
+        })
+}
+
+const ALIGNMENTS: [(&str, &str); 3] = [
+    (r#" style="text-align: left">"#, r#" class="align-left">"#),
+    (
+        r#" style="text-align: center">"#,
+        r#" class="align-center">"#,
+    ),
+    (r#" style="text-align: right">"#, r#" class="align-right">"#),
+];
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        PostImages, image_ids, post_html, post_html_with, to_safe_html, to_safe_html_with,
-    };
+    use super::{ALIGN_CLASSES, PostImages, RenderedPosts, image_ids};
     use crate::images::{ImageId, ImageItem};
 
     fn item(id: &ImageId) -> ImageItem {
@@ -285,7 +355,8 @@ mod tests {
             base: "/tenants/t".into(),
             found: [(there.clone(), item(&there))].into(),
         };
-        let html = to_safe_html_with(&markdown, &images);
+        let posts = RenderedPosts::default();
+        let html = posts.to_safe_html_with(&markdown, &images);
         let src = format!("/tenants/t/images/{there}");
         for expected in [
             format!(r#"src="{src}""#),
@@ -302,8 +373,8 @@ mod tests {
             assert!(html.contains(&expected), "{expected} in {html}");
         }
         assert_eq!(html.matches("<img").count(), 1, "{html}");
-        let first = post_html_with("imaged-post", &markdown, &images);
-        let deleted = post_html_with(
+        let first = posts.post_html("imaged-post", &markdown, &images);
+        let deleted = posts.post_html(
             "imaged-post",
             &markdown,
             &PostImages {
@@ -317,8 +388,15 @@ mod tests {
         );
     }
 
+    fn to_safe_html(markdown: &str) -> String {
+        RenderedPosts::default().to_safe_html(markdown)
+    }
+
     #[test]
     fn a_post_renders_once_per_content() {
+        let posts = RenderedPosts::default();
+        let none = PostImages::default();
+        let post_html = |post_id: &str, markdown: &str| posts.post_html(post_id, markdown, &none);
         let first = post_html("cached-post", "**one**");
         assert!(first.contains("<strong>one</strong>"), "{first}");
         let again = post_html("cached-post", "**one**");
@@ -338,13 +416,39 @@ mod tests {
         let html = to_safe_html(
             "# Title\n\n**bold** ~~gone~~ <https://example.org/a>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
         );
-        assert!(html.contains("<h1>Title</h1>"), "{html}");
+        assert!(html.contains("<h2>Title</h2>"), "{html}");
         assert!(html.contains("<strong>bold</strong>"), "{html}");
         assert!(html.contains("<del>gone</del>"), "{html}");
         assert!(html.contains("<table>"), "{html}");
         assert!(
             html.contains(r#"<a href="https://example.org/a" rel="nofollow ugc">"#),
             "{html}"
+        );
+    }
+
+    #[test]
+    fn headings_move_one_level_down_and_alignment_is_a_class() {
+        let html = to_safe_html(
+            "# One\n\n## Two\n\n###### Six\n\n| l | c | r | n |\n|:--|:-:|--:|---|\n| 1 | 2 | 3 | 4 |\n\n> quoted\n",
+        );
+        assert!(!html.contains("<h1"), "{html}");
+        assert!(
+            html.contains("<h2>One</h2>") && html.contains("<h3>Two</h3>"),
+            "{html}"
+        );
+        assert!(html.contains("<h6>Six</h6>"), "{html}");
+        for class in ALIGN_CLASSES {
+            assert!(html.contains(&format!(r#"<td class="{class}">"#)), "{html}");
+        }
+        assert!(
+            html.contains("<td>4</td>") && !html.contains("style="),
+            "{html}"
+        );
+        assert!(html.contains("<blockquote>"), "{html}");
+        let styled = to_safe_html(r#"<td class="evil" style="color: red">x</td>"#);
+        assert!(
+            !styled.contains("evil") && !styled.contains("style="),
+            "{styled}"
         );
     }
 

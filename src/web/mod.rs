@@ -2,10 +2,11 @@
 //! the same binary as the API and built on the same operations ([`crate::blog`]): a page, an
 //! API route and a Functions function are three faces of one operation.
 //!
-//! One door, [`router`]: it serves the pages and hands every other request to the API
-//! application it wraps. `GET /` is the front page for every client that accepts HTML. In
-//! the `multi` layout the pages of a tenant are under `/tenants/{tenantId}/`, served by the
-//! same routes with the tenant alongside, as the API does under `/api/tenants/{tenantId}/`.
+//! One door, [`router`]: it serves the pages ([`routes`] lists them) and hands every other
+//! request to the API application it wraps. `GET /` is the front page for every client that
+//! accepts HTML. In the `multi` layout the pages of a tenant are under `/tenants/{tenantId}/`:
+//! the same routes mounted there, the tenant read from the path, as the API does under
+//! `/api/tenants/{tenantId}/`.
 
 mod account;
 mod assets;
@@ -15,27 +16,28 @@ pub mod excerpt;
 mod forms;
 pub mod guard;
 mod images;
+mod json_feed;
 pub mod markdown;
+mod meta;
+mod page_caches;
 mod pages;
+pub mod routes;
 pub mod site;
 mod uploads;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, get};
 use axum::{Extension, Router};
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::api::AppState;
-use crate::api::extract::{PathPair, PathParam};
-use crate::domain::TenantId;
-use crate::error::Error;
-use crate::problem::{self, Problem};
+use crate::problem::Problem;
 use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};
@@ -44,65 +46,6 @@ pub use site::{FormKey, PublicUrl, Site};
 
 /// Where a tenant's pages are in the `multi` layout.
 pub const TENANT_PAGES_PREFIX: &str = "/tenants/{tenantId}";
-
-/// Every page and form of one blog, relative to the blog's root. Which HTTP functions serve
-/// them under the Functions host: `functions::metadata::PAGE_FUNCTIONS` (a test keeps the
-/// two equal).
-fn blog_pages() -> Router<AppState> {
-    Router::new()
-        .route("/", get(pages::front_page))
-        .route("/feed.atom", get(atom::front_feed))
-        .route("/posts/{postId}", get(pages::post_page))
-        .route("/posts/{postId}/likes", get(pages::likes_page))
-        .route("/posts/{postId}/like", post(forms::like))
-        .route("/posts/{postId}/unlike", post(forms::unlike))
-        .route("/posts/{postId}/comments", post(forms::add_comment))
-        .route(
-            "/posts/{postId}/comments/{commentId}/delete",
-            post(forms::delete_comment),
-        )
-        .route(
-            "/posts/{postId}/edit",
-            get(forms::edit_post_page).post(forms::edit_post),
-        )
-        .route("/posts/{postId}/delete", post(forms::delete_post))
-        .route(
-            "/posts/{postId}/edit/image",
-            post(uploads::upload_on_edit).layer(DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/write/image",
-            post(uploads::upload_on_write).layer(DefaultBodyLimit::disable()),
-        )
-        .route("/images/{imageId}", get(images::serve_image))
-        .route("/images/{imageId}/{width}", get(images::serve_rendition))
-        .route("/users/{userId}", get(pages::author_page))
-        .route("/users/{userId}/feed.atom", get(atom::author_feed))
-        .route(
-            "/write",
-            get(forms::write_page_get).post(forms::create_post),
-        )
-        .route("/account", get(account::account_page).post(account::rename))
-        .route(
-            "/account/delete",
-            get(account::delete_account_page).post(account::delete_account),
-        )
-        .method_not_allowed_fallback(method_not_allowed)
-}
-
-/// The pages that belong to the site rather than to one blog: sign-in, the assets and the
-/// icon.
-fn site_pages() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/sign-in",
-            get(account::sign_in_page).post(account::sign_in),
-        )
-        .route("/sign-out", post(account::sign_out))
-        .route(assets::ROUTE, get(assets::serve))
-        .route(assets::FAVICON_ROUTE, get(assets::favicon))
-        .method_not_allowed_fallback(method_not_allowed)
-}
 
 /// A visit to an address that only takes a form (the browser's own "HTTP ERROR 405"
 /// otherwise): an error page that says so.
@@ -122,11 +65,15 @@ async fn method_not_allowed() -> Problem {
 pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site) -> Router {
     let site = Arc::new(site);
     let blog = match state.blogs.tenancy() {
-        Tenancy::Single => observed(blog_pages())
-            .layer(middleware::from_fn(answer_conditionally))
-            .with_state(state.clone()),
-        Tenancy::Multi => tenant_pages(state.clone()),
-    };
+        Tenancy::Single => noted(routes::blog_pages().mounted_at("")),
+        // The same pages below each tenant's root, the tenant read from the path before
+        // anything else; the site's root is no blog's.
+        Tenancy::Multi => noted(routes::blog_pages().mounted_at(TENANT_PAGES_PREFIX))
+            .route_layer(middleware::from_fn(crate::api::tenants::address_tenant)),
+    }
+    .layer(middleware::from_fn(telemetry::http::observe))
+    .layer(middleware::from_fn(answer_conditionally))
+    .with_state(state.clone());
     let home = match state.blogs.tenancy() {
         Tenancy::Single => blog.clone(),
         Tenancy::Multi => Router::new().route("/", get(no_blog_here)),
@@ -137,7 +84,11 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site)
             "/",
             any(move |request: Request| front_door(home.clone(), ready.clone(), request)),
         )
-        .merge(observed(site_pages()).with_state(state.clone()))
+        .merge(
+            noted(routes::site_pages().mounted_at(""))
+                .layer(middleware::from_fn(telemetry::http::observe))
+                .with_state(state.clone()),
+        )
         .fallback_service(blog.fallback_service(api))
         .layer(CatchPanicLayer::custom(panic_page))
         .layer(middleware::from_fn_with_state(
@@ -156,12 +107,16 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site)
         .layer(Extension(site))
 }
 
-/// Pages are traced and measured like the API's operations (the API application has its own
-/// layers, so a request it answers is observed once).
-fn observed(pages: Router<AppState>) -> Router<AppState> {
+/// Pages are traced and measured like the API's operations (with `telemetry::http::observe`
+/// around them; the API application has its own layers, so a request it answers is observed
+/// once); a page that takes only a form says so to a visit.
+fn noted(pages: Router<AppState>) -> Router<AppState> {
     pages
-        .route_layer(middleware::from_fn(telemetry::http::note_route))
-        .layer(middleware::from_fn(telemetry::http::observe))
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(
+            telemetry::http::no_function as telemetry::http::FunctionOf,
+            telemetry::http::note_route,
+        ))
 }
 
 /// `/` is the front page for every client that accepts HTML (`*/*` included: curl, link
@@ -217,35 +172,6 @@ fn accepts_html(headers: &HeaderMap) -> bool {
     })
 }
 
-/// The `multi` layout's pages: `/tenants/{tenantId}/<rest>` is the blog page `/<rest>` of that
-/// tenant. `/tenants/{tenantId}` alone is its front page.
-fn tenant_pages(state: AppState) -> Router {
-    let pages = observed(blog_pages())
-        .layer(middleware::from_fn(answer_conditionally))
-        .fallback(|| async { crate::api::route_not_found() })
-        .with_state(state);
-    let (front, root) = (pages.clone(), pages.clone());
-    Router::new()
-        .route(
-            &format!("{TENANT_PAGES_PREFIX}/{{*rest}}"),
-            any(move |PathPair(tenant, _): PathPair, request: Request| {
-                forward_to_tenant(pages.clone(), tenant, request)
-            }),
-        )
-        .route(
-            TENANT_PAGES_PREFIX,
-            any(move |PathParam(tenant): PathParam, request: Request| {
-                forward_to_tenant(front.clone(), tenant, request)
-            }),
-        )
-        .route(
-            &format!("{TENANT_PAGES_PREFIX}/"),
-            any(move |PathParam(tenant): PathParam, request: Request| {
-                forward_to_tenant(root.clone(), tenant, request)
-            }),
-        )
-}
-
 /// `/` of a multi-tenant site, for a browser: the site has no blog of its own, and does not
 /// list its tenants (one tenant's readers need not learn of the others), so the page says
 /// where a blog is. Under the Functions host `functions::metadata::MULTI_SITE_ROOT` brings
@@ -256,44 +182,6 @@ async fn no_blog_here() -> Problem {
         "no-blog-at-site-root",
         "this site holds many blogs: each one is at /tenants/{its id}/",
     )
-}
-
-async fn forward_to_tenant(pages: Router, tenant: String, request: Request) -> Response {
-    let tenant = match TenantId::parse(&tenant) {
-        Ok(tenant) => tenant,
-        Err(invalid) => return Error::Validation(invalid).into_response(),
-    };
-    let Some(uri) = blog_uri(request.uri()) else {
-        return crate::api::route_not_found().into_response();
-    };
-    let base = PageBase::of_tenant(&tenant);
-    let site = Site::of(request.extensions());
-    let (parts, body) = request.into_parts();
-    let mut plain = Request::new(body);
-    *plain.method_mut() = parts.method;
-    *plain.uri_mut() = uri;
-    *plain.version_mut() = parts.version;
-    *plain.headers_mut() = parts.headers;
-    plain.extensions_mut().insert(tenant);
-    plain.extensions_mut().insert(base);
-    if let Some(site) = site {
-        plain.extensions_mut().insert(site);
-    }
-    match pages.oneshot(plain).await {
-        Ok(response) => response,
-        Err(never) => match never {},
-    }
-}
-
-/// `/tenants/{tenantId}/<rest>?<query>` as `/<rest>?<query>` (`/` for the tenant's root).
-fn blog_uri(uri: &Uri) -> Option<Uri> {
-    let after = uri.path().strip_prefix("/tenants/")?;
-    let rest = after.find('/').map_or("/", |at| &after[at..]);
-    let path = match uri.query() {
-        Some(query) => format!("{rest}?{query}"),
-        None => rest.to_owned(),
-    };
-    path.parse().ok()
 }
 
 /// Public pages and feeds answer conditional GETs: the `ETag` is a digest of the body, and
@@ -366,7 +254,8 @@ fn not_modified_since(since: Option<&HeaderValue>, last_modified: Option<&Header
 }
 
 /// A problem answered to a browser (a request outside `/api` that accepts HTML) becomes an
-/// error page in the site's layout, with the same status and the problem's code.
+/// error page in the site's layout, with the same status and the problem's code: rendered
+/// from the [`Problem`] the answer carries, not from its JSON.
 async fn error_pages(
     State((state, site)): State<(AppState, Arc<Site>)>,
     request: Request,
@@ -383,22 +272,20 @@ async fn error_pages(
     *asked.headers_mut() = request.headers().clone();
     let (mut asked, ()) = asked.into_parts();
     let response = next.run(request).await;
-    let is_problem = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes() == problem::CONTENT_TYPE.as_bytes());
-    if !is_problem {
+    if response.extensions().get::<Problem>().is_none() {
         return response;
     }
-    let (answered, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+    let (mut answered, _document) = response.into_parts();
+    let Some(problem) = answered.extensions.remove::<Problem>() else {
         return answered.status.into_response();
     };
-    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let code = problem["code"].as_str().unwrap_or("error").to_owned();
-    let detail = problem["detail"].as_str().unwrap_or_default().to_owned();
     let context = PageContext::for_error(&state, site, &mut asked).await;
-    let mut page = pages::error_page(&context, answered.status, code, detail);
+    let mut page = pages::error_page(
+        &context,
+        answered.status,
+        problem.code.to_owned(),
+        problem.detail,
+    );
     // What the refusal said besides its body (`Allow`, `Retry-After`) holds for the page too.
     for name in [header::ALLOW, header::RETRY_AFTER] {
         if let Some(value) = answered.headers.get(&name) {
@@ -416,19 +303,4 @@ fn panic_page(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
         "something went wrong on our side; it has been logged",
     )
     .into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tenant_page_uri_becomes_the_blog_uri() {
-        let uri: Uri = "/tenants/t%201/posts/a%2Fb?comments=x".parse().unwrap();
-        assert_eq!(blog_uri(&uri).unwrap(), "/posts/a%2Fb?comments=x");
-        let root: Uri = "/tenants/t".parse().unwrap();
-        assert_eq!(blog_uri(&root).unwrap(), "/");
-        let slash: Uri = "/tenants/t/".parse().unwrap();
-        assert_eq!(blog_uri(&slash).unwrap(), "/");
-    }
 }

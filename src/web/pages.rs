@@ -2,23 +2,27 @@
 //! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
 //! error page. Each makes the store requests of the API queries it shows, no more.
 
-use std::sync::{Arc, LazyLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::Query;
 use axum::http::StatusCode;
-use axum::response::Response;
-use quick_cache::sync::Cache;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::context::{Layout, OpenGraph, PageContext, encode};
+use super::context::{FeedLink, Layout, PageContext, encode};
+use super::excerpt::{DESCRIPTION_CHARS, LIST_EXCERPT_CHARS, excerpt, excerpt_of_short};
 use super::markdown;
-use crate::api::extract::PathParam;
+use super::meta::{self, OpenGraph, Posting};
+use super::page_caches::FrontList;
 use crate::api::feed_cache::FeedItems;
+use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
-use crate::domain::{Comment, Like, Post, PostId, Timestamp, UserId};
+use crate::domain::{Comment, Like, Post, PostId, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
+use crate::images::{ImageId, ImageItem};
 use crate::words::count;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
@@ -30,7 +34,10 @@ const PAGE_SIZE: PageSize = PageSize::DEFAULT;
 
 /// A post as a list or a page shows it; every text is escaped by the template.
 pub struct PostView {
+    /// The post page's canonical address, `/posts/{postId}/{slug}`.
     pub href: String,
+    /// `/posts/{postId}`: where the post's own forms and pages (likes, edit) are.
+    pub path: String,
     pub title: String,
     pub author: String,
     pub author_href: String,
@@ -50,14 +57,15 @@ impl PostView {
     pub fn of(post: &Post, base: &str) -> Self {
         let (date, day) = time_element(post.creation_date);
         Self {
-            href: post_href(base, &post.id),
+            href: canonical_post_href(base, post),
+            path: post_href(base, &post.id),
             title: post.title.clone(),
             author: post.user_username.clone(),
             author_href: user_href(base, &post.user_id),
             date,
             day,
             edited: post.modified_date.map(time_element),
-            short: post.short().content,
+            short: excerpt_of_short(&post.short().content, LIST_EXCERPT_CHARS),
             comments_text: count(post.comment_count, "comment", "comments"),
             likes_text: likes_text(post.like_count),
         }
@@ -89,8 +97,30 @@ pub fn time_element(at: Timestamp) -> (String, String) {
     (datetime, day)
 }
 
+/// `/posts/{postId}`: the post's own path, under which its forms and sub-pages are; as a
+/// page it answers `301` to the canonical one.
 pub fn post_href(base: &str, post_id: &PostId) -> String {
     format!("{base}/posts/{}", encode(post_id.as_str()))
+}
+
+/// The words after `/posts/{postId}/` that are the post's own pages and forms: a title whose
+/// slug is one of them gets `-post` after it, so that its page never hides one.
+const POST_SUB_ROUTES: [&str; 6] = ["likes", "like", "unlike", "comments", "edit", "delete"];
+
+/// The readable part of a post's address, from its current title.
+pub fn post_slug(title: &str) -> String {
+    let slug = Slug::of_title(title);
+    if POST_SUB_ROUTES.contains(&slug.as_str()) {
+        format!("{slug}-post")
+    } else {
+        slug.as_str().to_owned()
+    }
+}
+
+/// The canonical address of a post's page: `/posts/{postId}/{slug}`. Every link the site
+/// prints to a post (lists, feeds, head metadata) is this one.
+pub fn canonical_post_href(base: &str, post: &Post) -> String {
+    format!("{}/{}", post_href(base, &post.id), post_slug(&post.title))
 }
 
 pub fn user_href(base: &str, user_id: &UserId) -> String {
@@ -127,42 +157,22 @@ struct PostList<'a> {
     posts: &'a [PostView],
 }
 
-/// The front page's list of posts as HTML, and the feed it was made from.
-struct FrontList {
-    feed: FeedItems,
-    html: Arc<str>,
-    empty: bool,
-}
-
-/// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
-/// tenants').
-const FRONT_LISTS_KEPT: usize = 256;
-
-/// The front page's list of each blog, by its base path. The list is the same for every
-/// reader until the feed cache holds new items, so it is parsed and rendered once per feed
-/// rather than on every request; an entry serves only the very feed it was made from.
-static FRONT_LISTS: LazyLock<Cache<String, Arc<FrontList>>> =
-    LazyLock::new(|| Cache::new(FRONT_LISTS_KEPT));
-
 /// `/`: the newest posts, from the feed cache like `GET /api/feed`.
 pub async fn front_page(
     context: PageContext,
     CurrentScope(scope): CurrentScope,
 ) -> Result<Response> {
     let feed = scope.feed.items(&scope.blog).await?;
-    let list = match FRONT_LISTS.get(&context.base) {
+    let kept = &context.site().caches.front_lists;
+    let list = match kept.get(&context.base) {
         Some(list) if Arc::ptr_eq(&list.feed, &feed) => list,
         _ => {
             let list = Arc::new(front_list(feed, &context.base)?);
-            FRONT_LISTS.insert(context.base.clone(), Arc::clone(&list));
+            kept.insert(context.base.clone(), Arc::clone(&list));
             list
         }
     };
-    let mut l = context.layout(
-        "Cosmos Blog: latest posts",
-        "The newest posts on this blog, with their authors, comments and likes.",
-    );
-    l.canonical = Some(context.absolute(&format!("{}/", context.base)));
+    let l = context.layout("Latest posts", context.site().description.clone());
     let page = FrontPage { l, list };
     Ok(context.respond(StatusCode::OK, &page))
 }
@@ -226,7 +236,7 @@ pub struct PostReading {
     pub liked: bool,
     /// The blog's own images the post shows that are there (point reads of the author's
     /// partition, one per image).
-    pub images: std::collections::HashMap<crate::images::ImageId, crate::images::ImageItem>,
+    pub images: HashMap<ImageId, ImageItem>,
 }
 
 impl PostReading {
@@ -236,6 +246,25 @@ impl PostReading {
         post_id: &PostId,
         continuation: Option<&str>,
     ) -> Result<Self> {
+        let (post, rest) = Self::read_apart(blog, viewer, post_id, continuation).await;
+        let post = post?;
+        let (comments, liked) = rest?;
+        let images = own_images(blog, &post).await?;
+        Ok(Self {
+            post,
+            comments,
+            liked,
+            images,
+        })
+    }
+
+    /// The same reads, side by side, with the post's outcome apart from the others'.
+    pub async fn read_apart(
+        blog: &Blog,
+        viewer: Option<&UserId>,
+        post_id: &PostId,
+        continuation: Option<&str>,
+    ) -> (Result<Post>, Result<(Listing<Comment>, bool)>) {
         let liked = async {
             match viewer {
                 Some(viewer) => blog.has_liked(viewer, post_id).await,
@@ -247,36 +276,83 @@ impl PostReading {
             blog.comments(post_id, PAGE_SIZE, continuation),
             liked
         );
-        let post = post?;
-        let ids = markdown::image_ids(&post.content);
-        let images =
-            futures::future::try_join_all(ids.iter().map(|id| blog.image(&post.user_id, id)))
-                .await?
-                .into_iter()
-                .flatten()
-                .map(|item| (item.id.clone(), item))
-                .collect();
-        Ok(Self {
-            post,
-            comments: comments?,
-            liked: liked?,
-            images,
-        })
+        let rest = match (comments, liked) {
+            (Ok(comments), Ok(liked)) => Ok((comments, liked)),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        (post, rest)
     }
 }
 
-/// `/posts/{postId}`: the post and a page of its comments ([`PostReading`]).
+/// The blog's own images `post` shows that are there: point reads of the author's partition,
+/// one per image, side by side (none for a post without images).
+async fn own_images(blog: &Blog, post: &Post) -> Result<HashMap<ImageId, ImageItem>> {
+    let ids = markdown::image_ids(&post.content);
+    let found =
+        futures::future::try_join_all(ids.iter().map(|id| blog.image(&post.user_id, id))).await?;
+    Ok(found
+        .into_iter()
+        .flatten()
+        .map(|item| (item.id.clone(), item))
+        .collect())
+}
+
+/// `/posts/{postId}/{slug}`: the post and a page of its comments ([`PostReading`]). A slug
+/// that is not the title's (an older title's, a mistyped one) answers `301` to the canonical
+/// address, its query kept.
 pub async fn post_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    SluggedPostPath(post_id, slug): SluggedPostPath,
     Query(paging): Query<CommentPaging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let continuation = paging.comments.as_deref().filter(|t| !t.is_empty());
-    let reading = PostReading::read(&blog, context.viewer.as_ref(), &post_id, continuation).await?;
+    let (post, rest) =
+        PostReading::read_apart(&blog, context.viewer.as_ref(), &post_id, continuation).await;
+    // A wrong slug moves whatever else the address holds (an old link's stale continuation).
+    let post = post?;
+    if slug != post_slug(&post.title) {
+        return Ok(moved_to_canonical(&context, &post));
+    }
+    let (comments, liked) = rest?;
+    let images = own_images(&blog, &post).await?;
+    let reading = PostReading {
+        post,
+        comments,
+        liked,
+        images,
+    };
     let page = post_page_of(&context, reading, None);
     Ok(context.respond(StatusCode::OK, &page))
+}
+
+/// `/posts/{postId}`: `301` to the post's canonical address (one read of the post, Q2).
+pub async fn post_without_slug(
+    context: PageContext,
+    CurrentBlog(blog): CurrentBlog,
+    PostPath(post_id): PostPath,
+) -> Result<Response> {
+    let post = blog.get_post(&post_id).await?;
+    Ok(moved_to_canonical(&context, &post))
+}
+
+/// `301 Moved Permanently` to `post`'s canonical page, with the query the request had
+/// (`?comments=`, `?done=`); browsers keep the fragment themselves.
+fn moved_to_canonical(context: &PageContext, post: &Post) -> Response {
+    let query = context
+        .here
+        .split_once('?')
+        .map(|(_, query)| format!("?{query}"))
+        .unwrap_or_default();
+    let location = format!("{}{query}", canonical_post_href(&context.base, post));
+    match axum::http::HeaderValue::from_str(&location) {
+        Ok(location) => (
+            StatusCode::MOVED_PERMANENTLY,
+            [(axum::http::header::LOCATION, location)],
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }
 
 /// The post page; `comment`: a refused comment's text and why, shown beside the form.
@@ -297,27 +373,39 @@ pub fn post_page_of(
     let comment_views = comments
         .items
         .iter()
-        .map(|c| comment_view(c, base, &view.href, context.viewer.as_ref(), is_author))
+        .map(|c| comment_view(c, base, &view.path, context.viewer.as_ref(), is_author))
         .collect();
-    let description = post.short().content;
-    let mut l = context.layout(format!("{} · Cosmos Blog", post.title), description.clone());
+    let description = excerpt(&post.content, DESCRIPTION_CHARS);
+    let mut l = context.layout(post.title.clone(), description.clone());
     let url = context.absolute(&view.href);
-    l.canonical = Some(url.clone());
-    l.og = Some(OpenGraph {
+    l.canonical = url.clone();
+    let og = OpenGraph {
         title: post.title.clone(),
         description,
         url,
-    });
+        site_name: context.site().title.clone(),
+        published_time: view.date.clone(),
+        modified_time: post
+            .modified_date
+            .map_or_else(|| view.date.clone(), |at| time_element(at).0),
+        tags: Vec::new(),
+    };
+    l.json_ld = Some(meta::json_ld(&Posting {
+        og: &og,
+        author: &post.user_username,
+        author_url: &context.absolute(&view.author_href),
+    }));
+    l.og = Some(og);
     let (comment_text, comment_error) =
         comment.map_or((String::new(), None), |(t, e)| (t, Some(e)));
     PostPage {
         l,
-        likes_href: format!("{}/likes", view.href),
+        likes_href: format!("{}/likes", view.path),
         later: comments
             .continuation
             .as_deref()
             .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
-        content_html: markdown::post_html_with(
+        content_html: context.site().caches.posts.post_html(
             post.id.as_str(),
             &post.content,
             &markdown::PostImages {
@@ -379,21 +467,20 @@ struct LikesPage {
 pub async fn likes_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let post_id = PostId::parse(&post_id)?;
     let (post, likes) = tokio::join!(
         blog.get_post(&post_id),
         blog.likes(&post_id, PAGE_SIZE, paging.token())
     );
     let (post, likes) = (post?, likes?);
-    let post_href = post_href(&context.base, &post_id);
-    let mut l = context.layout(
-        format!("Likes of {} · Cosmos Blog", post.title),
+    let likes_path = format!("{}/likes", post_href(&context.base, &post_id));
+    let post_href = canonical_post_href(&context.base, &post);
+    let l = context.layout(
+        format!("Likes of {}", post.title),
         format!("Who liked “{}”.", post.title),
     );
-    l.canonical = Some(context.absolute(&format!("{post_href}/likes")));
     let page = LikesPage {
         l,
         title: post.title.clone(),
@@ -402,7 +489,7 @@ pub async fn likes_page(
             .iter()
             .map(|like| like_view(like, &context.base))
             .collect(),
-        next: next_href(&format!("{post_href}/likes"), likes.continuation.as_deref()),
+        next: next_href(&likes_path, likes.continuation.as_deref()),
         post_href,
     };
     Ok(context.respond(StatusCode::OK, &page))
@@ -433,10 +520,9 @@ struct AuthorPage {
 pub async fn author_page(
     context: PageContext,
     CurrentBlog(blog): CurrentBlog,
-    PathParam(user_id): PathParam,
+    UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let user_id = UserId::parse(&user_id)?;
     let posts = blog
         .user_posts::<Post>(&user_id, PAGE_SIZE, paging.token())
         .await?;
@@ -446,12 +532,11 @@ pub async fn author_page(
     };
     let href = user_href(&context.base, &user_id);
     let feed = format!("{href}/feed.atom");
-    let mut l = context.layout(
-        format!("{username} · Cosmos Blog"),
-        format!("Posts by {username}."),
-    );
-    l.author_feed = Some(feed.clone());
-    l.canonical = Some(context.absolute(&href));
+    let mut l = context.layout(username.clone(), format!("Posts by {username}."));
+    l.feeds.extend(FeedLink::both(
+        &format!("Posts by {username}"),
+        &format!("{href}/feed"),
+    ));
     let page = AuthorPage {
         l,
         username,
@@ -491,7 +576,7 @@ pub fn error_page(
         _ => "That did not work",
     };
     let page = ErrorPage {
-        l: context.layout(format!("{heading} · Cosmos Blog"), detail.clone()),
+        l: context.layout(heading, detail.clone()),
         heading: heading.to_owned(),
         detail,
         status: status.as_u16(),

@@ -10,6 +10,8 @@ use aws_lc_rs::hmac;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use axum::http::Extensions;
 
+use super::page_caches::PageCaches;
+
 /// The site's public origin (`https://blog.example`, no path, no trailing slash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublicUrl(String);
@@ -87,7 +89,8 @@ pub fn random_secret() -> [u8; 32] {
     drawn
 }
 
-/// What the pages know of the site (see the module's comment).
+/// What the pages know of the site (see the module's comment), and what they keep of it in
+/// memory between requests.
 #[derive(Debug, Clone)]
 pub struct Site {
     pub public_url: PublicUrl,
@@ -95,9 +98,34 @@ pub struct Site {
     /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
     /// Service's front end sets it); elsewhere anyone may send it.
     pub trusts_forwarded_host: bool,
+    /// The blog's own name and description (`BLOG_TITLE`, `BLOG_DESCRIPTION`): pages' titles
+    /// and headers, the front page's description, the feeds' titles.
+    pub title: String,
+    pub description: String,
+    /// Shared by the clones of one site.
+    pub(super) caches: Arc<PageCaches>,
 }
 
 impl Site {
+    /// The site at `public_url` whose forms are signed with `form_key`, named `title` and
+    /// described by `description`, with nothing kept yet.
+    pub fn new(
+        public_url: PublicUrl,
+        form_key: FormKey,
+        trusts_forwarded_host: bool,
+        title: String,
+        description: String,
+    ) -> Self {
+        Self {
+            public_url,
+            form_key,
+            trusts_forwarded_host,
+            title,
+            description,
+            caches: Arc::default(),
+        }
+    }
+
     /// The site a request is served for (the router puts it on every request).
     pub fn of(extensions: &Extensions) -> Option<Arc<Site>> {
         extensions.get::<Arc<Site>>().cloned()

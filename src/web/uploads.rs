@@ -13,8 +13,8 @@ use bytes::{Bytes, BytesMut};
 use super::context::PageContext;
 use super::forms::{FormResult, PostForm, Unsent, write_page};
 use crate::api::AppState;
-use crate::api::extract::PathParam;
 use crate::api::images::image_path;
+use crate::api::paths::PostPath;
 use crate::api::tenants::CurrentBlog;
 use crate::domain::{PostId, TenantId};
 use crate::error::Error;
@@ -49,10 +49,9 @@ pub async fn upload_on_edit(
     CurrentBlog(blog): CurrentBlog,
     State(state): State<AppState>,
     tenant: Option<Extension<TenantId>>,
-    PathParam(post_id): PathParam,
+    PostPath(post_id): PostPath,
     multipart: Multipart,
 ) -> FormResult {
-    let post_id = PostId::parse(&post_id).map_err(Error::from)?;
     upload(context, blog, state, tenant, Some(post_id), multipart).await
 }
 

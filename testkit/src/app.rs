@@ -64,14 +64,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         port: 0,
         port_file: None,
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        store: StoreSettings {
-            data_dir,
-            cosmos_connection: None,
-            cosmos_endpoint: None,
-            database: "blog".into(),
-            tenancy: Default::default(),
-            embedded_readers: None,
-        },
+        store: store_settings(data_dir),
         feed_cache_ms: DEFAULT_FEED_CACHE_MS,
         // Pages kept, so that every test of the API also checks that a kept page is never
         // served stale.
@@ -81,6 +74,23 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         auth: Default::default(),
         site: Default::default(),
         images: Default::default(),
+    }
+}
+
+/// The store's part of [`settings`]: the embedded store in `data_dir`, the `single` layout,
+/// no Cosmos DB account (a test that has one sets it).
+pub fn store_settings(data_dir: std::path::PathBuf) -> StoreSettings {
+    StoreSettings {
+        data_dir,
+        cosmos_connection: None,
+        cosmos_endpoint: None,
+        cosmos_client_id: None,
+        region_name: None,
+        cosmos_binary_encoding: None,
+        managed_identity: false,
+        database: "blog".into(),
+        tenancy: Default::default(),
+        embedded_readers: None,
     }
 }
 
@@ -441,6 +451,79 @@ macro_rules! backend_tests {
                     super::$name(app).await;
                 }
             )*
+        }
+    };
+}
+
+/// Runs each body `async fn name(backend: Backend)` on every backend, as `embedded::name` and
+/// `cosmos::name`, or in the two modules named before a colon
+/// (`on_every_backend!(gated_embedded, gated_cosmos: name)`): for tests that choose their own
+/// settings, which `backend_tests!` (the default application) does not fit.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($embedded:ident, $cosmos:ident: $($name:ident),* $(,)?) => {
+        mod $embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Embedded).await;
+                }
+            )*
+        }
+        mod $cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Cosmos).await;
+                }
+            )*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::on_every_backend!(embedded, cosmos: $($name),*);
+    };
+}
+
+/// Runs each body `async fn name(backend: Backend, tenancy: Tenancy)` twice: on the embedded
+/// store in `single` (as `embedded::name`) and on the emulator in `multi` (as
+/// `multi_cosmos::name`): both stores and both layouts, at half the cost of every combination.
+#[macro_export]
+macro_rules! embedded_single_and_cosmos_multi {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Embedded, ::cosmos_blog::store::Tenancy::Single)
+                        .await;
+                }
+            )*
+        }
+        mod multi_cosmos {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::Backend::Cosmos, ::cosmos_blog::store::Tenancy::Multi)
+                        .await;
+                }
+            )*
+        }
+    };
+}
+
+/// One body `async fn body(backend: Backend)` as two tests named apart, the first on the
+/// embedded store and the second on Cosmos DB: `backend_pair!(body => on_embedded, on_cosmos)`.
+#[macro_export]
+macro_rules! backend_pair {
+    ($body:ident => $embedded:ident, $cosmos:ident $(,)?) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $embedded() {
+            $body($crate::Backend::Embedded).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $cosmos() {
+            $body($crate::Backend::Cosmos).await;
         }
     };
 }

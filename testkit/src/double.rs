@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cosmos_blog::store::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
+use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
     BatchOperation, Container, Document, JsonPage, Page, PartitionKey, RawItem, Store, StoreError,
     StoreResult,
@@ -156,17 +156,12 @@ impl<H: Hooks> StoreLayer for Hooked<H> {
         self.backend.unwrap_or_else(|| inner.backend())
     }
 
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
-        let call = Call::of(container, &request);
-        if call.kind == CallKind::Read
-            && let Some(answer) = self.hooks.read_instead(&call)
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let seen = Call::of(call.container, &call.request);
+        if seen.kind == CallKind::Read
+            && let Some(answer) = self.hooks.read_instead(&seen)
         {
-            return match request {
+            return match call.request {
                 StoreRequest::ReadJson { .. } => {
                     Ok(StoreAnswer::ReadJson(JsonPage::unversioned(Page::of_one(
                         answer
@@ -177,9 +172,9 @@ impl<H: Hooks> StoreLayer for Hooked<H> {
                 _ => Ok(StoreAnswer::Read(answer)),
             };
         }
-        self.hooks.before(&call, inner).await?;
-        let answer = request.clone().send(inner, container).await;
-        self.hooks.after(&call);
+        self.hooks.before(&seen, call.inner).await?;
+        let answer = call.request.clone().send(call.inner, call.container).await;
+        self.hooks.after(&seen);
         answer
     }
 }

@@ -1,10 +1,12 @@
-//! What the test crates of cosmos-blog share (`tests/api`, `tests/functions.rs`,
+//! What the test crates of cosmos-blog share (`tests/api`, `tests/functions`,
 //! `tests/harness_smoke.rs`) and the benchmark harness (`benches/harness`) uses:
 //! - [`TestApp::spawn`]: the application in this process, on a store of either backend;
 //! - [`binary!`]: the real binary, run to the end or serving;
 //! - [`double::Double`]: a store that forwards to a real one through a test's hooks;
 //! - [`eventually`]: the one way to wait for something;
-//! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator.
+//! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator;
+//! - [`metered::MeteredStore`]: a store that counts what is asked of it (requests,
+//!   partitions, items, RU).
 
 #![allow(
     clippy::unwrap_used,
@@ -15,6 +17,7 @@ pub mod app;
 pub mod binary;
 pub mod double;
 pub mod emulator;
+pub mod metered;
 pub mod poll;
 
 pub use app::{Backend, OPERATION_TENANT, Spawn, TestApp, ids, open_backend, settings};

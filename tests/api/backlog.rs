@@ -106,15 +106,7 @@ async fn copies_not_made_yet_are_counted_apart(backend: Backend) {
     assert_eq!(report.violations[0].kind, ViolationKind::CountMismatch);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn copies_not_made_yet_are_counted_apart_on_the_embedded_store() {
-    copies_not_made_yet_are_counted_apart(Backend::Embedded).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn copies_not_made_yet_are_counted_apart_on_cosmos_db() {
-    copies_not_made_yet_are_counted_apart(Backend::Cosmos).await;
-}
+testkit::backend_pair!(copies_not_made_yet_are_counted_apart => copies_not_made_yet_are_counted_apart_on_the_embedded_store, copies_not_made_yet_are_counted_apart_on_cosmos_db);
 
 /// The README's check of a backup: `cosmos-blog verify --data-dir <its folder>` passes on a
 /// backup taken with changes the pump had not applied, and says how many.

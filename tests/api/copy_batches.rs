@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use cosmos_blog::copies::on_post_changed;
-use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
 use serde_json::{Value, json};
+use testkit::metered::meter;
 
 use testkit::{TestApp, backend_tests, ids};
 
@@ -38,7 +38,7 @@ fn newest(range: std::ops::Range<usize>) -> Vec<String> {
 }
 
 async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
-    let metered = MeteredStore::new(Arc::clone(&app.store));
+    let metered = meter(Arc::clone(&app.store));
     let store: Arc<dyn Store> = Arc::new(metered.clone());
 
     // 150 posts by three authors; none is stored yet, nor any copy.

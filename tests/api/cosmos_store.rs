@@ -126,12 +126,9 @@ async fn live_account_smoke_test() {
         return;
     };
     let settings = StoreSettings {
-        data_dir: std::env::temp_dir(),
         cosmos_connection: Some(format!("AccountEndpoint={endpoint};AccountKey={key};")),
-        cosmos_endpoint: None,
         database: std::env::var("COSMOS_TEST_DATABASE").unwrap_or_else(|_| "blog-test".into()),
-        tenancy: Default::default(),
-        embedded_readers: None,
+        ..testkit::app::store_settings(std::env::temp_dir())
     };
     let store = CosmosStore::connect(&settings)
         .await

@@ -439,6 +439,28 @@ async fn a_url_too_long_is_414_on_pages_and_api_alike_at_any_size(app: TestApp) 
         assert_eq!(problem["code"], "uri-too-long");
         assert_eq!(problem["status"], 414);
     }
+    // A browser's page past the parser's limit gets the error page; the API stays a problem.
+    let long = "u".repeat(66_000);
+    let page = raw_get_accepting(&app, &format!("/users/{long}"), "text/html").await;
+    let (head, body) = page.split_once("\r\n\r\n").unwrap_or_default();
+    assert!(head.starts_with("HTTP/1.1 414 "), "{head}");
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(head.contains("content-security-policy:"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}", body.len())),
+        "{head}"
+    );
+    assert!(
+        body.contains("uri-too-long") && body.contains("</html>"),
+        "{body}"
+    );
+    let api = raw_get_accepting(&app, &format!("/api/users/{long}"), "text/html").await;
+    assert!(
+        api.to_ascii_lowercase()
+            .contains("content-type: application/problem+json"),
+        "{api}"
+    );
     // An id over its 255 bytes in a URL under the bound is the id's refusal, on both.
     let id = "u".repeat(300);
     let api = app.get(&format!("/api/users/{id}")).await;
@@ -456,6 +478,17 @@ async fn a_url_too_long_is_414_on_pages_and_api_alike_at_any_size(app: TestApp) 
 
 /// The whole answer to `GET path`, sent over a connection of its own as written.
 async fn raw_get(app: &TestApp, path: &str) -> String {
+    raw_request(app, path, "").await
+}
+
+/// The whole answer to `GET path` from a client that accepts `types`.
+async fn raw_get_accepting(app: &TestApp, path: &str, types: &str) -> String {
+    raw_request(app, path, &format!("Accept: {types}\r\n")).await
+}
+
+/// The whole answer to `GET path` with `headers` (each line ending in CRLF), sent over a
+/// connection of its own as written.
+async fn raw_request(app: &TestApp, path: &str, headers: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let address = app
         .address
@@ -463,7 +496,7 @@ async fn raw_get(app: &TestApp, path: &str) -> String {
         .trim_end_matches('/')
         .to_owned();
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{headers}\r\n");
     // The server may answer and close before it has read it all.
     let _ = stream.write_all(request.as_bytes()).await;
     let mut answer = Vec::new();

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{
     Container, PageRequest, PartitionKey, Query, Store, StoreError, StoreResult,
 };
@@ -22,6 +21,7 @@ use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::Value;
 use tempfile::TempDir;
+use testkit::metered::meter;
 use tokio::sync::watch;
 
 use testkit::double::{self, Call, CallKind, Double, Hooks};
@@ -142,7 +142,7 @@ async fn a_round_on_an_unknown_post_is_a_404_for_everyone(app: TestApp) {
 /// batches: one at a time, a write would cost a read of the writer's user and a batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_distant_account_writers_share_batches() {
-    let metered = MeteredStore::new(delayed_emulator_store(Duration::from_millis(5)).await);
+    let metered = meter(delayed_emulator_store(Duration::from_millis(5)).await);
     let store: Arc<dyn Store> = Arc::new(metered.clone());
     let app = TestApp::spawn_on(store).without_pump().start().await;
     let post_id = post_by_ada(&app).await;
@@ -297,28 +297,9 @@ async fn queue_likes(
     tasks
 }
 
-macro_rules! gated_tests {
-    ($($name:ident),* $(,)?) => {
-        mod gated_embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod gated_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Cosmos).await;
-                }
-            )*
-        }
-    };
-}
-
-gated_tests!(
+testkit::on_every_backend!(
+    gated_embedded,
+    gated_cosmos:
     repeated_likes_in_one_round_are_one_like,
     a_failed_batch_fails_its_whole_round_and_writes_nothing,
     a_cancelled_writer_strands_nobody,

@@ -311,12 +311,4 @@ async fn stopped_imports_are_marked_and_finished(backend: Backend) {
     assert_eq!(unfinished_import(&store).await.unwrap(), None);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopped_imports_are_marked_and_finished_on_the_embedded_store() {
-    stopped_imports_are_marked_and_finished(Backend::Embedded).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stopped_imports_are_marked_and_finished_on_cosmos_db() {
-    stopped_imports_are_marked_and_finished(Backend::Cosmos).await;
-}
+testkit::backend_pair!(stopped_imports_are_marked_and_finished => stopped_imports_are_marked_and_finished_on_the_embedded_store, stopped_imports_are_marked_and_finished_on_cosmos_db);

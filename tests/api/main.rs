@@ -23,6 +23,7 @@ mod images_pages;
 mod interactions;
 mod interrupted_import;
 mod kept_pages;
+mod metered;
 mod openapi;
 mod operations;
 mod posts;

@@ -18,12 +18,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cosmos_blog::changefeed::{RecheckReport, recheck};
 use cosmos_blog::copies::rebuild;
-use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::{Container, Document, PartitionKey, Store, StoreResult, Tenancy};
 use cosmos_blog::verify::{VerifyReport, ViolationKind, verify, verify_and_repair};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use testkit::metered::meter;
 
 use crate::store_contract::drain_changes;
 use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lines, upsert};
@@ -437,7 +437,7 @@ async fn the_recheck_over_a_quiet_store_writes_nothing(backend: Backend, tenancy
     }
 
     // Caught up, on a quiet store: a pass reads where the feeds are, and writes nothing.
-    let metered = Arc::new(MeteredStore::new(Arc::clone(&app.whole_store)));
+    let metered = Arc::new(meter(Arc::clone(&app.whole_store)));
     let store: Arc<dyn Store> = metered.clone();
     let idle = recheck::run(&store, DELAY, recheck::TIMER_BUDGET)
         .await

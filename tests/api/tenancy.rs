@@ -20,29 +20,7 @@ use testkit::{Backend, TestApp, binary, eventually, ids};
 const NORTH: &str = "north";
 const NORTH_2: &str = "north-2";
 
-/// Declares each test (`async fn name(backend: Backend)`) on both backends.
-macro_rules! tenancy_tests {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(testkit::Backend::Cosmos).await;
-                }
-            )*
-        }
-    };
-}
-
-tenancy_tests!(
+testkit::on_every_backend!(
     the_same_user_id_in_two_tenants_is_two_users,
     another_tenants_post_is_404_for_every_operation,
     a_rename_in_one_tenant_leaves_the_other_alone,

@@ -10,13 +10,13 @@ use cosmos_blog::domain::TenantId;
 use cosmos_blog::domain::{PostContent, Title, UserId, Username};
 use cosmos_blog::store::cosmos::CosmosStore;
 use cosmos_blog::store::embedded::EmbeddedStore;
-use cosmos_blog::store::metered::MeteredStore;
 use cosmos_blog::store::tenant::{self, TenantStore};
 use cosmos_blog::store::{
     Container, PageRequest, PartitionKey, PartitionKeyValue, Query, Store, StoreError, Tenancy,
 };
 use cosmos_blog::verify::{ViolationKind, verify};
 use serde_json::{Value, json};
+use testkit::metered::meter;
 
 use crate::store_contract::{all_pages, drain_changes};
 use testkit::emulator::{DATABASE, emulator_client, emulator_store_in};
@@ -195,7 +195,7 @@ async fn a_tenant_view_stamps_and_confines_its_items(store: Arc<dyn Store>) {
 
 async fn metering_counts_a_prefix_query_as_its_own_scope(store: Arc<dyn Store>) {
     put_users(&store).await;
-    let metered = MeteredStore::new(Arc::clone(&store));
+    let metered = meter(Arc::clone(&store));
     metered
         .query(
             Container::Users,
@@ -317,7 +317,7 @@ async fn the_change_feed_rebuild_and_verify_work_tenant_by_tenant(store: Arc<dyn
     // verify reads a multi store once, as it reads a single one: five scans across
     // partitions (users, erasure markers, posts, users again for the copies, the feeds),
     // nothing per tenant.
-    let metered = Arc::new(MeteredStore::new(Arc::clone(&store)));
+    let metered = Arc::new(meter(Arc::clone(&store)));
     let whole: Arc<dyn Store> = metered.clone();
     assert!(verify(&whole).await.expect("verify").holds());
     let metrics = metered.take();

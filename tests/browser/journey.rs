@@ -31,6 +31,28 @@ async fn alice_writes_a_post(v: &Visitor) -> String {
         rel.contains("nofollow") && rel.contains("ugc"),
         "a link she wrote carries rel=\"nofollow ugc\": {rel:?}"
     );
+    // Its page is at its readable address, which the canonical link names; the id alone
+    // leads there.
+    assert!(post.ends_with("/notes-from-the-field"), "{post}");
+    let canonical = v
+        .find("link[rel=canonical]")
+        .await
+        .attr("href")
+        .await
+        .expect("href")
+        .expect("a canonical link");
+    assert_eq!(canonical, v.url(&post));
+    v.open(post.trim_end_matches("/notes-from-the-field")).await;
+    assert_eq!(
+        v.path().await,
+        post,
+        "the id alone moves to the readable address"
+    );
+    v.client
+        .goto(&canonical)
+        .await
+        .expect("the canonical link opens");
+    assert_eq!(v.text_of("article h1").await, TITLE);
     v.reload_until(&v.in_blog("/"), "the new post", |text| text.contains(TITLE))
         .await;
     v.find(&format!("ol.posts a[href='{post}']")).await;
@@ -52,7 +74,8 @@ async fn bob_comments_likes_and_unlikes(v: &Visitor, post: &str, script: Script)
     v.like_or_unlike(post, "like", script).await;
     v.reload_until(post, "one like", |text| text.contains("· 1 like"))
         .await;
-    v.open(&format!("{post}/likes")).await;
+    // The count links the likes page, under the post's id.
+    v.press("#like-count").await;
     assert!(v.main_text().await.contains("Bob"), "the likes list Bob");
     v.open(post).await;
     v.like_or_unlike(post, "unlike", script).await;

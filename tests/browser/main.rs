@@ -8,6 +8,7 @@
     reason = "a test: a failed unwrap is a failed test, with its message"
 )]
 
+mod axe;
 mod blog;
 mod chromium;
 mod cross_site;
@@ -94,6 +95,19 @@ async fn the_front_page_and_a_post_page() {
     let app = blog::spawn().await;
     with_browser("the_front_page_and_a_post_page", Script::On, |client| {
         screenshots::the_front_page_and_a_post_page(Visitor::new(client, &app), &app)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_main_pages_have_no_accessibility_violation_in_either_theme() {
+    let name = "the_main_pages_have_no_accessibility_violation_in_either_theme";
+    let Some(axe) = axe::axe_source_or_skip(name) else {
+        return;
+    };
+    let app = blog::spawn().await;
+    with_browser(name, Script::On, |client| {
+        axe::the_main_pages_have_no_accessibility_violation(Visitor::new(client, &app), &app, &axe)
     })
     .await;
 }

@@ -12,13 +12,11 @@ use azure_data_cosmos::{
     RoutingStrategy,
 };
 
+use std::sync::Arc;
+
 use super::faults::sdk_operation_options;
 use super::provisioning::prepare_container;
 use crate::store::{Container, StoreSettings, Tenancy};
-
-/// Functions app setting naming the client id of a user-assigned managed identity (the
-/// Functions convention for identity-based connections).
-const CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
 
 /// A Cosmos DB database holding the four containers. Cheap to clone: the SDK clients share
 /// one connection pool.
@@ -41,15 +39,15 @@ impl CosmosStore {
                     .with_context(|| format!("invalid AccountEndpoint {endpoint:?}"))?,
                 Secret::new(key),
             );
-            build_client(account, is_local(&endpoint)).await?
+            build_client(account, is_local(&endpoint), settings).await?
         } else if let Some(endpoint) = &settings.cosmos_endpoint {
             let account = AccountReference::with_credential(
                 endpoint
                     .parse::<AccountEndpoint>()
                     .with_context(|| format!("invalid Cosmos DB endpoint {endpoint:?}"))?,
-                entra_credential()?,
+                entra_credential(settings)?,
             );
-            build_client(account, is_local(endpoint)).await?
+            build_client(account, is_local(endpoint), settings).await?
         } else {
             anyhow::bail!(
                 "no Cosmos DB setting: give CosmosDBConnection or CosmosDBConnection__accountEndpoint"
@@ -125,12 +123,10 @@ fn parse_connection_string(connection: &str) -> anyhow::Result<(String, String)>
     }
 }
 
-/// The SDK's own switch for Cosmos binary JSON; when the user sets it, it wins.
-const BINARY_ENCODING_SETTING: &str = "AZURE_COSMOS_BINARY_ENCODING_ENABLED";
-
 /// Binary JSON on the wire is the SDK's default, but the Linux (vNext) emulator refuses it:
 /// for an emulator endpoint the client speaks text JSON unless the user chose otherwise with
-/// the SDK's own variable. An account in Azure keeps the SDK's default.
+/// the SDK's own variable (`user_choice`, `AZURE_COSMOS_BINARY_ENCODING_ENABLED`). An account
+/// in Azure keeps the SDK's default.
 fn binary_encoding_for(local: bool, user_choice: Option<&str>) -> Option<BinaryEncodingOptions> {
     (local && user_choice.is_none()).then(|| BinaryEncodingOptions::new().with_enabled(false))
 }
@@ -143,13 +139,17 @@ fn is_local(endpoint: &str) -> bool {
         .is_some_and(|host| matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]"))
 }
 
-/// Managed identity under Azure (user-assigned when `CosmosDBConnection__clientId` names
-/// one), the developer's own sign-in elsewhere.
-fn entra_credential() -> anyhow::Result<std::sync::Arc<dyn TokenCredential>> {
-    crate::platform::azure_credential(std::env::var(CLIENT_ID_SETTING).ok())
+/// Managed identity where the platform offers one (user-assigned when
+/// `CosmosDBConnection__clientId` names one), the developer's own sign-in elsewhere.
+fn entra_credential(settings: &StoreSettings) -> anyhow::Result<Arc<dyn TokenCredential>> {
+    crate::platform::azure_credential(settings.managed_identity, settings.cosmos_client_id.clone())
 }
 
-async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<CosmosClient> {
+async fn build_client(
+    account: AccountReference,
+    local: bool,
+    settings: &StoreSettings,
+) -> anyhow::Result<CosmosClient> {
     // The store's retry budget (see `sdk_operation_options`) applies to every request.
     let mut runtime =
         CosmosRuntimeBuilder::new().with_default_operation_options(sdk_operation_options());
@@ -167,15 +167,14 @@ async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<
         .await
         .context("cannot start the Cosmos DB runtime")?;
     let mut builder = CosmosClientBuilder::new().with_runtime(runtime);
-    let user_choice = std::env::var(BINARY_ENCODING_SETTING).ok();
-    if let Some(encoding) = binary_encoding_for(local, user_choice.as_deref()) {
+    if let Some(encoding) = binary_encoding_for(local, settings.cosmos_binary_encoding.as_deref()) {
         builder = builder.with_binary_encoding_options(encoding);
     }
     // Under Azure Functions REGION_NAME is the app's region: prefer the account's nearest
     // region to it. Elsewhere the account's own region order applies.
-    let routing = match std::env::var("REGION_NAME") {
-        Ok(region) if !region.trim().is_empty() => {
-            RoutingStrategy::ProximityTo(Region::from(region))
+    let routing = match settings.region_name.as_deref() {
+        Some(region) if !region.trim().is_empty() => {
+            RoutingStrategy::ProximityTo(Region::from(region.to_owned()))
         }
         _ => RoutingStrategy::PreferredRegions(Vec::new()),
     };

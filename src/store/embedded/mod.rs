@@ -79,7 +79,11 @@ impl EmbeddedStore {
 
     /// [`Self::open_with`], reading through `readers` connections (at least one): as many
     /// reads run at once, and a read waits while all of them are taken.
-    pub fn open_with_readers(path: &Path, tenancy: Tenancy, readers: usize) -> StoreResult<Self> {
+    pub(crate) fn open_with_readers(
+        path: &Path,
+        tenancy: Tenancy,
+        readers: usize,
+    ) -> StoreResult<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StoreError::Unavailable(format!("cannot create {}: {e}", dir.display()))
@@ -169,7 +173,7 @@ impl EmbeddedStore {
     /// that pages of them are versioned: every process writing the file counts from then on,
     /// until [`stop_counting`] (see `schema::CREATE_CHANGES_TABLE` for the rule). Refused on
     /// a read-only store.
-    pub async fn count_changes(&self) -> StoreResult<()> {
+    pub(crate) async fn count_changes(&self) -> StoreResult<()> {
         if self.counts_changes() {
             return Ok(());
         }

@@ -15,12 +15,11 @@ use super::tokens::{
     self, AUDIENCE, ISSUER, RSA_KID, bearer, claims, es256, invalid_tokens, rs256,
 };
 use super::{assert_unauthorized, binary_with_env, post_body, send, snapshot};
-use crate::on_every_backend;
 use testkit::{Backend, TestApp};
 
 const INVALID_TOKEN: &str = "Bearer error=\"invalid_token\"";
 
-on_every_backend!(
+testkit::on_every_backend!(
     valid_tokens_are_accepted_and_the_caller_is_their_subject,
     every_invalid_token_is_refused_and_writes_nothing,
     the_principal_header_is_ignored,

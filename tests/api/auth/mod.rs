@@ -12,30 +12,6 @@ use serde_json::{Value, json};
 
 use testkit::{Served, TestApp, binary};
 
-/// Runs each body `async fn name(backend: Backend)` on every backend (these tests choose
-/// their own settings, so `backend_tests!`, which spawns the default app, does not fit).
-#[macro_export]
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Embedded).await;
-                }
-            )*
-        }
-        mod cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(::testkit::Backend::Cosmos).await;
-                }
-            )*
-        }
-    };
-}
-
 /// Every item of the `users` and `posts` containers: what a refused command must leave as is.
 pub async fn snapshot(store: &dyn Store) -> Vec<Value> {
     let mut items = Vec::new();

@@ -13,10 +13,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{assert_unauthorized, binary_with_env, post_body, send, snapshot};
-use crate::on_every_backend;
 use testkit::{Backend, Served, TestApp};
 
-on_every_backend!(
+testkit::on_every_backend!(
     easyauth_refuses_every_command_while_app_service_authentication_is_off,
     easyauth_trusts_the_header_once_app_service_authentication_is_on,
 );

@@ -22,33 +22,10 @@ const FORGED: &str = "attacker.test";
 /// Right-to-left text, as a reader of Hebrew writes it.
 pub(super) const RTL: &str = "שלום עולם";
 
-/// Each body on the embedded store in `single` and on the emulator in `multi`: both stores,
-/// both layouts, at half the cost of every combination.
-macro_rules! site_tests {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Embedded, super::Tenancy::Single).await;
-                }
-            )*
-        }
-        mod multi_cosmos {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Backend::Cosmos, super::Tenancy::Multi).await;
-                }
-            )*
-        }
-    };
-}
-
 mod forms_restart;
 mod nu_checker;
 
-site_tests!(
+testkit::embedded_single_and_cosmos_multi!(
     absolute_urls_come_from_the_public_address_never_from_the_request,
     feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry,
     a_signed_out_reader_is_sent_to_sign_in_and_back,
@@ -85,7 +62,7 @@ async fn absolute_urls_come_from_the_public_address_never_from_the_request(
     app.register("ada", "Ada").await;
     let post = post_in_feed(&app, "ada", "First", "c").await;
     let post_id = post["id"].as_str().unwrap();
-    let post_path = format!("/posts/{post_id}");
+    let post_path = format!("/posts/{post_id}/first");
     let public = |path: &str| format!("{PUBLIC}{}", page_path(&app, path));
     let reader = Browser::new(&app, None);
     let forgeries: [&[(&str, &str)]; 3] = [
@@ -176,7 +153,7 @@ async fn without_a_public_address_links_name_the_loopback_server() {
     let feed = parse_atom(&body);
     assert_eq!(
         feed.entries()[0].links()[0].href(),
-        format!("{}/posts/{}", app.address, post["id"].as_str().unwrap())
+        format!("{}{}", app.address, readable_path(&app, &post))
     );
     assert!(!body.contains(FORGED));
 }

@@ -5,7 +5,9 @@
 //! so benchmarks, diagnostics and tests can compare data models by what they cost.
 //!
 //! Counting is per [`MeteredStore`]; take a [`Metrics`] snapshot with [`MeteredStore::take`]
-//! around the work to measure (sequentially: concurrent callers share the counters).
+//! around the work to measure (sequentially: concurrent callers share the counters). Only
+//! tests and the benchmark harness measure this way (the server's own accounting is the
+//! traced store's), so it lives with their support.
 
 use std::collections::HashSet;
 use std::io;
@@ -13,8 +15,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use super::layer::{Layered, StoreAnswer, StoreLayer, StoreRequest};
-use super::{Container, JsonPage, PartitionKey, QueryScope, Store, StoreResult, Tenancy, charge};
+use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer};
+use cosmos_blog::store::{
+    Container, JsonPage, PartitionKey, QueryScope, Store, StoreResult, Tenancy,
+};
 
 /// What the store was asked for since the last [`MeteredStore::take`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,7 +61,7 @@ impl Counters {
         tenancy: Tenancy,
         items: impl Iterator<Item = &'a Value>,
     ) {
-        for key in partition_keys(container, tenancy, items) {
+        for key in container.partition_keys_in(tenancy, items) {
             self.partitions.insert((container, key));
         }
     }
@@ -76,19 +80,18 @@ impl Counters {
     }
 }
 
-/// Wraps a store and counts every call made through it.
+/// Wraps a store and counts every call made through it ([`meter`] makes one).
 pub type MeteredStore = Layered<Meter>;
+
+/// `inner` behind a [`MeteredStore`], its counters at zero.
+pub fn meter(inner: Arc<dyn Store>) -> MeteredStore {
+    Layered::over(inner, Meter::default())
+}
 
 /// The counting of a [`MeteredStore`].
 #[derive(Clone, Default)]
 pub struct Meter {
     counters: Arc<Mutex<Counters>>,
-}
-
-impl MeteredStore {
-    pub fn new(inner: Arc<dyn Store>) -> Self {
-        Layered::over(inner, Meter::default())
-    }
 }
 
 impl Meter {
@@ -123,13 +126,9 @@ impl StoreLayer for Meter {
     /// Runs one store call, counting it as a request and collecting its RU charge, which is
     /// passed on to the caller's own accounting scope (the HTTP layer's, a traced call's)
     /// unchanged.
-    async fn call(
-        &self,
-        inner: &dyn Store,
-        container: Container,
-        request: StoreRequest<'_>,
-    ) -> StoreResult<StoreAnswer> {
-        let tenancy = inner.tenancy();
+    async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {
+        let (container, request) = (call.container, &call.request);
+        let tenancy = call.inner.tenancy();
         let written = request.items().count() as u64;
         let scope = request.scope();
         // The one partition the call addresses; without one (a query across partitions or on
@@ -139,8 +138,7 @@ impl StoreLayer for Meter {
             Some(QueryScope::CrossPartition | QueryScope::Prefix(_)) => None,
             None => request.partition(),
         };
-        let (result, exchange) = charge::measure_exchanges(request.send(inner, container)).await;
-        charge::report(&exchange);
+        let (result, exchange) = call.send_measured().await;
         let mut counters = self.lock();
         let c = &mut *counters;
         c.metrics.requests += 1;
@@ -168,21 +166,6 @@ impl StoreLayer for Meter {
     }
 }
 
-/// The logical partition key of each item (as a JSON array text), in `container` of a
-/// `tenancy` store; items without a valid key are left out.
-pub(crate) fn partition_keys<'a>(
-    container: Container,
-    tenancy: Tenancy,
-    items: impl Iterator<Item = &'a Value>,
-) -> impl Iterator<Item = String> {
-    items.filter_map(move |item| {
-        container
-            .partition_key_in(tenancy, item)
-            .ok()
-            .map(|pk| pk.to_json_array())
-    })
-}
-
 /// Length of the compact JSON text of `value`, without building the text.
 fn json_len(value: &Value) -> u64 {
     struct Count(u64);
@@ -198,70 +181,4 @@ fn json_len(value: &Value) -> u64 {
     let mut count = Count(0);
     let _ = serde_json::to_writer(&mut count, value);
     count.0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::embedded::EmbeddedStore;
-    use crate::store::{PageRequest, Query};
-    use serde_json::json;
-
-    fn store() -> (tempfile::TempDir, MeteredStore) {
-        let dir = tempfile::tempdir().unwrap();
-        let inner = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
-        (dir, MeteredStore::new(Arc::new(inner)))
-    }
-
-    #[tokio::test]
-    async fn counts_requests_partitions_and_items() {
-        let (_dir, store) = store();
-        for (post, id) in [("p1", "a"), ("p1", "b"), ("p2", "c")] {
-            let pk = PartitionKey::single(post);
-            let item = json!({"id": id, "postId": post, "type": "comment"});
-            store
-                .create_item(Container::Posts, &pk, item)
-                .await
-                .unwrap();
-        }
-        let written = store.take();
-        assert_eq!(written.requests, 3);
-        assert_eq!(written.partitions, 2);
-        assert_eq!(written.items_written, 3);
-        assert_eq!(
-            written.request_units, None,
-            "the embedded store charges no RU"
-        );
-
-        let pk = PartitionKey::single("p1");
-        let doc = store.read_item(Container::Posts, &pk, "a").await.unwrap();
-        let one = store.take();
-        assert_eq!((one.requests, one.partitions, one.items_read), (1, 1, 1));
-        assert_eq!(one.bytes_read, doc.unwrap().item.to_string().len() as u64);
-
-        let everywhere = Query::cross_partition().of_type("comment");
-        let page = store
-            .query(Container::Posts, &everywhere, PageRequest::first(10))
-            .await
-            .unwrap();
-        assert_eq!(page.items.len(), 3);
-        let fan_out = store.take();
-        assert_eq!(fan_out.requests, 1);
-        assert_eq!(fan_out.partitions, 2, "every partition holding a match");
-        assert_eq!(fan_out.fan_out_queries, 1);
-        assert_eq!(store.snapshot(), Metrics::default());
-    }
-
-    #[tokio::test]
-    async fn passes_request_units_on_to_the_callers_scope() {
-        let (_dir, store) = store();
-        let pk = PartitionKey::single("p1");
-        let (_, charged) = charge::measure(async {
-            store.read_item(Container::Posts, &pk, "x").await.unwrap();
-        })
-        .await;
-        // The embedded store charges nothing; what matters is that nothing is invented.
-        assert_eq!(charged, 0.0);
-        assert_eq!(store.take().requests, 1);
-    }
 }

@@ -1,22 +1,16 @@
-//! The images' settings: the limits of an upload and where the bytes live.
-
-use std::path::Path;
-use std::sync::Arc;
+//! The images' settings: what an upload may be (its bytes, its pixels) and what one user may
+//! keep. Where the bytes live is the image store's, opened at start-up.
 
 use clap::Args;
 
-use super::files::FileImageStore;
-use super::limits::Limits;
-use super::store::ImageStore;
+use crate::images::{DEFAULT_LIMITS, DEFAULT_QUOTA_BYTES, Limits};
 
 /// An upload's largest size by default: 5 MiB.
-pub const DEFAULT_MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+pub const DEFAULT_MAX_IMAGE_BYTES: usize = DEFAULT_LIMITS.max_bytes;
 /// The most pixels an image may decode to by default (40 megapixels: a large phone photo).
-pub const DEFAULT_MAX_IMAGE_PIXELS: u64 = 40_000_000;
-/// The longest side by default, in pixels.
-pub const DEFAULT_MAX_IMAGE_SIDE: u32 = 12_000;
+pub const DEFAULT_MAX_IMAGE_PIXELS: u64 = DEFAULT_LIMITS.max_pixels;
 /// What one user may keep by default (MiB, renditions included).
-pub const DEFAULT_IMAGE_QUOTA_MB: u64 = 100;
+pub const DEFAULT_IMAGE_QUOTA_MB: u64 = DEFAULT_QUOTA_BYTES / (1024 * 1024);
 
 #[derive(Debug, Clone, Args)]
 pub struct ImageSettings {
@@ -45,20 +39,37 @@ impl Default for ImageSettings {
 }
 
 impl ImageSettings {
+    /// What an upload may be.
     pub fn limits(&self) -> Limits {
         Limits {
             max_bytes: self.max_bytes,
             max_pixels: self.max_pixels,
-            max_side: DEFAULT_MAX_IMAGE_SIDE,
+            // No setting: the pixel limit is what bounds the work; this only refuses absurd
+            // shapes (a 1 × 40 000 000 strip).
+            max_side: DEFAULT_LIMITS.max_side,
         }
     }
 
+    /// What one user may keep, in bytes.
     pub fn quota_bytes(&self) -> u64 {
         self.quota_mb.saturating_mul(1024 * 1024)
     }
+}
 
-    /// The store of the bytes: files in `data_dir/images`.
-    pub(super) async fn open_store(&self, data_dir: &Path) -> anyhow::Result<Arc<dyn ImageStore>> {
-        Ok(Arc::new(FileImageStore::beside_embedded_store(data_dir)))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_five_mib_forty_megapixels_and_a_hundred_mib_each() {
+        let settings = ImageSettings::default();
+        assert_eq!(settings.limits().max_bytes, 5 * 1024 * 1024);
+        assert_eq!(settings.limits().max_pixels, 40_000_000);
+        assert_eq!(settings.quota_bytes(), 100 * 1024 * 1024);
+        let huge = ImageSettings {
+            quota_mb: u64::MAX,
+            ..settings
+        };
+        assert_eq!(huge.quota_bytes(), u64::MAX);
     }
 }

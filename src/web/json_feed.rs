@@ -1,0 +1,119 @@
+//! JSON Feed 1.1 (<https://jsonfeed.org/version/1.1>) beside each Atom feed: `/feed.json` and
+//! `/users/{userId}/feed.json`. The same posts, ids and links as the Atom feed of the same
+//! stem ([`super::atom::FeedList`]): a reader that follows both sees one post once. Any list of
+//! posts becomes one through [`document`].
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::atom::{FeedList, Feeds, last_modified};
+use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
+use super::pages::{canonical_post_href, user_href};
+use crate::api::paths::UserPath;
+use crate::api::tenants::{CurrentBlog, CurrentScope};
+use crate::domain::Post;
+use crate::error::Result;
+
+pub const CONTENT_TYPE: &str = "application/feed+json; charset=utf-8";
+
+const VERSION: &str = "https://jsonfeed.org/version/1.1";
+
+/// `/feed.json`.
+pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
+    let list = feeds.front(&scope).await?;
+    answer(&feeds, &list)
+}
+
+/// `/users/{userId}/feed.json`: the author's latest posts, from one Q3 page.
+pub async fn author_feed(
+    feeds: Feeds,
+    CurrentBlog(blog): CurrentBlog,
+    UserPath(user_id): UserPath,
+) -> Result<Response> {
+    let list = feeds.author(&blog, &user_id).await?;
+    answer(&feeds, &list)
+}
+
+/// A JSON Feed document (the fields this blog has to say).
+#[derive(Serialize)]
+pub struct Document {
+    version: &'static str,
+    title: String,
+    home_page_url: String,
+    feed_url: String,
+    description: String,
+    language: &'static str,
+    items: Vec<Item>,
+}
+
+#[derive(Serialize)]
+struct Item {
+    id: String,
+    url: String,
+    title: String,
+    /// The post's text, made plain and cut at a word (the lists' excerpt).
+    content_text: String,
+    summary: String,
+    date_published: String,
+    date_modified: String,
+    authors: Vec<Author>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tags: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Author {
+    name: String,
+    url: String,
+}
+
+/// `list` as a JSON Feed of `feeds`' blog: absolute links from the public address, the same
+/// ids as the Atom feed's entries.
+pub fn document(feeds: &Feeds, list: &FeedList) -> Document {
+    Document {
+        version: VERSION,
+        title: list.title.clone(),
+        home_page_url: feeds.url(&list.page),
+        feed_url: feeds.url(&format!("{}.json", list.stem)),
+        description: feeds.site.description.clone(),
+        language: "en",
+        items: list.posts.iter().map(|post| item(feeds, post)).collect(),
+    }
+}
+
+fn item(feeds: &Feeds, post: &Post) -> Item {
+    let text = excerpt_of_short(&post.short().content, LIST_EXCERPT_CHARS);
+    Item {
+        id: feeds.entry_id(post),
+        url: feeds.url(&canonical_post_href(&feeds.base, post)),
+        title: post.title.clone(),
+        content_text: text.clone(),
+        summary: text,
+        date_published: post.creation_date.to_string(),
+        date_modified: post.updated().to_string(),
+        authors: vec![Author {
+            name: post.user_username.clone(),
+            url: feeds.url(&user_href(&feeds.base, &post.user_id)),
+        }],
+        tags: Vec::new(),
+    }
+}
+
+/// The feed as the response, with the `Last-Modified` the Atom feed of the same posts has.
+fn answer(feeds: &Feeds, list: &FeedList) -> Result<Response> {
+    let body = serde_json::to_string(&document(feeds, list))?;
+    let mut response = (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response();
+    if let Some(value) = last_modified(&list.posts) {
+        response.headers_mut().insert(header::LAST_MODIFIED, value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,168 @@
+//! Transactional batches: atomic, naming the failing operation.
+
+use super::*;
+
+async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>) {
+    let pk = PartitionKey::single("p1");
+    let etag = store
+        .create_item(Container::Posts, &pk, post("p1", "u1", "ada", &date(1)))
+        .await
+        .expect("create post");
+
+    // Count and comment change together.
+    let mut counted = post("p1", "u1", "ada", &date(1));
+    counted["commentCount"] = json!(1);
+    let etags = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Replace {
+                    item: counted.clone(),
+                    if_match: Some(etag.clone()),
+                },
+                BatchOperation::Create {
+                    item: comment("p1", "c1", &date(2)),
+                },
+            ],
+        )
+        .await
+        .expect("batch");
+    assert_eq!(etags.len(), 2);
+    assert!(etags.iter().all(Option::is_some));
+    let current = store
+        .read_item(Container::Posts, &pk, "p1")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(current.item["commentCount"], 1);
+    assert_eq!(Some(&current.etag), etags[0].as_ref());
+
+    // A stale etag on the first operation: nothing happens, and the error says which.
+    counted["commentCount"] = json!(2);
+    let stale = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Replace {
+                    item: counted.clone(),
+                    if_match: Some(etag),
+                },
+                BatchOperation::Create {
+                    item: comment("p1", "c2", &date(3)),
+                },
+            ],
+        )
+        .await;
+    match stale {
+        Err(StoreError::BatchOperationFailed { index: 0, cause }) => {
+            assert!(
+                matches!(*cause, StoreError::PreconditionFailed),
+                "{cause:?}"
+            );
+        }
+        other => panic!("expected operation 0 to fail, got {other:?}"),
+    }
+    assert!(
+        store
+            .read_item(Container::Posts, &pk, "c2")
+            .await
+            .expect("read")
+            .is_none(),
+        "the batch was rolled back"
+    );
+
+    // A conflict on the second operation rolls back the first.
+    let conflict = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Replace {
+                    item: counted.clone(),
+                    if_match: Some(current.etag.clone()),
+                },
+                BatchOperation::Create {
+                    item: comment("p1", "c1", &date(2)),
+                },
+            ],
+        )
+        .await;
+    match conflict {
+        Err(StoreError::BatchOperationFailed { index: 1, cause }) => {
+            assert!(matches!(*cause, StoreError::Conflict), "{cause:?}");
+        }
+        other => panic!("expected operation 1 to fail, got {other:?}"),
+    }
+    let unchanged = store
+        .read_item(Container::Posts, &pk, "p1")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(unchanged.item["commentCount"], 1);
+    assert_eq!(unchanged.etag, current.etag);
+
+    // A missing item to delete, after an upsert that must not stay.
+    let missing = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Upsert {
+                    item: comment("p1", "c3", &date(4)),
+                },
+                BatchOperation::Delete { id: "nope".into() },
+            ],
+        )
+        .await;
+    match missing {
+        Err(StoreError::BatchOperationFailed { index: 1, cause }) => {
+            assert!(matches!(*cause, StoreError::NotFound), "{cause:?}");
+        }
+        other => panic!("expected operation 1 to fail, got {other:?}"),
+    }
+    assert!(
+        store
+            .read_item(Container::Posts, &pk, "c3")
+            .await
+            .expect("read")
+            .is_none()
+    );
+
+    // An item of another partition is refused as the operation it is.
+    let misplaced = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Upsert {
+                    item: comment("p1", "c4", &date(5)),
+                },
+                BatchOperation::Create {
+                    item: comment("p2", "c5", &date(6)),
+                },
+            ],
+        )
+        .await;
+    assert!(
+        matches!(
+            misplaced,
+            Err(StoreError::BatchOperationFailed { index: 1, .. })
+        ),
+        "{misplaced:?}"
+    );
+
+    // Deletes succeed without an etag.
+    let deleted = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![BatchOperation::Delete { id: "c1".into() }],
+        )
+        .await
+        .expect("delete batch");
+    assert_eq!(deleted, vec![None::<ETag>]);
+}
+
+contract_tests!(batches_are_atomic_and_name_the_failing_operation);

@@ -1,0 +1,128 @@
+//! Assets, the front door, the body limit of a form, and the weight of the front page.
+
+use super::*;
+
+async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp) {
+    // Every client that takes HTML gets the front page: curl's `*/*`, none at all, a crawler's.
+    for accept in [Some("*/*"), None, Some("text/*;q=0.9, application/json")] {
+        let mut request = app.client.get(app.raw_url("/"));
+        if let Some(accept) = accept {
+            request = request.header(header::ACCEPT, accept);
+        }
+        let root = request.send().await.unwrap();
+        let content_type = root.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        // A multi-tenant site has no front page of its own (its blogs' are checked above).
+        if app.tenant.is_none() {
+            assert_eq!(root.status(), StatusCode::OK, "{accept:?}");
+            assert!(
+                content_type.starts_with("text/html"),
+                "{accept:?}: {content_type}"
+            );
+        }
+    }
+    // Probes have a route of their own, the same in every layout.
+    let health = app
+        .client
+        .get(app.raw_url("/api/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    assert_eq!(health.text().await.unwrap(), "ok");
+    let mut reader = Browser::new(&app, None);
+    let (_, page, _) = reader.get("/").await;
+    let css = select_attr(&page, "link[rel=stylesheet]", "href");
+    let script = select_attr(&page, "script", "src");
+    let icon = select_attr(&page, "link[rel=icon]", "href");
+    for asset in [css, script, icon.clone()] {
+        let response = app.client.get(app.raw_url(&asset)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{asset}");
+        assert_eq!(
+            response.headers()[header::CACHE_CONTROL],
+            "public, max-age=31536000, immutable"
+        );
+    }
+    // Where browsers look for an icon whatever the page says: the same icon.
+    let favicon = app
+        .client
+        .get(app.raw_url("/favicon.ico"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(favicon.status(), StatusCode::OK);
+    assert_eq!(favicon.headers()[header::CONTENT_TYPE], "image/svg+xml");
+    let linked = app.client.get(app.raw_url(&icon)).send().await.unwrap();
+    assert_eq!(
+        favicon.bytes().await.unwrap(),
+        linked.bytes().await.unwrap()
+    );
+    let stale = app
+        .client
+        .get(app.raw_url("/assets/site.0000.css"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), StatusCode::NOT_FOUND);
+}
+
+async fn a_form_past_the_body_limit_is_413_in_the_apps_words(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut ada = Browser::new(&app, Some("ada"));
+    let content = "x".repeat(3_000_000);
+    let response = ada
+        .post("/write", &[("title", "Big"), ("content", &content)])
+        .await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("body-too-large"), "{page}");
+    assert!(!page.contains("Failed to buffer"), "{page}");
+}
+
+async fn the_front_page_is_light(app: TestApp) {
+    app.register("ada", "Ada").await;
+    for n in 0..40 {
+        app.new_post(
+            "ada",
+            &format!("A title of a usual length, number {n}"),
+            &"w".repeat(400),
+        )
+        .await;
+    }
+    let html = eventually(WITHIN, || async {
+        let html = Browser::new(&app, None).html("/").await;
+        (select(&Html::parse_document(&html), "ol.posts > li").len() >= 30).then_some(html)
+    })
+    .await;
+    let page = Html::parse_document(&html);
+    let css = select_attr(&page, "link[rel=stylesheet]", "href");
+    let css = app
+        .client
+        .get(app.raw_url(&css))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(
+        html.len() + css.len() < 60 * 1024,
+        "{} + {}",
+        html.len(),
+        css.len()
+    );
+    // Nothing from another origin: the one absolute URL is the page's own canonical one.
+    let elsewhere = html.replace(&format!("\"{}/", app.address), "\"/");
+    assert!(
+        !elsewhere.contains("http://") && !elsewhere.contains("https://"),
+        "no other origin"
+    );
+}
+
+operation_tests!(
+    assets_are_immutable_and_the_front_door_is_the_front_page,
+    a_form_past_the_body_limit_is_413_in_the_apps_words,
+    the_front_page_is_light,
+);

@@ -1,0 +1,343 @@
+//! Writing through the forms, the development sign-in, and the refusal of every cross-site
+//! write.
+
+use super::*;
+
+async fn a_reader_writes_comments_likes_edits_and_deletes_through_the_forms(app: TestApp) {
+    let mut ada = Browser::new(&app, Some("ada"));
+    // No user item yet: led to choose a username first, then back to writing.
+    let response = ada
+        .request(Method::GET, ada.page_url("/write"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(location(&response).contains("/account?return="));
+    let (status, page, _) = ada.get("/account").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(select_attr(&page, "label[for=username]", "for"), "username");
+    let refused = ada
+        .post("/account", &[("username", "  "), ("return", "")])
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = parsed(refused).await;
+    assert!(!select_text(&page, "#username-error").is_empty());
+    assert_eq!(
+        app.get("/api/users/ada").await.status(),
+        StatusCode::NOT_FOUND,
+        "nothing stored"
+    );
+    let saved = ada
+        .post(
+            "/account",
+            &[("username", "Ada"), ("return", &page_path(&app, "/write"))],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&saved), page_path(&app, "/write"));
+    assert_eq!(app.get_json("/api/users/ada").await["username"], "Ada");
+
+    // Write: a bad title comes back beside its field with the text kept.
+    let (status, page, _) = ada.get("/write").await;
+    assert_eq!(status, StatusCode::OK);
+    for field in ["title", "content"] {
+        assert_eq!(select(&page, &format!("label[for={field}]")).len(), 1);
+    }
+    let long_title = "t".repeat(1000);
+    let refused = ada
+        .post("/write", &[("title", &long_title), ("content", HOSTILE)])
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = parsed(refused).await;
+    assert!(!select_text(&page, "#title-error").is_empty());
+    assert!(select_text(&page, "#content-error").is_empty());
+    assert_eq!(select_attr(&page, "#title", "value"), long_title);
+    assert_eq!(select_text(&page, "#content"), [HOSTILE]);
+    let posts = app.get_json("/api/users/ada/posts").await;
+    assert_eq!(
+        posts["items"].as_array().unwrap().len(),
+        0,
+        "nothing stored"
+    );
+
+    let written = ada
+        .post("/write", &[("title", "Hello"), ("content", "**hi**")])
+        .await;
+    assert_eq!(written.status(), StatusCode::SEE_OTHER);
+    let post_path = location(&written);
+    let post_id = post_path.rsplit('/').nth(1).unwrap().to_owned();
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["title"],
+        "Hello"
+    );
+    let blog_path = |path: &str| {
+        path.strip_prefix(&page_path(&app, ""))
+            .unwrap_or(path)
+            .to_owned()
+    };
+    // The post's own forms and pages are under its id, without the readable slug.
+    let own_path = blog_path(&post_path).rsplit_once('/').unwrap().0.to_owned();
+
+    // Edit: the page shows the new content, not the old one's rendering.
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content strong"), ["hi"]);
+    let (status, page, _) = ada.get(&format!("{own_path}/edit")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(select_attr(&page, "#title", "value"), "Hello");
+    let edited = ada
+        .post(
+            &format!("{own_path}/edit"),
+            &[("title", "Hello again"), ("content", "new")],
+        )
+        .await;
+    assert_eq!(edited.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["title"],
+        "Hello again"
+    );
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(select_text(&page, ".content"), ["new\n"]);
+
+    // Another reader comments (bad, then good), likes, unlikes; may not edit.
+    app.register("bob", "Bob").await;
+    let mut bob = Browser::new(&app, Some("bob"));
+    let (status, _, _) = bob.get(&format!("{own_path}/edit")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, page, _) = bob.get(&own_path).await;
+    assert!(
+        select(&page, "a[href$='/edit']").is_empty(),
+        "not the author"
+    );
+    assert_eq!(like_buttons(&page), ["like"], "not liked yet");
+    assert_eq!(
+        select_attr(&page, "label[for=comment-content]", "for"),
+        "comment-content"
+    );
+    let refused = bob
+        .post(&format!("{own_path}/comments"), &[("content", " ")])
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = parsed(refused).await;
+    assert!(!select_text(&page, "#comment-error").is_empty());
+    let commented = bob
+        .post(&format!("{own_path}/comments"), &[("content", HOSTILE)])
+        .await;
+    assert_eq!(commented.status(), StatusCode::SEE_OTHER);
+    let liked = bob.post(&format!("{own_path}/like"), &[]).await;
+    assert_eq!(liked.status(), StatusCode::SEE_OTHER);
+    let (_, page, _) = bob.get(&own_path).await;
+    assert_eq!(like_buttons(&page), ["unlike"], "liked: only Unlike");
+    let (_, page, _) = ada.get(&own_path).await;
+    assert_eq!(
+        like_buttons(&page),
+        ["like"],
+        "another reader's like is theirs"
+    );
+    let post = app.get_json(&format!("/api/posts/{post_id}")).await;
+    assert_eq!(
+        (post["commentCount"].as_u64(), post["likeCount"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let unliked = bob.post(&format!("{own_path}/unlike"), &[]).await;
+    assert_eq!(unliked.status(), StatusCode::SEE_OTHER);
+    let (_, page, _) = bob.get(&own_path).await;
+    assert_eq!(like_buttons(&page), ["like"], "unliked: only Like");
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["likeCount"],
+        0
+    );
+
+    // The post's author may delete bob's comment; then the post.
+    let (_, page, _) = ada.get(&own_path).await;
+    let delete = select_attr(&page, "ol.comments form", "action");
+    let deleted = ada.post(&blog_path(&delete), &[]).await;
+    assert_eq!(deleted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["commentCount"],
+        0
+    );
+    let deleted = ada.post(&format!("{own_path}/delete"), &[]).await;
+    assert_eq!(deleted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get(&format!("/api/posts/{post_id}")).await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Rename shows on the account; deleting needs the box ticked.
+    let renamed = ada
+        .post("/account", &[("username", "Ada L."), ("return", "")])
+        .await;
+    assert_eq!(renamed.status(), StatusCode::SEE_OTHER);
+    let (_, page, _) = ada.get("/account").await;
+    assert_eq!(select_attr(&page, "#username", "value"), "Ada L.");
+    let (status, _, _) = ada.get("/account/delete").await;
+    assert_eq!(status, StatusCode::OK);
+    let unconfirmed = ada.post("/account/delete", &[]).await;
+    assert_eq!(unconfirmed.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.get("/api/users/ada").await.status(), StatusCode::OK);
+    let erased = ada.post("/account/delete", &[("confirm", "yes")]).await;
+    assert_eq!(erased.status(), StatusCode::SEE_OTHER);
+    assert!(
+        erased.headers()[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0"),
+        "signed out"
+    );
+    assert_eq!(
+        app.get("/api/users/ada").await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+async fn the_development_sign_in_sets_the_cookie_pages_and_the_api_read(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut browser = Browser::new(&app, None);
+    let response = browser
+        .request(
+            Method::GET,
+            format!("{}/sign-in?return=%2Fposts", app.address),
+        )
+        .send()
+        .await
+        .unwrap();
+    browser.keep_token(response.headers());
+    let page = parsed(response).await;
+    assert_eq!(select_attr(&page, "label[for=user_id]", "for"), "user_id");
+    let token = select_attr(&page, "input[name=csrf]", "value");
+    let send = |fields: Vec<(&'static str, String)>| {
+        let mut form = vec![("csrf", token.clone())];
+        form.extend(fields);
+        browser
+            .request(Method::POST, format!("{}/sign-in", app.address))
+            .form(&form)
+            .send()
+    };
+    let refused = send(vec![("user_id", "a/b".into()), ("return", "/".into())])
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let page = parsed(refused).await;
+    assert_eq!(select_attr(&page, "#user_id", "value"), "a/b");
+    let signed_in = send(vec![
+        ("user_id", "ada".into()),
+        ("return", "https://elsewhere.example/".into()),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&signed_in), "/", "never to another site");
+    let cookie = signed_in.headers()[header::SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for attribute in ["blog_dev_user=ada", "HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    // The API takes the caller from the cookie too.
+    let post = app
+        .client
+        .post(app.url("/api/posts"))
+        .header(header::COOKIE, "blog_dev_user=ada")
+        .json(&serde_json::json!({"title": "by cookie", "content": "c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), StatusCode::CREATED);
+}
+
+// ---- cross-site refusals ------------------------------------------------------------------
+
+async fn nothing_can_be_written_cross_site(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = app.new_post("ada", "t", "c").await;
+    let post_id = post["id"].as_str().unwrap();
+    let mut ada = Browser::new(&app, Some("ada"));
+    let token = ada.token().await;
+    let like_page = ada.page_url(&format!("/posts/{post_id}/like"));
+
+    // A form without its token.
+    let no_token = ada
+        .request(Method::POST, like_page.clone())
+        .form(&[("csrf", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
+    let page = parsed(no_token).await;
+    assert_eq!(select_text(&page, "main code"), ["csrf-token"]);
+
+    // A form with the token, posted from another site.
+    for (name, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+    ] {
+        let refused = ada
+            .request(Method::POST, like_page.clone())
+            .header(name, value)
+            .form(&[("csrf", token.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{value}");
+    }
+    let from_elsewhere = ada
+        .client
+        .post(like_page.clone())
+        .header(header::ACCEPT, "text/html")
+        .header(
+            header::COOKIE,
+            format!("blog_dev_user=ada; blog_csrf={token}"),
+        )
+        .header(header::ORIGIN, "https://elsewhere.example")
+        .form(&[("csrf", token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_elsewhere.status(), StatusCode::FORBIDDEN);
+
+    // The JSON API: a form-encoded like from another origin, with and without Fetch Metadata.
+    for headers in [
+        vec![("origin", "https://elsewhere.example")],
+        vec![
+            ("origin", "https://elsewhere.example"),
+            ("sec-fetch-site", "cross-site"),
+        ],
+        vec![("origin", "null")],
+    ] {
+        let mut request = app
+            .client
+            .post(app.url(&format!("/api/posts/{post_id}/likes")))
+            .header("x-ms-client-principal-id", "ada")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        for (name, value) in &headers {
+            request = request.header(*name, *value);
+        }
+        let refused = request.send().await.unwrap();
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{headers:?}");
+        let problem: Value = refused.json().await.unwrap();
+        assert_eq!(problem["code"], "cross-site-request");
+    }
+    assert_eq!(
+        app.get_json(&format!("/api/posts/{post_id}")).await["likeCount"],
+        0,
+        "nothing stored"
+    );
+
+    // Same origin, or a client that is no browser, still writes.
+    let own = app
+        .client
+        .post(app.url(&format!("/api/posts/{post_id}/likes")))
+        .header("x-ms-client-principal-id", "ada")
+        .header(header::ORIGIN, app.address.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::CREATED);
+}
+
+operation_tests!(
+    a_reader_writes_comments_likes_edits_and_deletes_through_the_forms,
+    the_development_sign_in_sets_the_cookie_pages_and_the_api_read,
+    nothing_can_be_written_cross_site,
+);
