@@ -20,6 +20,7 @@ mod hot_posts;
 mod idempotency;
 mod images;
 mod images_pages;
+mod images_transfer;
 mod interactions;
 mod interrupted_import;
 mod kept_pages;
