@@ -97,6 +97,18 @@ impl Platform {
     }
 }
 
+/// Functions app setting naming the client id of the app's user-assigned managed identity (the
+/// Functions convention for identity-based connections). Cosmos DB and the images' Blob
+/// Storage are both reached with that one identity.
+pub const APP_IDENTITY_CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
+
+/// The app's own identity ([`azure_credential`] of the client id
+/// [`APP_IDENTITY_CLIENT_ID_SETTING`] names, if any).
+pub fn app_identity_credential()
+-> anyhow::Result<std::sync::Arc<dyn azure_core::credentials::TokenCredential>> {
+    azure_credential(std::env::var(APP_IDENTITY_CLIENT_ID_SETTING).ok())
+}
+
 /// The identity this process presents to Azure services: its managed identity under Azure
 /// (the platform sets `IDENTITY_ENDPOINT`), the user-assigned one when `client_id` names one;
 /// the developer's own sign-in (Azure CLI, azd) elsewhere.

@@ -13,6 +13,8 @@
 //! survives, and neither does anything appended to it (a polyglot). Smaller renditions of a
 //! wide image are made once, here.
 
+mod blob;
+mod blob_access;
 mod check;
 mod files;
 mod id;
@@ -32,6 +34,7 @@ pub use process::{Prepared, Rendition};
 pub use settings::ImageSettings;
 pub use store::{ImageKey, ImageStore, ImageStoreError, Scope};
 
+pub use blob::BlobImageStore;
 pub use files::FileImageStore;
 
 /// The image capability: the limits of an upload and the store of the bytes.

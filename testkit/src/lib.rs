@@ -4,7 +4,8 @@
 //! - [`binary!`]: the real binary, run to the end or serving;
 //! - [`double::Double`]: a store that forwards to a real one through a test's hooks;
 //! - [`eventually`]: the one way to wait for something;
-//! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator.
+//! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator;
+//! - [`azurite::Azurite`]: the Azure Storage emulator, for the images' Blob Storage.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,11 +13,13 @@
 )]
 
 pub mod app;
+pub mod azurite;
 pub mod binary;
 pub mod double;
 pub mod emulator;
 pub mod poll;
 
 pub use app::{Backend, OPERATION_TENANT, Spawn, TestApp, ids, open_backend, settings};
+pub use azurite::Azurite;
 pub use binary::{Binary, Served};
 pub use poll::{assert_store_verifies, eventually, eventually_ok};

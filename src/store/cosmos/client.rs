@@ -16,10 +16,6 @@ use super::faults::sdk_operation_options;
 use super::provisioning::prepare_container;
 use crate::store::{Container, StoreSettings, Tenancy};
 
-/// Functions app setting naming the client id of a user-assigned managed identity (the
-/// Functions convention for identity-based connections).
-const CLIENT_ID_SETTING: &str = "CosmosDBConnection__clientId";
-
 /// A Cosmos DB database holding the four containers. Cheap to clone: the SDK clients share
 /// one connection pool.
 #[derive(Clone)]
@@ -146,7 +142,7 @@ fn is_local(endpoint: &str) -> bool {
 /// Managed identity under Azure (user-assigned when `CosmosDBConnection__clientId` names
 /// one), the developer's own sign-in elsewhere.
 fn entra_credential() -> anyhow::Result<std::sync::Arc<dyn TokenCredential>> {
-    crate::platform::azure_credential(std::env::var(CLIENT_ID_SETTING).ok())
+    crate::platform::app_identity_credential()
 }
 
 async fn build_client(account: AccountReference, local: bool) -> anyhow::Result<CosmosClient> {
