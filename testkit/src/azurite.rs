@@ -100,18 +100,22 @@ impl Azurite {
                 }
             }
         });
+        // Owned from here: an error below drops it, which stops the process.
         let mut azurite = Self { child, port: 0 };
         match port.recv_timeout(START_TIMEOUT) {
-            Ok(port) => azurite.port = port,
-            Err(_) => {
-                let status = azurite.child.try_wait().ok().flatten();
-                return Err(match status {
-                    Some(status) => format!("it exited ({status}) before listening"),
-                    None => format!("it did not listen within {START_TIMEOUT:?}"),
-                });
+            Ok(port) => {
+                azurite.port = port;
+                Ok(azurite)
+            }
+            // The output ended without the address: the process ended (no Node.js, say).
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = azurite.child.wait().map_err(|e| e.to_string())?;
+                Err(format!("it ended ({status}) before listening"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                Err(format!("it did not listen within {START_TIMEOUT:?}"))
             }
         }
-        Ok(azurite)
     }
 
     pub fn port(&self) -> u16 {
