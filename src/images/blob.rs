@@ -309,6 +309,40 @@ mod tests {
     }
 
     #[test]
+    fn a_signature_about_to_expire_is_replaced_before_use() {
+        let connection = Connection::parse("UseDevelopmentStorage=true").unwrap();
+        let mut stale = sign(&connection, "images").unwrap();
+        stale.expiry = OffsetDateTime::now_utc() + time::Duration::hours(1);
+        let store = BlobImageStore {
+            access: Access::Signed {
+                connection,
+                container: "images".into(),
+                current: RwLock::new(stale),
+            },
+            location: "test".into(),
+        };
+        let client = store.container().unwrap();
+        let Access::Signed { current, .. } = &store.access else {
+            unreachable!()
+        };
+        let held = current.read().unwrap().clone();
+        assert!(held.expiry - OffsetDateTime::now_utc() > RESIGN_BEFORE);
+        assert!(Arc::ptr_eq(&held.client, &client));
+        let signed_until = url::form_urlencoded::parse(client.url().query().unwrap().as_bytes())
+            .find(|(name, _)| name == "se")
+            .map(|(_, value)| value.into_owned())
+            .unwrap();
+        let signed_until = OffsetDateTime::parse(
+            &signed_until,
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        assert!(signed_until - OffsetDateTime::now_utc() > RESIGN_BEFORE);
+        // Fresh enough: the same client again.
+        assert!(Arc::ptr_eq(&store.container().unwrap(), &client));
+    }
+
+    #[test]
     fn the_container_url_appends_the_container_to_the_service_path() {
         let azurite = endpoint_url("http://127.0.0.1:10000/devstoreaccount1").unwrap();
         assert_eq!(
