@@ -210,7 +210,9 @@ async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.settings).await,
         Command::Rebuild => rebuild(store).await,
-        Command::Verify { repair } => return verify_store(store, repair).await,
+        Command::Verify { repair } => {
+            return verify_store(store, &cli.settings.images, repair).await;
+        }
         Command::Plan(args) => {
             let feed_cache_ms = cli.settings.feed_cache_ms as f64;
             let args = plan::PlanArgs {
@@ -321,7 +323,11 @@ const VIOLATIONS_SHOWN: usize = 100;
 /// Exit status of `verify` when the store cannot be read (1 means violations).
 const VERIFY_UNREADABLE: u8 = 2;
 
-async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
+async fn verify_store(
+    settings: &StoreSettings,
+    images: &cosmos_blog::images::ImageSettings,
+    repair: bool,
+) -> ExitCode {
     let verdict = async {
         // Only a repair writes: a check opens the store read-only.
         let store = if repair {
@@ -336,7 +342,8 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
             return Ok(None);
         }
         // The images first, so that the store's verdict is the last line.
-        let images_hold = verify_image_bytes(&store, &settings.data_dir, repair).await?;
+        let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+        let images_hold = verify_image_bytes(&store, &*image_bytes, repair).await?;
         let report = if repair {
             run_repair(&store).await?
         } else {
@@ -361,18 +368,17 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
 /// are nobody's; with `repair`, the orphans are removed. Whether it holds (after the repair).
 async fn verify_image_bytes(
     store: &Arc<dyn Store>,
-    data_dir: &std::path::Path,
+    images: &dyn cosmos_blog::images::ImageStore,
     repair: bool,
 ) -> anyhow::Result<bool> {
-    let images = cosmos_blog::images::FileImageStore::beside_embedded_store(data_dir);
-    let mut report = verify::images::check_images(store, &images).await?;
+    let mut report = verify::images::check_images(store, images).await?;
     if repair && !report.orphans.is_empty() {
-        let removed = verify::images::remove_orphans(&images, &report).await?;
+        let removed = verify::images::remove_orphans(images, &report).await?;
         say!(
             "repair: removed {}",
             count(removed as u64, "orphan image file", "orphan image files")
         );
-        report = verify::images::check_images(store, &images).await?;
+        report = verify::images::check_images(store, images).await?;
     }
     for line in report.lines() {
         say!("{line}");

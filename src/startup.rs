@@ -23,7 +23,7 @@ use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::{Pump, Recheck, RecheckTask};
 use crate::functions;
-use crate::images::{FileImageStore, Images};
+use crate::images::Images;
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
 use crate::settings::Settings;
@@ -98,9 +98,10 @@ impl Application {
         let images = Images::new(
             settings.images.limits(),
             settings.images.quota_bytes(),
-            Arc::new(FileImageStore::beside_embedded_store(
-                &settings.store.data_dir,
-            )),
+            settings
+                .images
+                .open_store(&settings.store.data_dir, &settings.store)
+                .await?,
         );
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);
         let port = listener

@@ -13,6 +13,8 @@
 //! survives, and neither does anything appended to it (a polyglot). Smaller renditions of a
 //! wide image are made once, here.
 
+mod blob;
+mod blob_access;
 mod check;
 mod files;
 mod id;
@@ -30,6 +32,7 @@ pub use limits::{DEFAULT_LIMITS, DEFAULT_QUOTA_BYTES, Limits, RENDITION_WIDTHS};
 pub use process::{Prepared, Rendition};
 pub use store::{ImageKey, ImageStore, ImageStoreError, Scope};
 
+pub use blob::BlobImageStore;
 pub use files::FileImageStore;
 
 /// The image capability: the limits of an upload and the store of the bytes.

@@ -8,9 +8,9 @@ use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
-use testkit::{Backend, TestApp, operation_tests};
+use testkit::{Azurite, Backend, TestApp, image_tests};
 
-operation_tests!(
+image_tests!(
     an_upload_is_stored_and_served_with_its_headers,
     only_real_images_of_the_four_types_are_taken,
     limits_refuse_large_bodies_and_decompression_bombs,
@@ -18,6 +18,7 @@ operation_tests!(
     wide_images_get_renditions,
     images_are_their_owners_and_deleted_images_are_gone,
     deleting_an_account_erases_its_images,
+    verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans,
 );
 
 const PRINCIPAL: &str = "x-ms-client-principal-id";
@@ -432,6 +433,24 @@ async fn a_tenant_never_reads_or_deletes_another_tenants_images() {
         .unaddressed()
         .start()
         .await;
+    tenants_stay_apart(site).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_never_reads_or_deletes_another_tenants_images_in_blob_storage() {
+    let Some(azurite) = Azurite::start_or_skip().await else {
+        return;
+    };
+    let site = TestApp::spawn(Backend::Embedded)
+        .layout(cosmos_blog::store::Tenancy::Multi)
+        .blob_images(azurite)
+        .unaddressed()
+        .start()
+        .await;
+    tenants_stay_apart(site).await;
+}
+
+async fn tenants_stay_apart(site: TestApp) {
     let (one, two) = (site.in_tenant("one"), site.in_tenant("two"));
     one.register("ada", "Ada").await;
     two.register("ada", "Ada").await;
@@ -460,38 +479,34 @@ async fn a_tenant_never_reads_or_deletes_another_tenants_images() {
     assert_eq!(fetch(&one, url).await.status(), StatusCode::OK);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans() {
-    use cosmos_blog::images::{FileImageStore, ImageId, ImageKey, ImageStore, Scope};
+async fn verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans(app: TestApp) {
+    use cosmos_blog::images::{ImageId, ImageKey, Scope};
     use cosmos_blog::verify::images::{check_images, remove_orphans};
 
-    let dir = tempfile::TempDir::new().unwrap();
-    let files = FileImageStore::beside_embedded_store(dir.path());
-    let app = TestApp::spawn(Backend::Embedded)
-        .data_dir(dir)
-        .start()
-        .await;
+    // The store the application keeps its images in (files or Blob Storage), opened apart.
+    let image_store = &*app.images;
+    let scope = Scope::of(app.tenant.as_ref());
     app.register("ada", "Ada").await;
     let image = uploaded(&app, "ada", "image/png", picture(600, 10, ImageFormat::Png)).await;
-    let clean = check_images(&app.whole_store, &files).await.unwrap();
+    let clean = check_images(&app.whole_store, image_store).await.unwrap();
     assert!(clean.holds(), "{clean:?}");
     assert_eq!(clean.items, 1);
 
     // An upload cut off after its bytes (no item), and a rendition lost.
-    let orphan = ImageKey::original(Scope::Blog, ImageId::generate()).name();
-    files
+    let orphan = ImageKey::original(scope.clone(), ImageId::generate()).name();
+    image_store
         .put(&orphan, bytes::Bytes::from_static(b"x"), "image/png")
         .await
         .unwrap();
     let id = ImageId::parse(image["id"].as_str().unwrap()).unwrap();
-    let rendition = ImageKey::rendition(Scope::Blog, id, 480).name();
-    files.delete(&rendition).await.unwrap();
+    let rendition = ImageKey::rendition(scope, id, 480).name();
+    image_store.delete(&rendition).await.unwrap();
 
-    let found = check_images(&app.whole_store, &files).await.unwrap();
+    let found = check_images(&app.whole_store, image_store).await.unwrap();
     assert_eq!(found.orphans, [orphan]);
     assert_eq!(found.missing, std::slice::from_ref(&rendition));
-    assert_eq!(remove_orphans(&files, &found).await.unwrap(), 1);
-    let after = check_images(&app.whole_store, &files).await.unwrap();
+    assert_eq!(remove_orphans(image_store, &found).await.unwrap(), 1);
+    let after = check_images(&app.whole_store, image_store).await.unwrap();
     assert!(after.orphans.is_empty());
     assert_eq!(after.missing, [rendition]);
 }

@@ -7,11 +7,11 @@ use reqwest::{Method, StatusCode};
 use scraper::{Html, Selector};
 use serde_json::Value;
 
-use testkit::{TestApp, operation_tests};
+use testkit::{TestApp, image_tests};
 
 use super::images::picture;
 
-operation_tests!(a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript);
+image_tests!(a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript);
 
 struct Writer<'a> {
     app: &'a TestApp,

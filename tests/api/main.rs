@@ -19,6 +19,7 @@ mod hostile;
 mod hot_posts;
 mod idempotency;
 mod images;
+mod images_blob;
 mod images_pages;
 mod images_transfer;
 mod interactions;
