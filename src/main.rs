@@ -222,8 +222,8 @@ async fn run(cli: Cli) -> ExitCode {
             };
             return plan_workload(&args);
         }
-        Command::Export(args) => transfer::run_export(store, &args).await,
-        Command::Import(args) => import(store, &args).await,
+        Command::Export(args) => export(store, &cli.settings.images, &args).await,
+        Command::Import(args) => import(store, &cli.settings.images, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),
         Command::StopCounting => store::stop_counting(store),
         Command::Functions {
@@ -311,8 +311,22 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn import(settings: &StoreSettings, args: &transfer::ImportArgs) -> anyhow::Result<()> {
-    let store = transfer::run_import(settings, args).await?;
+async fn export(
+    settings: &StoreSettings,
+    images: &cosmos_blog::images::ImageSettings,
+    args: &transfer::ExportArgs,
+) -> anyhow::Result<()> {
+    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+    transfer::run_export(settings, &*image_bytes, args).await
+}
+
+async fn import(
+    settings: &StoreSettings,
+    images: &cosmos_blog::images::ImageSettings,
+    args: &transfer::ImportArgs,
+) -> anyhow::Result<()> {
+    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+    let store = transfer::run_import(settings, &*image_bytes, args).await?;
     let verdict = run_verify(&store).await?;
     anyhow::ensure!(verdict.holds(), "the imported store violates the model");
     Ok(())

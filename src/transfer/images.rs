@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use bytes::Bytes;
 
-use super::validate::InputError;
 use crate::blog::images::image_keys;
 use crate::domain::TenantId;
 use crate::images::{ImageFormat, ImageItem, ImageKey, ImageStore, Scope};
@@ -89,10 +88,16 @@ fn write_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     write().with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// A file of an export that is not what its item says: its path in the export, and why.
+pub(super) struct BadImageFile {
+    pub file: String,
+    pub reason: String,
+}
+
 /// Checks that the export in `folder` holds the bytes of each of its images, and that an
 /// image's file is an image of the type its item says (an export is files anyone can edit:
 /// nothing else may reach the image store through an import).
-pub(super) fn check_bytes(folder: &Path, images: &ExportedImages) -> Vec<InputError> {
+pub(super) fn check_bytes(folder: &Path, images: &ExportedImages) -> Vec<BadImageFile> {
     let mut errors = Vec::new();
     for (tenant, items) in &images.by_blog {
         let scope = Scope::of(tenant.as_ref());
@@ -112,9 +117,8 @@ pub(super) fn check_bytes(folder: &Path, images: &ExportedImages) -> Vec<InputEr
                     },
                 };
                 if let Some(reason) = problem {
-                    errors.push(InputError {
+                    errors.push(BadImageFile {
                         file: format!("{IMAGES_DIR}/{}", key.name()),
-                        line: None,
                         reason: format!("image {} of user {}: {reason}", item.id, item.user_id),
                     });
                 }

@@ -53,7 +53,7 @@ pub use progress::TransferProgress;
 pub use validate::{InputError, Invalid};
 
 use crate::domain::{Comment, Like, Post, TenantId, Timestamp, Tombstone, User};
-use crate::images::{FileImageStore, IMAGE_TYPE};
+use crate::images::{IMAGE_TYPE, ImageStore};
 use crate::store::{self, Container, Store, StoreSettings, Tenancy, embedded};
 
 /// The `format` of every manifest: what the folder is.
@@ -239,7 +239,12 @@ const COSMOS_CONCURRENCY: usize = 8;
 const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
-pub async fn run_export(settings: &StoreSettings, args: &ExportArgs) -> anyhow::Result<()> {
+/// The images' bytes are read from `images`, the image store the server uses.
+pub async fn run_export(
+    settings: &StoreSettings,
+    images: &dyn ImageStore,
+    args: &ExportArgs,
+) -> anyhow::Result<()> {
     let store = store::open_read_only(settings).await?;
     // Half a store exported looks like a whole one to the next import: refuse it.
     if let Some(unfinished) = unfinished_import(&store).await? {
@@ -248,10 +253,9 @@ pub async fn run_export(settings: &StoreSettings, args: &ExportArgs) -> anyhow::
     let options = ExportOptions {
         tenant: args.tenant.clone(),
     };
-    let images = FileImageStore::beside_embedded_store(&settings.data_dir);
     let summary = export(
         &store,
-        &images,
+        images,
         &args.out,
         &options,
         &mut TransferProgress::on_stderr(false),
@@ -268,9 +272,11 @@ const PROBLEMS_SHOWN: usize = 50;
 
 /// `cosmos-blog import`: validates the whole export before it opens the store (so a refused
 /// export leaves the store untouched, not even created), loads it, derives the copies, and
-/// returns the store for `verify`.
+/// returns the store for `verify`. The images' bytes go to `images`, the image store the server
+/// uses.
 pub async fn run_import(
     settings: &StoreSettings,
+    images: &dyn ImageStore,
     args: &ImportArgs,
 ) -> anyhow::Result<Arc<dyn Store>> {
     let concurrency = args
@@ -299,8 +305,7 @@ pub async fn run_import(
     let store = store::open(settings).await?;
     // The images' bytes first: an import cut off leaves bytes without items, never the
     // reverse.
-    let images = FileImageStore::beside_embedded_store(&settings.data_dir);
-    let image_files = plan.import_image_bytes(&images).await?;
+    let image_files = plan.import_image_bytes(images).await?;
     let summary = plan.import(&store, &mut progress).await?;
     if image_files > 0 {
         crate::words::print_line(&format!(

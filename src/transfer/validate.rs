@@ -613,8 +613,8 @@ pub(super) fn validate(
         }
     }
     progress.finish();
-    for error in check_bytes(folder, &catalog.images) {
-        record(error);
+    for bad in check_bytes(folder, &catalog.images) {
+        record(InputError::of_file(&bad.file, bad.reason));
     }
     if total > 0 {
         return Err(Invalid {

@@ -6,8 +6,8 @@
 use axum::Extension;
 use axum::extract::multipart::Field;
 use axum::extract::{Multipart, State};
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 
 use super::context::PageContext;
@@ -64,8 +64,18 @@ async fn upload(
     multipart: Multipart,
 ) -> FormResult {
     let sent = read_form(multipart, state.images.limits().max_bytes).await?;
+    // The page's script (paste or drop) asks for JSON: the image's Markdown, or a problem.
+    let wants_json = context
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
     let caller = match Unsent::check(&context, &sent.form.csrf) {
         Ok(caller) => caller,
+        Err(unsent) if wants_json => {
+            let problem = Problem::new(unsent.status(), "form-not-taken", unsent.message());
+            return Err(problem.into());
+        }
         Err(unsent) => {
             let mut page = write_page(&context, editing.as_ref(), &sent.form, None);
             page.problem = Some(unsent.message().to_owned());
@@ -79,6 +89,10 @@ async fn upload(
     };
     let Some((declared, bytes)) = sent.image else {
         let problem = "Choose an image to upload first.".to_owned();
+        if wants_json {
+            let problem = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "no-image", problem);
+            return Err(problem.into());
+        }
         return Ok(again(
             StatusCode::UNPROCESSABLE_ENTITY,
             &sent.form,
@@ -91,13 +105,22 @@ async fn upload(
         .upload_image(&state.images, &scope, &caller, declared, bytes)
         .await
     {
+        Ok(item) if wants_json => {
+            let url = image_path(tenant.as_ref(), &item.id, None);
+            let answer = serde_json::json!({
+                "id": item.id,
+                "markdown": image_markdown(&sent.alt, &url),
+                "url": url,
+            });
+            Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+        }
         Ok(item) => {
             let url = image_path(tenant.as_ref(), &item.id, None);
             let mut form = sent.form;
             form.content = with_image(&form.content, &sent.alt, &url);
             Ok(again(StatusCode::OK, &form, None))
         }
-        Err(Error::Image(refusal)) => Ok(again(
+        Err(Error::Image(refusal)) if !wants_json => Ok(again(
             refusal.status(),
             &sent.form,
             Some(format!("The image was not added: {refusal}.")),
@@ -108,17 +131,25 @@ async fn upload(
 
 /// `content` with the Markdown of the image at `url` added on a line of its own.
 fn with_image(content: &str, alt: &str, url: &str) -> String {
+    let separator = match content.trim_end() {
+        "" => "",
+        _ => "\n\n",
+    };
+    format!(
+        "{}{separator}{}\n",
+        content.trim_end(),
+        image_markdown(alt, url)
+    )
+}
+
+/// The Markdown that shows the image at `url` with `alt` as its text.
+fn image_markdown(alt: &str, url: &str) -> String {
     // Brackets would end the Markdown's alt text early.
     let alt: String = alt
         .chars()
         .map(|c| if matches!(c, '[' | ']') { ' ' } else { c })
         .collect();
-    let alt = alt.trim();
-    let separator = match content.trim_end() {
-        "" => "",
-        _ => "\n\n",
-    };
-    format!("{}{separator}![{alt}]({url})\n", content.trim_end())
+    format!("![{}]({url})", alt.trim())
 }
 
 async fn read_form(mut multipart: Multipart, max_image_bytes: usize) -> Result<Sent, Problem> {

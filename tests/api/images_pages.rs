@@ -1,6 +1,8 @@
 //! Images on the pages: the write page's upload without JavaScript inserts the image's
 //! Markdown, the post shows it sized, lazy and with its renditions, a deleted image leaves its
-//! alt text, and an image of another site is a link the write page warns about.
+//! alt text, and an image of another site is a link the write page warns about. The page's
+//! script (paste or drop) sends the same form asking for JSON: the image's Markdown, or a
+//! problem.
 
 use reqwest::header::{self, HeaderMap};
 use reqwest::{Method, StatusCode};
@@ -11,7 +13,10 @@ use testkit::{TestApp, image_tests};
 
 use super::images::picture;
 
-image_tests!(a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript);
+image_tests!(
+    a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript,
+    the_pages_script_gets_the_images_markdown_or_a_problem,
+);
 
 struct Writer<'a> {
     app: &'a TestApp,
@@ -48,13 +53,22 @@ impl<'a> Writer<'a> {
     }
 
     fn request(&self, method: Method, url: String) -> reqwest::RequestBuilder {
+        self.request_accepting(method, url, "text/html")
+    }
+
+    fn request_accepting(
+        &self,
+        method: Method,
+        url: String,
+        accept: &str,
+    ) -> reqwest::RequestBuilder {
         let mut cookies = vec!["blog_dev_user=ada".to_owned()];
         if let Some(token) = &self.csrf {
             cookies.push(format!("blog_csrf={token}"));
         }
         self.client
             .request(method, url)
-            .header(header::ACCEPT, "text/html")
+            .header(header::ACCEPT, accept)
             .header("sec-fetch-site", "same-origin")
             .header(header::COOKIE, cookies.join("; "))
     }
@@ -85,6 +99,28 @@ impl<'a> Writer<'a> {
         content: &str,
         image: Option<&[u8]>,
     ) -> (StatusCode, Html) {
+        let response = self.send_upload(action, content, image, "text/html").await;
+        (
+            response.status(),
+            Html::parse_document(&response.text().await.unwrap()),
+        )
+    }
+
+    /// The same form as the page's script sends it, asking for JSON.
+    async fn upload_for_script(&self, action: &str, image: Option<&[u8]>) -> (StatusCode, Value) {
+        let response = self
+            .send_upload(action, "Look:", image, "application/json")
+            .await;
+        (response.status(), response.json().await.unwrap())
+    }
+
+    async fn send_upload(
+        &self,
+        action: &str,
+        content: &str,
+        image: Option<&[u8]>,
+        accept: &str,
+    ) -> reqwest::Response {
         let boundary = "----imageboundary7MA4YWxkTrZu0gW";
         let mut body = Vec::new();
         let csrf = self.csrf.clone().unwrap();
@@ -99,20 +135,19 @@ impl<'a> Writer<'a> {
         body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"photo.png\"\r\nContent-Type: image/png\r\n\r\n").as_bytes());
         body.extend_from_slice(image.unwrap_or_default());
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-        let response = self
-            .request(Method::POST, format!("{}{action}", self.app.address))
-            .header(
-                header::CONTENT_TYPE,
-                format!("multipart/form-data; boundary={boundary}"),
-            )
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        (
-            response.status(),
-            Html::parse_document(&response.text().await.unwrap()),
+        self.request_accepting(
+            Method::POST,
+            format!("{}{action}", self.app.address),
+            accept,
         )
+        .header(
+            header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap()
     }
 }
 
@@ -259,4 +294,34 @@ async fn a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript(
         text_of(&page, "article").contains("a gradient  square"),
         "its alt text stays"
     );
+}
+
+async fn the_pages_script_gets_the_images_markdown_or_a_problem(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut writer = Writer::new(&app);
+    let (_, _, page) = writer.page("/write").await;
+    let action = first_attr(&page, "button[formaction]", "formaction").unwrap();
+
+    let photo = picture(600, 20, image::ImageFormat::Png);
+    let (status, answer) = writer.upload_for_script(&action, Some(&photo)).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let url = answer["url"].as_str().unwrap();
+    assert!(url.starts_with(&writer.path("/images/")), "{url}");
+    assert_eq!(answer["markdown"], format!("![a gradient  square]({url})"));
+    let served = writer
+        .request(Method::GET, format!("{}{url}", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), StatusCode::OK);
+    assert_eq!(served.headers()[header::CONTENT_TYPE], "image/png");
+
+    let (status, problem) = writer
+        .upload_for_script(&action, Some(b"<svg onload=alert(1)/>"))
+        .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{problem}");
+    assert_eq!(problem["status"], 415, "a problem document: {problem}");
+    let (status, problem) = writer.upload_for_script(&action, None).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert_eq!(problem["code"], "no-image");
 }

@@ -181,3 +181,70 @@ async fn an_export_whose_image_file_is_not_its_image_is_refused() {
     );
     assert!(!target.join("images").exists(), "nothing was written");
 }
+
+/// A tenant of a `multi` store exported alone is a `single` export whose images are the
+/// blog's: imported into a `single` store, each is served at the blog's own address, the same
+/// bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_images_move_into_a_single_store() {
+    let source = TempDir::new().unwrap();
+    let data = source.path().to_owned();
+    let site = TestApp::spawn(Backend::Embedded)
+        .layout(cosmos_blog::store::Tenancy::Multi)
+        .unaddressed()
+        .data_dir(source)
+        .start()
+        .await;
+    let (one, two) = (site.in_tenant("one"), site.in_tenant("two"));
+    one.register("ada", "Ada").await;
+    two.register("ada", "Ada").await;
+    let image = uploaded(
+        &one,
+        "ada",
+        "image/png",
+        picture(700, 300, ImageFormat::Png),
+    )
+    .await;
+    uploaded(&two, "ada", "image/png", picture(20, 20, ImageFormat::Png)).await;
+    let in_tenant = served(&one, std::slice::from_ref(&image)).await;
+
+    let work = TempDir::new().unwrap();
+    let export = work.path().join("export");
+    run(binary!()
+        .on_data(&data)
+        .env("BLOG_TENANCY", "multi")
+        .subcommand("export")
+        .arg("--tenant")
+        .arg("one")
+        .arg("--out")
+        .arg(&export));
+    assert_eq!(
+        std::fs::read_to_string(export.join("images.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        1,
+        "only the tenant's image"
+    );
+    let target = TempDir::new().unwrap();
+    run(binary!()
+        .on_data(target.path())
+        .subcommand("import")
+        .arg("--from")
+        .arg(&export));
+    drop(site);
+
+    // The same image, at the blog's address instead of the tenant's.
+    let at_the_blog: Value = serde_json::from_str(
+        &serde_json::to_string(&image)
+            .unwrap()
+            .replace("/tenants/one/images/", "/images/"),
+    )
+    .unwrap();
+    let expected: Vec<(String, Vec<u8>)> = in_tenant
+        .into_iter()
+        .map(|(url, bytes)| (url.replace("/tenants/one/images/", "/images/"), bytes))
+        .collect();
+    assert_eq!(expected.len(), 2, "the image and its rendition");
+    assert_serves(target, &[at_the_blog], &expected).await;
+}
