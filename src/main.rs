@@ -313,7 +313,7 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
 
 async fn export(
     settings: &StoreSettings,
-    images: &cosmos_blog::images::ImageSettings,
+    images: &cosmos_blog::settings::ImageSettings,
     args: &transfer::ExportArgs,
 ) -> anyhow::Result<()> {
     let image_bytes = images.open_store(&settings.data_dir, settings).await?;
@@ -322,7 +322,7 @@ async fn export(
 
 async fn import(
     settings: &StoreSettings,
-    images: &cosmos_blog::images::ImageSettings,
+    images: &cosmos_blog::settings::ImageSettings,
     args: &transfer::ImportArgs,
 ) -> anyhow::Result<()> {
     let image_bytes = images.open_store(&settings.data_dir, settings).await?;
@@ -339,7 +339,7 @@ const VERIFY_UNREADABLE: u8 = 2;
 
 async fn verify_store(
     settings: &StoreSettings,
-    images: &cosmos_blog::images::ImageSettings,
+    images: &cosmos_blog::settings::ImageSettings,
     repair: bool,
 ) -> ExitCode {
     let verdict = async {
