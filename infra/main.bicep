@@ -145,6 +145,7 @@ module rbac 'app/rbac.bicep' = {
     appPrincipalId: identity.outputs.principalId
     userPrincipalId: principalId
     storageAccountName: storage.outputs.name
+    imagesContainerName: storage.outputs.imagesContainerName
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     cosmosAccountName: cosmos.outputs.name
   }
@@ -178,6 +179,7 @@ module api 'app/function.bicep' = {
     identityClientId: identity.outputs.clientId
     storageAccountName: storage.outputs.name
     deploymentContainerName: storage.outputs.deploymentContainerName
+    imagesContainerName: storage.outputs.imagesContainerName
     applicationInsightsName: monitoring.outputs.applicationInsightsName
     cosmosEndpoint: cosmos.outputs.endpoint
     databaseName: databaseName
@@ -201,3 +203,5 @@ output BLOG_PROVISIONED_TENANCY string = tenancy
 // Named as the binary's settings, so that `cosmos-blog verify` runs with the environment's values.
 output CosmosDBConnection__accountEndpoint string = cosmos.outputs.endpoint
 output COSMOS_DATABASE string = databaseName
+// The images' bytes (for `verify --images-endpoint` from your machine).
+output BLOG_IMAGES_ENDPOINT string = storage.outputs.blobEndpoint

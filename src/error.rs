@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::domain::ValidationError;
+use crate::images::{ImageRefusal, ImageStoreError};
 use crate::store::StoreError;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -31,6 +32,9 @@ pub enum Error {
     Throttled { retry_after: Option<Duration> },
     #[error("the store is unreachable")]
     Unavailable(String),
+    /// An upload that is not an image the blog keeps (its type, size or pixels).
+    #[error(transparent)]
+    Image(#[from] ImageRefusal),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -52,6 +56,12 @@ impl From<StoreError> for Error {
             StoreError::BatchOperationFailed { cause, .. } => Error::from(*cause),
             other => Error::Internal(other.to_string()),
         }
+    }
+}
+
+impl From<ImageStoreError> for Error {
+    fn from(error: ImageStoreError) -> Self {
+        Error::Unavailable(error.to_string())
     }
 }
 

@@ -9,8 +9,9 @@
 //! 1. `domain`, `platform`, `retry`, `words`: what users, posts, comments and likes are, with
 //!    their validation; which host the process runs on; how to wait before trying again; how
 //!    the commands say a count and print what they say.
-//! 2. `store`: the storage contract, its two backends (embedded SQLite, Azure Cosmos DB), the
-//!    layer that scopes it to a tenant, its settings and `open`.
+//! 2. `store`, `images`: the storage contract, its two backends (embedded SQLite, Azure Cosmos
+//!    DB), the layer that scopes it to a tenant, its settings and `open`; images in posts
+//!    (what an upload must be, what is kept of it, and the store of their bytes).
 //! 3. `error`, `operations`, `plan`: the crate's error (a refused input or a store failure);
 //!    where the app's functions are (the API's and the tenants' route prefixes) and the
 //!    change-feed triggers' names;
@@ -46,6 +47,7 @@ pub mod copies;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod images;
 pub mod operations;
 pub mod plan;
 pub mod platform;

@@ -210,7 +210,9 @@ async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.settings).await,
         Command::Rebuild => rebuild(store).await,
-        Command::Verify { repair } => return verify_store(store, repair).await,
+        Command::Verify { repair } => {
+            return verify_store(store, &cli.settings.images, repair).await;
+        }
         Command::Plan(args) => {
             let feed_cache_ms = cli.settings.feed_cache_ms as f64;
             let args = plan::PlanArgs {
@@ -220,8 +222,8 @@ async fn run(cli: Cli) -> ExitCode {
             };
             return plan_workload(&args);
         }
-        Command::Export(args) => transfer::run_export(store, &args).await,
-        Command::Import(args) => import(store, &args).await,
+        Command::Export(args) => export(store, &cli.settings.images, &args).await,
+        Command::Import(args) => import(store, &cli.settings.images, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),
         Command::StopCounting => store::stop_counting(store),
         Command::Functions {
@@ -309,8 +311,22 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn import(settings: &StoreSettings, args: &transfer::ImportArgs) -> anyhow::Result<()> {
-    let store = transfer::run_import(settings, args).await?;
+async fn export(
+    settings: &StoreSettings,
+    images: &cosmos_blog::settings::ImageSettings,
+    args: &transfer::ExportArgs,
+) -> anyhow::Result<()> {
+    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+    transfer::run_export(settings, &*image_bytes, args).await
+}
+
+async fn import(
+    settings: &StoreSettings,
+    images: &cosmos_blog::settings::ImageSettings,
+    args: &transfer::ImportArgs,
+) -> anyhow::Result<()> {
+    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+    let store = transfer::run_import(settings, &*image_bytes, args).await?;
     let verdict = run_verify(&store).await?;
     anyhow::ensure!(verdict.holds(), "the imported store violates the model");
     Ok(())
@@ -321,7 +337,11 @@ const VIOLATIONS_SHOWN: usize = 100;
 /// Exit status of `verify` when the store cannot be read (1 means violations).
 const VERIFY_UNREADABLE: u8 = 2;
 
-async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
+async fn verify_store(
+    settings: &StoreSettings,
+    images: &cosmos_blog::settings::ImageSettings,
+    repair: bool,
+) -> ExitCode {
     let verdict = async {
         // Only a repair writes: a check opens the store read-only.
         let store = if repair {
@@ -335,20 +355,62 @@ async fn verify_store(settings: &StoreSettings, repair: bool) -> ExitCode {
             say!("verify: FAILED, {unfinished}");
             return Ok(None);
         }
-        if repair {
-            run_repair(&store).await.map(Some)
+        // The images first, so that the store's verdict is the last line.
+        let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+        let images_hold = verify_image_bytes(&store, &*image_bytes, repair).await?;
+        let report = if repair {
+            run_repair(&store).await?
         } else {
-            run_verify_beside_the_change_feed(&store).await.map(Some)
+            run_verify_beside_the_change_feed(&store).await?
+        };
+        if !images_hold {
+            say!("verify: FAILED, the images' bytes do not match their items (see above)");
         }
+        anyhow::Ok(Some(report.holds() && images_hold))
     };
     match verdict.await {
-        Ok(Some(report)) if report.holds() => ExitCode::SUCCESS,
+        Ok(Some(true)) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: cannot verify the store: {e:#}");
             ExitCode::from(VERIFY_UNREADABLE)
         }
     }
+}
+
+/// The images' rule (`verify::images`): every image item's bytes are there, and no bytes
+/// are nobody's; with `repair`, the orphans are removed. Whether it holds (after the repair).
+async fn verify_image_bytes(
+    store: &Arc<dyn Store>,
+    images: &dyn cosmos_blog::images::ImageStore,
+    repair: bool,
+) -> anyhow::Result<bool> {
+    let mut report = verify::images::check_images(store, images).await?;
+    if repair && !report.orphans.is_empty() {
+        let removed = verify::images::remove_orphans(images, &report).await?;
+        say!(
+            "repair: removed {}",
+            count(removed as u64, "orphan image file", "orphan image files")
+        );
+        report = verify::images::check_images(store, images).await?;
+    }
+    for line in report.lines() {
+        say!("{line}");
+    }
+    if report.items == 0 && report.holds() {
+        // A blog without images: nothing to say.
+        return Ok(true);
+    }
+    say!(
+        "images: {}, {}",
+        count(report.items, "image item", "image items"),
+        if report.holds() {
+            "every one with its bytes, no orphan bytes"
+        } else {
+            "FAILED"
+        }
+    );
+    Ok(report.holds())
 }
 
 /// Scans the store with progress on stderr, prints the violations and the verdict.

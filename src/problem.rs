@@ -101,6 +101,7 @@ impl From<&Error> for Problem {
                 let code = match *kind {
                     "user" => "user-not-found",
                     "post" => "post-not-found",
+                    "image" => "image-not-found",
                     _ => "not-found",
                 };
                 Problem::new(StatusCode::NOT_FOUND, code, error.to_string())
@@ -137,6 +138,9 @@ impl From<&Error> for Problem {
                 "store-unavailable",
                 "the database cannot be reached; try again later",
             ),
+            Error::Image(refusal) => {
+                Problem::new(refusal.status(), refusal.code(), refusal.to_string())
+            }
             Error::Internal(_) => Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",

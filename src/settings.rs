@@ -4,6 +4,7 @@
 //! [`environment`]. What is read here is handed down: no module below reads the environment.
 
 pub mod environment;
+pub mod images;
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -20,6 +21,7 @@ use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 pub use crate::store::StoreSettings;
 use crate::web::{FormKey, PublicUrl};
+pub use images::ImageSettings;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
 /// change feed's own lag, far below what a reader could notice.
@@ -97,6 +99,9 @@ pub struct Settings {
 
     #[command(flatten)]
     pub site: SiteSettings,
+
+    #[command(flatten)]
+    pub images: ImageSettings,
 }
 
 /// What the pages know of the site: its public address and the key of the forms' tokens.

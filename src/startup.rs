@@ -23,6 +23,7 @@ use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::changefeed::{Publisher, PublisherTask, Pump, Recheck, RecheckTask};
 use crate::functions;
+use crate::images::Images;
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
 use crate::settings::Settings;
@@ -95,7 +96,15 @@ impl Application {
                 "BLOG_LIST_CACHE_MB: this store keeps no versions of a partition, so no list page is kept"
             );
         }
-        let state = AppState::new(Arc::clone(&traced), caches(settings), auth);
+        let images = Images::new(
+            settings.images.limits(),
+            settings.images.quota_bytes(),
+            settings
+                .images
+                .open_store(&settings.store.data_dir, &settings.store)
+                .await?,
+        );
+        let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);
         let port = listener
             .local_addr()
             .map(|a| a.port())

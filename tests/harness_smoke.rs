@@ -426,3 +426,31 @@ async fn the_planner_agrees_with_the_application_within_ten_percent() {
     assert!(charged > 0.0 && predicted > 0.0, "{row}");
     assert!((charged / predicted - 1.0).abs() <= 0.10, "{row}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ceiling_phase_measures_image_upload_and_serving_beside_the_health_route() {
+    let markdown = phase_alone(&[
+        "--only",
+        "ceiling",
+        "--users",
+        "3",
+        "--load-seconds",
+        "0.6",
+        "--concurrency",
+        "2",
+        "--route",
+        "image",
+        "--quiet",
+    ])
+    .await;
+    for route in [
+        "| GET /api/health (ceiling) | ",
+        "| image POST /api/images (upload) | ",
+        "| image GET /images/{id} | ",
+    ] {
+        assert!(markdown.contains(route), "{route} in {markdown}");
+    }
+    for absent in ["| Q1 ", "| Q2 ", "| page GET", "errors)"] {
+        assert!(!markdown.contains(absent), "{absent} in {markdown}");
+    }
+}

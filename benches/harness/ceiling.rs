@@ -19,9 +19,10 @@ use crate::generate::Dataset;
 use crate::load::{Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled};
 use crate::stats::ms;
 
-/// The routes, the health probe (the ceiling) first; the two pages last, each measured
-/// against the JSON route it shows (the front page against Q6, a post page against Q2).
-pub const ROUTES: [Kind; 9] = [
+/// The routes, the health probe (the ceiling) first; then the two pages, each measured
+/// against the JSON route it shows (the front page against Q6, a post page against Q2); then
+/// the images: an upload, and an image served.
+pub const ROUTES: [Kind; 11] = [
     Kind::Health,
     Kind::User,
     Kind::Post,
@@ -31,7 +32,12 @@ pub const ROUTES: [Kind; 9] = [
     Kind::Feed,
     Kind::FrontPage,
     Kind::PostPage,
+    Kind::ImageUpload,
+    Kind::Image,
 ];
+
+/// Images each server holds for the image route to read.
+const IMAGES_READ: usize = 16;
 
 /// Each page beside the API routes whose answers it renders: what a client of the API asks
 /// for to show the same (the post page shows the post, Q2, and its first comments, Q4).
@@ -150,6 +156,14 @@ pub async fn run(
                 waited += catch_up(&served.client, &data).await?;
             }
             waited += settled(&store).await?;
+            if routes.contains(&Kind::Image) {
+                for served in &mut servers {
+                    served
+                        .client
+                        .upload_images(data.users[0].as_str(), IMAGES_READ)
+                        .await?;
+                }
+            }
             log(&format!(
                 "the pump has handled every change ({:.1} s); warming up",
                 waited.as_secs_f64()

@@ -64,6 +64,11 @@ pub enum Kind {
     FrontPage,
     /// A post page `/posts/{id}` (the post and its first comments), beside Q2.
     PostPage,
+    /// An upload `POST /api/images` of a small photo: checked, decoded, re-encoded, its
+    /// bytes and item written.
+    ImageUpload,
+    /// An image `GET /images/{id}`, one of those uploaded when the server started.
+    Image,
 }
 
 impl Kind {
@@ -81,6 +86,8 @@ impl Kind {
             Kind::Likes => "Q5 GET /api/posts/{id}/likes",
             Kind::FrontPage => "page GET / (front page)",
             Kind::PostPage => "page GET /posts/{id}",
+            Kind::ImageUpload => "image POST /api/images (upload)",
+            Kind::Image => "image GET /images/{id}",
         }
     }
 }
@@ -144,6 +151,25 @@ pub struct LoadReport {
 pub struct Client {
     http: reqwest::Client,
     base: String,
+    /// The photo every upload sends.
+    photo: bytes::Bytes,
+    /// Where the images uploaded by [`Client::upload_images`] are served.
+    images: Arc<Vec<String>>,
+}
+
+/// The photo of the image routes: a small gradient PNG, as a phone's thumbnail might be.
+fn photo() -> anyhow::Result<bytes::Bytes> {
+    let pixels = image::RgbImage::from_fn(64, 48, |x, y| {
+        image::Rgb([(x * 4) as u8, (y * 5) as u8, ((x + y) * 2) as u8])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(pixels).write_to(&mut out, image::ImageFormat::Png)?;
+    Ok(out.into_inner().into())
+}
+
+#[derive(Deserialize)]
+struct Uploaded {
+    url: String,
 }
 
 #[derive(Deserialize)]
@@ -197,12 +223,42 @@ impl Client {
                 .http
                 .post(format!("{base}/api/posts/{post}/likes"))
                 .header(PRINCIPAL, user),
+            Kind::ImageUpload => self.upload(user),
+            Kind::Image => {
+                anyhow::ensure!(!self.images.is_empty(), "no image was uploaded to read");
+                let url = &self.images[rng.usize(..self.images.len())];
+                self.http.get(format!("{base}{url}"))
+            }
         };
         let response = request.send().await?;
         let ok = response.status().is_success();
         // Read the whole body: a response is only served once it is all through.
         response.bytes().await?;
         Ok(ok)
+    }
+
+    fn upload(&self, user: &str) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}/api/images", self.base))
+            .header(PRINCIPAL, user)
+            .header("content-type", "image/png")
+            .body(self.photo.clone())
+    }
+
+    /// Uploads `count` images as `user`, for the image route to read.
+    pub async fn upload_images(&mut self, user: &str, count: usize) -> anyhow::Result<()> {
+        let mut urls = Vec::with_capacity(count);
+        for _ in 0..count {
+            let response = self.upload(user).send().await?;
+            anyhow::ensure!(
+                response.status().is_success(),
+                "an upload answered {}",
+                response.status()
+            );
+            urls.push(response.json::<Uploaded>().await?.url);
+        }
+        self.images = Arc::new(urls);
+        Ok(())
     }
 
     async fn create_post(&self, user: &str) -> anyhow::Result<String> {
@@ -428,6 +484,8 @@ pub struct Served {
     pub client: Client,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The server's folder: the images' files, removed with it.
+    _data_dir: tempfile::TempDir,
 }
 
 impl Served {
@@ -461,7 +519,9 @@ pub async fn serve(
     list_cache_mb: u64,
     observed: Observed<'_>,
 ) -> anyhow::Result<Served> {
-    let mut settings = testkit::app::settings(std::env::temp_dir(), ChangeFeedMode::Pump);
+    // The store is handed over; the folder holds what else the server writes (the images).
+    let data_dir = tempfile::tempdir()?;
+    let mut settings = testkit::app::settings(data_dir.path().to_owned(), ChangeFeedMode::Pump);
     settings.list_cache_mb = list_cache_mb;
     // The load sends the principal header; header mode on loopback, whatever the shell says.
     settings.auth.mode = Some(AuthMode::Header);
@@ -493,11 +553,14 @@ pub async fn serve(
             .pool_max_idle_per_host(concurrency * 2)
             .build()?,
         base,
+        photo: photo()?,
+        images: Arc::new(Vec::new()),
     };
     Ok(Served {
         client,
         stop,
         server,
+        _data_dir: data_dir,
     })
 }
 

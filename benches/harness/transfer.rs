@@ -80,8 +80,11 @@ pub async fn run(
     );
     log("export of the data set");
     let started = Instant::now();
+    // The generated data set holds no images: their store is an empty folder.
+    let images = cosmos_blog::images::FileImageStore::new(dir.join("transfer-images"));
     let exported = transfer::export(
         store,
+        &images,
         &folder,
         &ExportOptions::default(),
         &mut progress(quiet),

@@ -18,6 +18,8 @@ param identityClientId string
 
 param storageAccountName string
 param deploymentContainerName string
+@description('Blob container of the images\' bytes in that account.')
+param imagesContainerName string
 param applicationInsightsName string
 param cosmosEndpoint string
 param databaseName string
@@ -76,6 +78,10 @@ var appSettings = [
   { name: 'CosmosDBConnection__credential', value: 'managedidentity' }
   { name: 'CosmosDBConnection__clientId', value: identityClientId }
   { name: 'COSMOS_DATABASE', value: databaseName }
+  // The images' bytes in Blob Storage, reached with the same identity (CosmosDBConnection__clientId
+  // names it): a data role on the container, no key.
+  { name: 'BLOG_IMAGES_ENDPOINT', value: storage.properties.primaryEndpoints.blob }
+  { name: 'BLOG_IMAGES_CONTAINER', value: imagesContainerName }
   { name: 'RUST_LOG', value: 'info' }
   // Trust the principal header only while App Service Authentication is on (it is, below).
   { name: 'BLOG_AUTH', value: 'easyauth' }

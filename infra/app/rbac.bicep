@@ -1,13 +1,18 @@
 // Every role the deployment grants: data roles only, no keys.
 // - the app's identity: Storage Blob Data Owner, Queue and Table Data Contributor on its
 //   storage (the host's state, the deployment container), Monitoring Metrics Publisher on
-//   Application Insights, and the Cosmos DB Built-in Data Contributor (data plane);
-// - the deploying user, when given: the same Cosmos DB data role, for `verify` and `rebuild`.
+//   Application Insights, and the Cosmos DB Built-in Data Contributor (data plane); Storage
+//   Blob Data Contributor on the images' container, the one role the images' bytes need (so
+//   it stays enough if the account-wide roles above are narrowed to the host's own containers);
+// - the deploying user, when given: the same Cosmos DB data role and the images' Storage Blob
+//   Data Contributor, for `verify` and `rebuild`.
 
 param appPrincipalId string
 @description('Object id of the deploying user or principal; empty: none.')
 param userPrincipalId string = ''
 param storageAccountName string
+@description('Blob container of the images\' bytes, in that account.')
+param imagesContainerName string
 param applicationInsightsName string
 param cosmosAccountName string
 
@@ -16,11 +21,22 @@ var storageRoles = [
   '974c5e8b-45b9-4653-ba55-5f855dd0fb88' // Storage Queue Data Contributor
   '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3' // Storage Table Data Contributor
 ]
+var storageBlobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
 var monitoringMetricsPublisher = '3913510d-42f4-4e42-8a64-420c390055eb'
 var cosmosDataContributor = '00000000-0000-0000-0000-000000000002' // built-in, per account
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
+}
+
+resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01' existing = {
+  parent: storage
+  name: 'default'
+}
+
+resource imagesContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2023-05-01' existing = {
+  parent: blobService
+  name: imagesContainerName
 }
 
 resource applicationInsights 'Microsoft.Insights/components@2020-02-02' existing = {
@@ -40,6 +56,28 @@ resource storageRoleAssignments 'Microsoft.Authorization/roleAssignments@2022-04
     principalType: 'ServicePrincipal'
   }
 }]
+
+// Read, write, delete and list the images' blobs: a data-plane role, no key.
+resource imagesContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(imagesContainer.id, appPrincipalId, storageBlobDataContributor)
+  scope: imagesContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataContributor)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// The deploying user too, so that `verify` (and `verify --repair`) reach the images from
+// their machine, as they reach Cosmos DB.
+resource userImagesContributor 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(userPrincipalId)) {
+  name: guid(imagesContainer.id, userPrincipalId, storageBlobDataContributor)
+  scope: imagesContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageBlobDataContributor)
+    principalId: userPrincipalId
+  }
+}
 
 resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(applicationInsights.id, appPrincipalId, monitoringMetricsPublisher)

@@ -1,14 +1,18 @@
 //! The delete routes: posts, comments, likes and whole accounts (soft delete plus
 //! time-to-live; see `blog::deletes`).
 
+use axum::Extension;
+use axum::extract::State;
 use axum::http::StatusCode;
 
 use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
 use super::extract::Caller;
 use super::paths::{CommentPath, PostPath, UserPath};
+use super::state::AppState;
 use super::tenants::CurrentBlog;
-use crate::domain::{CommentId, PostId, UserId};
+use crate::domain::{CommentId, PostId, TenantId, UserId};
 use crate::error::Result;
+use crate::images::Scope;
 
 /// Delete an account
 ///
@@ -34,8 +38,15 @@ use crate::error::Result;
 pub(super) async fn delete_user(
     CurrentBlog(blog): CurrentBlog,
     Caller(caller): Caller,
+    tenant: Option<Extension<TenantId>>,
+    State(state): State<AppState>,
     UserPath(user_id): UserPath,
 ) -> Result<StatusCode> {
+    if caller == user_id {
+        // The images go first, items and bytes: nothing of them outlives the account.
+        let scope = Scope::of(tenant.as_ref().map(|Extension(t)| t));
+        blog.erase_images(&state.images, &scope, &user_id).await?;
+    }
     blog.delete_user(&caller, &user_id).await?;
     Ok(StatusCode::ACCEPTED)
 }

@@ -32,8 +32,8 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
             any other is a 400 (`invalid-query`, `field` names it). Each header the API reads \
             (`x-ms-client-principal-id`, `Authorization`, `Content-Type`, `Content-Encoding`, \
             `If-Match`, `Idempotency-Key`) is sent at most once: twice is a 400 \
-            (`invalid-field`, `field` names it). Request bodies are UTF-8 JSON, not \
-            content-encoded.",
+            (`invalid-field`, `field` names it). Request bodies are UTF-8 JSON (an image upload's is the \
+            image's bytes), not content-encoded.",
     ),
     servers(
         (url = "/", description = "The server that serves this document (`GET /api/openapi.json`)."),
@@ -42,6 +42,7 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
         (name = "users", description = "Users (C1, Q1) and a user's posts (Q3)."),
         (name = "posts", description = "Posts (C2, Q2), their comments (C3, Q4) and likes (C4, Q5)."),
         (name = "feed", description = "The 100 most recent posts (Q6)."),
+        (name = "images", description = "Images in posts: upload, list one's own, delete. The bytes are served at each image's `url`, outside `/api`."),
         (name = "documentation", description = "This description and a page to try it."),
         (name = "host", description = "The server's own: its health probe."),
     ),
@@ -59,6 +60,10 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
             TooManyRequests,
             ServiceUnavailable,
             InternalError,
+            ImageTooLarge,
+            ImageNotTaken,
+            ImageQuotaExceeded,
+            ImageNotFound,
         ),
     ),
     modifiers(&SecuritySchemes),
@@ -217,4 +222,18 @@ response_group!(
         413 => PayloadTooLarge,
         415 => UnsupportedMediaType,
     }
+);
+
+problem_responses!(
+    ImageTooLarge => "The image is larger than the upload limit (`image-too-large`, 5 MiB \
+        unless `BLOG_IMAGES_MAX_BYTES` says otherwise), or its header states more pixels than \
+        are taken (`image-too-many-pixels`; checked before anything is decoded).",
+    ImageNotTaken => "The body is not a PNG, JPEG, GIF or WebP image (`unsupported-media-type`: \
+        SVG, HTML and every other type included), its bytes are of another type than the \
+        `Content-Type` says (`image-type-mismatch`), it carries markup or bytes after the \
+        image's end (`not-only-an-image`), it does not decode (`undecodable-image`), or it is \
+        sent with a `Content-Encoding` (`unsupported-encoding`).",
+    ImageQuotaExceeded => "The caller's images would take more than the quota \
+        (`image-quota-exceeded`; `BLOG_IMAGES_QUOTA_MB`, 100 MiB by default): delete some first.",
+    ImageNotFound => "No image of the caller's has this id (`image-not-found`).",
 );

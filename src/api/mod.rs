@@ -10,6 +10,7 @@ mod description;
 mod docs;
 pub mod extract;
 pub mod feed_cache;
+pub mod images;
 pub mod openapi;
 mod pages;
 pub mod paths;

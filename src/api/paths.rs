@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 use crate::domain::{CommentId, Month, PostId, Tag, TenantId, UserId, ValidationError};
 use crate::error::Error;
+use crate::images::ImageId;
 use crate::problem::Problem;
 
 /// The answer to a path whose parameters cannot be decoded.
@@ -81,6 +82,19 @@ struct TagParams {
 struct MonthParams {
     year: String,
     month: String,
+}
+
+#[derive(Deserialize)]
+struct ImageParams {
+    #[serde(rename = "imageId")]
+    image_id: String,
+}
+
+#[derive(Deserialize)]
+struct RenditionParams {
+    #[serde(rename = "imageId")]
+    image_id: String,
+    width: String,
 }
 
 #[derive(Deserialize)]
@@ -176,6 +190,37 @@ impl<S: Send + Sync> FromRequestParts<S> for MonthPath {
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let MonthParams { year, month } = params(parts).await?;
         Month::from_path(&year, &month).map(Self).map_err(refused)
+    }
+}
+
+/// `{imageId}`: an image's id.
+pub struct ImagePath(pub ImageId);
+
+impl<S: Send + Sync> FromRequestParts<S> for ImagePath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let ImageParams { image_id } = params(parts).await?;
+        ImageId::parse(&image_id).map(Self).map_err(refused)
+    }
+}
+
+/// `{imageId}` and `{width}`: one of an image's smaller renditions, by its width in pixels.
+pub struct RenditionPath(pub ImageId, pub u32);
+
+impl<S: Send + Sync> FromRequestParts<S> for RenditionPath {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let RenditionParams { image_id, width } = params(parts).await?;
+        let image_id = ImageId::parse(&image_id).map_err(refused)?;
+        let width = width.parse().map_err(|_| {
+            refused(ValidationError::new(
+                "width",
+                "is not a rendition's width (a number of pixels)",
+            ))
+        })?;
+        Ok(Self(image_id, width))
     }
 }
 

@@ -17,7 +17,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 use super::state::AppState;
-use super::{deletes, description, docs, posts, tenants, users, views};
+use super::{deletes, description, docs, images, posts, tenants, users, views};
 use crate::operations::{ROUTE_PREFIX, tenant_prefix};
 use crate::store::Tenancy;
 
@@ -44,6 +44,9 @@ fn blog_operations(tenancy: Tenancy) -> Vec<UtoipaMethodRouter<AppState>> {
         routes!(deletes::delete_post),
         routes!(deletes::delete_comment),
         routes!(deletes::unlike),
+        routes!(images::upload_image),
+        routes!(images::delete_image),
+        routes!(images::user_images),
         routes!(docs::openapi_json),
         routes!(docs::docs_page),
         routes!(docs::docs_styles),

@@ -6,12 +6,15 @@ use axum::extract::FromRef;
 
 use super::blogs::{Blogs, Caches};
 use crate::auth::Authenticator;
+use crate::images::Images;
 use crate::store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
     pub blogs: Arc<Blogs>,
     pub auth: Arc<Authenticator>,
+    /// Images in posts: the limits of an upload and the store of their bytes.
+    pub images: Images,
 }
 
 impl AppState {
@@ -22,7 +25,14 @@ impl AppState {
         Self {
             blogs: Arc::new(Blogs::new(store, caches)),
             auth: Arc::new(auth),
+            images: Images::unconfigured(),
         }
+    }
+
+    /// The same state with `images` for images in posts (without, every upload and image
+    /// answers 503).
+    pub fn with_images(self, images: Images) -> Self {
+        Self { images, ..self }
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod combiner;
 mod deletes;
 mod drafts;
 mod feed;
+pub mod images;
 mod list_cache;
 mod listed;
 mod paging;

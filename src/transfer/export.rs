@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::Value;
 
+use super::images::{ExportedImages, export_bytes};
 use super::{FORMAT, FORMAT_VERSION, Kind, Manifest, TransferProgress};
 use crate::domain::{TenantId, Timestamp, Tombstone, User};
-use crate::store::{Container, Pages, Query, Store, Tenancy, tenant};
+use crate::images::{IMAGE_TYPE, ImageItem, ImageStore, Scope};
+use crate::store::{Container, Pages, Query, Store, TENANT_FIELD, Tenancy, tenant};
 use crate::words::count;
 
 /// Items asked for per page (Cosmos DB's cap on a page).
@@ -45,8 +47,12 @@ impl ExportSummary {
             .collect::<Vec<_>>()
             .join(", ");
         let seconds = self.elapsed.as_secs_f64();
+        let images = match self.manifest.image_bytes {
+            0 => String::new(),
+            bytes => format!(", {:.1} MiB of images", bytes as f64 / (1024.0 * 1024.0)),
+        };
         let mut lines = vec![format!(
-            "export: {} ({counts}) to {} in {seconds:.1} s ({:.0} items/s), {} layout{}",
+            "export: {} ({counts}{images}) to {} in {seconds:.1} s ({:.0} items/s), {} layout{}",
             count(self.manifest.total(), "item", "items"),
             self.folder.display(),
             self.manifest.total() as f64 / seconds.max(1e-9),
@@ -67,9 +73,11 @@ impl ExportSummary {
 }
 
 /// Writes the source items of `store` (or of one tenant of it) into `out`, which must be
-/// empty or absent. The manifest is written last, once every file is on disk.
+/// empty or absent, and the bytes of its images, read from `images`. The manifest is written
+/// last, once every file is on disk.
 pub async fn export(
     store: &Arc<dyn Store>,
+    images: &dyn ImageStore,
     out: &Path,
     options: &ExportOptions,
     progress: &mut TransferProgress,
@@ -90,8 +98,8 @@ pub async fn export(
     prepare_folder(out)?;
     let mut files = Files::create(out)?;
     progress.start("export", None);
-    // Users and erasure markers, not the post copies (derived).
-    let users = Query::cross_partition().of_types(&[User::TYPE, Tombstone::TYPE]);
+    // Users, erasure markers and images, not the post copies (derived).
+    let users = Query::cross_partition().of_types(&[User::TYPE, Tombstone::TYPE, IMAGE_TYPE]);
     files
         .scan(&*source, Container::Users, &users, progress)
         .await?;
@@ -106,6 +114,12 @@ pub async fn export(
         .await?;
     progress.finish();
     let counts = files.finish()?;
+    // A blog's images are its tenant's in the store when one tenant is exported alone.
+    let source_scope = |tenant: &Option<TenantId>| match &options.tenant {
+        Some(exported) => Scope::Tenant(exported.clone()),
+        None => Scope::of(tenant.as_ref()),
+    };
+    let image_bytes = export_bytes(images, &files.images, source_scope, out).await?;
     let manifest = Manifest {
         format: FORMAT.to_owned(),
         version: FORMAT_VERSION,
@@ -114,6 +128,7 @@ pub async fn export(
         taken_at,
         source: store.backend().to_owned(),
         counts,
+        image_bytes,
     };
     write_manifest(out, &manifest)?;
     Ok(ExportSummary {
@@ -143,6 +158,8 @@ struct Files {
     writers: BTreeMap<Kind, BufWriter<File>>,
     counts: BTreeMap<Kind, u64>,
     unknown: u64,
+    /// The image items written, whose bytes go beside them.
+    images: ExportedImages,
 }
 
 impl Files {
@@ -159,6 +176,7 @@ impl Files {
             writers,
             counts: Kind::ALL.into_iter().map(|kind| (kind, 0)).collect(),
             unknown: 0,
+            images: ExportedImages::default(),
         })
     }
 
@@ -196,6 +214,15 @@ impl Files {
         serde_json::to_writer(&mut *writer, item)?;
         writer.write_all(b"\n")?;
         *count += 1;
+        if kind == Kind::Images {
+            let tenant = match item.get(TENANT_FIELD).and_then(Value::as_str) {
+                Some(raw) => Some(TenantId::parse(raw)?),
+                None => None,
+            };
+            let image = serde_json::from_value::<ImageItem>(item.clone())
+                .with_context(|| format!("an image item that does not read as one: {item}"))?;
+            self.images.add(tenant, image);
+        }
         Ok(())
     }
 
@@ -251,6 +278,7 @@ mod tests {
                 taken_at: Timestamp::now(),
                 source: "embedded".to_owned(),
                 counts,
+                image_bytes: 0,
             },
             unknown: 1,
             elapsed: Duration::from_secs(1),
@@ -258,7 +286,7 @@ mod tests {
         let lines = summary.lines();
         assert!(
             lines[0].starts_with(
-                "export: 1 item (1 user, 0 erasures, 0 posts, 0 tombstones, 0 comments, 0 likes) to out"
+                "export: 1 item (1 user, 0 erasures, 0 images, 0 posts, 0 tombstones, 0 comments, 0 likes) to out"
             ),
             "{lines:?}"
         );

@@ -13,6 +13,7 @@
 //! |---|---|---|
 //! | `users.jsonl` | users (`type: "user"`) | `users` |
 //! | `erasures.jsonl` | erasure markers of deleted accounts (`type: "tombstone"`) | `users` |
+//! | `images.jsonl` | images in posts (`type: "image"`), their bytes under `images/` | `users` |
 //! | `posts.jsonl` | posts, full content | `posts` |
 //! | `tombstones.jsonl` | deleted posts (`type: "tombstone"`) | `posts` |
 //! | `comments.jsonl` | comments | `posts` |
@@ -22,10 +23,15 @@
 //! Items of a `multi` export carry their `tenantId`; a `single` export's (a `single` store,
 //! or one tenant of a `multi` one) carry none.
 //!
+//! The bytes of each image, and of each of its renditions, are files under `images/`, named
+//! as the image store names them (see [`images`]). An export without `images.jsonl` (taken
+//! before images were kept) holds none.
+//!
 //! One file per kind, read in the order above, lets import validate in one pass holding only
 //! the users and posts in memory: whatever a line names (an author, a post) was read before.
 
 mod export;
+mod images;
 mod import;
 mod marker;
 mod progress;
@@ -40,12 +46,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use export::{ExportOptions, ExportSummary, export};
+pub use images::IMAGES_DIR;
 pub use import::{ImportOptions, ImportSummary, Plan};
 pub use marker::{MARKER_ID, UnfinishedImport, unfinished_import};
 pub use progress::TransferProgress;
 pub use validate::{InputError, Invalid};
 
 use crate::domain::{Comment, Like, Post, TenantId, Timestamp, Tombstone, User};
+use crate::images::{IMAGE_TYPE, ImageStore};
 use crate::store::{self, Container, Store, StoreSettings, Tenancy, embedded};
 
 /// The `format` of every manifest: what the folder is.
@@ -61,6 +69,7 @@ pub const MANIFEST: &str = "manifest.json";
 pub enum Kind {
     Users,
     Erasures,
+    Images,
     Posts,
     Tombstones,
     Comments,
@@ -69,9 +78,10 @@ pub enum Kind {
 
 impl Kind {
     /// In the order import reads them: the items a line refers to come first.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Users,
         Kind::Erasures,
+        Kind::Images,
         Kind::Posts,
         Kind::Tombstones,
         Kind::Comments,
@@ -82,6 +92,7 @@ impl Kind {
         match self {
             Kind::Users => "users.jsonl",
             Kind::Erasures => "erasures.jsonl",
+            Kind::Images => "images.jsonl",
             Kind::Posts => "posts.jsonl",
             Kind::Tombstones => "tombstones.jsonl",
             Kind::Comments => "comments.jsonl",
@@ -91,7 +102,7 @@ impl Kind {
 
     pub fn container(self) -> Container {
         match self {
-            Kind::Users | Kind::Erasures => Container::Users,
+            Kind::Users | Kind::Erasures | Kind::Images => Container::Users,
             _ => Container::Posts,
         }
     }
@@ -101,6 +112,7 @@ impl Kind {
         match self {
             Kind::Users => User::TYPE,
             Kind::Erasures | Kind::Tombstones => Tombstone::TYPE,
+            Kind::Images => IMAGE_TYPE,
             Kind::Posts => Post::TYPE,
             Kind::Comments => Comment::TYPE,
             Kind::Likes => Like::TYPE,
@@ -152,6 +164,9 @@ pub struct Manifest {
     pub source: String,
     /// Items per kind: the number of lines of each file.
     pub counts: BTreeMap<Kind, u64>,
+    /// Bytes of the images' files (renditions included).
+    #[serde(default)]
+    pub image_bytes: u64,
 }
 
 impl Manifest {
@@ -224,7 +239,12 @@ const COSMOS_CONCURRENCY: usize = 8;
 const EMBEDDED_CONCURRENCY: usize = 64;
 
 /// `cosmos-blog export`: writes the export, a progress bar on a terminal, then what it wrote.
-pub async fn run_export(settings: &StoreSettings, args: &ExportArgs) -> anyhow::Result<()> {
+/// The images' bytes are read from `images`, the image store the server uses.
+pub async fn run_export(
+    settings: &StoreSettings,
+    images: &dyn ImageStore,
+    args: &ExportArgs,
+) -> anyhow::Result<()> {
     let store = store::open_read_only(settings).await?;
     // Half a store exported looks like a whole one to the next import: refuse it.
     if let Some(unfinished) = unfinished_import(&store).await? {
@@ -235,6 +255,7 @@ pub async fn run_export(settings: &StoreSettings, args: &ExportArgs) -> anyhow::
     };
     let summary = export(
         &store,
+        images,
         &args.out,
         &options,
         &mut TransferProgress::on_stderr(false),
@@ -251,9 +272,11 @@ const PROBLEMS_SHOWN: usize = 50;
 
 /// `cosmos-blog import`: validates the whole export before it opens the store (so a refused
 /// export leaves the store untouched, not even created), loads it, derives the copies, and
-/// returns the store for `verify`.
+/// returns the store for `verify`. The images' bytes go to `images`, the image store the server
+/// uses.
 pub async fn run_import(
     settings: &StoreSettings,
+    images: &dyn ImageStore,
     args: &ImportArgs,
 ) -> anyhow::Result<Arc<dyn Store>> {
     let concurrency = args
@@ -280,7 +303,16 @@ pub async fn run_import(
         }
     };
     let store = store::open(settings).await?;
+    // The images' bytes first: an import cut off leaves bytes without items, never the
+    // reverse.
+    let image_files = plan.import_image_bytes(images).await?;
     let summary = plan.import(&store, &mut progress).await?;
+    if image_files > 0 {
+        crate::words::print_line(&format!(
+            "import: {} of images put in the image store",
+            crate::words::count(image_files, "file", "files")
+        ));
+    }
     for line in summary.lines() {
         crate::words::print_line(&line);
     }
@@ -295,8 +327,37 @@ pub fn run_backup(settings: &StoreSettings, args: &BackupArgs) -> anyhow::Result
          continuous with point-in-time restore), and `export` writes its items to files"
     );
     let source = settings.embedded_path();
+    // The images' files are copied before the store and again after it: a file is never
+    // changed once written, so every image an item of the copy names is in one pass or the
+    // other (one uploaded or deleted meanwhile may leave an orphan, which `verify --repair`
+    // removes).
+    let images_from = settings.data_dir.join(IMAGES_DIR);
+    let images_to = args.to.parent().unwrap_or(Path::new(".")).join(IMAGES_DIR);
+    anyhow::ensure!(
+        !args.to.exists(),
+        "{} exists: a backup is written to a new file",
+        args.to.display()
+    );
+    let image_files_before = if images_from.exists() {
+        anyhow::ensure!(
+            !images_to.exists(),
+            "{} exists: back up into a folder without images of another store",
+            images_to.display()
+        );
+        images::copy_image_files(&images_from, &images_to)?
+    } else {
+        0
+    };
     let bytes = embedded::backup(&source, &args.to)
         .with_context(|| format!("cannot back up {}", source.display()))?;
+    let image_files = image_files_before + images::copy_image_files(&images_from, &images_to)?;
+    if image_files > 0 {
+        crate::words::print_line(&format!(
+            "backup: {} of images copied to {}",
+            crate::words::count(image_files, "file", "files"),
+            images_to.display()
+        ));
+    }
     crate::words::print_line(&format!(
         "backup: {} ({:.1} MiB) is a copy of {}; to restore it, stop the server and put it in \
          place of {} (or serve its folder with --data-dir, named blog.sqlite3)",

@@ -15,11 +15,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::images::{ExportedImages, check_bytes};
 use super::{FORMAT, FORMAT_VERSION, Kind, MANIFEST, Manifest, TransferProgress};
 use crate::domain::{
     Comment, CommentContent, Deleted, Like, LikeId, Post, PostContent, PostId, Tag, Tags, TenantId,
     Title, Tombstone, User, UserId, Username,
 };
+use crate::images::{ImageFormat, ImageId, ImageItem};
 use crate::store::{TENANT_FIELD, Tenancy, strip_system_properties};
 
 /// Problems recorded in full; the rest are only counted.
@@ -113,6 +115,7 @@ impl std::error::Error for Invalid {}
 pub(super) enum Item {
     User(User),
     Erasure(Tombstone),
+    Image(ImageItem),
     Post(Post),
     DeletedPost(Tombstone),
     Comment(Comment),
@@ -217,6 +220,12 @@ impl Lines {
     }
 }
 
+/// Whether the export has no file of `kind` and its manifest counts none: an export taken
+/// before the kind was exported (images), which holds none of it.
+pub(super) fn absent_and_empty(folder: &Path, manifest: &Manifest, kind: Kind) -> bool {
+    manifest.count(kind) == 0 && !folder.join(kind.file_name()).exists()
+}
+
 /// Reads one line of a `kind` file of a `layout` export.
 fn parse(kind: Kind, layout: Tenancy, text: &str) -> Result<Line, String> {
     let mut value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -256,6 +265,7 @@ fn parse(kind: Kind, layout: Tenancy, text: &str) -> Result<Line, String> {
     let item = match kind {
         Kind::Users => Item::User(checked_user(read(&value)?)?),
         Kind::Erasures => Item::Erasure(checked_erasure(read(&value)?)?),
+        Kind::Images => Item::Image(checked_image(read(&value)?)?),
         Kind::Posts => Item::Post(checked_post(read(&value)?)?),
         Kind::Tombstones => Item::DeletedPost(checked_deleted_post(read(&value)?)?),
         Kind::Comments => Item::Comment(checked_comment(read(&value)?)?),
@@ -295,6 +305,29 @@ fn checked_user(user: User) -> Result<User, String> {
     }
     username(&user.username)?;
     Ok(user)
+}
+
+fn checked_image(image: ImageItem) -> Result<ImageItem, String> {
+    if !ImageFormat::ALL
+        .iter()
+        .any(|format| format.content_type() == image.content_type)
+    {
+        return Err(format!(
+            "contentType {:?} is not a type the blog keeps",
+            image.content_type
+        ));
+    }
+    if let Some(rendition) = image
+        .renditions
+        .iter()
+        .find(|r| r.width == 0 || r.width >= image.width)
+    {
+        return Err(format!(
+            "a rendition {} pixels wide of an image {} wide",
+            rendition.width, image.width
+        ));
+    }
+    Ok(image)
 }
 
 fn checked_erasure(marker: Tombstone) -> Result<Tombstone, String> {
@@ -373,6 +406,8 @@ pub(super) struct ImportedBlog {
     pub erased: HashSet<UserId>,
     pub posts: HashMap<PostId, Tally>,
     pub deleted: HashSet<PostId>,
+    /// The ids of the images.
+    images: HashSet<ImageId>,
     /// Fingerprints of (post, id) of the comments and likes.
     children: HashSet<u128>,
     /// Lines of this blog.
@@ -461,6 +496,12 @@ impl ImportedBlog {
                     return Err(format!("user {} is erased twice", marker.user_id));
                 }
             }
+            Item::Image(image) => {
+                self.check_author(&image.user_id)?;
+                if !self.images.insert(image.id.clone()) {
+                    return Err(format!("image {} is in the export twice", image.id));
+                }
+            }
             Item::Post(post) => {
                 self.check_author(&post.user_id)?;
                 self.new_post_id(&post.post_id)?;
@@ -510,6 +551,8 @@ fn fingerprint(post_id: &str, id: &str) -> u128 {
 #[derive(Debug, Default)]
 pub(super) struct Catalog {
     pub blogs: BTreeMap<Option<TenantId>, ImportedBlog>,
+    /// The image items, whose bytes are files of the export.
+    pub images: ExportedImages,
 }
 
 impl Catalog {
@@ -536,6 +579,9 @@ pub(super) fn validate(
     };
     progress.start("import: validating", Some(manifest.total()));
     for kind in Kind::ALL {
+        if absent_and_empty(folder, manifest, kind) {
+            continue;
+        }
         let mut lines = match Lines::open(folder, kind, manifest.layout) {
             Ok(lines) => lines,
             Err(error) => {
@@ -549,9 +595,13 @@ pub(super) fn validate(
             let admitted = line.and_then(|line| {
                 catalog
                     .blogs
-                    .entry(line.tenant)
+                    .entry(line.tenant.clone())
                     .or_default()
-                    .admit(&line.item)
+                    .admit(&line.item)?;
+                if let Item::Image(image) = line.item {
+                    catalog.images.add(line.tenant, image);
+                }
+                Ok(())
             });
             if let Err(reason) = admitted {
                 record(lines.error(number, reason));
@@ -572,6 +622,9 @@ pub(super) fn validate(
         }
     }
     progress.finish();
+    for bad in check_bytes(folder, &catalog.images) {
+        record(InputError::of_file(&bad.file, bad.reason));
+    }
     if total > 0 {
         return Err(Invalid {
             folder: folder.to_owned(),

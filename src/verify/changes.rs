@@ -226,6 +226,8 @@ impl Targeted<'_> {
                     User::TYPE => self.user(&item).await,
                     Tombstone::TYPE => self.erased(&item).await,
                     Post::TYPE => self.user_copy(&item).await,
+                    // An image's item has no copies to keep in step.
+                    crate::images::IMAGE_TYPE => Ok(()),
                     other => {
                         let why = format!("unknown item type {other:?}");
                         self.unreadable(Container::Users, &item, "userId", why);

@@ -31,6 +31,7 @@
 
 mod changes;
 pub(crate) mod checks;
+pub mod images;
 mod repair;
 mod report;
 mod scan;

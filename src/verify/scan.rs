@@ -409,6 +409,8 @@ impl Model {
         let why = match item.get("type").and_then(Value::as_str).unwrap_or_default() {
             // Read (and counted) before.
             User::TYPE | Tombstone::TYPE => return Vec::new(),
+            // An image's item: its bytes are checked against the image store apart.
+            crate::images::IMAGE_TYPE => return Vec::new(),
             Post::TYPE => {
                 scanned.user_copies += 1;
                 match Post::deserialize(&item) {

@@ -237,7 +237,7 @@ fn choose_username_first(context: &PageContext, return_to: &str) -> Response {
 
 #[derive(Template)]
 #[template(path = "write.html")]
-struct WritePage {
+pub(super) struct WritePage {
     l: Layout,
     heading: &'static str,
     action: String,
@@ -249,27 +249,31 @@ struct WritePage {
     content_error: Option<String>,
     /// A refused tag, status or publication time.
     publication_error: Option<String>,
-    problem: Option<String>,
+    pub(super) problem: Option<String>,
+    /// Where the form's image upload goes (`super::uploads`).
+    upload_action: String,
+    /// The content shows images of other sites, which readers see as links.
+    foreign_images: bool,
 }
 
 #[derive(Deserialize, Default)]
 pub struct PostForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     #[serde(default)]
-    title: String,
+    pub(super) title: String,
     #[serde(default)]
-    content: String,
+    pub(super) content: String,
     /// The tags, separated by commas.
     #[serde(default)]
-    tags: String,
+    pub(super) tags: String,
     /// The button pressed: `draft` (Save draft), `published` (Publish) or `scheduled`
     /// (Schedule); none keeps an edited post's publication as it is.
     #[serde(default)]
     intent: String,
     /// The `datetime-local` field, read as UTC (its label says so): `2026-12-01T09:30`.
     #[serde(default, rename = "publishAt")]
-    publish_at: String,
+    pub(super) publish_at: String,
 }
 
 /// A post's form, parsed: what C2 takes.
@@ -321,7 +325,7 @@ fn utc_of_local(local: &str) -> String {
     }
 }
 
-fn write_page(
+pub(super) fn write_page(
     context: &PageContext,
     editing: Option<&PostId>,
     form: &PostForm,
@@ -334,6 +338,7 @@ fn write_page(
         ),
         None => ("Write a post", format!("{}/write", context.base)),
     };
+    let upload_action = format!("{action}/image");
     let error_of = |field: &str| {
         refused
             .as_ref()
@@ -354,6 +359,8 @@ fn write_page(
             .into_iter()
             .find_map(|field| error_of(field)),
         problem: None,
+        upload_action,
+        foreign_images: super::markdown::shows_foreign_images(&form.content),
     }
 }
 

@@ -152,10 +152,13 @@ pub async fn page_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     if !is_api {
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-        );
+        // A response with a policy of its own (an image's, stricter) keeps it.
+        if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+            );
+        }
         headers.insert(
             header::REFERRER_POLICY,
             HeaderValue::from_static("strict-origin-when-cross-origin"),

@@ -15,6 +15,7 @@ mod context;
 pub mod excerpt;
 mod forms;
 pub mod guard;
+mod images;
 mod json_feed;
 pub mod markdown;
 mod meta;
@@ -22,6 +23,7 @@ mod page_caches;
 mod pages;
 pub mod routes;
 pub mod site;
+mod uploads;
 mod views;
 
 use std::sync::Arc;
@@ -193,9 +195,11 @@ async fn answer_conditionally(request: Request, next: Next) -> Response {
     let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
     let if_modified_since = request.headers().get(header::IF_MODIFIED_SINCE).cloned();
     let response = next.run(request).await;
+    // A response with its own tag (an image's) answered its conditions itself.
     if !conditional
         || response.status() != StatusCode::OK
         || response.headers().contains_key(header::SET_COOKIE)
+        || response.headers().contains_key(header::ETAG)
     {
         return response;
     }

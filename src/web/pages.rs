@@ -2,6 +2,7 @@
 //! (Q2 and Q4's page side by side), a post's likes (Q5), an author's posts (Q3), and the
 //! error page. Each makes the store requests of the API queries it shows, no more.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
@@ -12,6 +13,7 @@ use serde::Deserialize;
 
 use super::context::{FeedLink, Layout, PageContext, encode};
 use super::excerpt::{DESCRIPTION_CHARS, LIST_EXCERPT_CHARS, excerpt, excerpt_of_short};
+use super::markdown;
 use super::meta::{self, OpenGraph, Posting};
 use super::page_caches::FrontList;
 use crate::api::feed_cache::FeedItems;
@@ -20,6 +22,7 @@ use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::blog::{Blog, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
+use crate::images::{ImageId, ImageItem};
 use crate::words::count;
 
 /// How many of the feed's posts the front page shows (the feed holds 100; the page stays
@@ -264,6 +267,9 @@ pub struct PostReading {
     pub post: Post,
     pub comments: Listing<Comment>,
     pub liked: bool,
+    /// The blog's own images the post shows that are there (point reads of the author's
+    /// partition, one per image).
+    pub images: HashMap<ImageId, ImageItem>,
 }
 
 impl PostReading {
@@ -276,10 +282,12 @@ impl PostReading {
         let (post, rest) = Self::read_apart(blog, viewer, post_id, continuation).await;
         let post = post?;
         let (comments, liked) = rest?;
+        let images = own_images(blog, &post).await?;
         Ok(Self {
             post,
             comments,
             liked,
+            images,
         })
     }
 
@@ -309,6 +317,19 @@ impl PostReading {
     }
 }
 
+/// The blog's own images `post` shows that are there: point reads of the author's partition,
+/// one per image, side by side (none for a post without images).
+async fn own_images(blog: &Blog, post: &Post) -> Result<HashMap<ImageId, ImageItem>> {
+    let ids = markdown::image_ids(&post.content);
+    let found =
+        futures::future::try_join_all(ids.iter().map(|id| blog.image(&post.user_id, id))).await?;
+    Ok(found
+        .into_iter()
+        .flatten()
+        .map(|item| (item.id.clone(), item))
+        .collect())
+}
+
 /// `/posts/{postId}/{slug}`: the post and a page of its comments ([`PostReading`]). A slug
 /// that is not the title's (an older title's, a mistyped one) answers `301` to the canonical
 /// address, its query kept.
@@ -327,10 +348,12 @@ pub async fn post_page(
         return Ok(moved_to_canonical(&context, &post));
     }
     let (comments, liked) = rest?;
+    let images = own_images(&blog, &post).await?;
     let reading = PostReading {
         post,
         comments,
         liked,
+        images,
     };
     let page = post_page_of(&context, reading, None);
     Ok(context.respond(StatusCode::OK, &page))
@@ -377,6 +400,7 @@ pub fn post_page_of(
         post,
         comments,
         liked,
+        images,
     } = reading;
     let base = &context.base;
     let view = PostView::of(&post, base);
@@ -416,11 +440,14 @@ pub fn post_page_of(
             .continuation
             .as_deref()
             .map(|token| format!("{}?comments={}#comments", view.href, encode(token))),
-        content_html: context
-            .site()
-            .caches
-            .posts
-            .post_html(post.id.as_str(), &post.content),
+        content_html: context.site().caches.posts.post_html(
+            post.id.as_str(),
+            &post.content,
+            &markdown::PostImages {
+                base: base.clone(),
+                found: images,
+            },
+        ),
         post: view,
         is_author,
         liked,

@@ -5,10 +5,11 @@
 //! layout) or to [`site_pages`] (the site's own, at the same path in every layout).
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{account, assets, atom, forms, json_feed, pages, views};
+use super::{account, assets, atom, forms, images, json_feed, pages, uploads, views};
 use crate::api::AppState;
 
 /// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
@@ -82,6 +83,23 @@ impl PageTable {
         self.add(name, "post", path, post(handler))
     }
 
+    /// `POST path`, a form that carries an image (multipart): served by `handler` as the
+    /// function `name`, without the forms' body limit, since the handler reads the image up
+    /// to the images' own limit and answers a larger one with a 413 of its own.
+    fn upload<H: Handler<T, AppState>, T: 'static>(
+        self,
+        name: &'static str,
+        path: &'static str,
+        handler: H,
+    ) -> Self {
+        self.add(
+            name,
+            "post",
+            path,
+            post(handler).layer(DefaultBodyLimit::disable()),
+        )
+    }
+
     /// What the table lists.
     pub fn routes(&self) -> impl Iterator<Item = &PageRoute> {
         self.routes.iter().map(|(page, _)| page)
@@ -136,6 +154,18 @@ pub fn blog_pages() -> PageTable {
             "DeletePostForm",
             "/posts/{postId}/delete",
             forms::delete_post,
+        )
+        .upload(
+            "EditImageForm",
+            "/posts/{postId}/edit/image",
+            uploads::upload_on_edit,
+        )
+        .upload("WriteImageForm", "/write/image", uploads::upload_on_write)
+        .get("ImageFile", "/images/{imageId}", images::serve_image)
+        .get(
+            "ImageRendition",
+            "/images/{imageId}/{width}",
+            images::serve_rendition,
         )
         .get("AuthorPage", "/users/{userId}", pages::author_page)
         .get("AuthorFeed", "/users/{userId}/feed.atom", atom::author_feed)

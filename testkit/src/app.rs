@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::domain::TenantId;
+use cosmos_blog::images::ImageStore;
 use cosmos_blog::settings::{ChangeFeedMode, DEFAULT_FEED_CACHE_MS, Settings, StoreSettings};
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::embedded::EmbeddedStore;
@@ -20,6 +21,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
+use crate::azurite::Azurite;
 use crate::poll::assert_store_verifies;
 
 /// A request to `url` as `caller` (the Easy Auth principal header; none without a caller)
@@ -63,6 +65,9 @@ pub struct TestApp {
     pub whole_store: Arc<dyn Store>,
     /// The tenant addressed in `multi`; `None` in `single` (or when no tenant is chosen).
     pub tenant: Option<TenantId>,
+    /// The store of the images' bytes the application's settings name (files beside the
+    /// embedded store, or Blob Storage on Azurite), opened again for the test to look into.
+    pub images: Arc<dyn ImageStore>,
     /// Shared by the views of one server on different tenants (see [`TestApp::in_tenant`]).
     _server: Arc<ServerGuard>,
 }
@@ -72,6 +77,8 @@ struct ServerGuard {
     _stop: oneshot::Sender<()>,
     /// Keeps the embedded store's folder alive for the test's duration.
     _data_dir: TempDir,
+    /// The Blob Storage emulator of the images, when they are kept there; stopped last.
+    _azurite: Option<Azurite>,
 }
 
 /// MiB of list pages the applications of the tests keep.
@@ -95,6 +102,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         change_feed,
         auth: Default::default(),
         site: Default::default(),
+        images: Default::default(),
     }
 }
 
@@ -152,6 +160,7 @@ pub struct Spawn<'a> {
     adjust: Vec<Adjustment<'a>>,
     telemetry: Option<Telemetry>,
     addressed: bool,
+    azurite: Option<Azurite>,
 }
 
 impl<'a> Spawn<'a> {
@@ -164,7 +173,15 @@ impl<'a> Spawn<'a> {
             adjust: Vec::new(),
             telemetry: None,
             addressed: true,
+            azurite: None,
         }
+    }
+
+    /// The images' bytes in Azure Blob Storage on `azurite` (BLOG_IMAGES_CONNECTION), which
+    /// the application keeps running until it stops; files beside the store by default.
+    pub fn blob_images(mut self, azurite: Azurite) -> Self {
+        self.azurite = Some(azurite);
+        self
     }
 
     /// The layout of the fresh store (a given store has its own).
@@ -221,10 +238,13 @@ impl<'a> Spawn<'a> {
         };
         let mut settings = settings(data_dir.path().to_path_buf(), self.change_feed);
         settings.store.tenancy = store.tenancy();
+        if let Some(azurite) = &self.azurite {
+            settings.images.blob_connection = Some(azurite.connection_string());
+        }
         for adjust in self.adjust {
             adjust(&mut settings);
         }
-        let app = serve(settings, store, data_dir, self.telemetry).await;
+        let app = serve(settings, store, data_dir, self.telemetry, self.azurite).await;
         if self.addressed { app.addressed() } else { app }
     }
 }
@@ -234,12 +254,18 @@ async fn serve(
     store: Arc<dyn Store>,
     data_dir: TempDir,
     telemetry: Option<Telemetry>,
+    azurite: Option<Azurite>,
 ) -> TestApp {
     let app = match telemetry {
         Some(own) => Application::with_telemetry(&settings, Arc::clone(&store), own).await,
         None => Application::with_store(&settings, Arc::clone(&store)).await,
     }
     .expect("application builds");
+    let images = settings
+        .images
+        .open_store(data_dir.path(), &settings.store)
+        .await
+        .expect("the application's image store");
     let address = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
@@ -255,9 +281,11 @@ async fn serve(
         whole_store: Arc::clone(&store),
         store,
         tenant: None,
+        images,
         _server: Arc::new(ServerGuard {
             _stop: stop,
             _data_dir: data_dir,
+            _azurite: azurite,
         }),
     }
 }
@@ -295,6 +323,7 @@ impl TestApp {
             store: tenant::scoped(&self.whole_store, &tenant),
             whole_store: Arc::clone(&self.whole_store),
             tenant: Some(tenant),
+            images: Arc::clone(&self.images),
             _server: Arc::clone(&self._server),
         }
     }
@@ -573,5 +602,48 @@ macro_rules! operation_tests {
         $crate::backend_tests!($($name),*);
         $crate::test_module!(multi_embedded, ($crate::app!(Embedded, Multi)): $($name),*);
         $crate::test_module!(multi_cosmos, ($crate::app!(Cosmos, Multi)): $($name),*);
+    };
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) as [`operation_tests!`] does,
+/// with the images' bytes in files beside the store, and twice more with them in Azure Blob
+/// Storage on Azurite: `blob` (the embedded store, `single`) and `multi_blob` (Cosmos DB,
+/// `multi`). One image store trait, two implementations, the same tests. Where Azurite cannot
+/// start, the Blob Storage runs skip with the reason printed (under CI they fail).
+#[macro_export]
+macro_rules! image_tests {
+    ($($name:ident),* $(,)?) => {
+        $crate::operation_tests!($($name),*);
+        mod blob {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
+                        return;
+                    };
+                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
+                        .blob_images(azurite)
+                        .start()
+                        .await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod multi_blob {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
+                        return;
+                    };
+                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
+                        .layout(::cosmos_blog::store::Tenancy::Multi)
+                        .blob_images(azurite)
+                        .start()
+                        .await;
+                    super::$name(app).await;
+                }
+            )*
+        }
     };
 }

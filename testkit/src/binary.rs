@@ -36,7 +36,7 @@ macro_rules! binary {
 }
 
 /// Variables of the tests' own environment that would change what the binary does.
-const CLEARED: [&str; 19] = [
+const CLEARED: [&str; 22] = [
     "BLOG_AUTH",
     "BLOG_PUBLIC_URL",
     "BLOG_CSRF_KEY",
@@ -48,6 +48,9 @@ const CLEARED: [&str; 19] = [
     "BLOG_CHANGE_FEED",
     "BLOG_TENANCY",
     "BLOG_PORT_FILE",
+    "BLOG_IMAGES_ENDPOINT",
+    "BLOG_IMAGES_CONNECTION",
+    "BLOG_IMAGES_CONTAINER",
     "CosmosDBConnection",
     "CosmosDBConnection__accountEndpoint",
     "RUST_LOG",

@@ -7,6 +7,7 @@
 //! - [`emulator`]: the Cosmos DB store on the SDK's in-memory emulator;
 //! - [`metered::MeteredStore`]: a store that counts what is asked of it (requests,
 //!   partitions, items, RU).
+//! - [`azurite::Azurite`]: the Azure Storage emulator, for the images' Blob Storage.
 
 #![allow(
     clippy::unwrap_used,
@@ -14,6 +15,7 @@
 )]
 
 pub mod app;
+pub mod azurite;
 pub mod binary;
 pub mod double;
 pub mod emulator;
@@ -21,5 +23,6 @@ pub mod metered;
 pub mod poll;
 
 pub use app::{Backend, OPERATION_TENANT, Spawn, TestApp, ids, open_backend, settings};
+pub use azurite::Azurite;
 pub use binary::{Binary, Served};
 pub use poll::{assert_store_verifies, eventually, eventually_ok};

@@ -13,6 +13,7 @@ mod blog;
 mod chromium;
 mod cross_site;
 mod hostile;
+mod images;
 mod journey;
 mod pages;
 mod screenshots;
@@ -109,5 +110,27 @@ async fn the_main_pages_have_no_accessibility_violation_in_either_theme() {
     with_browser(name, Script::On, |client| {
         axe::the_main_pages_have_no_accessibility_violation(Visitor::new(client, &app), &app, &axe)
     })
+    .await;
+}
+
+#[tokio::test]
+async fn a_writer_pastes_a_photo_into_a_post() {
+    let app = blog::spawn().await;
+    with_browser(
+        "a_writer_pastes_a_photo_into_a_post",
+        Script::On,
+        |client| images::a_writer_pastes_a_photo_into_a_post(Visitor::new(client, &app)),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_writer_uploads_a_photo_without_javascript() {
+    let app = blog::spawn_on(Backend::Embedded, Tenancy::Multi).await;
+    with_browser(
+        "a_writer_uploads_a_photo_without_javascript",
+        Script::Off,
+        |client| images::a_writer_uploads_a_photo_without_javascript(Visitor::new(client, &app)),
+    )
     .await;
 }

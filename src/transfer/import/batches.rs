@@ -48,6 +48,7 @@ pub(super) fn stored_form(item: Item, blog: &ImportedBlog) -> serde_json::Result
     };
     let value = match item {
         Item::User(user) => serde_json::to_value(user),
+        Item::Image(image) => serde_json::to_value(image),
         Item::Erasure(tombstone) | Item::DeletedPost(tombstone) => serde_json::to_value(tombstone),
         Item::Post(mut post) => {
             let tally = blog.tally(&post.post_id);

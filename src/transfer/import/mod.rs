@@ -28,11 +28,13 @@ use serde_json::Value;
 
 mod batches;
 
+use super::images::import_bytes;
 use super::marker::{self, UnfinishedImport};
 use super::validate::{self, Catalog, ImportedBlog, InputError, Invalid, Line, Lines};
 use super::{Kind, MANIFEST, Manifest, TransferProgress};
 use crate::copies::{Report, Source};
 use crate::domain::{Post, TenantId, is_a};
+use crate::images::{ImageStore, Scope};
 use crate::store::{Container, PageRequest, Query, Store, Tenancy};
 use crate::words::count;
 use batches::{Batches, Loaded, Views, retrying, stored_form};
@@ -194,6 +196,18 @@ impl Plan {
         &self.manifest
     }
 
+    /// Puts the bytes of the images loaded into `images`, the target's image store: each
+    /// blog's under the scope of the blog it goes to. Run before [`Plan::import`], so that no
+    /// item is ever without its image. The number of files put.
+    pub async fn import_image_bytes(&self, images: &dyn ImageStore) -> anyhow::Result<u64> {
+        let into = |tenant: &Option<TenantId>| {
+            self.routing
+                .route(tenant)
+                .map(|into| Scope::of(into.as_ref()))
+        };
+        import_bytes(images, &self.catalog.images, into, &self.folder).await
+    }
+
     /// The blogs of the export that are loaded, each with where it goes.
     fn loaded(&self) -> impl Iterator<Item = (&Option<TenantId>, &ImportedBlog)> {
         self.catalog
@@ -277,10 +291,15 @@ impl Plan {
         &self,
         kind: Kind,
     ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Loaded>> + '_> {
-        let mut lines = Lines::open(&self.folder, kind, self.manifest.layout)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut lines = match validate::absent_and_empty(&self.folder, &self.manifest, kind) {
+            true => None,
+            false => Some(
+                Lines::open(&self.folder, kind, self.manifest.layout)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            ),
+        };
         Ok(
-            std::iter::from_fn(move || lines.next()).filter_map(move |(number, line)| {
+            std::iter::from_fn(move || lines.as_mut()?.next()).filter_map(move |(number, line)| {
                 let loaded = line
                     .map_err(|why| {
                         anyhow::anyhow!(

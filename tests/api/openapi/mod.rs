@@ -86,6 +86,7 @@ fn in_layout(tenancy: Tenancy, path: &str) -> String {
 }
 
 mod committed;
+mod image_body;
 mod patterns;
 mod responses;
 mod routes;

@@ -573,6 +573,7 @@ fn store_calls(expect: u16, tenancy: Tenancy) -> Vec<Call> {
         call(Method::DELETE, "/api/posts/p1/likes", expect).by("ada"),
     ];
     calls.extend(only_multi);
+    calls.extend(images::store_calls(expect));
     calls
 }
 
@@ -661,6 +662,7 @@ async fn answers_as_documented(app: TestApp, tenancy: Tenancy) {
     for call in delete_calls(&post, &comment) {
         check(&app, tenancy, &described, call, &mut coverage).await;
     }
+    images::check_image_calls(&app, tenancy, &described, &mut coverage).await;
 
     // What a store that is down, or throttling, makes each operation answer.
     for (failure, status) in [(Failure::Unavailable, 503), (Failure::Throttled, 429)] {
@@ -700,3 +702,5 @@ impl Hooks for Failure {
         })
     }
 }
+
+mod images;

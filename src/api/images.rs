@@ -1,0 +1,303 @@
+//! The routes of images in posts: upload, list one's own, delete. The bytes themselves are
+//! served at `/images/{imageId}` by the pages (`web`), where a browser finds them.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::Extension;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::description::{
+    BadRequest, Forbidden, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge,
+    NotFound, StoreFailures, Unauthorized,
+};
+use super::extract::{Caller, List, ListParams};
+use super::paths::{ImagePath, UserPath};
+use super::state::AppState;
+use super::tenants::CurrentBlog;
+use crate::domain::{TenantId, UserId};
+use crate::error::{Error, Result};
+use crate::images::{ImageId, ImageItem, ImageRefusal, Scope};
+
+/// An image as the API answers it: where it is served and what it is.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageView {
+    #[schema(value_type = String)]
+    pub id: ImageId,
+    /// Where the image is served, on this site (a path: `/images/{id}`, under the tenant's
+    /// prefix in a multi-tenant deployment). Its bytes never change.
+    pub url: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`: the type of the bytes.
+    pub content_type: String,
+    /// The size of the stored image: after its metadata was removed.
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
+    /// The smaller renditions made at upload, narrowest first (none for a narrow image).
+    pub renditions: Vec<RenditionView>,
+    /// When it was uploaded (UTC, ISO-8601).
+    pub creation_date: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RenditionView {
+    pub url: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// The bytes of an image of one type as a request body, described as OpenAPI 3.1 describes
+/// raw binary content: no `type` (the body is not a JSON string) and the media type as
+/// `contentMediaType`.
+macro_rules! image_bytes {
+    ($name:ident, $media_type:literal) => {
+        #[doc = concat!("A request body of `", $media_type, "` bytes.")]
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::SchemaType::AnyValue)
+                    .content_media_type($media_type)
+                    .description(Some(concat!(
+                        "The image's bytes as they are (",
+                        $media_type,
+                        "), not encoded."
+                    )))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {}
+    };
+}
+
+image_bytes!(PngBytes, "image/png");
+image_bytes!(JpegBytes, "image/jpeg");
+image_bytes!(GifBytes, "image/gif");
+image_bytes!(WebpBytes, "image/webp");
+
+/// A page of the caller's images.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImagePage {
+    pub items: Vec<ImageView>,
+    /// Pass it back as `?continuation=` for the next page; `null` on the last one.
+    pub continuation: Option<String>,
+}
+
+/// The path where the image of `id` is served in `tenant`'s blog (or the one blog).
+pub fn image_path(tenant: Option<&TenantId>, id: &ImageId, width: Option<u32>) -> String {
+    let base = match tenant {
+        Some(tenant) => format!(
+            "/tenants/{}",
+            percent_encoding::utf8_percent_encode(
+                tenant.as_str(),
+                percent_encoding::NON_ALPHANUMERIC
+            )
+        ),
+        None => String::new(),
+    };
+    match width {
+        Some(width) => format!("{base}/images/{id}/{width}"),
+        None => format!("{base}/images/{id}"),
+    }
+}
+
+impl ImageView {
+    pub fn of(item: &ImageItem, tenant: Option<&TenantId>) -> Self {
+        Self {
+            id: item.id.clone(),
+            url: image_path(tenant, &item.id, None),
+            content_type: item.content_type.clone(),
+            bytes: item.bytes,
+            width: item.width,
+            height: item.height,
+            renditions: item
+                .renditions
+                .iter()
+                .map(|r| RenditionView {
+                    url: image_path(tenant, &item.id, Some(r.width)),
+                    width: r.width,
+                    height: r.height,
+                })
+                .collect(),
+            creation_date: item.creation_date.to_string(),
+        }
+    }
+}
+
+/// The tenant a request addresses, if any.
+type Tenant = Option<Extension<TenantId>>;
+
+fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
+    tenant.as_ref().map(|Extension(tenant)| tenant)
+}
+
+/// Upload an image
+///
+/// The image's bytes are the body, with their type as `Content-Type`. The type is read from
+/// the bytes and must agree; the image is decoded, turned the right way up and encoded again,
+/// so that none of its metadata (EXIF, XMP, GPS, comments) is kept; wide images get smaller
+/// renditions. Signed-in callers only, never from another site's page.
+#[utoipa::path(
+    post,
+    path = "/images",
+    operation_id = "UploadImage",
+    tag = "images",
+    request_body(
+        description = "The image's bytes: PNG, JPEG, GIF or WebP, at most the upload limit (5 MiB by default).",
+        content(
+            (inline(PngBytes) = "image/png"),
+            (inline(JpegBytes) = "image/jpeg"),
+            (inline(GifBytes) = "image/gif"),
+            (inline(WebpBytes) = "image/webp"),
+        ),
+    ),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 201, description = "The image is stored; `url` serves it.", body = ImageView,
+            headers(("Location" = String, description = "The image's `url`."))),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = NotFound),
+        (status = 409, response = ImageQuotaExceeded),
+        (status = 413, response = ImageTooLarge),
+        (status = 415, response = ImageNotTaken),
+        StoreFailures,
+    )
+)]
+pub(super) async fn upload_image(
+    CurrentBlog(blog): CurrentBlog,
+    Caller(caller): Caller,
+    tenant: Tenant,
+    axum::extract::State(state): axum::extract::State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response> {
+    if let Some(encoding) = headers
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?").trim().to_owned())
+        .filter(|e| !e.eq_ignore_ascii_case("identity"))
+    {
+        return Ok(crate::problem::Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-encoding",
+            format!("the image is sent with Content-Encoding {encoding:?}; send it unencoded"),
+        )
+        .into_response());
+    }
+    let declared = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let upload = read_upload(body, state.images.limits().max_bytes).await?;
+    let tenant = tenant_of(&tenant);
+    let scope = Scope::of(tenant);
+    let item = blog
+        .upload_image(&state.images, &scope, &caller, declared, upload)
+        .await?;
+    let view = ImageView::of(&item, tenant);
+    let mut response = (StatusCode::CREATED, Json(&view)).into_response();
+    if let Ok(location) = HeaderValue::from_str(&view.url) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// The body, up to `limit` bytes; past it a 413 before the rest is read.
+pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
+    axum::body::to_bytes(body, limit.saturating_add(1))
+        .await
+        .map_err(|_| {
+            Error::from(ImageRefusal::TooLarge {
+                bytes: limit.saturating_add(1),
+                limit,
+            })
+        })
+        .and_then(|bytes| {
+            if bytes.len() > limit {
+                Err(ImageRefusal::TooLarge {
+                    bytes: bytes.len(),
+                    limit,
+                }
+                .into())
+            } else {
+                Ok(bytes)
+            }
+        })
+}
+
+/// Delete an image
+///
+/// The owner's alone. Its URL answers 404 from then on; a post that shows it shows its alt
+/// text instead.
+#[utoipa::path(
+    delete,
+    path = "/images/{imageId}",
+    operation_id = "DeleteImage",
+    tag = "images",
+    params(("imageId" = String, Path, description = "The image's id (a UUID).")),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 204, description = "The image is deleted."),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 404, response = ImageNotFound),
+        StoreFailures,
+    )
+)]
+pub(super) async fn delete_image(
+    CurrentBlog(blog): CurrentBlog,
+    Caller(caller): Caller,
+    tenant: Tenant,
+    axum::extract::State(state): axum::extract::State<AppState>,
+    ImagePath(image_id): ImagePath,
+) -> Result<StatusCode> {
+    let scope = Scope::of(tenant_of(&tenant));
+    blog.delete_image(&state.images, &scope, &caller, &image_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// List one's own images
+///
+/// The caller's images, newest first, a page at a time: one query of the caller's partition
+/// of `users`. Nobody else's.
+#[utoipa::path(
+    get,
+    path = "/users/{userId}/images",
+    operation_id = "ListUserImages",
+    tag = "images",
+    params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
+    security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses(
+        (status = 200, description = "A page of the caller's images.", body = ImagePage),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        StoreFailures,
+    )
+)]
+pub(super) async fn user_images(
+    CurrentBlog(blog): CurrentBlog,
+    Caller(caller): Caller,
+    tenant: Tenant,
+    UserPath(user_id): UserPath,
+    list: List,
+) -> Result<Json<ImagePage>> {
+    let page = blog
+        .user_images(&caller, &user_id, list.size, list.continuation.as_deref())
+        .await?;
+    let tenant = tenant_of(&tenant);
+    Ok(Json(ImagePage {
+        items: page
+            .items
+            .iter()
+            .map(|item| ImageView::of(item, tenant))
+            .collect(),
+        continuation: page.continuation,
+    }))
+}

@@ -1,0 +1,258 @@
+//! What an upload must be before anything decodes it: one of four types, read from its
+//! bytes and agreeing with the declared one, nothing hidden beside the image, within the size
+//! limits, and a pixel size (read from the header) within the pixel limit.
+
+use std::io::Cursor;
+
+use axum::http::StatusCode;
+
+use super::limits::Limits;
+
+/// The four formats served. Each is read from the bytes' signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+    Gif,
+    Webp,
+}
+
+impl ImageFormat {
+    pub const ALL: [ImageFormat; 4] = [Self::Png, Self::Jpeg, Self::Gif, Self::Webp];
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Png => "image/png",
+            Self::Jpeg => "image/jpeg",
+            Self::Gif => "image/gif",
+            Self::Webp => "image/webp",
+        }
+    }
+
+    /// The format whose signature starts `bytes`, if one of the four.
+    pub fn sniff(bytes: &[u8]) -> Option<Self> {
+        if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(Self::Png)
+        } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            Some(Self::Jpeg)
+        } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+            Some(Self::Gif)
+        } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+            Some(Self::Webp)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn codec(self) -> image::ImageFormat {
+        match self {
+            Self::Png => image::ImageFormat::Png,
+            Self::Jpeg => image::ImageFormat::Jpeg,
+            Self::Gif => image::ImageFormat::Gif,
+            Self::Webp => image::ImageFormat::WebP,
+        }
+    }
+
+    fn from_media_type(declared: &str) -> Option<Self> {
+        let essence = declared.split(';').next().unwrap_or_default().trim();
+        Self::ALL
+            .into_iter()
+            .find(|format| format.content_type().eq_ignore_ascii_case(essence))
+    }
+}
+
+/// Why an upload is not stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageRefusal {
+    #[error(
+        "the body is {bytes} bytes; an image may be at most {limit} bytes ({} MiB)",
+        limit / (1024 * 1024)
+    )]
+    TooLarge { bytes: usize, limit: usize },
+    #[error("the body is empty: send the image's bytes")]
+    Empty,
+    #[error(
+        "send an image as image/png, image/jpeg, image/gif or image/webp (the Content-Type); \
+         {0}"
+    )]
+    UnsupportedType(String),
+    #[error("the bytes are {found}, but the request says {declared}: send the type they are")]
+    TypeMismatch {
+        declared: String,
+        found: &'static str,
+    },
+    #[error("the bytes hold more than one image: {0}")]
+    NotOnlyAnImage(&'static str),
+    #[error(
+        "the image is {width}×{height} pixels; at most {max_side} pixels a side and \
+         {max_pixels} pixels in all are taken"
+    )]
+    TooManyPixels {
+        width: u32,
+        height: u32,
+        max_side: u32,
+        max_pixels: u64,
+    },
+    #[error("the bytes do not decode as the {0} they start as")]
+    Undecodable(&'static str),
+    #[error(
+        "this account's images would take {needed} bytes; it may keep {quota}: delete some first"
+    )]
+    QuotaExceeded { needed: u64, quota: u64 },
+}
+
+impl ImageRefusal {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::TooLarge { .. } | Self::TooManyPixels { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Empty => StatusCode::BAD_REQUEST,
+            Self::UnsupportedType(_)
+            | Self::TypeMismatch { .. }
+            | Self::NotOnlyAnImage(_)
+            | Self::Undecodable(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::QuotaExceeded { .. } => StatusCode::CONFLICT,
+        }
+    }
+
+    /// The problem document's stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "image-too-large",
+            Self::Empty => "empty-body",
+            Self::UnsupportedType(_) => "unsupported-media-type",
+            Self::TypeMismatch { .. } => "image-type-mismatch",
+            Self::NotOnlyAnImage(_) => "not-only-an-image",
+            Self::TooManyPixels { .. } => "image-too-many-pixels",
+            Self::Undecodable(_) => "undecodable-image",
+            Self::QuotaExceeded { .. } => "image-quota-exceeded",
+        }
+    }
+}
+
+/// Markup that a browser sniffing the bytes (or a file viewer) could run or render: an
+/// upload that carries any of it is a polyglot, whatever it decodes as.
+const MARKUP: [&[u8]; 8] = [
+    b"<script",
+    b"<html",
+    b"<svg",
+    b"<!doctype",
+    b"<?xml",
+    b"<body",
+    b"<iframe",
+    b"javascript:",
+];
+
+/// The format of an upload that may be decoded, or why it may not.
+pub(super) fn admit(
+    declared: Option<&str>,
+    upload: &[u8],
+    limits: &Limits,
+) -> Result<ImageFormat, ImageRefusal> {
+    if upload.len() > limits.max_bytes {
+        return Err(ImageRefusal::TooLarge {
+            bytes: upload.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    let declared = declared.unwrap_or_default().trim();
+    let Some(declared_format) = ImageFormat::from_media_type(declared) else {
+        let said = if declared.is_empty() {
+            "none was sent".to_owned()
+        } else {
+            format!("{declared:?} is not taken")
+        };
+        return Err(ImageRefusal::UnsupportedType(said));
+    };
+    if upload.is_empty() {
+        return Err(ImageRefusal::Empty);
+    }
+    let Some(found) = ImageFormat::sniff(upload) else {
+        return Err(ImageRefusal::UnsupportedType(
+            "the bytes are none of these".to_owned(),
+        ));
+    };
+    if found != declared_format {
+        return Err(ImageRefusal::TypeMismatch {
+            declared: declared.to_owned(),
+            found: found.content_type(),
+        });
+    }
+    if let Some(why) = hidden_content(found, upload) {
+        return Err(ImageRefusal::NotOnlyAnImage(why));
+    }
+    let (width, height) = header_dimensions(found, upload)?;
+    if width > limits.max_side
+        || height > limits.max_side
+        || u64::from(width) * u64::from(height) > limits.max_pixels
+    {
+        return Err(ImageRefusal::TooManyPixels {
+            width,
+            height,
+            max_side: limits.max_side,
+            max_pixels: limits.max_pixels,
+        });
+    }
+    Ok(found)
+}
+
+/// Why the bytes are more than an image: markup anywhere in them, or bytes after the
+/// format's end.
+fn hidden_content(format: ImageFormat, bytes: &[u8]) -> Option<&'static str> {
+    let lower = bytes.to_ascii_lowercase();
+    if MARKUP
+        .iter()
+        .any(|marker| lower.windows(marker.len()).any(|w| w == *marker))
+    {
+        return Some("it carries markup or script (HTML, SVG, XML)");
+    }
+    let trailing = match format {
+        // The IEND chunk: length 0, type, CRC.
+        ImageFormat::Png => !bytes.ends_with(b"\0\0\0\0IEND\xAE\x42\x60\x82"),
+        // The GIF trailer.
+        ImageFormat::Gif => bytes.last() != Some(&0x3B),
+        // The RIFF size counts every byte after the first eight.
+        ImageFormat::Webp => {
+            let size = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+            size + 8 != bytes.len() && size + 9 != bytes.len()
+        }
+        // Cameras pad JPEGs after their end; what follows is dropped by re-encoding.
+        ImageFormat::Jpeg => false,
+    };
+    trailing.then_some("bytes follow the end of the image")
+}
+
+/// The pixel size the header states, read without decoding the image.
+fn header_dimensions(format: ImageFormat, bytes: &[u8]) -> Result<(u32, u32), ImageRefusal> {
+    image::ImageReader::with_format(Cursor::new(bytes), format.codec())
+        .into_dimensions()
+        .map_err(|_| ImageRefusal::Undecodable(format.content_type()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_bytes: 1024,
+        max_pixels: 100,
+        max_side: 50,
+    };
+
+    #[test]
+    fn the_type_is_read_from_the_bytes() {
+        assert_eq!(ImageFormat::sniff(b"GIF89a...."), Some(ImageFormat::Gif));
+        assert_eq!(ImageFormat::sniff(b"<svg xmlns="), None);
+        let refused = admit(Some("image/svg+xml"), b"<svg/>", &LIMITS).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let html = admit(Some("image/png"), b"<html><script>", &LIMITS).unwrap_err();
+        assert_eq!(html.code(), "unsupported-media-type");
+        let mismatch = admit(Some("image/jpeg"), b"GIF89a\x01\0\x01\0", &LIMITS).unwrap_err();
+        assert_eq!(mismatch.code(), "image-type-mismatch");
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_refused_before_it_is_read() {
+        let refused = admit(Some("image/png"), &[0; 1025], &LIMITS).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}

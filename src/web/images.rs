@@ -1,0 +1,113 @@
+//! The bytes of images in posts, at `/images/{imageId}` (and `/images/{imageId}/{width}` for a
+//! smaller rendition): the exact type, cached for good (a name's bytes never change), a
+//! conditional GET answered without reading them, and a policy that lets nothing in them run.
+
+use axum::Extension;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::api::AppState;
+use crate::api::paths::{ImagePath, RenditionPath};
+use crate::domain::TenantId;
+use crate::error::Error;
+use crate::images::{ImageFormat, ImageId, ImageKey, Scope};
+use crate::problem::Problem;
+
+/// An image's response policy: nothing loads, nothing runs, nothing frames it, even if a
+/// browser were made to open it as a document.
+pub const IMAGE_CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; img-src 'self'; sandbox; frame-ancestors 'none'";
+
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// `GET /images/{imageId}`.
+pub async fn serve_image(
+    State(state): State<AppState>,
+    tenant: Option<Extension<TenantId>>,
+    headers: HeaderMap,
+    ImagePath(id): ImagePath,
+) -> Response {
+    let tenant = tenant.map(|Extension(t)| t);
+    serve(&state, tenant.as_ref(), &headers, id, None).await
+}
+
+/// `GET /images/{imageId}/{width}`: a smaller rendition.
+pub async fn serve_rendition(
+    State(state): State<AppState>,
+    tenant: Option<Extension<TenantId>>,
+    headers: HeaderMap,
+    RenditionPath(id, width): RenditionPath,
+) -> Response {
+    let tenant = tenant.map(|Extension(t)| t);
+    serve(&state, tenant.as_ref(), &headers, id, Some(width)).await
+}
+
+fn no_image() -> Response {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "image-not-found",
+        "there is no image at this address (it may have been deleted)",
+    )
+    .into_response()
+}
+
+async fn serve(
+    state: &AppState,
+    tenant: Option<&TenantId>,
+    headers: &HeaderMap,
+    id: ImageId,
+    width: Option<u32>,
+) -> Response {
+    let key = ImageKey {
+        scope: Scope::of(tenant),
+        id,
+        width,
+    };
+    // The name says which bytes: they never change, so the name is their tag.
+    let etag = format!("\"{}\"", key.name().rsplit('/').next().unwrap_or_default());
+    let matches = headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| tag.trim().trim_start_matches("W/") == etag);
+    let bytes = match state.images.bytes().get(&key.name()).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return no_image(),
+        Err(failed) => return Error::from(failed).into_response(),
+    };
+    // Stored bytes are re-encoded images; the type is read from them once more, so that no
+    // response ever claims a type its bytes are not.
+    let Some(format) = ImageFormat::sniff(&bytes) else {
+        tracing::error!(name = key.name(), "stored image bytes of no known type");
+        return no_image();
+    };
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        Response::new(Body::from(bytes))
+    };
+    let answer = response.headers_mut();
+    answer.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    answer.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+    answer.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(IMAGE_CONTENT_SECURITY_POLICY),
+    );
+    answer.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
+        answer.insert(header::ETAG, etag);
+    }
+    if matches {
+        answer.remove(header::CONTENT_TYPE);
+    }
+    response
+}

@@ -1,0 +1,179 @@
+//! The images' bytes in Azure Blob Storage, on Azurite, where only that store differs from the
+//! files beside the embedded store (every image test also runs on it: `image_tests!`): the
+//! container made at start-up with a connection string, the binary's `verify` and
+//! `verify --repair` reading the same container as the server, and start-up refusing what
+//! it cannot use.
+
+use image::ImageFormat;
+use reqwest::StatusCode;
+
+use testkit::{Azurite, Backend, TestApp, binary};
+
+use super::images::{picture, uploaded};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_string_makes_the_named_container_and_keeps_every_blob_there() {
+    use cosmos_blog::images::{BlobImageStore, ImageStore};
+
+    let Some(azurite) = Azurite::start_or_skip().await else {
+        return;
+    };
+    let connection = azurite.connection_string();
+    let app = TestApp::spawn(Backend::Embedded)
+        .blob_images(azurite)
+        .settings(|settings| settings.images.blob_container = "pictures".into())
+        .start()
+        .await;
+    assert_eq!(app.images.backend(), "blob");
+    app.register("ada", "Ada").await;
+    let image = uploaded(
+        &app,
+        "ada",
+        "image/png",
+        picture(1000, 20, ImageFormat::Png),
+    )
+    .await;
+    let id = image["id"].as_str().unwrap();
+
+    // Another client of the same container sees the image and its two renditions, under the
+    // image store's names, and the served bytes are the blob's.
+    let pictures = BlobImageStore::with_connection_string(&connection, "pictures")
+        .await
+        .unwrap();
+    let mut names = pictures.list().await.unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            format!("blog/{id}"),
+            format!("blog/{id}.w480"),
+            format!("blog/{id}.w960")
+        ]
+    );
+    let served = app
+        .client
+        .get(app.raw_url(image["url"].as_str().unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(served.status(), StatusCode::OK);
+    let blob = pictures.get(&format!("blog/{id}")).await.unwrap().unwrap();
+    assert_eq!(served.bytes().await.unwrap(), blob);
+    assert_eq!(pictures.get("blog/missing").await.unwrap(), None);
+    app.assert_verifies().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binarys_verify_reads_the_blob_container_and_repair_removes_its_orphans() {
+    use cosmos_blog::images::{ImageId, ImageKey, Scope};
+
+    let Some(azurite) = Azurite::start_or_skip().await else {
+        return;
+    };
+    let connection = azurite.connection_string();
+    let dir = tempfile::TempDir::new().unwrap();
+    let data = dir.path().to_path_buf();
+    let app = TestApp::spawn(Backend::Embedded)
+        .data_dir(dir)
+        .blob_images(azurite)
+        .start()
+        .await;
+    app.register("ada", "Ada").await;
+    uploaded(&app, "ada", "image/png", picture(20, 20, ImageFormat::Png)).await;
+    // What an upload cut off between its bytes and its item leaves.
+    let orphan = ImageKey::original(Scope::Blog, ImageId::generate()).name();
+    app.images
+        .put(&orphan, bytes::Bytes::from_static(b"x"), "image/png")
+        .await
+        .unwrap();
+
+    let verify = |repair: bool| {
+        let mut command = binary!()
+            .on_data(&data)
+            .env("BLOG_IMAGES_CONNECTION", &connection)
+            .subcommand("verify");
+        if repair {
+            command = command.arg("--repair");
+        }
+        command.output()
+    };
+    let found = verify(false);
+    let said = String::from_utf8_lossy(&found.stdout).into_owned();
+    assert_eq!(found.status.code(), Some(1), "{found:?}");
+    assert!(
+        said.contains(&format!("orphan-image-bytes: {orphan}")),
+        "{said}"
+    );
+    let repaired = verify(true);
+    let said = String::from_utf8_lossy(&repaired.stdout).into_owned();
+    assert_eq!(repaired.status.code(), Some(0), "{repaired:?}");
+    assert!(
+        said.contains("images: 1 image item, every one with its bytes"),
+        "{said}"
+    );
+    assert!(!app.images.list().await.unwrap().contains(&orphan));
+    assert_eq!(verify(false).status.code(), Some(0));
+}
+
+/// A folder holding an empty embedded store, for `verify` to open.
+async fn a_store() -> tempfile::TempDir {
+    let dir = tempfile::TempDir::new().unwrap();
+    let store =
+        testkit::open_backend(Backend::Embedded, cosmos_blog::store::Tenancy::Single, &dir).await;
+    drop(store);
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_says_what_it_cannot_use_for_the_images() {
+    let dir = a_store().await;
+    // The managed identity (here none: off Azure, the developer's sign-in, which this machine
+    // may lack; nothing listens on that port either) cannot reach the container: nothing
+    // starts, and it says which container and why.
+    let no_identity = binary!()
+        .on_data(dir.path())
+        .env("BLOG_IMAGES_ENDPOINT", "https://127.0.0.1:9/")
+        .env("BLOG_IMAGES_CONTAINER", "photos")
+        .subcommand("verify")
+        .output();
+    let said = String::from_utf8_lossy(&no_identity.stderr).into_owned();
+    assert_eq!(no_identity.status.code(), Some(2), "{no_identity:?}");
+    assert!(
+        said.contains("https://127.0.0.1:9/photos") && said.contains("managed identity"),
+        "{said}"
+    );
+
+    for (name, value, expected) in [
+        (
+            "BLOG_IMAGES_CONNECTION",
+            "AccountName=a;AccountKey=c2VjcmV0;BlobEndpoint=http://blob.example/a",
+            "plain http on another machine",
+        ),
+        (
+            "BLOG_IMAGES_CONTAINER",
+            "Not_A_Container",
+            "not a container name",
+        ),
+    ] {
+        let refused = binary!()
+            .on_data(dir.path())
+            .env("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true")
+            .env(name, value)
+            .subcommand("verify")
+            .output();
+        let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+        assert!(said.contains(expected), "{said}");
+        assert!(!said.contains("c2VjcmV0"), "the key is never shown: {said}");
+    }
+
+    let both = binary!()
+        .on_data(dir.path())
+        .env("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true")
+        .env("BLOG_IMAGES_ENDPOINT", "https://blog.blob.core.windows.net")
+        .subcommand("verify")
+        .output();
+    let said = String::from_utf8_lossy(&both.stderr).into_owned();
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    assert!(said.contains("give one"), "{said}");
+}
