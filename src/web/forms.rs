@@ -352,7 +352,7 @@ fn write_page(
         content_error: error_of("content"),
         publication_error: ["tags", "status", "publishAt"]
             .into_iter()
-            .find_map(|field| error_of(field)),
+            .find_map(error_of),
         problem: None,
     }
 }
