@@ -30,7 +30,9 @@ async fn on_post_changed_copies_each_post_within_its_tenant() {
     assert_eq!(content_type, "application/json");
     assert_eq!(
         logs(&body)[0],
-        "OnPostChanged: 4 processed, 8 written, 0 skipped"
+        // A user copy and a feed copy each; in each tenant's archive, its posts' copies, the
+        // month's count and its index entry.
+        "OnPostChanged: 4 processed, 16 written, 0 skipped"
     );
 
     // Both tenants have a post `p-a` by a user `u-ada`: each keeps its own.

@@ -13,7 +13,9 @@ async fn on_post_changed_answers_the_host_and_copies_posts() {
     assert_eq!(body["Outputs"], json!({}));
     assert_eq!(body["ReturnValue"], Value::Null);
     let logs = logs(&body);
-    assert_eq!(logs[0], "OnPostChanged: 4 processed, 8 written, 0 skipped");
+    // A user copy and a feed copy each, and the month's archive: four copies, its count and
+    // its index entry.
+    assert_eq!(logs[0], "OnPostChanged: 4 processed, 14 written, 0 skipped");
 
     let feed = h.get("/api/feed").await;
     assert_eq!(ids(&feed), ["p-c", "p-d", "p-b", "p-a"]);
@@ -97,7 +99,8 @@ async fn an_invalid_document_is_logged_and_skipped_without_losing_the_others() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let logs = logs(&body);
-    assert_eq!(logs[0], "OnPostChanged: 2 processed, 4 written, 1 skipped");
+    // A user copy and a feed copy each; two archive copies, the month's count and index entry.
+    assert_eq!(logs[0], "OnPostChanged: 2 processed, 8 written, 1 skipped");
     assert!(
         logs[1].starts_with("OnPostChanged: skipped post \"p-bad\""),
         "{logs:?}"
