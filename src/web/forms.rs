@@ -357,7 +357,7 @@ pub(super) fn write_page(
         content_error: error_of("content"),
         publication_error: ["tags", "status", "publishAt"]
             .into_iter()
-            .find_map(|field| error_of(field)),
+            .find_map(error_of),
         problem: None,
         upload_action,
         foreign_images: super::markdown::shows_foreign_images(&form.content),

@@ -507,7 +507,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     assert_eq!(
         stdout_lines(&healthy),
         [
-            "verify: OK, every invariant holds (1 user, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: OK, every invariant holds (1 user, 3 posts, 0 comments, 0 likes, 3 post copies in users, 3 feed items, 5 view items)"
         ]
     );
 
@@ -623,7 +623,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         stdout_lines(&output),
         [
             "count-mismatch posts/post-010/post-010: commentCount 0 but 10000 comments, likeCount 0 but 0 likes",
-            "verify: FAILED, 1 violation (1 user, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items)"
+            "verify: FAILED, 1 violation (1 user, 3 posts, 10000 comments, 0 likes, 3 post copies in users, 3 feed items, 5 view items)"
         ]
     );
 }

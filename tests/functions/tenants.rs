@@ -23,10 +23,12 @@ async fn copies(h: &Harness, container: Container) -> BTreeSet<(String, String, 
 #[tokio::test]
 async fn on_post_changed_copies_each_post_within_its_tenant() {
     let h = Harness::with(Tenancy::Multi);
+    // A user copy and a feed copy each; in each tenant's archive, its posts' copies, the
+    // month's count and its index entry.
     h.deliver(
         "OnPostChanged",
         "on_post_changed_two_tenants.json",
-        "OnPostChanged: 4 processed, 8 written, 0 skipped",
+        "OnPostChanged: 4 processed, 16 written, 0 skipped",
     )
     .await;
 

@@ -5,11 +5,13 @@ use super::*;
 #[tokio::test]
 async fn on_post_changed_answers_the_host_and_copies_posts() {
     let h = Harness::new();
+    // A user copy and a feed copy each, and the month's archive: four copies, its count and
+    // its index entry.
     let body = h
         .deliver(
             "OnPostChanged",
             "on_post_changed.json",
-            "OnPostChanged: 4 processed, 8 written, 0 skipped",
+            "OnPostChanged: 4 processed, 14 written, 0 skipped",
         )
         .await;
     assert_eq!(body["Outputs"], json!({}));
@@ -87,11 +89,12 @@ async fn redelivering_a_batch_changes_nothing() {
 #[tokio::test]
 async fn an_invalid_document_is_logged_and_skipped_without_losing_the_others() {
     let h = Harness::new();
+    // A user copy and a feed copy each; two archive copies, the month's count and index entry.
     let body = h
         .deliver(
             "OnPostChanged",
             "on_post_changed_with_invalid_document.json",
-            "OnPostChanged: 2 processed, 4 written, 1 skipped",
+            "OnPostChanged: 2 processed, 8 written, 1 skipped",
         )
         .await;
     let logs = logs(&body);

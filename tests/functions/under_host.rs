@@ -146,7 +146,7 @@ async fn log_lines_carry_the_level_and_the_invocation_id() {
     let lines: Vec<&str> = text.lines().collect();
     let report = lines
         .iter()
-        .find(|l| l.contains("OnPostChanged: 2 processed, 4 written, 1 skipped"))
+        .find(|l| l.contains("OnPostChanged: 2 processed, 8 written, 1 skipped"))
         .unwrap_or_else(|| panic!("no report line in:\n{text}"));
     let warning = lines
         .iter()
