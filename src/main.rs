@@ -390,7 +390,11 @@ async fn verify_image_bytes(
         let removed = verify::images::remove_orphans(images, &report).await?;
         say!(
             "repair: removed {}",
-            count(removed as u64, "orphan image file", "orphan image files")
+            count(
+                removed as u64,
+                "orphan image blob or file",
+                "orphan image blobs or files"
+            )
         );
         report = verify::images::check_images(store, images).await?;
     }

@@ -248,3 +248,92 @@ async fn a_tenants_images_move_into_a_single_store() {
     assert_eq!(expected.len(), 2, "the image and its rendition");
     assert_serves(target, &[at_the_blog], &expected).await;
 }
+
+/// On Azure Blob Storage too: `export` reads the images from the container the server uses and
+/// `import` puts them into the target's container, byte for byte; the images' files never
+/// touch the data folder, and the imported store verifies against its container.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_and_import_carry_the_images_between_blob_containers() {
+    let Some(azurite) = testkit::Azurite::start_or_skip().await else {
+        return;
+    };
+    let connection = azurite.connection_string();
+    let in_container = |container: &'static str| {
+        let connection = connection.clone();
+        move |settings: &mut cosmos_blog::settings::Settings| {
+            settings.images.blob_connection = Some(connection);
+            settings.images.blob_container = container.to_owned();
+        }
+    };
+    let source = TempDir::new().unwrap();
+    let data = source.path().to_owned();
+    let app = TestApp::spawn(Backend::Embedded)
+        .data_dir(source)
+        .settings(in_container("source"))
+        .start()
+        .await;
+    app.register("ada", "Ada").await;
+    let images = vec![
+        uploaded(
+            &app,
+            "ada",
+            "image/png",
+            picture(1000, 600, ImageFormat::Png),
+        )
+        .await,
+    ];
+    let expected = served(&app, &images).await;
+    assert_eq!(expected.len(), 3, "a wide image has two renditions");
+    assert!(
+        !data.join("images").exists(),
+        "the bytes are in the container"
+    );
+
+    let work = TempDir::new().unwrap();
+    let export = work.path().join("export");
+    let exported = run(binary!()
+        .on_data(&data)
+        .env("BLOG_IMAGES_CONNECTION", &connection)
+        .env("BLOG_IMAGES_CONTAINER", "source")
+        .subcommand("export")
+        .arg("--out")
+        .arg(&export));
+    let said = String::from_utf8_lossy(&exported.stdout);
+    assert!(said.contains("1 image"), "{said}");
+    for (url, bytes) in &expected {
+        let name = url.trim_start_matches("/images/").replace('/', ".w");
+        let file = export.join("images").join("blog").join(name);
+        assert_eq!(&std::fs::read(&file).unwrap(), bytes, "{}", file.display());
+    }
+
+    let imported = TempDir::new().unwrap();
+    let imported_path = imported.path().to_owned();
+    run(binary!()
+        .on_data(&imported_path)
+        .env("BLOG_IMAGES_CONNECTION", &connection)
+        .env("BLOG_IMAGES_CONTAINER", "target")
+        .subcommand("import")
+        .arg("--from")
+        .arg(&export));
+    assert!(!imported_path.join("images").exists(), "into the container");
+    drop(app);
+
+    let copy = TestApp::spawn(Backend::Embedded)
+        .data_dir(imported)
+        .settings(in_container("target"))
+        .start()
+        .await;
+    assert_eq!(served(&copy, &images).await, expected);
+    let verified = binary!()
+        .on_data(&imported_path)
+        .env("BLOG_IMAGES_CONNECTION", &connection)
+        .env("BLOG_IMAGES_CONTAINER", "target")
+        .subcommand("verify")
+        .output();
+    let stdout = String::from_utf8_lossy(&verified.stdout);
+    assert_eq!(verified.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("every one with its bytes, no orphan bytes"),
+        "{stdout}"
+    );
+}
