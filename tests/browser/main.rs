@@ -141,7 +141,7 @@ async fn a_writer_drafts_schedules_and_tags_a_post_with_javascript() {
     let app = blog::spawn_publishing(Backend::Embedded, Tenancy::Single).await;
     let name = "a_writer_drafts_schedules_and_tags_a_post_with_javascript";
     with_browser(name, Script::On, |client| {
-        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app), Script::On)
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
     })
     .await;
 }
@@ -151,7 +151,7 @@ async fn a_writer_drafts_schedules_and_tags_a_post_without_javascript_in_the_mul
     let app = blog::spawn_publishing(Backend::Embedded, Tenancy::Multi).await;
     let name = "a_writer_drafts_schedules_and_tags_a_post_without_javascript_in_the_multi_layout";
     with_browser(name, Script::Off, |client| {
-        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app), Script::Off)
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
     })
     .await;
 }
@@ -161,7 +161,7 @@ async fn a_writer_drafts_schedules_and_tags_a_post_on_the_cosmos_emulator() {
     let app = blog::spawn_publishing(Backend::Cosmos, Tenancy::Single).await;
     let name = "a_writer_drafts_schedules_and_tags_a_post_on_the_cosmos_emulator";
     with_browser(name, Script::Off, |client| {
-        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app), Script::Off)
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
     })
     .await;
 }

@@ -12,7 +12,6 @@ use std::time::Duration;
 use testkit::poll::poll_for;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::chromium::Script;
 use crate::pages::Visitor;
 
 const TITLE: &str = "Field notes, scheduled";
@@ -28,10 +27,10 @@ const LEAD: time::Duration = time::Duration::seconds(5);
 /// its time, then the publisher's step and the change feed (generous for a loaded machine).
 const PUBLICATION_LIMIT: Duration = Duration::from_secs(120);
 
-pub async fn a_writer_drafts_schedules_and_tags(v: Visitor, script: Script) {
+pub async fn a_writer_drafts_schedules_and_tags(v: Visitor) {
     let post = alice_saves_a_draft(&v).await;
     a_reader_cannot_see_the_draft(&v, &post).await;
-    alice_schedules_it(&v, &post, script).await;
+    alice_schedules_it(&v, &post).await;
     let month = it_appears_on_the_front_page_by_itself(&v, &post).await;
     the_reader_follows_its_tag(&v, &post).await;
     the_reader_follows_the_archive(&v, &post, &month).await;
@@ -101,13 +100,13 @@ async fn a_reader_cannot_see_the_draft(v: &Visitor, post: &str) {
 
 /// Alice opens her draft's edit page from its preview, sets a time and presses "Schedule";
 /// the preview says when it comes out.
-async fn alice_schedules_it(v: &Visitor, post: &str, script: Script) {
+async fn alice_schedules_it(v: &Visitor, post: &str) {
     v.sign_in("alice").await;
     v.open(post).await;
     v.press("article ~ .actions a[href$='/edit']").await;
     let at = next_whole_minute(OffsetDateTime::now_utc() + LEAD);
     let local = at.format(&Rfc3339).expect("a date")[..16].to_owned();
-    set_date_time(v, "#publishAt", &local, script).await;
+    set_date_time(v, "#publishAt", &local).await;
     v.press("main form button[name=intent][value=scheduled]")
         .await;
     assert_eq!(
@@ -137,7 +136,7 @@ fn next_whole_minute(time: OffsetDateTime) -> OffsetDateTime {
 
 /// Fills a `datetime-local` field with `local` (`2026-11-27T11:40`) as a person would: its
 /// parts typed in the order Chromium's en-US field asks for them.
-async fn set_date_time(v: &Visitor, css: &str, local: &str, _script: Script) {
+async fn set_date_time(v: &Visitor, css: &str, local: &str) {
     let (date, clock) = local.split_once('T').expect("a date and a time");
     let mut date = date.split('-');
     let (year, month, day) = (
