@@ -1,6 +1,7 @@
 //! axe-core, the accessibility engine, over the main pages in the light and the dark theme:
 //! the front page, a post page (signed out and signed in, with its forms), an author's page,
-//! the write, sign-in and account pages, and an error page. No violation of any impact may
+//! a tag's page, the archive and one of its months, the write, sign-in and account pages, a
+//! draft's preview, and an error page. No violation of any impact may
 //! remain.
 //!
 //! axe-core is npm's `axe-core` (`.ci/run` installs it into `node_modules/` at the project's
@@ -148,13 +149,22 @@ pub async fn the_main_pages_have_no_accessibility_violation(v: Visitor, app: &Te
     );
     app.register("ada", "Ada Lovelace").await;
     app.register("grace", "Grace Hopper").await;
-    let post = blog::new_post(
+    let post = blog::new_post_with(
         app,
         "ada",
-        "Tables, quotes and headings",
-        "# A heading\n\nSome *text* with a [link](https://example.org).\n\n\
-         | Left | Centre | Right |\n|:--|:-:|--:|\n| a | b | c |\n\n> A quote, as quotes look.\n\n\
-         ```\ncode\n```\n",
+        json!({
+            "title": "Tables, quotes and headings",
+            "content": "# A heading\n\nSome *text* with a [link](https://example.org).\n\n\
+                | Left | Centre | Right |\n|:--|:-:|--:|\n| a | b | c |\n\n\
+                > A quote, as quotes look.\n\n```\ncode\n```\n",
+            "tags": ["rust", "cosmos-db"],
+        }),
+    )
+    .await;
+    let draft = blog::new_post_with(
+        app,
+        "ada",
+        json!({ "title": "A draft", "content": "Not yet *out*.", "status": "draft" }),
     )
     .await;
     blog::comment(app, "grace", &post, "A comment.").await;
@@ -165,6 +175,18 @@ pub async fn the_main_pages_have_no_accessibility_violation(v: Visitor, app: &Te
         })
         .await;
     assert!(!post_page.is_empty());
+    // The tag's and the month's views are copies of their own, kept by the change feed.
+    let tag = v.in_blog("/tags/rust");
+    v.reload_until(&tag, "the post", |text| text.contains("Tables, quotes"))
+        .await;
+    let now = time::OffsetDateTime::now_utc();
+    let month = v.in_blog(&format!(
+        "/archive/{}/{:02}",
+        now.year(),
+        u8::from(now.month())
+    ));
+    v.reload_until(&month, "the post", |text| text.contains("Tables, quotes"))
+        .await;
 
     let signed_out = [
         v.in_blog("/"),
@@ -172,11 +194,18 @@ pub async fn the_main_pages_have_no_accessibility_violation(v: Visitor, app: &Te
         v.in_blog("/users/ada"),
         "/sign-in".to_owned(),
         v.in_blog("/posts/no-such-post"),
+        tag,
+        v.in_blog("/archive"),
+        month,
     ];
     let signed_in = [
         v.in_blog("/write"),
         v.in_blog("/account"),
         v.in_blog(&format!("/posts/{post}")),
+        // A draft's page is a preview, for its author alone.
+        v.in_blog(&format!("/posts/{draft}")),
+        // Her own page, with her drafts marked.
+        v.in_blog("/users/ada"),
     ];
     let mut found = Vec::new();
     let mut checked = 0;
@@ -209,6 +238,6 @@ pub async fn the_main_pages_have_no_accessibility_violation(v: Visitor, app: &Te
             }
         }
     }
-    assert_eq!(checked, 16);
+    assert_eq!(checked, 26);
     assert!(found.is_empty(), "axe-core found:\n{}", found.join("\n"));
 }

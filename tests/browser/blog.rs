@@ -18,10 +18,36 @@ pub async fn spawn_on(backend: Backend, layout: Tenancy) -> TestApp {
     TestApp::spawn(backend).layout(layout).start().await
 }
 
+/// The application on a fresh store of `backend` in `layout` that publishes the scheduled
+/// posts whose time has come every 200 ms (`BLOG_PUBLISH_STEP_MS`), not every 20 s.
+pub async fn spawn_publishing(backend: Backend, layout: Tenancy) -> TestApp {
+    TestApp::spawn(backend)
+        .layout(layout)
+        .settings(|settings| settings.publish_step_ms = 200)
+        .start()
+        .await
+}
+
 /// Writes a post through the API (as a script would: no browser, so no `Origin`); returns
 /// its id.
 pub async fn new_post(app: &TestApp, author: &str, title: &str, content: &str) -> String {
     let post = app.new_post(author, title, content).await;
+    post["id"].as_str().expect("the post's id").to_owned()
+}
+
+/// Writes a post through the API with the whole `body` C2 takes (tags, status, publishAt);
+/// returns its id.
+pub async fn new_post_with(app: &TestApp, author: &str, body: Value) -> String {
+    let response = app
+        .send(
+            reqwest::Method::POST,
+            "/api/posts",
+            Some(author),
+            Some(body),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::CREATED, "create post");
+    let post: Value = response.json().await.expect("the post's JSON");
     post["id"].as_str().expect("the post's id").to_owned()
 }
 

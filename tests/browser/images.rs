@@ -39,9 +39,10 @@ async fn content(v: &Visitor) -> String {
     value.unwrap_or_default()
 }
 
-/// Publishes the post being written (the form's own button, not the upload's).
+/// Publishes the post being written ("Publish", by its name and value: not the upload's
+/// button, nor "Save draft" or "Schedule").
 async fn publish(v: &Visitor) {
-    v.press("main form button[type=submit]:not([formaction])")
+    v.press("main form button[name=intent][value=published]")
         .await;
     assert!(
         v.path().await.starts_with(&v.in_blog("/posts/")),

@@ -16,6 +16,7 @@ mod hostile;
 mod images;
 mod journey;
 mod pages;
+mod publishing;
 mod screenshots;
 
 use chromium::{Script, with_browser};
@@ -132,5 +133,35 @@ async fn a_writer_uploads_a_photo_without_javascript() {
         Script::Off,
         |client| images::a_writer_uploads_a_photo_without_javascript(Visitor::new(client, &app)),
     )
+    .await;
+}
+
+#[tokio::test]
+async fn a_writer_drafts_schedules_and_tags_a_post_with_javascript() {
+    let app = blog::spawn_publishing(Backend::Embedded, Tenancy::Single).await;
+    let name = "a_writer_drafts_schedules_and_tags_a_post_with_javascript";
+    with_browser(name, Script::On, |client| {
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_writer_drafts_schedules_and_tags_a_post_without_javascript_in_the_multi_layout() {
+    let app = blog::spawn_publishing(Backend::Embedded, Tenancy::Multi).await;
+    let name = "a_writer_drafts_schedules_and_tags_a_post_without_javascript_in_the_multi_layout";
+    with_browser(name, Script::Off, |client| {
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_writer_drafts_schedules_and_tags_a_post_on_the_cosmos_emulator() {
+    let app = blog::spawn_publishing(Backend::Cosmos, Tenancy::Single).await;
+    let name = "a_writer_drafts_schedules_and_tags_a_post_on_the_cosmos_emulator";
+    with_browser(name, Script::Off, |client| {
+        publishing::a_writer_drafts_schedules_and_tags(Visitor::new(client, &app))
+    })
     .await;
 }

@@ -212,8 +212,9 @@ impl Visitor {
         self.open(&self.in_blog("/write")).await;
         self.type_into("#title", title).await;
         self.type_into("#content", content).await;
-        // The form's own button: the other one uploads an image.
-        self.press("main form button[type=submit]:not([formaction])")
+        // "Publish", by its name and value: the form's first button uploads an image, and
+        // "Save draft" and "Schedule" follow "Publish".
+        self.press("main form button[name=intent][value=published]")
             .await;
         let path = self.path().await;
         assert!(
