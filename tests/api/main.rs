@@ -35,6 +35,7 @@ mod recheck;
 mod rename_race;
 mod response_bytes;
 mod restart;
+mod schedule_restart;
 mod storm;
 mod tags;
 mod telemetry;
