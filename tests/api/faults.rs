@@ -88,7 +88,8 @@ async fn listed(app: &TestApp, path: &str) -> HashSet<String> {
 /// Every operation of the API once or more, each answering exactly as without faults:
 /// C1 (create, rename), C2 (create, edit), C3 and C4 (several at once on one post, which the
 /// combiner batches), Q1–Q6, the deletes (unlike, comment, post, account and its erasure by
-/// the change feed), and both change-feed handlers (copies, renames, clean-ups).
+/// the change feed), both change-feed handlers (copies, renames, clean-ups), a tagged edit
+/// and a tagged draft (Q8 and the drafts list).
 async fn every_operation(app: &TestApp) {
     let fans: Vec<String> = (0..6).map(|n| format!("fan-{n}")).collect();
     for user in ["ada", "bob"]
@@ -113,10 +114,24 @@ async fn every_operation(app: &TestApp) {
             Method::PUT,
             &format!("/api/posts/{}", posts[0]),
             Some("ada"),
-            Some(serde_json::json!({"title": "edited", "content": "new content"})),
+            Some(
+                serde_json::json!({"title": "edited", "content": "new content", "tags": ["rust"]}),
+            ),
         )
         .await;
     expect(edited, StatusCode::OK, "C2 edit").await;
+    // A tagged draft: in the drafts list, in no feed, list or tag view.
+    let draft = app
+        .send(
+            Method::POST,
+            "/api/posts",
+            Some("ada"),
+            Some(serde_json::json!({
+                "title": "draft", "content": "unseen", "tags": ["rust"], "status": "draft"
+            })),
+        )
+        .await;
+    let draft = id(&expect(draft, StatusCode::CREATED, "C2 draft").await);
     // The copies are made before the post delete below, which then has copies to remove.
     eventually(PATIENCE, || async {
         let feed = app.get_json("/api/feed").await;
@@ -204,6 +219,18 @@ async fn every_operation(app: &TestApp) {
         let copies = app.get_json(&format!("/api/posts/{post}")).await;
         assert_eq!(copies["userUsername"], "Ada Lovelace", "renamed everywhere");
     }
+    // Q8 holds the edited post, the only published one tagged; the draft is its author's.
+    let tagged = HashSet::from([hot.clone()]);
+    eventually(PATIENCE, || async {
+        (listed(app, "/api/tags/rust/posts").await == tagged).then_some(())
+    })
+    .await;
+    let drafts = app
+        .send(Method::GET, "/api/users/ada/drafts", Some("ada"), None)
+        .await;
+    let drafts = expect(drafts, StatusCode::OK, "drafts list").await;
+    let drafts: Vec<String> = drafts["items"].as_array().unwrap().iter().map(id).collect();
+    assert_eq!(drafts, [draft], "the drafts list");
 }
 
 /// The whole platform with `kind` at a rate on every operation: nothing reaches a client,
