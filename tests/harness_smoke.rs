@@ -225,6 +225,9 @@ fn the_layouts_compare_on_the_same_data(
                 LayoutOp::Q4,
                 LayoutOp::Q5,
                 LayoutOp::Q6,
+                LayoutOp::Q8,
+                LayoutOp::Q9,
+                LayoutOp::Drafts,
             ] {
                 let r = row(op, layout);
                 assert!(r.samples >= 3);
@@ -254,6 +257,18 @@ fn the_layouts_compare_on_the_same_data(
             assert!(
                 multi.in_scope.unwrap() < single.in_scope.unwrap(),
                 "a tenant's partitions are fewer than all of them: {single:?} {multi:?}"
+            );
+        }
+        for layout in [Tenancy::Single, Tenancy::Multi] {
+            // The generated posts carry tags and some are drafts: the new reads have data.
+            for op in [LayoutOp::Q8, LayoutOp::Q9, LayoutOp::Drafts] {
+                let r = row(op, layout);
+                assert!(r.answer_items > 0.0, "{op:?} in {layout}: {r:?}");
+            }
+            let copies = row(LayoutOp::PostCopies, layout);
+            assert!(
+                copies.samples >= 3 && copies.items_written > 0.0,
+                "a new post's copies and views cost writes: {copies:?}"
             );
         }
         let fan_out = row(LayoutOp::UsernameFanOut, Tenancy::Single);
@@ -290,6 +305,20 @@ fn the_layouts_compare_on_the_same_data(
     assert!(markdown.contains("## Layouts compared: `single` and `multi` on the same data"));
     assert!(markdown.contains("| OnUserChanged: the username fan-out | single |"));
     assert!(markdown.contains("| OnUserChanged: the username fan-out | multi |"));
+    for label in [
+        "Q8 a tag's posts",
+        "Q9 a month's posts",
+        "a user's drafts",
+        "OnPostChanged: a new post's copies and views",
+    ] {
+        assert!(
+            markdown.contains(&format!("| {label} | multi |")),
+            "{label}"
+        );
+    }
+    assert_eq!(routed(LayoutOp::Q8, Tenancy::Multi), (1.0, 1.0));
+    assert_eq!(routed(LayoutOp::Q9, Tenancy::Multi), (1.0, 1.0));
+    assert_eq!(routed(LayoutOp::Drafts, Tenancy::Multi), (1.0, 1.0));
     assert!(markdown.contains("prefix `[tenantId]` ×"));
     assert!(markdown.contains(&format!("of {physical} physical partitions**")));
     assert!(!markdown.contains("❌"), "{markdown}");

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use cosmos_blog::domain::{
-    Comment, CommentContent, CommentId, Like, Post, PostContent, PostId, Timestamp, Title, User,
-    UserId, Username,
+    Comment, CommentContent, CommentId, Like, Month, Post, PostContent, PostId, Publication, Tag,
+    Tags, Timestamp, Title, User, UserId, Username,
 };
 use cosmos_blog::store::{BatchOperation, Container, PartitionKey, Store};
 use futures::{StreamExt, TryStreamExt, stream};
@@ -56,7 +56,38 @@ pub struct PostRef {
     pub post_id: PostId,
     pub comments: usize,
     pub likes: usize,
+    /// Its author: the drafts list (their own) reads the author's partition.
+    pub author: UserId,
+    /// Its tags, normalised: Q8 reads a tag's partition of `tags`.
+    pub tags: Vec<Tag>,
+    /// The month it was published in, `None` for a draft: Q9 reads a month of `archive`.
+    pub month: Option<Month>,
 }
+
+impl PostRef {
+    pub fn is_published(&self) -> bool {
+        self.month.is_some()
+    }
+}
+
+/// The tags posts draw theirs from: a few common ones, so that a tag's list has posts.
+const TAG_POOL: [&str; 12] = [
+    "rust",
+    "cosmos-db",
+    "azure",
+    "serverless",
+    "databases",
+    "web",
+    "testing",
+    "design",
+    "travel",
+    "cooking",
+    "music",
+    "books",
+];
+
+/// One post in this many is a draft, with no comments and no likes (they are refused on it).
+const DRAFT_EVERY: usize = 10;
 
 #[derive(Debug, Clone)]
 pub struct Dataset {
@@ -69,6 +100,19 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// A random published post: the reads of everyone's posts go to those (a draft is its
+    /// author's alone). Drafts are one in [`DRAFT_EVERY`], so a few draws find one.
+    pub fn published_post(&self, rng: &mut fastrand::Rng) -> &PostRef {
+        let mut post = &self.posts[rng.usize(..self.posts.len())];
+        for _ in 0..1_000 {
+            if post.is_published() {
+                break;
+            }
+            post = &self.posts[rng.usize(..self.posts.len())];
+        }
+        post
+    }
+
     pub fn items(&self) -> usize {
         self.users.len() + self.posts.len() + self.comments + self.likes
     }
@@ -142,7 +186,7 @@ fn distinct(rng: &mut fastrand::Rng, n: usize, k: usize) -> Vec<usize> {
         all.truncate(k);
         all
     } else {
-        let mut chosen = std::collections::HashSet::with_capacity(k);
+        let mut chosen = std::collections::BTreeSet::new();
         while chosen.len() < k {
             chosen.insert(rng.usize(..n));
         }
@@ -166,8 +210,24 @@ pub fn post_partition(
     post.id = PostId::parse(&uuid(rng))?;
     post.post_id = post.id.clone();
     post.creation_date = timestamp(created);
-    let comments = rng.usize(0..=25);
-    let likes = rng.usize(0..=100).min(users.len());
+    // Published when written, as a post made without a status is.
+    post.published_date = Some(post.creation_date);
+    let tag_count = rng.usize(0..=3);
+    let drawn: Vec<&str> = distinct(rng, TAG_POOL.len(), tag_count)
+        .into_iter()
+        .map(|i| TAG_POOL[i])
+        .collect();
+    let tags = Tags::parse(&drawn)?;
+    post = post.tagged(&tags);
+    let draft = rng.usize(..DRAFT_EVERY) == 0;
+    if draft {
+        post.set_publication(Publication::Draft, post.creation_date);
+    }
+    let (comments, likes) = if draft {
+        (0, 0)
+    } else {
+        (rng.usize(0..=25), rng.usize(0..=100).min(users.len()))
+    };
     post.comment_count = comments as u64;
     post.like_count = likes as u64;
 
@@ -188,9 +248,12 @@ pub fn post_partition(
         items.push(serde_json::to_value(&like)?);
     }
     let post_ref = PostRef {
+        month: post.published_date().map(|at| Month::of(&at)),
         post_id: post.post_id,
         comments,
         likes,
+        author: post.user_id,
+        tags: tags.iter().cloned().collect(),
     };
     Ok((post_ref, items))
 }

@@ -1,8 +1,10 @@
 //! `--tenants N`: the two data layouts compared on the same multi-tenant data.
 //!
 //! The skewed data set of [`crate::tenants`] is loaded into a `single` store and a `multi`
-//! store, and the operations a tenant's user makes — the case study's ten, Q7, and a rename with
-//! the username fan-out that follows it — run in both, through a [`MeteredStore`], on the
+//! store, and the operations a tenant's user makes — the case study's ten, Q7, the views' reads
+//! (Q8 a tag's posts, Q9 a month's posts, the author's drafts), a new post's copies and views
+//! (what each write costs beside itself), and a rename with the username fan-out that follows
+//! it — run in both, through a [`MeteredStore`], on the
 //! same targets. In `multi` they run in the tenant's view ([`TenantStore`]), as the API runs
 //! them. Reported per operation and layout: requests, logical partitions, the scope of its
 //! queries (one partition, across all partitions, or a prefix), the logical partitions that
@@ -16,11 +18,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use cosmos_blog::blog::{Blog, PageSize};
 use cosmos_blog::copies::{Source, rebuild};
 use cosmos_blog::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostId, TenantId, Title, User, UserId,
-    Username,
+    Comment, CommentContent, Like, Month, Post, PostContent, PostId, Tag, TenantId, Title, User,
+    UserId, Username,
 };
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PartitionKey, PartitionKeyValue, Store, Tenancy, tenant};
@@ -64,8 +68,17 @@ pub enum LayoutOp {
     C1,
     Q1,
     C2,
+    /// `OnPostChanged` after C2: the copies of the new post (the author's partition, the
+    /// feed, and the views: its tags and its month), the extra cost of each write.
+    PostCopies,
     Q2,
     Q3,
+    /// Q8: a tag's posts, from the `tags` view.
+    Q8,
+    /// Q9: a month's posts, from the `archive` view.
+    Q9,
+    /// The author's own drafts and scheduled posts.
+    Drafts,
     C3,
     Q4,
     C4,
@@ -92,6 +105,10 @@ impl LayoutOp {
             LayoutOp::Q5 => "Q5 a post's likes",
             LayoutOp::Q6 => "Q6 the feed",
             LayoutOp::Q7 => "Q7 the tenant's users (first page)",
+            LayoutOp::Q8 => "Q8 a tag's posts",
+            LayoutOp::Q9 => "Q9 a month's posts",
+            LayoutOp::Drafts => "a user's drafts",
+            LayoutOp::PostCopies => "OnPostChanged: a new post's copies and views",
             LayoutOp::Rename => "C1 rename a user",
             LayoutOp::UsernameFanOut => "OnUserChanged: the username fan-out",
         }
@@ -108,10 +125,13 @@ impl LayoutOp {
 
     /// The order of the runs: queries on the data as loaded, then the commands, C2 before
     /// C3/C4 (which work on C2's posts). A rename runs the fan-out after it.
-    const RUN_ORDER: [LayoutOp; 12] = [
+    const RUN_ORDER: [LayoutOp; 15] = [
         LayoutOp::Q1,
         LayoutOp::Q2,
         LayoutOp::Q3,
+        LayoutOp::Q8,
+        LayoutOp::Q9,
+        LayoutOp::Drafts,
         LayoutOp::Q4,
         LayoutOp::Q5,
         LayoutOp::Q6,
@@ -264,6 +284,36 @@ impl Subject {
         }
     }
 
+    /// The post item as the change feed delivers it: from the store itself.
+    async fn post_document(
+        &self,
+        tenant: &TenantId,
+        post: &PostId,
+    ) -> anyhow::Result<serde_json::Value> {
+        self.read_document(Container::Posts, tenant, post.as_str())
+            .await
+    }
+
+    async fn read_document(
+        &self,
+        container: Container,
+        tenant: &TenantId,
+        id: &str,
+    ) -> anyhow::Result<serde_json::Value> {
+        let pk = match self.layout {
+            Tenancy::Single => PartitionKey::single(id),
+            Tenancy::Multi => PartitionKey::hierarchical(vec![
+                PartitionKeyValue::String(tenant.as_str().to_owned()),
+                PartitionKeyValue::String(id.to_owned()),
+            ])?,
+        };
+        self.store
+            .read_item(container, &pk, id)
+            .await?
+            .map(|d| d.item)
+            .ok_or_else(|| anyhow::anyhow!("{id} of {tenant} is missing"))
+    }
+
     /// The user item as the change feed delivers it: from the store itself, so in `multi`
     /// with its `tenantId`.
     async fn user_document(
@@ -271,18 +321,8 @@ impl Subject {
         tenant: &TenantId,
         user: &UserId,
     ) -> anyhow::Result<serde_json::Value> {
-        let pk = match self.layout {
-            Tenancy::Single => PartitionKey::single(user.as_str()),
-            Tenancy::Multi => PartitionKey::hierarchical(vec![
-                PartitionKeyValue::String(tenant.as_str().to_owned()),
-                PartitionKeyValue::String(user.as_str().to_owned()),
-            ])?,
-        };
-        self.store
-            .read_item(Container::Users, &pk, user.as_str())
-            .await?
-            .map(|d| d.item)
-            .ok_or_else(|| anyhow::anyhow!("user {user} of {tenant} is missing"))
+        self.read_document(Container::Users, tenant, user.as_str())
+            .await
     }
 }
 
@@ -291,6 +331,9 @@ struct Target {
     tenant: usize,
     user: UserId,
     post: PostId,
+    /// The tag (Q8) and the month (Q9) of a published post of the tenant.
+    tag: Option<Tag>,
+    month: Option<Month>,
     /// A user id that does not exist yet (C1), or the new username's suffix (rename).
     fresh: String,
 }
@@ -301,6 +344,8 @@ struct Targets<'a> {
     data: &'a TenantsData,
     users: Vec<(usize, usize)>,
     posts: Vec<(usize, usize)>,
+    tagged: Vec<(usize, usize)>,
+    drafted: Vec<(usize, usize)>,
     with_comments: Vec<(usize, usize)>,
     with_likes: Vec<(usize, usize)>,
 }
@@ -324,8 +369,12 @@ impl<'a> Targets<'a> {
             data,
             with_comments: crate::generate::having(&posts, |at| post(at).comments > 0),
             with_likes: crate::generate::having(&posts, |at| post(at).likes > 0),
+            tagged: crate::generate::having(&posts, |at| {
+                post(at).is_published() && !post(at).tags.is_empty()
+            }),
+            drafted: crate::generate::having(&posts, |at| !post(at).is_published()),
             users,
-            posts,
+            posts: crate::generate::having(&posts, |at| post(at).is_published()),
         }
     }
 
@@ -341,11 +390,25 @@ impl<'a> Targets<'a> {
         let pool = match op {
             LayoutOp::Q4 => &self.with_comments,
             LayoutOp::Q5 => &self.with_likes,
+            LayoutOp::Q8 if !self.tagged.is_empty() => &self.tagged,
+            LayoutOp::Drafts if !self.drafted.is_empty() => &self.drafted,
             _ => &self.posts,
         };
         let (pt, p) = pool[rng.usize(..pool.len())];
         let fresh = format!("bench-{i:06}");
+        let drawn = &tenants[pt].posts[p];
+        let tag = drawn.tags.first().cloned();
+        let month = drawn.month;
         match op {
+            // In the drawn post's tenant: its tag, its month, or its author's drafts.
+            LayoutOp::Q8 | LayoutOp::Q9 | LayoutOp::Drafts => Target {
+                tenant: pt,
+                user: drawn.author.clone(),
+                post: drawn.post_id.clone(),
+                tag,
+                month,
+                fresh,
+            },
             // On the posts this layout's C2 made, by a user of the post's tenant; for C4,
             // distinct (liker, post) pairs as long as there are some.
             LayoutOp::C3 | LayoutOp::C4 if !created.is_empty() => {
@@ -360,6 +423,8 @@ impl<'a> Targets<'a> {
                     tenant: *t,
                     user: members[liker].clone(),
                     post: post.clone(),
+                    tag,
+                    month,
                     fresh,
                 }
             }
@@ -369,6 +434,8 @@ impl<'a> Targets<'a> {
                     tenant: pt,
                     user: members[rng.usize(..members.len())].clone(),
                     post: tenants[pt].posts[p].post_id.clone(),
+                    tag,
+                    month,
                     fresh,
                 }
             }
@@ -376,6 +443,8 @@ impl<'a> Targets<'a> {
                 tenant: ut,
                 user: tenants[ut].users[u].clone(),
                 post: tenants[pt].posts[p].post_id.clone(),
+                tag,
+                month,
                 fresh,
             },
         }
@@ -449,6 +518,28 @@ async fn run_once(
             .await?
             .items
             .len(),
+        LayoutOp::Q8 => {
+            let tag = target
+                .tag
+                .as_ref()
+                .context("no tagged post to draw a tag from")?;
+            blog.tag_posts::<Post>(tag, PageSize::DEFAULT, None)
+                .await?
+                .items
+                .len()
+        }
+        LayoutOp::Q9 => {
+            let month = target.month.as_ref().context("no published post")?;
+            blog.month_posts::<Post>(month, PageSize::DEFAULT, None)
+                .await?
+                .items
+                .len()
+        }
+        LayoutOp::Drafts => blog
+            .user_drafts::<Post>(&target.user, PageSize::DEFAULT, None)
+            .await?
+            .items
+            .len(),
         LayoutOp::Rename => {
             let name = Username::parse(&format!("renamed {}", target.fresh))?;
             blog.put_user(&target.user, target.user.clone(), name)
@@ -456,6 +547,7 @@ async fn run_once(
             1
         }
         LayoutOp::UsernameFanOut => anyhow::bail!("the fan-out runs after a rename"),
+        LayoutOp::PostCopies => anyhow::bail!("the copies are made after a C2"),
     };
     let mut steps = vec![Step {
         op,
@@ -463,26 +555,47 @@ async fn run_once(
         answer,
         latency: begun.elapsed(),
     }];
+    if op == LayoutOp::C2 {
+        // What the change feed then delivers for the new post, handled as the pump would:
+        // the copies in the author's partition and the feed, and the tag and month views.
+        let (_, post) = created.last().context("C2 made a post")?;
+        let document = subject.post_document(tenant, post).await?;
+        steps.push(copies_of(subject, Source::Posts, document).await?);
+    }
     if op == LayoutOp::Rename {
         // What the change feed then delivers, handled as the pump or the trigger would.
         let document = subject.user_document(tenant, &target.user).await?;
-        let through: Arc<dyn Store> = Arc::new(subject.metered.clone());
-        subject.take();
-        let begun = Instant::now();
-        let report = Source::Users.handle(&through, &[document]).await?;
-        anyhow::ensure!(
-            report.skipped.is_empty(),
-            "OnUserChanged skipped {:?}",
-            report.skipped
-        );
-        steps.push(Step {
-            op: LayoutOp::UsernameFanOut,
-            measured: subject.take(),
-            answer: 0,
-            latency: begun.elapsed(),
-        });
+        steps.push(copies_of(subject, Source::Users, document).await?);
     }
     Ok(steps)
+}
+
+/// The change-feed handler of `source` on `document`, measured: the rename's fan-out, or a
+/// new post's copies and views.
+async fn copies_of(
+    subject: &Subject,
+    source: Source,
+    document: serde_json::Value,
+) -> anyhow::Result<Step> {
+    let through: Arc<dyn Store> = Arc::new(subject.metered.clone());
+    subject.take();
+    let begun = Instant::now();
+    let report = source.handle(&through, &[document]).await?;
+    anyhow::ensure!(
+        report.skipped.is_empty(),
+        "{source:?} skipped {:?}",
+        report.skipped
+    );
+    let op = match source {
+        Source::Users => LayoutOp::UsernameFanOut,
+        Source::Posts => LayoutOp::PostCopies,
+    };
+    Ok(Step {
+        op,
+        measured: subject.take(),
+        answer: 0,
+        latency: begun.elapsed(),
+    })
 }
 
 /// Loads the data set into the two stores, profiles both, checks both.

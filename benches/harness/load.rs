@@ -191,7 +191,7 @@ impl Client {
         data: &Dataset,
     ) -> anyhow::Result<bool> {
         let user = data.users[rng.usize(..data.users.len())].as_str();
-        let post = data.posts[rng.usize(..data.posts.len())].post_id.as_str();
+        let post = data.published_post(rng).post_id.as_str();
         let base = &self.base;
         let request = match kind {
             Kind::User => self.http.get(format!("{base}/api/users/{user}")),

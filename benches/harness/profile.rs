@@ -97,14 +97,19 @@ impl Sum {
 /// Chooses what run `i` of `op` works on; the same for every model.
 struct Targets<'a> {
     data: &'a Dataset,
+    posts: Vec<usize>,
     with_comments: Vec<usize>,
     with_likes: Vec<usize>,
 }
 
 impl<'a> Targets<'a> {
     fn new(data: &'a Dataset) -> Self {
-        let posts: Vec<usize> = (0..data.posts.len()).collect();
+        // Drafts are their author's alone: the reads of everyone's posts go to published ones.
+        let posts: Vec<usize> = (0..data.posts.len())
+            .filter(|&i| data.posts[i].is_published())
+            .collect();
         Self {
+            posts: posts.clone(),
             data,
             with_comments: crate::generate::having(&posts, |i| data.posts[i].comments > 0),
             with_likes: crate::generate::having(&posts, |i| data.posts[i].likes > 0),
@@ -125,7 +130,7 @@ impl<'a> Targets<'a> {
         let post = match op {
             Op::Q4 => &posts[self.with_comments[rng.usize(..self.with_comments.len())]].post_id,
             Op::Q5 => &posts[self.with_likes[rng.usize(..self.with_likes.len())]].post_id,
-            _ => &posts[rng.usize(..posts.len())].post_id,
+            _ => &posts[self.posts[rng.usize(..self.posts.len())]].post_id,
         }
         .clone();
         let new_user =

@@ -43,6 +43,7 @@ mod tenancy;
 mod transfer;
 mod users;
 mod verify;
+mod verify_read_only;
 mod view_pages;
 mod views_verify;
 mod web;
