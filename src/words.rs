@@ -1,7 +1,9 @@
 //! How the commands say a count: "1 comment", "2 comments", "0 comments". One function, so
-//! that every count printed agrees with its number. And how they print what they say to
+//! that every count printed agrees with its number; and a long list as its first lines and
+//! how many more ([`first_lines`]). And how they print what they say to
 //! standard output ([`print`]), so that a reader who goes away ends nothing but the output.
 
+use std::fmt::Display;
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,6 +11,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     let n = n.into();
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// One line per item, the first `max` of them, then, when there are `total` in all and some
+/// were left out, the line `more` says of how many were.
+pub fn first_lines<T: Display>(
+    items: &[T],
+    max: usize,
+    total: usize,
+    more: impl FnOnce(usize) -> String,
+) -> Vec<String> {
+    let mut lines: Vec<String> = items.iter().take(max).map(ToString::to_string).collect();
+    if total > lines.len() {
+        lines.push(more(total - lines.len()));
+    }
+    lines
 }
 
 /// Set once standard output's reader has gone away: nothing more is written.

@@ -3,15 +3,27 @@
 
 use std::borrow::Cow;
 
+use axum::Json;
 use axum::body::Bytes;
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::blog::{Listing, WireJson};
+use crate::blog::{CreateOutcome, Listing, WireJson};
 use crate::domain::{Comment, Like, Post, User};
+
+/// The answer to a command that creates its item or finds it there: 201 with a new item, 200
+/// with the one that existed.
+pub(super) fn created_or_existing<T>(outcome: CreateOutcome, item: T) -> (StatusCode, Json<T>) {
+    let status = match outcome {
+        CreateOutcome::Created => StatusCode::CREATED,
+        CreateOutcome::Existing => StatusCode::OK,
+    };
+    (status, Json(item))
+}
 
 /// A page of a list, `{"items": [...], "continuation": "<token>" | null}`, whose items are
 /// already the JSON the API sends for them: written around them, not parsed again.

@@ -40,16 +40,27 @@ async fn params<T: DeserializeOwned + Send>(parts: &mut Parts) -> Result<T, Resp
         .map_err(undecodable)
 }
 
-#[derive(Deserialize)]
-struct UserParams {
-    #[serde(rename = "userId")]
-    user_id: String,
-}
+/// Declares the extractor of a route's one parameter that its type parses (`UserId::parse`):
+/// the extractor's name and type, and the parameter's name in the route.
+macro_rules! id_path {
+    ($(#[$doc:meta])* $name:ident($id:ty) from $param:literal) => {
+        $(#[$doc])*
+        pub struct $name(pub $id);
 
-#[derive(Deserialize)]
-struct PostParams {
-    #[serde(rename = "postId")]
-    post_id: String,
+        impl<S: Send + Sync> FromRequestParts<S> for $name {
+            type Rejection = Response;
+
+            async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+                #[derive(Deserialize)]
+                struct Param {
+                    #[serde(rename = $param)]
+                    value: String,
+                }
+                let Param { value } = params(parts).await?;
+                <$id>::parse(&value).map(Self).map_err(refused)
+            }
+        }
+    };
 }
 
 #[derive(Deserialize)]
@@ -68,26 +79,9 @@ struct CommentParams {
 }
 
 #[derive(Deserialize)]
-struct TenantParams {
-    #[serde(rename = "tenantId")]
-    tenant_id: String,
-}
-
-#[derive(Deserialize)]
-struct TagParams {
-    tag: String,
-}
-
-#[derive(Deserialize)]
 struct MonthParams {
     year: String,
     month: String,
-}
-
-#[derive(Deserialize)]
-struct ImageParams {
-    #[serde(rename = "imageId")]
-    image_id: String,
 }
 
 #[derive(Deserialize)]
@@ -102,29 +96,15 @@ struct FileParams {
     file: String,
 }
 
-/// `{userId}`: a user's id.
-pub struct UserPath(pub UserId);
+id_path!(
+    /// `{userId}`: a user's id.
+    UserPath(UserId) from "userId"
+);
 
-impl<S: Send + Sync> FromRequestParts<S> for UserPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let UserParams { user_id } = params(parts).await?;
-        UserId::parse(&user_id).map(Self).map_err(refused)
-    }
-}
-
-/// `{postId}`: a post's id.
-pub struct PostPath(pub PostId);
-
-impl<S: Send + Sync> FromRequestParts<S> for PostPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let PostParams { post_id } = params(parts).await?;
-        PostId::parse(&post_id).map(Self).map_err(refused)
-    }
-}
+id_path!(
+    /// `{postId}`: a post's id.
+    PostPath(PostId) from "postId"
+);
 
 /// `{postId}` and `{slug}`: a post's readable address. The slug is taken as it is: the page
 /// compares it with the post's own and moves a reader from any other to that one.
@@ -157,29 +137,15 @@ impl<S: Send + Sync> FromRequestParts<S> for CommentPath {
     }
 }
 
-/// `{tenantId}`: the blog of a multi-tenant deployment the request addresses.
-pub struct TenantPath(pub TenantId);
+id_path!(
+    /// `{tenantId}`: the blog of a multi-tenant deployment the request addresses.
+    TenantPath(TenantId) from "tenantId"
+);
 
-impl<S: Send + Sync> FromRequestParts<S> for TenantPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let TenantParams { tenant_id } = params(parts).await?;
-        TenantId::parse(&tenant_id).map(Self).map_err(refused)
-    }
-}
-
-/// `{tag}`: a tag, normalised as posts' tags are (`Rust` is `rust`).
-pub struct TagPath(pub Tag);
-
-impl<S: Send + Sync> FromRequestParts<S> for TagPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let TagParams { tag } = params(parts).await?;
-        Tag::parse(&tag).map(Self).map_err(refused)
-    }
-}
+id_path!(
+    /// `{tag}`: a tag, normalised as posts' tags are (`Rust` is `rust`).
+    TagPath(Tag) from "tag"
+);
 
 /// `{year}` and `{month}`: a month of the archive, four digits and two (`2026`, `11`).
 pub struct MonthPath(pub Month);
@@ -193,17 +159,10 @@ impl<S: Send + Sync> FromRequestParts<S> for MonthPath {
     }
 }
 
-/// `{imageId}`: an image's id.
-pub struct ImagePath(pub ImageId);
-
-impl<S: Send + Sync> FromRequestParts<S> for ImagePath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let ImageParams { image_id } = params(parts).await?;
-        ImageId::parse(&image_id).map(Self).map_err(refused)
-    }
-}
+id_path!(
+    /// `{imageId}`: an image's id.
+    ImagePath(ImageId) from "imageId"
+);
 
 /// `{imageId}` and `{width}`: one of an image's smaller renditions, by its width in pixels.
 pub struct RenditionPath(pub ImageId, pub u32);

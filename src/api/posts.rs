@@ -16,10 +16,9 @@ use super::description::{
 use super::extract::{
     Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams, Viewer,
 };
-use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage};
+use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage, created_or_existing};
 use super::paths::PostPath;
 use super::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::CreateOutcome;
 use crate::domain::{
     Comment, CommentContent, Like, Post, PostContent, PostId, PostStatus, Publication, Tags,
     Timestamp, Title,
@@ -274,11 +273,7 @@ pub(super) async fn like_post(
     PostPath(post_id): PostPath,
 ) -> Result<(StatusCode, Json<Like>)> {
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
-    let status = match outcome {
-        CreateOutcome::Created => StatusCode::CREATED,
-        CreateOutcome::Existing => StatusCode::OK,
-    };
-    Ok((status, Json(like)))
+    Ok(created_or_existing(outcome, like))
 }
 
 /// List a post's likes (Q5)

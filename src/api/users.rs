@@ -11,10 +11,9 @@ use super::description::{
     BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
 };
 use super::extract::{Caller, JsonBody, List, ListParams};
-use super::pages::{PostPage, UserPage, WireItem, WirePage};
+use super::pages::{PostPage, UserPage, WireItem, WirePage, created_or_existing};
 use super::paths::UserPath;
 use super::tenants::CurrentBlog;
-use crate::blog::CreateOutcome;
 use crate::domain::{Post, User, UserId, Username};
 use crate::error::{Error, Result};
 
@@ -54,11 +53,7 @@ pub(super) async fn put_user(
 ) -> Result<(StatusCode, Json<User>)> {
     let username = Username::parse(&body.username)?;
     let (user, outcome) = blog.put_user(&caller, user_id, username).await?;
-    let status = match outcome {
-        CreateOutcome::Created => StatusCode::CREATED,
-        CreateOutcome::Existing => StatusCode::OK,
-    };
-    Ok((status, Json(user)))
+    Ok(created_or_existing(outcome, user))
 }
 
 /// Retrieve a user (Q1)

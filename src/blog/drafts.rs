@@ -8,7 +8,7 @@ use super::storage::user_partition;
 use super::{Blog, Listed, Listing, PageSize, Seen};
 use crate::domain::{Post, PostId, PostStatus, UserId};
 use crate::error::{Error, Result};
-use crate::store::{Container, FilterOp, Query, SortOrder};
+use crate::store::{FilterOp, Query, SortOrder};
 
 impl Blog {
     /// Q2 as `viewer` (the caller, if any) may see it: an unpublished post is its author's
@@ -40,18 +40,13 @@ impl Blog {
             .of_type(Post::TYPE)
             .filter("status", FilterOp::In, Value::from(unpublished.to_vec()))
             .order_by("creationDate", SortOrder::Descending);
-        let page = self
-            .page(
-                Container::Users,
-                &query,
-                &format!("drafts:{user_id}"),
-                size,
-                continuation,
-            )
-            .await?;
-        if page.items.is_empty() && continuation.is_none() {
-            self.get_user(user_id).await?;
-        }
-        Ok(page)
+        self.user_page(
+            user_id,
+            &query,
+            &format!("drafts:{user_id}"),
+            size,
+            continuation,
+        )
+        .await
     }
 }

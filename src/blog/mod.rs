@@ -442,14 +442,29 @@ impl Blog {
         let query = published_only(Query::in_partition(user_partition(user_id)))
             .of_type(Post::TYPE)
             .order_by(PUBLISHED_DATE, SortOrder::Descending);
+        self.user_page(
+            user_id,
+            &query,
+            &format!("posts:{user_id}"),
+            size,
+            continuation,
+        )
+        .await
+    }
+
+    /// A page of `query` in `user_id`'s own partition of `users`. An empty first page is
+    /// checked against the user, so that a user who does not exist is a 404 and not an empty
+    /// list.
+    async fn user_page<T: Listed>(
+        &self,
+        user_id: &UserId,
+        query: &Query,
+        list: &str,
+        size: PageSize,
+        continuation: Option<&str>,
+    ) -> Result<Listing<T>> {
         let page = self
-            .page(
-                Container::Users,
-                &query,
-                &format!("posts:{user_id}"),
-                size,
-                continuation,
-            )
+            .page(Container::Users, query, list, size, continuation)
             .await?;
         if page.items.is_empty() && continuation.is_none() {
             self.get_user(user_id).await?;

@@ -646,6 +646,10 @@ mod tests {
         assert_eq!(function_for("GET", "/"), None);
     }
 
+    fn page_function(name: &str) -> &'static PageFunction {
+        PAGE_FUNCTIONS.iter().find(|f| f.name == name).unwrap()
+    }
+
     #[test]
     fn pages_are_at_the_site_root_and_the_api_keeps_its_prefix() {
         let host: serde_json::Value =
@@ -660,25 +664,16 @@ mod tests {
             get_user.host_route_in(Tenancy::Multi),
             "api/tenants/{tenantId}/users/{userId}"
         );
-        let front = PAGE_FUNCTIONS
-            .iter()
-            .find(|f| f.name == "FrontPage")
-            .unwrap();
+        let front = page_function("FrontPage");
         assert_eq!(front.host_route_in(Tenancy::Single), ROOT_ROUTE);
         assert_eq!(front.path_in(Tenancy::Single), "/");
         assert_eq!(front.path_in(Tenancy::Multi), "/tenants/{tenantId}");
-        let post = PAGE_FUNCTIONS
-            .iter()
-            .find(|f| f.name == "PostPage")
-            .unwrap();
+        let post = page_function("PostPage");
         assert_eq!(
             post.path_in(Tenancy::Multi),
             "/tenants/{tenantId}/posts/{postId}/{slug}"
         );
-        let asset = PAGE_FUNCTIONS
-            .iter()
-            .find(|f| f.name == "PageAsset")
-            .unwrap();
+        let asset = page_function("PageAsset");
         assert_eq!(asset.path_in(Tenancy::Multi), "/assets/{file}");
         assert_eq!(
             format!("/{TENANT_PAGES_ROUTE_PREFIX}"),

@@ -23,6 +23,7 @@ use crate::domain::{
 };
 use crate::images::{ImageFormat, ImageId, ImageItem};
 use crate::store::{TENANT_FIELD, Tenancy, strip_system_properties};
+use crate::words::first_lines;
 
 /// Problems recorded in full; the rest are only counted.
 const MAX_RECORDED: usize = 1_000;
@@ -77,19 +78,9 @@ impl Invalid {
 
     /// One line per problem (`file:line: reason`), the first `max`, then how many more.
     pub fn lines(&self, max: usize) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .errors
-            .iter()
-            .take(max)
-            .map(ToString::to_string)
-            .collect();
-        if self.total > lines.len() {
-            lines.push(format!(
-                "... and {} more problems",
-                self.total - lines.len()
-            ));
-        }
-        lines
+        first_lines(&self.errors, max, self.total, |more| {
+            format!("... and {more} more problems")
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::repair::{Repair, RepairOutcome};
 use crate::domain::TenantId;
 use crate::store::{Container, Store, StoreResult, tenant};
-use crate::words::count;
+use crate::words::{count, first_lines};
 
 /// Whether a violation is explained by a change not yet applied (see
 /// [`crate::verify::verify_explained`]).
@@ -229,30 +229,18 @@ impl VerifyReport {
 
     /// One line per violation, the first `max` of them, then how many more there are.
     pub fn violation_lines(&self, max: usize) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .violations
-            .iter()
-            .take(max)
-            .map(ToString::to_string)
-            .collect();
-        let shown = lines.len();
-        if self.total_violations > shown {
+        first_lines(&self.violations, max, self.total_violations, |more| {
             let by_kind = self
                 .by_kind
                 .iter()
                 .map(|(kind, n)| format!("{kind}: {n}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            lines.push(format!(
+            format!(
                 "... and {} (all violations by kind: {by_kind})",
-                count(
-                    (self.total_violations - shown) as u64,
-                    "more violation",
-                    "more violations"
-                )
-            ));
-        }
-        lines
+                count(more as u64, "more violation", "more violations")
+            )
+        })
     }
 
     /// The one-line verdict.

@@ -34,30 +34,50 @@ pub const FEED_ENTRIES: PageSize = PageSize::DEFAULT;
 
 pub const CONTENT_TYPE: &str = "application/atom+xml; charset=utf-8";
 
-/// `/feed.atom`.
-pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
-    let list = feeds.front(&scope).await?;
-    Ok(answer(&feeds.atom(&list), &list.posts))
+/// A feed's format: how one [`FeedList`] is written out and what type it is served as. The
+/// handlers below serve each format at the same stems (`/feed.atom` with [`Atom`],
+/// `/feed.json` with [`super::json_feed::JsonFeed`]).
+pub trait FeedFormat {
+    const CONTENT_TYPE: &'static str;
+
+    fn body(feeds: &Feeds, list: &FeedList) -> Result<String>;
 }
 
-/// `/users/{userId}/feed.atom`: the author's latest posts, from one Q3 page.
-pub async fn author_feed(
+/// Atom (RFC 4287).
+pub struct Atom;
+
+impl FeedFormat for Atom {
+    const CONTENT_TYPE: &'static str = CONTENT_TYPE;
+
+    fn body(feeds: &Feeds, list: &FeedList) -> Result<String> {
+        Ok(feeds.atom(list).to_string())
+    }
+}
+
+/// `/feed.{atom,json}`: the front page's latest posts, from the feed cache (Q6).
+pub async fn front_feed<F: FeedFormat>(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
+    let list = feeds.front(&scope).await?;
+    answer::<F>(&feeds, &list)
+}
+
+/// `/users/{userId}/feed.{atom,json}`: the author's latest posts, from one Q3 page.
+pub async fn author_feed<F: FeedFormat>(
     feeds: Feeds,
     CurrentBlog(blog): CurrentBlog,
     UserPath(user_id): UserPath,
 ) -> Result<Response> {
     let list = feeds.author(&blog, &user_id).await?;
-    Ok(answer(&feeds.atom(&list), &list.posts))
+    answer::<F>(&feeds, &list)
 }
 
-/// `/tags/{tag}/feed.atom`: the tag's newest published posts, from one Q8 page.
-pub async fn tag_feed(
+/// `/tags/{tag}/feed.{atom,json}`: the tag's newest published posts, from one Q8 page.
+pub async fn tag_feed<F: FeedFormat>(
     feeds: Feeds,
     CurrentBlog(blog): CurrentBlog,
     TagPath(tag): TagPath,
 ) -> Result<Response> {
     let list = feeds.tag(&blog, &tag).await?;
-    Ok(answer(&feeds.atom(&list), &list.posts))
+    answer::<F>(&feeds, &list)
 }
 
 /// What one feed lists and says of itself, in whichever format it is served: its posts,
@@ -243,23 +263,26 @@ impl Feeds {
     }
 }
 
-/// The feed as the response, with its `Last-Modified` (its newest entry's `updated`, to the
-/// second, as HTTP dates go); the pages' conditional layer adds the `ETag` and answers
-/// `If-None-Match` and `If-Modified-Since`.
-fn answer(feed: &Feed, posts: &[Post]) -> Response {
+/// The feed as the response, in its format, with its `Last-Modified` (its newest entry's
+/// `updated`, to the second, as HTTP dates go); the pages' conditional layer adds the `ETag`
+/// and answers `If-None-Match` and `If-Modified-Since`.
+fn answer<F: FeedFormat>(feeds: &Feeds, list: &FeedList) -> Result<Response> {
     let mut response = (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE)),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(F::CONTENT_TYPE),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        feed.to_string(),
+        F::body(feeds, list)?,
     )
         .into_response();
-    if let Some(value) = last_modified(posts) {
+    if let Some(value) = last_modified(&list.posts) {
         response.headers_mut().insert(header::LAST_MODIFIED, value);
     }
-    response
+    Ok(response)
 }
 
 /// A feed's `Last-Modified`: its newest post's last change, to the second, as HTTP dates go.

@@ -3,15 +3,11 @@
 //! stem ([`super::atom::FeedList`]): a reader that follows both sees one post once. Any list of
 //! posts becomes one through [`document`].
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::atom::{FeedList, Feeds, last_modified};
+use super::atom::{FeedFormat, FeedList, Feeds};
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, user_href};
-use crate::api::paths::{TagPath, UserPath};
-use crate::api::tenants::{CurrentBlog, CurrentScope};
 use crate::domain::Post;
 use crate::error::Result;
 
@@ -19,30 +15,15 @@ pub const CONTENT_TYPE: &str = "application/feed+json; charset=utf-8";
 
 const VERSION: &str = "https://jsonfeed.org/version/1.1";
 
-/// `/feed.json`.
-pub async fn front_feed(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
-    let list = feeds.front(&scope).await?;
-    answer(&feeds, &list)
-}
+/// JSON Feed 1.1, served by the feed handlers of [`super::atom`].
+pub struct JsonFeed;
 
-/// `/users/{userId}/feed.json`: the author's latest posts, from one Q3 page.
-pub async fn author_feed(
-    feeds: Feeds,
-    CurrentBlog(blog): CurrentBlog,
-    UserPath(user_id): UserPath,
-) -> Result<Response> {
-    let list = feeds.author(&blog, &user_id).await?;
-    answer(&feeds, &list)
-}
+impl FeedFormat for JsonFeed {
+    const CONTENT_TYPE: &'static str = CONTENT_TYPE;
 
-/// `/tags/{tag}/feed.json`: the tag's newest published posts, from one Q8 page.
-pub async fn tag_feed(
-    feeds: Feeds,
-    CurrentBlog(blog): CurrentBlog,
-    TagPath(tag): TagPath,
-) -> Result<Response> {
-    let list = feeds.tag(&blog, &tag).await?;
-    answer(&feeds, &list)
+    fn body(feeds: &Feeds, list: &FeedList) -> Result<String> {
+        Ok(serde_json::to_string(&document(feeds, list))?)
+    }
 }
 
 /// A JSON Feed document (the fields this blog has to say).
@@ -108,22 +89,4 @@ fn item(feeds: &Feeds, post: &Post) -> Item {
         }],
         tags: post.tags.clone(),
     }
-}
-
-/// The feed as the response, with the `Last-Modified` the Atom feed of the same posts has.
-fn answer(feeds: &Feeds, list: &FeedList) -> Result<Response> {
-    let body = serde_json::to_string(&document(feeds, list))?;
-    let mut response = (
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-        ],
-        body,
-    )
-        .into_response();
-    if let Some(value) = last_modified(&list.posts) {
-        response.headers_mut().insert(header::LAST_MODIFIED, value);
-    }
-    Ok(response)
 }

@@ -98,22 +98,24 @@ impl PostImages {
 }
 
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    pulldown_cmark_escape_html(&mut out, text);
-    out
+    escape_markup(text, "&#39;")
 }
 
-fn pulldown_cmark_escape_html(out: &mut String, text: &str) {
+/// `text` with the five characters that markup gives a meaning escaped, for character data
+/// and attribute values; `'` becomes `apostrophe` (`&#39;` in HTML, `&apos;` in XML).
+pub(super) fn escape_markup(text: &str, apostrophe: &str) -> String {
+    let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
+            '\'' => out.push_str(apostrophe),
             c => out.push(c),
         }
     }
+    out
 }
 
 fn options() -> Options {

@@ -123,8 +123,16 @@ impl PageTable {
 pub fn blog_pages() -> PageTable {
     PageTable::new(PageScope::Blog)
         .get("FrontPage", "/", pages::front_page)
-        .get("FrontPageFeed", "/feed.atom", atom::front_feed)
-        .get("FrontPageJsonFeed", "/feed.json", json_feed::front_feed)
+        .get(
+            "FrontPageFeed",
+            "/feed.atom",
+            atom::front_feed::<atom::Atom>,
+        )
+        .get(
+            "FrontPageJsonFeed",
+            "/feed.json",
+            atom::front_feed::<json_feed::JsonFeed>,
+        )
         .get("PostPage", "/posts/{postId}/{slug}", pages::post_page)
         .get(
             "PostPageWithoutSlug",
@@ -168,15 +176,27 @@ pub fn blog_pages() -> PageTable {
             images::serve_rendition,
         )
         .get("AuthorPage", "/users/{userId}", pages::author_page)
-        .get("AuthorFeed", "/users/{userId}/feed.atom", atom::author_feed)
+        .get(
+            "AuthorFeed",
+            "/users/{userId}/feed.atom",
+            atom::author_feed::<atom::Atom>,
+        )
         .get(
             "AuthorJsonFeed",
             "/users/{userId}/feed.json",
-            json_feed::author_feed,
+            atom::author_feed::<json_feed::JsonFeed>,
         )
         .get("TagPage", "/tags/{tag}", views::tag_page)
-        .get("TagFeed", "/tags/{tag}/feed.atom", atom::tag_feed)
-        .get("TagJsonFeed", "/tags/{tag}/feed.json", json_feed::tag_feed)
+        .get(
+            "TagFeed",
+            "/tags/{tag}/feed.atom",
+            atom::tag_feed::<atom::Atom>,
+        )
+        .get(
+            "TagJsonFeed",
+            "/tags/{tag}/feed.json",
+            atom::tag_feed::<json_feed::JsonFeed>,
+        )
         .get("ArchivePage", "/archive", views::archive_page)
         .get("MonthPage", "/archive/{year}/{month}", views::month_page)
         .get("Sitemap", "/sitemap.xml", views::sitemap)

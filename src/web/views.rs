@@ -10,6 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::context::{FeedLink, Layout, PageContext};
+use super::markdown::escape_markup;
 use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
 use crate::api::paths::{MonthPath, TagPath};
 use crate::api::tenants::CurrentBlog;
@@ -166,18 +167,7 @@ fn views_of(posts: &[Post], base: &str) -> Vec<PostView> {
 
 /// Text escaped for XML character data and attribute values.
 fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_markup(text, "&apos;")
 }
 
 fn xml(body: String) -> Response {
