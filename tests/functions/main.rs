@@ -339,6 +339,7 @@ fn probe(method: &Method, path: &str) -> Request<Body> {
 
 mod host_metadata;
 mod pages;
+mod publish;
 mod recheck;
 mod staging;
 mod tenants;
