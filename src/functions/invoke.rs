@@ -153,12 +153,7 @@ pub async fn invoke_timer(
     let function = recheck::FUNCTION_NAME;
     let invocation: Invocation<Value> = match serde_json::from_slice(&body) {
         Ok(invocation) => invocation,
-        Err(why) => {
-            tracing::warn!(function, %why, "undecodable timer invocation");
-            let why = DecodeError::Envelope(why).to_string();
-            return Problem::new(StatusCode::BAD_REQUEST, "invalid-invocation", why)
-                .into_response();
-        }
+        Err(why) => return undecodable_timer_invocation(function, why),
     };
     if past_due(&invocation.data) {
         tracing::info!(function, "the timer is past due");
@@ -184,15 +179,7 @@ pub async fn invoke_timer(
             }
         }
     };
-    for line in &logs {
-        tracing::info!(function, "{line}");
-    }
-    Json(InvocationResult {
-        outputs: Map::new(),
-        logs,
-        return_value: Value::Null,
-    })
-    .into_response()
+    timer_answer(function, logs)
 }
 
 /// Handles one invocation of the publisher's timer: publishes the scheduled posts whose time
@@ -204,9 +191,7 @@ pub async fn invoke_publisher(
 ) -> Response {
     let function = publisher::FUNCTION_NAME;
     if let Err(why) = serde_json::from_slice::<Invocation<Value>>(&body) {
-        tracing::warn!(function, %why, "undecodable timer invocation");
-        let why = DecodeError::Envelope(why).to_string();
-        return Problem::new(StatusCode::BAD_REQUEST, "invalid-invocation", why).into_response();
+        return undecodable_timer_invocation(function, why);
     }
     let logs = match publisher {
         Publisher::Off => vec![format!("{function}: off (BLOG_PUBLISH_STEP_MS=0)")],
@@ -227,15 +212,7 @@ pub async fn invoke_publisher(
             }
         },
     };
-    for line in &logs {
-        tracing::info!(function, "{line}");
-    }
-    Json(InvocationResult {
-        outputs: Map::new(),
-        logs,
-        return_value: Value::Null,
-    })
-    .into_response()
+    timer_answer(function, logs)
 }
 
 /// Whether the timer's data says the invocation is late (`IsPastDue`), however the host
@@ -248,6 +225,26 @@ fn past_due(data: &Value) -> bool {
         None => Value::Null,
     };
     timer.get("IsPastDue").and_then(Value::as_bool) == Some(true)
+}
+
+/// The host's 400 for a timer invocation body that cannot be decoded.
+fn undecodable_timer_invocation(function: &str, why: serde_json::Error) -> Response {
+    tracing::warn!(function, %why, "undecodable timer invocation");
+    let why = DecodeError::Envelope(why).to_string();
+    Problem::new(StatusCode::BAD_REQUEST, "invalid-invocation", why).into_response()
+}
+
+/// A timer function's answer to the host: its log lines, logged here too, and no output.
+fn timer_answer(function: &str, logs: Vec<String>) -> Response {
+    for line in &logs {
+        tracing::info!(function, "{line}");
+    }
+    Json(InvocationResult {
+        outputs: Map::new(),
+        logs,
+        return_value: Value::Null,
+    })
+    .into_response()
 }
 
 #[cfg(test)]
