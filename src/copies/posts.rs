@@ -16,7 +16,7 @@ use super::shared::{
     HANDLER_CONCURRENCY, Report, current_version, documents_of, settle, to_value, tombstones_of,
 };
 use super::usernames::correct_usernames;
-use super::views::{Placement, place_posts};
+use super::views::{Move, Placement, move_posts};
 use crate::domain::{Deleted, Post, PostId};
 use crate::store::{BatchOperation, Container, PartitionKey, Store, StoreResult};
 
@@ -49,9 +49,10 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
 }
 
 /// The copies of a batch's posts: reads first (each post's current version and its author
-/// copy, side by side), then every write at once, one transactional batch per target
-/// partition: the author copies that changed, per author; the feed's changes (copies added or
-/// updated, posts pushed past the bound) in its one partition. A batch of posts is so a
+/// copy, side by side), then the writes, one transactional batch per target partition: the
+/// view copies that leave, then at once the author copies that changed, per author, and the
+/// feed's changes (copies added or updated, posts pushed past the bound) in its one
+/// partition, then the view copies that arrive. A batch of posts is so a
 /// handful of writes instead of one per copy and one per trimmed post, each waiting for the
 /// one before (on the embedded store they also share one commit of its one writer).
 ///
@@ -78,16 +79,16 @@ async fn copy_posts(
             Err(e) => settle(Err(e), format!("post {id}"), report)?,
         }
     }
-    // The views first: their old places are read from the author copies, still as they were.
-    let placed = copies
+    // The views' copies leave their old places while the author copies still name them.
+    let placed: Vec<_> = copies
         .iter()
         .map(|(copy, existing)| {
             let before = Placement::remembered(existing.as_ref());
             (copy.id.clone(), Some(copy.clone()), before)
         })
         .collect();
-    let result = place_posts(store, placed).await;
-    settle(result, "views of posts".to_owned(), report)?;
+    let result = move_posts(store, &placed, Move::Leave).await;
+    settle(result, "views of posts (leaving)".to_owned(), report)?;
     if left_feed {
         let result = refill_feed(store).await;
         settle(result, "feed refill".to_owned(), report)?;
@@ -113,6 +114,9 @@ async fn copy_posts(
     for part in done {
         report.merge(part?);
     }
+    // Only now that the author copies name their new places may the copies arrive there.
+    let result = move_posts(store, &placed, Move::Arrive).await;
+    settle(result, "views of posts (arriving)".to_owned(), report)?;
     let current: Vec<Post> = copies.iter().map(|(copy, _)| copy.clone()).collect();
     report.merge(keep_schedule(store, current).await?);
     // The author copies are written: the refill's query no longer finds the posts that left.

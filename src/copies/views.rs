@@ -4,10 +4,14 @@
 //! months. `OnPostChanged` places a post's copies from its current version; a deleted post's
 //! are removed with it.
 //!
-//! Where a post's copies were is read from its author's copy in `users` before that copy is
-//! rewritten: the tags and month it had when last copied. The views are written first, so a
-//! batch that fails after them still finds the old author copy when it is delivered again.
-//! Every step compares before it writes, so a repeated batch writes nothing.
+//! Where a post's copies are is read from its author's copy in `users`: the tags and month it
+//! had when last copied. So no copy may exist where that copy does not name it, even when a
+//! handler stops halfway and the post changes again before its batch is delivered again (the
+//! change feed then delivers only the latest version, and the version that was half handled
+//! is forgotten). A post's views therefore move in two [`Move`]s around the author copy's
+//! write: the copies it leaves go first, while the old author copy still names them; the
+//! copies it arrives in come after, once the new author copy names them. Every step compares
+//! before it writes, so a repeated batch writes nothing.
 //!
 //! A month's count lives in the month's partition and changes in the same transactional batch
 //! as the copy it counts (a create of a copy not there, or a delete of one that is, with the
@@ -95,35 +99,68 @@ pub(crate) fn archive_copy(short: &Post, month: &Month) -> StoreResult<Value> {
 /// One post's copy wanted in one partition of a view: its id and the copy (`None`: none).
 type Wanted = (PostId, Option<Value>);
 
-/// Puts the views of each post in step: `posts` holds each post's id, its current short form
-/// (`None`: deleted) and where its copies may be from before. The copies are gathered by the
-/// partition they live in, and each partition is written as transactional batches (a month's
-/// with its count), so a batch of posts costs a write per tag and per month rather than one
-/// per copy. Returns the items written.
-pub(crate) async fn place_posts(
+/// Which half of moving a post's views to write: the two sides of the author copy's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Move {
+    /// Removes the copies from where they were and the post no longer belongs.
+    Leave,
+    /// Writes the copies where the post belongs (new ones, and those that changed).
+    Arrive,
+}
+
+impl Move {
+    /// The tags whose partitions this move writes, and the copy each gets (`None`: none).
+    fn tags<'a>(self, now: &'a Placement, before: &'a Placement) -> Vec<(&'a String, bool)> {
+        match self {
+            Move::Leave => before
+                .tags
+                .difference(&now.tags)
+                .map(|t| (t, false))
+                .collect(),
+            Move::Arrive => now.tags.iter().map(|t| (t, true)).collect(),
+        }
+    }
+
+    /// The month whose partition this move writes, and whether the copy belongs there.
+    fn month(self, now: &Placement, before: &Placement) -> Option<(Month, bool)> {
+        match self {
+            Move::Leave => before
+                .month
+                .filter(|m| now.month != Some(*m))
+                .map(|m| (m, false)),
+            Move::Arrive => now.month.map(|m| (m, true)),
+        }
+    }
+}
+
+/// Makes one [`Move`] of the views of each post: `posts` holds each post's id, its current
+/// short form (`None`: deleted) and where its copies may be from before. The copies are
+/// gathered by the partition they live in, and each partition is written as transactional
+/// batches (a month's with its count), so a batch of posts costs a write per tag and per
+/// month rather than one per copy. Returns the items written.
+pub(crate) async fn move_posts(
     store: &Arc<dyn Store>,
-    posts: Vec<(PostId, Option<Post>, Placement)>,
+    posts: &[(PostId, Option<Post>, Placement)],
+    step: Move,
 ) -> StoreResult<usize> {
     let mut by_tag: BTreeMap<String, Vec<Wanted>> = BTreeMap::new();
     let mut by_month: BTreeMap<Month, Vec<Wanted>> = BTreeMap::new();
     for (id, now, before) in posts {
         let wanted = now.as_ref().map(Placement::of).unwrap_or_default();
-        for tag in wanted.tags.union(&before.tags) {
-            let want = match &now {
-                Some(short) if wanted.tags.contains(tag) => Some(tag_copy(short, tag)?),
-                _ => None,
-            };
+        let copy_of = |placed: bool| now.as_ref().filter(|_| placed);
+        for (tag, placed) in step.tags(&wanted, before) {
+            let want = copy_of(placed)
+                .map(|short| tag_copy(short, tag))
+                .transpose()?;
             by_tag
                 .entry(tag.clone())
                 .or_default()
                 .push((id.clone(), want));
         }
-        let months: BTreeSet<Month> = wanted.month.iter().chain(&before.month).copied().collect();
-        for month in months {
-            let want = match &now {
-                Some(short) if wanted.month == Some(month) => Some(archive_copy(short, &month)?),
-                _ => None,
-            };
+        if let Some((month, placed)) = step.month(&wanted, before) {
+            let want = copy_of(placed)
+                .map(|short| archive_copy(short, &month))
+                .transpose()?;
             by_month.entry(month).or_default().push((id.clone(), want));
         }
     }
@@ -140,14 +177,17 @@ pub(crate) async fn place_posts(
 }
 
 /// Puts one post's views in step with `now` (its short form; `None` once deleted), looking
-/// also where `before` says its copies may be.
+/// also where `before` says its copies may be: both moves, for the writers that keep no
+/// author copy in between (a repair, a deleted post's clean-up before its author copy goes).
 pub(crate) async fn place(
     store: &Arc<dyn Store>,
     post_id: &PostId,
     now: Option<&Post>,
     before: &Placement,
 ) -> StoreResult<usize> {
-    place_posts(store, vec![(post_id.clone(), now.cloned(), before.clone())]).await
+    let posts = [(post_id.clone(), now.cloned(), before.clone())];
+    let left = move_posts(store, &posts, Move::Leave).await?;
+    Ok(left + move_posts(store, &posts, Move::Arrive).await?)
 }
 
 /// The copies a partition of `container` holds of `wanted`'s posts, by post id: one point

@@ -45,6 +45,7 @@ mod users;
 mod verify;
 mod verify_read_only;
 mod view_pages;
+mod views_interrupted;
 mod views_verify;
 mod web;
 
