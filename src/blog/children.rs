@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::storage::{parse_page, post_partition};
-use super::{Blog, ListPage, ListRead, Listed, Listing, PageSize, Seen, WireJson};
+use super::{Blog, ListRead, Listed, Listing, PageSize, Seen, WireJson};
 use crate::domain::{Comment, Like, Post, PostId, Tombstone, UserId, is_stored_a};
 use crate::error::{Error, Result};
 use crate::store::{Container, Query, SortOrder};
@@ -99,7 +99,7 @@ impl Blog {
             self.keep(read, parse_page::<T>)
         } else if post.is_seen_by(viewer)? {
             // The author's view of their own draft: never kept, so never shown to another.
-            Ok(Arc::new(ListPage::new(parse_page::<T>(read.page)?)))
+            Ok(Arc::new(T::listing(parse_page::<T>(read.page)?)))
         } else {
             Err(missing())
         }
