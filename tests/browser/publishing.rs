@@ -66,7 +66,11 @@ async fn alice_saves_a_draft(v: &Visitor) -> String {
     );
     assert_eq!(canonical(v).await, v.url(&post));
 
-    v.open(&v.in_blog("/users/alice")).await;
+    // Her page lists it from her copy in `users`, which the change feed writes.
+    v.reload_until(&v.in_blog("/users/alice"), "the draft", |text| {
+        text.contains(TITLE)
+    })
+    .await;
     let drafts = v.text_of("section.drafts").await;
     assert!(
         drafts.contains(TITLE) && drafts.contains("Draft: only you can see it."),
