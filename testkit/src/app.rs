@@ -44,6 +44,31 @@ pub fn request_as(
     request
 }
 
+/// Sends `request` and answers its JSON body; panics if it cannot be sent or its body is not
+/// JSON (a test that reads an answer has nothing to check without it).
+pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("request sent");
+    response.json().await.expect("JSON body")
+}
+
+/// Registers `user_id` as `username` on the API rooted at `api` (`{base}/api` of a served
+/// binary, or a tenant's `{base}/api/tenants/{tenant}`); panics unless the API said 201.
+pub async fn register_at(client: &reqwest::Client, api: &str, user_id: &str, username: &str) {
+    let url = format!("{api}/users/{user_id}");
+    let body = json!({ "username": username });
+    let response = request_as(
+        client,
+        reqwest::Method::PUT,
+        url,
+        Some(user_id),
+        Some(&body),
+    )
+    .send()
+    .await
+    .expect("request sent");
+    assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+}
+
 /// Which store the application runs on. Every test body runs on each (see `backend_tests!`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -364,6 +389,15 @@ impl TestApp {
         response.json().await.expect("JSON body")
     }
 
+    /// What `caller` reads at `path` (an owner's view: drafts, images); panics unless 200.
+    pub async fn get_json_as(&self, caller: &str, path: &str) -> Value {
+        let response = self
+            .send(reqwest::Method::GET, path, Some(caller), None)
+            .await;
+        assert_eq!(response.status(), StatusCode::OK, "GET {path} as {caller}");
+        response.json().await.expect("JSON body")
+    }
+
     /// A command as `caller` (the Easy Auth principal header) with a JSON body.
     pub async fn send(
         &self,
@@ -389,13 +423,40 @@ impl TestApp {
     }
 
     pub async fn create_post(&self, caller: &str, title: &str, content: &str) -> Response {
+        self.write_post(caller, json!({ "title": title, "content": content }))
+            .await
+    }
+
+    /// Writes a post as `caller` from a whole body (status, tags, publishAt… as a test needs).
+    pub async fn write_post(&self, caller: &str, body: Value) -> Response {
         self.send(
             reqwest::Method::POST,
             "/api/posts",
             Some(caller),
-            Some(json!({ "title": title, "content": content })),
+            Some(body),
         )
         .await
+    }
+
+    /// [`TestApp::write_post`], answering the post; panics unless the API said 201.
+    pub async fn written(&self, caller: &str, body: Value) -> Value {
+        let response = self.write_post(caller, body).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "write post");
+        response.json().await.expect("post JSON")
+    }
+
+    /// Edits post `post_id` as `caller`: `body` replaces its fields.
+    pub async fn edit_post(&self, caller: &str, post_id: &str, body: Value) -> Response {
+        let path = format!("/api/posts/{post_id}");
+        self.send(reqwest::Method::PUT, &path, Some(caller), Some(body))
+            .await
+    }
+
+    /// [`TestApp::edit_post`], answering the post; panics unless the API said 200.
+    pub async fn edited(&self, caller: &str, post_id: &str, body: Value) -> Value {
+        let response = self.edit_post(caller, post_id, body).await;
+        assert_eq!(response.status(), StatusCode::OK, "edit post {post_id}");
+        response.json().await.expect("post JSON")
     }
 
     pub async fn comment(&self, caller: &str, post_id: &str, content: &str) -> Response {

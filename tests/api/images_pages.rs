@@ -191,16 +191,7 @@ async fn a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript(
         content.starts_with("Look:\n\n![a gradient  square]("),
         "{content}"
     );
-    let images: Value = app
-        .client
-        .get(app.url("/api/users/ada/images"))
-        .header("x-ms-client-principal-id", "ada")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let images = app.get_json_as("ada", "/api/users/ada/images").await;
     let image = &images["items"][0];
     let url = image["url"].as_str().unwrap();
     assert!(content.contains(&format!("]({url})")), "{content}");

@@ -14,7 +14,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use testkit::{Backend, TestApp, binary, eventually, ids};
+use testkit::{Backend, TestApp, binary, eventually, ids, register_at};
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";
@@ -619,14 +619,7 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     let base = server.base().await;
 
     let tenant = format!("{base}/api/tenants/{NORTH}");
-    let put = client
-        .put(format!("{tenant}/users/ada"))
-        .header("x-ms-client-principal-id", "ada")
-        .json(&json!({"username": "Ada"}))
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(put.status(), StatusCode::CREATED);
+    register_at(&client, &tenant, "ada", "Ada").await;
     let post: Value = client
         .post(format!("{tenant}/posts"))
         .header("x-ms-client-principal-id", "ada")

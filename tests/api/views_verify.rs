@@ -6,8 +6,7 @@ use std::time::Duration;
 use cosmos_blog::domain::Timestamp;
 use cosmos_blog::store::{Container, PartitionKey};
 use cosmos_blog::verify::{ViolationKind, verify, verify_and_repair};
-use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use testkit::{TestApp, eventually, ids, operation_tests};
 
@@ -15,26 +14,6 @@ operation_tests!(
     drafts_stay_out_of_the_views_until_published,
     verify_finds_and_repairs_every_damage_to_the_views,
 );
-
-async fn write(app: &TestApp, body: Value) -> Value {
-    let response = app
-        .send(Method::POST, "/api/posts", Some("ada"), Some(body))
-        .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.unwrap()
-}
-
-async fn edit(app: &TestApp, id: &str, body: Value) {
-    let response = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{id}"),
-            Some("ada"),
-            Some(body),
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::OK);
-}
 
 fn this_month() -> (String, String) {
     let now = Timestamp::now().to_string();
@@ -54,17 +33,19 @@ async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let month_path = format!("/api/archive/{year}/{month}/posts");
-    let published = write(
-        &app,
-        json!({"title": "out", "content": "x", "tags": ["rust"]}),
-    )
-    .await;
+    let published = app
+        .written(
+            "ada",
+            json!({"title": "out", "content": "x", "tags": ["rust"]}),
+        )
+        .await;
     let published = published["id"].as_str().unwrap().to_owned();
-    let draft = write(
-        &app,
-        json!({"title": "draft", "content": "x", "tags": ["rust"], "status": "draft"}),
-    )
-    .await;
+    let draft = app
+        .written(
+            "ada",
+            json!({"title": "draft", "content": "x", "tags": ["rust"], "status": "draft"}),
+        )
+        .await;
     let draft = draft["id"].as_str().unwrap().to_owned();
     lists(&app, "/api/tags/rust/posts", &[&published]).await;
     lists(&app, &month_path, &[&published]).await;
@@ -73,16 +54,16 @@ async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     assert_eq!(archive["items"][0]["postCount"], 1);
 
     // Published today, the draft comes first; put back to draft, the other leaves every view.
-    edit(
-        &app,
+    app.edited(
+        "ada",
         &draft,
         json!({"title": "draft", "content": "x", "status": "published"}),
     )
     .await;
     lists(&app, "/api/tags/rust/posts", &[&draft, &published]).await;
     lists(&app, &month_path, &[&draft, &published]).await;
-    edit(
-        &app,
+    app.edited(
+        "ada",
         &published,
         json!({"title": "out", "content": "x", "status": "draft"}),
     )
@@ -101,16 +82,18 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let key = format!("{year}-{month}");
-    let a = write(
-        &app,
-        json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
-    )
-    .await;
-    let b = write(
-        &app,
-        json!({"title": "b", "content": "x", "tags": ["rust"]}),
-    )
-    .await;
+    let a = app
+        .written(
+            "ada",
+            json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
+        )
+        .await;
+    let b = app
+        .written(
+            "ada",
+            json!({"title": "b", "content": "x", "tags": ["rust"]}),
+        )
+        .await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
     lists(&app, "/api/tags/db/posts", &[a]).await;
     lists(&app, &format!("/api/archive/{year}/{month}/posts"), &[b, a]).await;

@@ -9,7 +9,7 @@
 use cosmos_blog::auth::Platform;
 use cosmos_blog::store::Tenancy;
 use serde_json::json;
-use testkit::{Backend, binary};
+use testkit::{Backend, binary, json_of};
 
 use super::*;
 
@@ -534,19 +534,14 @@ async fn actions_are_confirmed_and_the_navigation_names_the_reader(
 
     // A like in place (the script asks for JSON): the count in words.
     let token = carol.token().await;
-    let liked: Value = carol
+    let like = carol
         .client
         .post(carol.page_url(&format!("{post_path}/like")))
         .header(header::ACCEPT, "application/json")
         .header("sec-fetch-site", "same-origin")
         .header(header::COOKIE, carol.cookies().expect("cookies"))
-        .form(&[("csrf", token.as_str())])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .form(&[("csrf", token.as_str())]);
+    let liked = json_of(like).await;
     assert_eq!(liked["likeText"], "1 like");
     let (_, page, _) = carol.get(&post_path).await;
     assert_eq!(select_text(&page, "#like-count"), ["1 like"]);
