@@ -479,10 +479,37 @@ impl TestApp {
         .await
     }
 
+    /// Comments on post `post_id` as `caller` and returns the comment; panics unless 201.
+    pub async fn commented(&self, caller: &str, post_id: &str, content: &str) -> Value {
+        let response = self.comment(caller, post_id, content).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::CREATED,
+            "comment on {post_id}"
+        );
+        response.json().await.expect("comment JSON")
+    }
+
+    /// Likes post `post_id` as `caller`; panics unless the API said 201 (a new like).
+    pub async fn liked(&self, caller: &str, post_id: &str) {
+        let response = self.like(caller, post_id).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "like {post_id}");
+    }
+
     /// Registers `user_id` and returns nothing; panics unless the API said 201.
     pub async fn register(&self, user_id: &str, username: &str) {
         let response = self.put_user(user_id, username).await;
         assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+    }
+
+    /// Registers `count` users, `{prefix}0`, `{prefix}1`…, each named as its id: the crowd a
+    /// test of concurrent writers needs. Answers their ids.
+    pub async fn register_many(&self, prefix: &str, count: usize) -> Vec<String> {
+        let users: Vec<String> = (0..count).map(|n| format!("{prefix}{n}")).collect();
+        for user in &users {
+            self.register(user, user).await;
+        }
+        users
     }
 
     /// Creates a post and returns its item; panics unless the API said 201.

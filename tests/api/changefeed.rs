@@ -28,18 +28,9 @@ async fn a_username_change_reaches_every_item_and_copy(app: TestApp) {
         ada_post["id"].as_str().unwrap().to_owned(),
         bob_post["id"].as_str().unwrap().to_owned(),
     );
-    assert_eq!(
-        app.comment("ada", &bob_post, "nice").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.like("ada", &bob_post).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.comment("ada", &ada_post, "mine").await.status(),
-        StatusCode::CREATED
-    );
+    app.commented("ada", &bob_post, "nice").await;
+    app.liked("ada", &bob_post).await;
+    app.commented("ada", &ada_post, "mine").await;
 
     assert_eq!(
         app.put_user("ada", "Ada Lovelace").await.status(),

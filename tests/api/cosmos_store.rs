@@ -15,6 +15,8 @@ use serde_json::json;
 use testkit::emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
 use testkit::eventually_ok;
 
+use crate::store_contract::count_and_child;
+
 #[tokio::test]
 async fn start_up_is_idempotent() {
     let client = emulator_client().await;
@@ -181,15 +183,7 @@ async fn live_account_smoke_test() {
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: counted.clone(),
-                    if_match: Some(etag.clone()),
-                },
-                BatchOperation::Create {
-                    item: comment.clone(),
-                },
-            ],
+            count_and_child(counted.clone(), etag.clone(), comment.clone()),
         )
         .await
         .expect("batch");

@@ -411,11 +411,8 @@ async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: Test
     app.register("bob", "Bob").await;
     let post = new_post(&app, "ada", "soon hidden", json!({})).await;
     let id = post["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        app.comment("bob", &id, "a secret remark").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(app.like("bob", &id).await.status(), StatusCode::CREATED);
+    app.commented("bob", &id, "a secret remark").await;
+    app.liked("bob", &id).await;
     let (comments, likes) = (
         format!("/api/posts/{id}/comments"),
         format!("/api/posts/{id}/likes"),

@@ -100,10 +100,7 @@ async fn fifty_concurrent_likes_count_fifty(app: TestApp) {
 
 async fn concurrent_comments_and_likes_keep_counts_exact(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    let users: Vec<String> = (0..20).map(|n| format!("u{n}")).collect();
-    for user in &users {
-        app.register(user, user).await;
-    }
+    let users = app.register_many("u", 20).await;
     let likes = join_all(users.iter().map(|u| app.like(u, &post_id)));
     let comments = join_all(users.iter().map(|u| app.comment(u, &post_id, "hi")));
     let (likes, comments) = tokio::join!(likes, comments);

@@ -72,7 +72,7 @@ async fn only_the_author_can_edit_and_counts_survive_an_edit(app: TestApp) {
     app.register("bob", "Bob").await;
     let post = app.new_post("ada", "Hello", "World").await;
     let id = post["id"].as_str().unwrap();
-    assert_eq!(app.like("bob", id).await.status(), StatusCode::CREATED);
+    app.liked("bob", id).await;
 
     let path = format!("/api/posts/{id}");
     let edit = json!({"title": "Hello again", "content": "Edited"});

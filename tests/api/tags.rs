@@ -180,11 +180,8 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     assert_eq!(items.len(), 1);
 
     // Comments, likes and renames reach the copies.
-    assert_eq!(
-        app.comment("bob", &first, "hi").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(app.like("bob", &first).await.status(), StatusCode::CREATED);
+    app.commented("bob", &first, "hi").await;
+    app.liked("bob", &first).await;
     assert_eq!(app.put_user("ada", "Ada L.").await.status(), StatusCode::OK);
     eventually(Duration::from_secs(30), || async {
         let page = app.get_json("/api/tags/rust/posts").await;
