@@ -111,15 +111,12 @@ async fn every_write_to_a_kept_list_shows_on_the_next_read(app: TestApp) {
     // the copy shows the post as it is now, nothing more is on its way to it.
     settled(&app, &post_id).await;
     assert_eq!(twice(&app, posts_of_ada).await, [post_id.as_str()]);
-    let edited = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "Edited", "content": "pages"})),
-        )
-        .await;
-    assert_eq!(edited.status(), StatusCode::OK);
+    app.edited(
+        "ada",
+        &post_id,
+        json!({"title": "Edited", "content": "pages"}),
+    )
+    .await;
     settled(&app, &post_id).await;
     assert_eq!(twice(&app, posts_of_ada).await, [post_id.as_str()]);
     assert_eq!(

@@ -107,15 +107,12 @@ async fn absolute_urls_come_from_the_public_address_never_from_the_request(
         );
     }
     // The ids are the same whatever the host; a new title keeps them.
-    let renamed = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "A new title", "content": "c"})),
-        )
-        .await;
-    assert_eq!(renamed.status(), StatusCode::OK);
+    app.edited(
+        "ada",
+        post_id,
+        json!({"title": "A new title", "content": "c"}),
+    )
+    .await;
     let feed = eventually(WITHIN, || async {
         let body = reader.html("/feed.atom").await;
         let feed = parse_atom(&body);
@@ -248,15 +245,12 @@ async fn feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry(
     })
     .await;
     let edited = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "First", "content": "changed"})),
+        .edited(
+            "ada",
+            post_id,
+            json!({"title": "First", "content": "changed"}),
         )
         .await;
-    assert_eq!(edited.status(), StatusCode::OK);
-    let edited: Value = edited.json().await.unwrap();
     let modified = edited["modifiedDate"].as_str().expect("an edit's date");
     for path in ["/feed.atom", "/users/ada/feed.atom"] {
         let entry = eventually(WITHIN, || async {
