@@ -51,6 +51,18 @@ pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
     response.json().await.expect("JSON body")
 }
 
+/// The form token an answer of the site sets in its `blog_csrf` cookie, if it sets one: what
+/// a browser sends back beside a form's `csrf` field.
+pub fn form_token(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .find_map(|value| {
+            let rest = value.to_str().ok()?.strip_prefix("blog_csrf=")?;
+            rest.split(';').next().map(str::to_owned)
+        })
+}
+
 /// Registers `user_id` as `username` on the API rooted at `api` (`{base}/api` of a served
 /// binary, or a tenant's `{base}/api/tenants/{tenant}`); panics unless the API said 201.
 pub async fn register_at(client: &reqwest::Client, api: &str, user_id: &str, username: &str) {
@@ -412,6 +424,12 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// Deletes what `path` names (a post, a comment, a like, an account) as `caller`.
+    pub async fn delete_as(&self, caller: &str, path: &str) -> Response {
+        self.send(reqwest::Method::DELETE, path, Some(caller), None)
+            .await
+    }
+
     pub async fn put_user(&self, user_id: &str, username: &str) -> Response {
         self.send(
             reqwest::Method::PUT,
@@ -702,36 +720,32 @@ macro_rules! operation_tests {
 macro_rules! image_tests {
     ($($name:ident),* $(,)?) => {
         $crate::operation_tests!($($name),*);
-        mod blob {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
-                        return;
-                    };
-                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
-                        .blob_images(azurite)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod multi_blob {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
-                        return;
-                    };
-                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
-                        .layout(::cosmos_blog::store::Tenancy::Multi)
-                        .blob_images(azurite)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
+        $crate::test_module!(blob, ($crate::blob_app!(Embedded, Single)): $($name),*);
+        $crate::test_module!(multi_blob, ($crate::blob_app!(Cosmos, Multi)): $($name),*);
+    };
+}
+
+/// The application of [`blob_app`], or a return from the test where Azurite cannot start.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! blob_app {
+    ($backend:ident, $tenancy:ident) => {
+        match $crate::app::blob_app(
+            $crate::Backend::$backend,
+            ::cosmos_blog::store::Tenancy::$tenancy,
+        )
+        .await
+        {
+            Some(app) => app,
+            None => return,
         }
     };
+}
+
+/// The application on `backend` in `tenancy` with the images' bytes in Blob Storage on
+/// Azurite; `None` where Azurite cannot start (the reason printed; under CI it fails).
+pub async fn blob_app(backend: Backend, tenancy: Tenancy) -> Option<TestApp> {
+    let azurite = Azurite::start_or_skip().await?;
+    let spawn = TestApp::spawn(backend).layout(tenancy).blob_images(azurite);
+    Some(spawn.start().await)
 }

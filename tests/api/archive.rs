@@ -97,12 +97,7 @@ async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp
     assert!(deleted.status().is_success(), "{}", deleted.status());
     months_become(&app, &[(this_month(), 3), ("2025-03".to_owned(), 2)]).await;
     let gone = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{}", recent[0]),
-            Some("ada"),
-            None,
-        )
+        .delete_as("ada", &format!("/api/posts/{}", recent[0]))
         .await;
     assert!(gone.status().is_success());
     months_become(&app, &[(this_month(), 2), ("2025-03".to_owned(), 2)]).await;

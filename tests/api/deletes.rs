@@ -81,20 +81,17 @@ async fn only_the_author_deletes_a_post_and_it_is_gone_at_once(app: TestApp) {
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "GET {read}");
         assert_eq!(problem_code(response).await, "post-not-found");
     }
-    assert_eq!(
-        app.comment("bob", &post_id, "late").await.status(),
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        app.like("ada", &post_id).await.status(),
-        StatusCode::NOT_FOUND
-    );
+    for response in [
+        app.comment("bob", &post_id, "late").await,
+        app.like("ada", &post_id).await,
+    ] {
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{}", response.url());
+    }
     let edit = app
-        .send(
-            Method::PUT,
-            &path,
-            Some("ada"),
-            Some(serde_json::json!({"title": "back", "content": "again"})),
+        .edit_post(
+            "ada",
+            &post_id,
+            serde_json::json!({"title": "back", "content": "again"}),
         )
         .await;
     assert_eq!(

@@ -2,7 +2,7 @@
 //! them back into the target's image store, and `backup` copies them beside the store's copy.
 //! Each image, and each of its renditions, comes back byte for byte, and both copies verify.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use image::ImageFormat;
 use reqwest::StatusCode;
@@ -40,6 +40,11 @@ fn run(command: testkit::binary::Binary) -> std::process::Output {
     output
 }
 
+/// `cosmos-blog import --from export` into the store (and image store) `store` names.
+fn import(store: Binary, export: &Path) -> Binary {
+    store.subcommand("import").arg("--from").arg(export)
+}
+
 /// `verify` run by `binary` (a store, and where its images are kept) passes, images included.
 fn assert_verifies(binary: Binary) {
     let output = binary.subcommand("verify").output();
@@ -63,6 +68,18 @@ async fn assert_serves(dir: TempDir, images: &[Value], expected: &[(String, Vec<
     assert_eq!(listed["items"].as_array().unwrap().len(), images.len());
     // Beside the running server (the folder goes with it).
     assert_verifies(binary!().on_data(&path));
+}
+
+/// An application on the embedded store in a folder of its own, and that folder (which goes
+/// with the application).
+async fn app_on_its_own_folder() -> (PathBuf, TestApp) {
+    let source = TempDir::new().unwrap();
+    let data = source.path().to_owned();
+    let app = TestApp::spawn(Backend::Embedded)
+        .data_dir(source)
+        .start()
+        .await;
+    (data, app)
 }
 
 /// ada registered on `app` with `pictures` (content type, bytes) uploaded as hers: their
@@ -91,12 +108,7 @@ fn assert_exported(export: &Path, served: &[(String, Vec<u8>)]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_import_and_backup_carry_the_images_byte_for_byte() {
-    let source = TempDir::new().unwrap();
-    let data = source.path().to_owned();
-    let app = TestApp::spawn(Backend::Embedded)
-        .data_dir(source)
-        .start()
-        .await;
+    let (data, app) = app_on_its_own_folder().await;
     let (images, expected) = ada_with_images(
         &app,
         vec![
@@ -121,11 +133,7 @@ async fn export_import_and_backup_carry_the_images_byte_for_byte() {
     assert_exported(&export, &expected);
 
     let imported = TempDir::new().unwrap();
-    run(binary!()
-        .on_data(imported.path())
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(binary!().on_data(imported.path()), &export));
 
     let backup = TempDir::new().unwrap();
     let backed_up = run(binary!()
@@ -145,12 +153,7 @@ async fn export_import_and_backup_carry_the_images_byte_for_byte() {
 /// refused with the rest of the export, before anything is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_whose_image_file_is_not_its_image_is_refused() {
-    let source = TempDir::new().unwrap();
-    let data = source.path().to_owned();
-    let app = TestApp::spawn(Backend::Embedded)
-        .data_dir(source)
-        .start()
-        .await;
+    let (data, app) = app_on_its_own_folder().await;
     app.register("ada", "Ada").await;
     let image = uploaded_png(&app, "ada", 40, 30).await;
     let work = TempDir::new().unwrap();
@@ -168,12 +171,7 @@ async fn an_export_whose_image_file_is_not_its_image_is_refused() {
     std::fs::write(&file, b"<html><script>alert(1)</script></html>").unwrap();
 
     let target = work.path().join("target");
-    let output = binary!()
-        .on_data(&target)
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export)
-        .output();
+    let output = import(binary!().on_data(&target), &export).output();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -222,11 +220,7 @@ async fn a_tenants_images_move_into_a_single_store() {
         "only the tenant's image"
     );
     let target = TempDir::new().unwrap();
-    run(binary!()
-        .on_data(target.path())
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(binary!().on_data(target.path()), &export));
     drop(site);
 
     // The same image, at the blog's address instead of the tenant's.
@@ -293,13 +287,13 @@ async fn export_and_import_carry_the_images_between_blob_containers() {
 
     let imported = TempDir::new().unwrap();
     let imported_path = imported.path().to_owned();
-    run(binary!()
-        .on_data(&imported_path)
-        .env("BLOG_IMAGES_CONNECTION", &connection)
-        .env("BLOG_IMAGES_CONTAINER", "target")
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(
+        binary!()
+            .on_data(&imported_path)
+            .env("BLOG_IMAGES_CONNECTION", &connection)
+            .env("BLOG_IMAGES_CONTAINER", "target"),
+        &export,
+    ));
     assert!(!imported_path.join("images").exists(), "into the container");
     drop(app);
 

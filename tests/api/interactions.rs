@@ -140,14 +140,12 @@ async fn comments_and_likes_need_an_existing_post(app: TestApp) {
     );
     // A caller without a user item cannot comment or like either.
     let post_id = post_by_ada(&app).await;
-    assert_eq!(
-        app.comment("ghost", &post_id, "hi").await.status(),
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        app.like("ghost", &post_id).await.status(),
-        StatusCode::NOT_FOUND
-    );
+    for response in [
+        app.comment("ghost", &post_id, "hi").await,
+        app.like("ghost", &post_id).await,
+    ] {
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{}", response.url());
+    }
     let post = app.get_json(&format!("/api/posts/{post_id}")).await;
     assert_eq!(
         (post["commentCount"].clone(), post["likeCount"].clone()),

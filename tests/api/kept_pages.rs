@@ -94,12 +94,7 @@ async fn every_write_to_a_kept_list_shows_on_the_next_read(app: TestApp) {
     assert_eq!(twice(&app, &comments).await, [comment_id.as_str()]);
 
     let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("{comments}/{comment_id}"),
-            Some("bob"),
-            None,
-        )
+        .delete_as("bob", &format!("{comments}/{comment_id}"))
         .await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     assert!(
@@ -123,14 +118,7 @@ async fn every_write_to_a_kept_list_shows_on_the_next_read(app: TestApp) {
         app.get_json(posts_of_ada).await["items"][0]["title"],
         "Edited"
     );
-    let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            None,
-        )
-        .await;
+    let deleted = app.delete_as("ada", &format!("/api/posts/{post_id}")).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     let gone = app.get(&comments).await;
     assert_eq!(gone.status(), StatusCode::NOT_FOUND, "the post deleted");

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use testkit::{TestApp, eventually, ids, operation_tests};
@@ -192,14 +192,7 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     .await;
 
     // A delete takes the post out of every tag's list.
-    let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{first}"),
-            Some("ada"),
-            None,
-        )
-        .await;
+    let deleted = app.delete_as("ada", &format!("/api/posts/{first}")).await;
     assert!(deleted.status().is_success(), "{}", deleted.status());
     tag_list_becomes(&app, "rust", &[]).await;
     tag_list_becomes(&app, "web", std::slice::from_ref(&second)).await;

@@ -442,6 +442,18 @@ pub(crate) struct Shape {
     pub(crate) content_chars: usize,
 }
 
+impl Shape {
+    /// A few users with a post each, commented and liked: enough of every kind of item for a
+    /// test about the format rather than its size.
+    pub(crate) const SMALL: Shape = Shape {
+        users: 3,
+        posts_per_user: 1,
+        comments: 2,
+        likes: 2,
+        content_chars: 10,
+    };
+}
+
 /// Writes a valid `single` export of `shape` into `folder`, item by item as the format has
 /// them (the likes of a post are by the next users after its author, so `likes` must not
 /// exceed `users`).

@@ -631,12 +631,7 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
     assert_holds(&verify(store).await.unwrap());
 
     let deleted = app
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/api/posts/{}", s.ada_long),
-            Some("ada"),
-            None,
-        )
+        .delete_as("ada", &format!("/api/posts/{}", s.ada_long))
         .await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     let erased = app

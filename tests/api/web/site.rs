@@ -160,33 +160,17 @@ async fn without_a_public_address_links_name_the_loopback_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_says_when_it_serves_others_without_a_public_address() {
     let env = [("BLOG_BIND_ADDRESS", "0.0.0.0"), ("BLOG_AUTH", "header")];
-    let mut unset = binary!()
-        .on_fresh_data()
-        .envs(&env)
-        .logged()
-        .serve()
-        .ready()
-        .await;
-    unset.kill();
-    assert!(
-        unset.log().contains("BLOG_PUBLIC_URL is not set"),
-        "{}",
-        unset.log()
-    );
-    let mut set = binary!()
-        .on_fresh_data()
-        .envs(&env)
-        .env("BLOG_PUBLIC_URL", PUBLIC)
-        .logged()
-        .serve()
-        .ready()
-        .await;
-    set.kill();
-    assert!(
-        !set.log().contains("BLOG_PUBLIC_URL is not set"),
-        "{}",
-        set.log()
-    );
+    for (public_url, warned) in [(None, true), (Some(PUBLIC), false)] {
+        let mut binary = binary!().on_fresh_data().envs(&env).logged();
+        if let Some(url) = public_url {
+            binary = binary.env("BLOG_PUBLIC_URL", url);
+        }
+        let mut served = binary.serve().ready().await;
+        served.kill();
+        let log = served.log();
+        let said = log.contains("BLOG_PUBLIC_URL is not set");
+        assert_eq!(said, warned, "BLOG_PUBLIC_URL {public_url:?}: {log}");
+    }
 }
 
 // ---- item 12: conditional GETs of the feeds, and edits -------------------------------------

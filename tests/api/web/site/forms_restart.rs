@@ -4,7 +4,7 @@
 
 use cosmos_blog::store::Tenancy;
 use tempfile::TempDir;
-use testkit::{binary, json_of, register_at};
+use testkit::{binary, form_token, json_of, register_at};
 
 use super::super::*;
 
@@ -26,17 +26,11 @@ async fn open_form(
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK, "{path}");
-    let cookie = response.headers()[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let token = form_token(response.headers()).expect("the form token's cookie");
     let page = parsed(response).await;
     let field = select_attr(&page, "input[name=csrf]", "value");
-    assert_eq!(cookie, format!("blog_csrf={field}"));
-    (cookie, field)
+    assert_eq!(token, field);
+    (format!("blog_csrf={token}"), field)
 }
 
 async fn send_post(
