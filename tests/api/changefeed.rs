@@ -174,24 +174,12 @@ async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
     assert_eq!(feed["items"][0]["likeCount"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_embedded() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Single).await;
-}
+/// `rebuild` on both backends in both layouts, in a module of its own: the test modules
+/// `operation_tests!` makes above have the same names.
+mod rebuild {
+    use super::rebuild_rederives_every_copy_from_the_sources;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_cosmos() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Single).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_multi_embedded() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Multi).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_multi_cosmos() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Multi).await;
+    testkit::every_backend_and_layout!(rebuild_rederives_every_copy_from_the_sources);
 }
 
 /// `rebuild` of the whole store: in `multi` it re-derives each tenant's copies.

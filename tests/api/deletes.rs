@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use testkit::{TestApp, eventually, ids, operation_tests};
 
+use crate::interactions::assert_neither_comment_nor_like;
+
 operation_tests!(
     only_the_author_deletes_a_post_and_it_is_gone_at_once,
     a_comment_is_deleted_by_its_author_or_the_posts_author,
@@ -81,12 +83,8 @@ async fn only_the_author_deletes_a_post_and_it_is_gone_at_once(app: TestApp) {
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "GET {read}");
         assert_eq!(problem_code(response).await, "post-not-found");
     }
-    for response in [
-        app.comment("bob", &post_id, "late").await,
-        app.like("ada", &post_id).await,
-    ] {
-        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{}", response.url());
-    }
+    assert_neither_comment_nor_like(&app, "bob", &post_id).await;
+    assert_neither_comment_nor_like(&app, "ada", &post_id).await;
     let edit = app
         .edit_post(
             "ada",

@@ -140,17 +140,27 @@ async fn comments_and_likes_need_an_existing_post(app: TestApp) {
     );
     // A caller without a user item cannot comment or like either.
     let post_id = post_by_ada(&app).await;
-    for response in [
-        app.comment("ghost", &post_id, "hi").await,
-        app.like("ghost", &post_id).await,
-    ] {
-        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{}", response.url());
-    }
+    assert_neither_comment_nor_like(&app, "ghost", &post_id).await;
     let post = app.get_json(&format!("/api/posts/{post_id}")).await;
     assert_eq!(
         (post["commentCount"].clone(), post["likeCount"].clone()),
         (0.into(), 0.into())
     );
+}
+
+/// `caller` can neither comment on nor like `post_id`: one of the two is not there (404).
+pub(crate) async fn assert_neither_comment_nor_like(app: &TestApp, caller: &str, post_id: &str) {
+    for response in [
+        app.comment(caller, post_id, "hi").await,
+        app.like(caller, post_id).await,
+    ] {
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_FOUND,
+            "{}",
+            response.url()
+        );
+    }
 }
 
 async fn a_bad_continuation_token_is_a_400(app: TestApp) {

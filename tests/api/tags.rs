@@ -14,7 +14,7 @@ operation_tests!(
     tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list,
 );
 
-async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> Value {
+pub(crate) async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> Value {
     app.written(
         caller,
         json!({"title": title, "content": "text", "tags": tags}),

@@ -1,14 +1,17 @@
 //! The views (`tags`, `archive`) under `verify`: drafts stay out of them, unpublishing and
 //! publishing move posts in and out, and every damage done by hand is found and repaired.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::domain::Timestamp;
-use cosmos_blog::store::{Container, PartitionKey};
+use cosmos_blog::store::{Container, PartitionKey, Store};
 use cosmos_blog::verify::{ViolationKind, verify, verify_and_repair};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use testkit::{TestApp, eventually, ids, operation_tests};
+
+use crate::tags::tagged_post;
 
 operation_tests!(
     drafts_stay_out_of_the_views_until_published,
@@ -29,16 +32,29 @@ async fn lists(app: &TestApp, path: &str, expected: &[&str]) {
     .await;
 }
 
+/// Damages a copy behind the change feed's back: the item at `(container, partition, id)`,
+/// changed by `change`, written to `to` (its own partition, or another).
+async fn rewrite(
+    store: &Arc<dyn Store>,
+    (container, partition, id): (Container, PartitionKey, &str),
+    to: &PartitionKey,
+    change: impl FnOnce(&mut Value),
+) {
+    let mut item = store
+        .read_item(container, &partition, id)
+        .await
+        .unwrap()
+        .unwrap()
+        .item;
+    change(&mut item);
+    store.upsert_item(container, to, item).await.unwrap();
+}
+
 async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let month_path = format!("/api/archive/{year}/{month}/posts");
-    let published = app
-        .written(
-            "ada",
-            json!({"title": "out", "content": "x", "tags": ["rust"]}),
-        )
-        .await;
+    let published = tagged_post(&app, "ada", "out", json!(["rust"])).await;
     let published = published["id"].as_str().unwrap().to_owned();
     let draft = app
         .written(
@@ -82,18 +98,8 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let key = format!("{year}-{month}");
-    let a = app
-        .written(
-            "ada",
-            json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
-        )
-        .await;
-    let b = app
-        .written(
-            "ada",
-            json!({"title": "b", "content": "x", "tags": ["rust"]}),
-        )
-        .await;
+    let a = tagged_post(&app, "ada", "a", json!(["rust", "db"])).await;
+    let b = tagged_post(&app, "ada", "b", json!(["rust"])).await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
     lists(&app, "/api/tags/db/posts", &[a]).await;
     lists(&app, &format!("/api/archive/{year}/{month}/posts"), &[b, a]).await;
@@ -107,42 +113,18 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
         .delete_item(Container::Tags, &tag("db"), a)
         .await
         .unwrap();
-    let mut stray = store
-        .read_item(Container::Tags, &tag("rust"), b)
-        .await
-        .unwrap()
-        .unwrap()
-        .item;
-    stray["tag"] = json!("go");
-    store
-        .upsert_item(Container::Tags, &tag("go"), stray)
-        .await
-        .unwrap();
-    let mut changed = store
-        .read_item(Container::Tags, &tag("rust"), a)
-        .await
-        .unwrap()
-        .unwrap()
-        .item;
-    changed["title"] = json!("not the title");
-    store
-        .upsert_item(Container::Tags, &tag("rust"), changed)
-        .await
-        .unwrap();
+    let stray = (Container::Tags, tag("rust"), b);
+    rewrite(store, stray, &tag("go"), |copy| copy["tag"] = json!("go")).await;
+    let changed = (Container::Tags, tag("rust"), a);
+    rewrite(store, changed, &tag("rust"), |copy| {
+        copy["title"] = json!("not the title");
+    })
+    .await;
     let count_id = format!("count-{key}");
     for partition in [key.as_str(), "index"] {
         let pk = PartitionKey::single(partition);
-        let mut count = store
-            .read_item(Container::Archive, &pk, &count_id)
-            .await
-            .unwrap()
-            .unwrap()
-            .item;
-        count["postCount"] = json!(7);
-        store
-            .upsert_item(Container::Archive, &pk, count)
-            .await
-            .unwrap();
+        let count = (Container::Archive, pk.clone(), count_id.as_str());
+        rewrite(store, count, &pk, |count| count["postCount"] = json!(7)).await;
     }
 
     let report = verify(&app.whole_store).await.unwrap();
