@@ -537,6 +537,25 @@ impl TestApp {
         response.json().await.expect("post JSON")
     }
 
+    /// `count` posts by `caller`, written one after the other (oldest first), titled
+    /// `{title} 0`, `{title} 1`…, each with `content`: their ids, in that order.
+    pub async fn new_posts(
+        &self,
+        caller: &str,
+        count: usize,
+        title: &str,
+        content: &str,
+    ) -> Vec<String> {
+        let mut ids = Vec::with_capacity(count);
+        for n in 0..count {
+            let post = self
+                .new_post(caller, &format!("{title} {n}"), content)
+                .await;
+            ids.push(post["id"].as_str().expect("post id").to_owned());
+        }
+        ids
+    }
+
     /// Every item of a list, following continuation tokens with `limit` items per page.
     pub async fn all_pages(&self, path: &str, limit: u32) -> Vec<Value> {
         let mut items = Vec::new();

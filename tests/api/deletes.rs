@@ -392,11 +392,7 @@ async fn a_deleted_posts_copies_comments_and_likes_go(app: TestApp) {
 
 async fn the_feed_refills_after_deleting_posts_in_it(app: TestApp) {
     app.register("ada", "Ada").await;
-    let mut created = Vec::new();
-    for n in 0..104 {
-        let post = app.new_post("ada", &format!("post {n}"), "x").await;
-        created.push(post["id"].as_str().expect("id").to_owned());
-    }
+    let mut created = app.new_posts("ada", 104, "post", "x").await;
     let newest_first =
         |posts: &[String]| -> Vec<String> { posts.iter().rev().take(100).cloned().collect() };
     let expected = newest_first(&created);

@@ -26,11 +26,7 @@ async fn feed_container_size(app: &TestApp) -> usize {
 
 async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
     app.register("ada", "Ada").await;
-    let mut created = Vec::new();
-    for n in 0..105 {
-        let post = app.new_post("ada", &format!("post {n}"), "x").await;
-        created.push(post["id"].as_str().unwrap().to_owned());
-    }
+    let created = app.new_posts("ada", 105, "post", "x").await;
     let newest_first: Vec<String> = created.iter().rev().take(100).cloned().collect();
     let feed = eventually(Duration::from_secs(30), || async {
         let feed = app.get_json("/api/feed").await;

@@ -42,6 +42,11 @@ pub async fn read(
         .item
 }
 
+/// Ada's user item as C1 stores it: the author of the posts the store tests write directly.
+pub fn ada() -> Value {
+    json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"})
+}
+
 pub async fn upsert(store: &Arc<dyn Store>, container: Container, item: Value) {
     let partition = container.partition_key_of(&item).unwrap();
     store
@@ -394,12 +399,7 @@ async fn into_feed(store: &Arc<dyn Store>, n: usize) {
 
 async fn the_feed_holds_exactly_the_most_recent_posts(app: TestApp) {
     let store = &app.store;
-    upsert(
-        store,
-        Container::Users,
-        json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"}),
-    )
-    .await;
+    upsert(store, Container::Users, ada()).await;
     for n in 0..103 {
         upsert(store, Container::Posts, dated_post(n)).await;
     }
@@ -474,12 +474,7 @@ pub async fn embedded_store(copies: bool) -> TempDir {
     let dir = TempDir::new().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap());
-    upsert(
-        &store,
-        Container::Users,
-        json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"}),
-    )
-    .await;
+    upsert(&store, Container::Users, ada()).await;
     for n in 0..3 {
         upsert(&store, Container::Posts, dated_post(n + 10)).await;
     }
