@@ -556,6 +556,17 @@ impl TestApp {
         ids
     }
 
+    /// Every comment and every like of post `post_id`, read `limit` to a page.
+    pub async fn comments_and_likes(&self, post_id: &str, limit: u32) -> (Vec<Value>, Vec<Value>) {
+        let comments = self
+            .all_pages(&format!("/api/posts/{post_id}/comments"), limit)
+            .await;
+        let likes = self
+            .all_pages(&format!("/api/posts/{post_id}/likes"), limit)
+            .await;
+        (comments, likes)
+    }
+
     /// Every item of a list, following continuation tokens with `limit` items per page.
     pub async fn all_pages(&self, path: &str, limit: u32) -> Vec<Value> {
         let mut items = Vec::new();

@@ -48,12 +48,7 @@ async fn counts_and_items(app: &TestApp, post_id: &str) -> ((u64, u64), (usize, 
         post["commentCount"].as_u64().unwrap(),
         post["likeCount"].as_u64().unwrap(),
     );
-    let comments = app
-        .all_pages(&format!("/api/posts/{post_id}/comments"), 100)
-        .await;
-    let likes = app
-        .all_pages(&format!("/api/posts/{post_id}/likes"), 100)
-        .await;
+    let (comments, likes) = app.comments_and_likes(post_id, 100).await;
     (counts, (comments.len(), likes.len()))
 }
 

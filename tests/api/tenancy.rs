@@ -286,12 +286,7 @@ async fn a_rename_in_one_tenant_leaves_the_other_alone(backend: Backend) {
 /// her post's copies in her list and in the feed.
 async fn adas_names(tenant: &TestApp, post_id: &str) -> Vec<Value> {
     let post = tenant.get_json(&format!("/api/posts/{post_id}")).await;
-    let comments = tenant
-        .all_pages(&format!("/api/posts/{post_id}/comments"), 10)
-        .await;
-    let likes = tenant
-        .all_pages(&format!("/api/posts/{post_id}/likes"), 10)
-        .await;
+    let (comments, likes) = tenant.comments_and_likes(post_id, 10).await;
     let listed = tenant.all_pages("/api/users/ada/posts", 10).await;
     let feed = tenant.get_json("/api/feed").await["items"].clone();
     let feed = feed.as_array().cloned().unwrap_or_default();
