@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 
-use super::pages::page_json;
-use crate::blog::{Blog, FEED_SIZE, PageSize};
+use crate::blog::{Blog, FEED_SIZE, PageSize, page_json};
 use crate::error::{Error, Result};
 
 /// The feed's items, newest first, each already serialised as JSON.
@@ -94,7 +93,7 @@ async fn fetch(blog: &Blog) -> Result<Arc<Feed>> {
         .map(serde_json::to_string)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::Internal(format!("feed item does not serialise: {e}")))?;
-    let whole_page = Bytes::from(page_json(items.iter().map(String::as_str), None));
+    let whole_page = Bytes::from(page_json(items.iter().map(String::as_bytes), None));
     Ok(Arc::new(Feed {
         items: Arc::new(items),
         whole_page,
@@ -102,9 +101,9 @@ async fn fetch(blog: &Blog) -> Result<Arc<Feed>> {
 }
 
 /// The feed page body, `{"items":[...],"continuation":null}`, with the first `limit` items.
-pub fn page_body(items: &[String], limit: PageSize) -> String {
+pub fn page_body(items: &[String], limit: PageSize) -> Vec<u8> {
     let shown = &items[..items.len().min(limit.get() as usize)];
-    page_json(shown.iter().map(String::as_str), None)
+    page_json(shown.iter().map(String::as_bytes), None)
 }
 
 #[cfg(test)]
@@ -117,12 +116,12 @@ mod tests {
     fn the_page_body_is_a_page_of_the_first_items() {
         let items = vec![r#"{"id":"a"}"#.to_owned(), r#"{"id":"b"}"#.to_owned()];
         let one = PageSize::parse(Some(1), PageSize::MAX).unwrap();
-        let body: serde_json::Value = serde_json::from_str(&page_body(&items, one)).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&page_body(&items, one)).unwrap();
         assert_eq!(
             body,
             serde_json::json!({"items": [{"id": "a"}], "continuation": null})
         );
-        let empty: serde_json::Value = serde_json::from_str(&page_body(&[], one)).unwrap();
+        let empty: serde_json::Value = serde_json::from_slice(&page_body(&[], one)).unwrap();
         assert_eq!(
             empty,
             serde_json::json!({"items": [], "continuation": null})
@@ -195,7 +194,7 @@ mod tests {
                 let page = cache.page(&blog, limit).await.unwrap();
                 assert_eq!(
                     page,
-                    page_body(&items, limit).as_bytes(),
+                    page_body(&items, limit).as_slice(),
                     "limit {}",
                     limit.get()
                 );

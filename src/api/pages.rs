@@ -12,7 +12,7 @@ use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, T
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::blog::{CreateOutcome, Listing, WireJson};
+use crate::blog::{CreateOutcome, Listing, WireJson, page_json};
 use crate::domain::{Comment, Like, Post, User};
 
 /// The answer to a command that creates its item or finds it there: 201 with a new item, 200
@@ -31,9 +31,10 @@ pub struct WirePage<T>(pub Listing<WireJson<T>>);
 
 impl<T> IntoResponse for WirePage<T> {
     fn into_response(self) -> Response {
-        // A kept page is written once and its body shared by every answer that sends it.
+        // A page is written once (as it is read, for the pages a read keeps) and its body
+        // shared by every answer that sends it.
         let body = self.0.body(|page| {
-            let items = page.items.iter().map(WireJson::as_str);
+            let items = page.items.iter().map(WireJson::as_bytes);
             Bytes::from(page_json(items, page.continuation.as_deref()))
         });
         ([(CONTENT_TYPE, "application/json")], body).into_response()
@@ -45,29 +46,8 @@ pub struct WireItem<T>(pub WireJson<T>);
 
 impl<T> IntoResponse for WireItem<T> {
     fn into_response(self) -> Response {
-        ([(CONTENT_TYPE, "application/json")], self.0.into_string()).into_response()
+        ([(CONTENT_TYPE, "application/json")], self.0.into_bytes()).into_response()
     }
-}
-
-/// The JSON of a page of a list whose items are already serialised.
-pub fn page_json<'a>(
-    items: impl Iterator<Item = &'a str> + Clone,
-    continuation: Option<&str>,
-) -> String {
-    let continuation = serde_json::Value::from(continuation).to_string();
-    let length = items.clone().map(|item| item.len() + 1).sum::<usize>() + continuation.len();
-    let mut body = String::with_capacity(length + 32);
-    body.push_str("{\"items\":[");
-    for (position, item) in items.enumerate() {
-        if position > 0 {
-            body.push(',');
-        }
-        body.push_str(item);
-    }
-    body.push_str("],\"continuation\":");
-    body.push_str(&continuation);
-    body.push('}');
-    body
 }
 
 /// The schema of a page of `item`s, with `items` referring to the item's schema.

@@ -4,13 +4,14 @@
 //! likes (they come after it): in the same request it tells a post with none yet from no
 //! post at all, and whether the reader may see them. A draft's or a scheduled post's are its
 //! author's alone; anyone else is told that there is no such post, as Q2 tells them. Such a
-//! page is never kept for others (only a published post's first page is kept). A later page
-//! is reached only through the token of a first page.
+//! page is never kept for others (only a published post's pages are kept). A later page is
+//! reached only through the token of a first page, which outlives the post's publication: its
+//! post is read beside it (one point read of the same partition, when the page is not kept).
 
 use std::sync::Arc;
 
 use super::storage::{parse_page, post_partition};
-use super::{Blog, ListPage, ListRead, Listed, Listing, PageSize, Seen, WireJson};
+use super::{Blog, ListRead, Listed, Listing, PageSize, Seen, WireJson};
 use crate::domain::{Comment, Like, Post, PostId, Tombstone, UserId, is_stored_a};
 use crate::error::{Error, Result};
 use crate::store::{Container, Query, SortOrder};
@@ -76,22 +77,29 @@ impl Blog {
         }
         let post = match items.iter().position(|item| is_stored_a::<Post>(item)) {
             Some(at) => Some(WireJson::<Post>::from_stored(&items.remove(at))?),
-            None => None,
+            None if first => None,
+            // A later page does not reach back to the post: whether it is still there and
+            // still published (a token outlives both) is read on its own, for a page just read
+            // only. A kept later page was kept with its post published, and is handed over only
+            // while nothing in the partition, the post included, has changed since.
+            None => {
+                self.read_as::<WireJson<Post>>(
+                    Container::Posts,
+                    &post_partition(post_id),
+                    post_id.as_str(),
+                )
+                .await?
+            }
         };
         items.retain(|item| !is_stored_a::<Post>(item));
         let Some(post) = post else {
-            // No post in its own partition: there is none (later pages do not look).
-            return if first {
-                Err(missing())
-            } else {
-                self.keep(read, parse_page::<T>)
-            };
+            return Err(missing());
         };
         if post.is_seen_by(None)? {
             self.keep(read, parse_page::<T>)
         } else if post.is_seen_by(viewer)? {
             // The author's view of their own draft: never kept, so never shown to another.
-            Ok(Arc::new(ListPage::new(parse_page::<T>(read.page)?)))
+            Ok(Arc::new(T::listing(parse_page::<T>(read.page)?)))
         } else {
             Err(missing())
         }

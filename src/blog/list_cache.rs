@@ -94,10 +94,24 @@ impl<T> ListPage<T> {
         }
     }
 
+    /// A page whose answer is already written, `body`.
+    pub fn written(page: Page<T>, body: Bytes) -> Self {
+        Self {
+            page,
+            body: OnceLock::from(body),
+        }
+    }
+
     /// The body `write` makes of the page, made once: every answer that sends this page
     /// must write it the same way.
     pub fn body(&self, write: impl FnOnce(&Page<T>) -> Bytes) -> Bytes {
         self.body.get_or_init(|| write(&self.page)).clone()
+    }
+
+    /// How many copies of its items' text the page holds once answered: one when its items
+    /// are slices of its written answer, else two (the items, and the answer made of them).
+    fn copies_held(&self) -> u64 {
+        if self.body.get().is_some() { 1 } else { 2 }
     }
 }
 
@@ -178,8 +192,8 @@ impl BlogLists {
     }
 
     /// Keeps `page`, read at `version`; `stored_bytes`: the size of its items as stored, the
-    /// measure of what it holds in memory, counted twice: once for its items, once for the
-    /// body of an answer made of them.
+    /// measure of what it holds in memory, counted for each copy it holds (see
+    /// [`ListPage::copies_held`]).
     pub fn keep<T: Send + Sync + 'static>(
         &self,
         key: ListKey,
@@ -191,7 +205,7 @@ impl BlogLists {
             return;
         };
         let bytes = OVERHEAD_BYTES
-            + 2 * stored_bytes as u64
+            + page.copies_held() * stored_bytes as u64
             + OVERHEAD_PER_ITEM * page.items.len() as u64
             + page
                 .continuation

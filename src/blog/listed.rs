@@ -1,15 +1,20 @@
 //! What a read hands over for each item, of a list or alone: the item parsed into its type
 //! (the pages and the Atom feeds render it), or the JSON the API sends for it, copied from
-//! the stored text where that text is already in that form ([`WireJson`]).
+//! the stored text where that text is already in that form ([`WireJson`]). A page of wire
+//! items is written out as the API's answer as it is read, and its items are then slices of
+//! that answer: a kept page holds its items' text once, not twice.
 
 use std::marker::PhantomData;
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use super::list_cache::ListPage;
 use crate::domain::{Comment, Like, Post, PostStatus, Typed, User, UserId, WireForm, is_stored_a};
 use crate::error::{Error, Result};
+use crate::store::Page;
 
 /// A form a read can hand its items over in.
 pub trait Listed: Sized + Clone + Send + Sync + 'static {
@@ -26,6 +31,11 @@ pub trait Listed: Sized + Clone + Send + Sync + 'static {
         } else {
             Ok(None)
         }
+    }
+
+    /// A page of items as a list's read hands it over.
+    fn listing(page: Page<Self>) -> ListPage<Self> {
+        ListPage::new(page)
     }
 }
 
@@ -46,25 +56,64 @@ listed_as_parsed!(User, Post, Comment, Like);
 /// An item as the JSON the API sends for it: the same bytes as the parsed item serialised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WireJson<T> {
-    json: String,
+    json: Bytes,
     kind: PhantomData<T>,
 }
 
 impl<T> WireJson<T> {
-    pub fn as_str(&self) -> &str {
+    pub fn as_bytes(&self) -> &[u8] {
         &self.json
     }
 
-    pub fn into_string(self) -> String {
+    pub fn into_bytes(self) -> Bytes {
         self.json
     }
 
     fn from_wire_form(json: String) -> Self {
         Self {
-            json,
+            json: Bytes::from(json),
             kind: PhantomData,
         }
     }
+}
+
+/// The start of a page's JSON, before its first item.
+const PAGE_START: &[u8] = b"{\"items\":[";
+
+/// The JSON of a page of a list whose items are already serialised:
+/// `{"items": [...], "continuation": "<token>" | null}`.
+pub fn page_json<'a>(
+    items: impl Iterator<Item = &'a [u8]> + Clone,
+    continuation: Option<&str>,
+) -> Vec<u8> {
+    let continuation = serde_json::Value::from(continuation).to_string();
+    let length = items.clone().map(|item| item.len() + 1).sum::<usize>() + continuation.len();
+    let mut body = Vec::with_capacity(length + 32);
+    body.extend_from_slice(PAGE_START);
+    for (position, item) in items.enumerate() {
+        if position > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(b"],\"continuation\":");
+    body.extend_from_slice(continuation.as_bytes());
+    body.push(b'}');
+    body
+}
+
+/// The page's answer, written once, with each item then a slice of it.
+fn written_page<T>(mut page: Page<WireJson<T>>) -> ListPage<WireJson<T>> {
+    let items = page.items.iter().map(WireJson::as_bytes);
+    let body = Bytes::from(page_json(items, page.continuation.as_deref()));
+    let mut at = PAGE_START.len();
+    for item in &mut page.items {
+        let end = at + item.json.len();
+        item.json = body.slice(at..end);
+        // The comma between items.
+        at = end + 1;
+    }
+    ListPage::written(page, body)
 }
 
 impl<T> Listed for WireJson<T>
@@ -92,6 +141,10 @@ where
             return Ok(None);
         }
         Self::parsed(stored).map(Some)
+    }
+
+    fn listing(page: Page<Self>) -> ListPage<Self> {
+        written_page(page)
     }
 }
 
@@ -126,7 +179,7 @@ impl Seen for WireJson<Post> {
             #[serde(borrow)]
             user_id: std::borrow::Cow<'a, str>,
         }
-        let post: Visibility<'_> = serde_json::from_str(&self.json)?;
+        let post: Visibility<'_> = serde_json::from_slice(&self.json)?;
         Ok(post.status == PostStatus::Published
             || viewer.is_some_and(|viewer| viewer.as_str() == post.user_id))
     }
@@ -163,7 +216,8 @@ mod tests {
             let wire = WireJson::<Post>::from_stored_of_kind(&raw)
                 .expect("post")
                 .expect("a post");
-            assert_eq!(wire.as_str(), serde_json::to_string(&parsed).expect("json"));
+            let json = serde_json::to_string(&parsed).expect("json");
+            assert_eq!(wire.as_bytes(), json.as_bytes());
         }
         // An escape serde_json writes otherwise: the copy refuses it, the post is parsed.
         let escaped = RawValue::from_string(post("x").to_string().replace("\"x\"", "\"\\u0078\""))
@@ -171,11 +225,8 @@ mod tests {
         let wire = WireJson::<Post>::from_stored_of_kind(&escaped)
             .expect("post")
             .expect("a post");
-        assert!(
-            wire.as_str().contains("\"content\":\"x\""),
-            "{}",
-            wire.as_str()
-        );
+        let text = String::from_utf8(wire.into_bytes().to_vec()).expect("text");
+        assert!(text.contains("\"content\":\"x\""), "{text}");
 
         let mut tombstone = post("gone");
         tombstone["type"] = json!("tombstone");
@@ -190,5 +241,32 @@ mod tests {
                 .expect("no failure")
                 .is_none()
         );
+    }
+
+    /// A page of wire items is written out as it is listed: its answer is the page's JSON
+    /// (no second writing), and each item is the same text as before, now within it.
+    #[test]
+    fn a_wire_page_is_written_once_and_its_items_are_slices_of_it() {
+        let items: Vec<WireJson<Post>> = [post("one"), post("two, \"quoted\"")]
+            .iter()
+            .map(|item| WireJson::from_stored(&stored(item)).expect("post"))
+            .collect();
+        let texts: Vec<Vec<u8>> = items.iter().map(|item| item.as_bytes().to_vec()).collect();
+        let page = WireJson::listing(Page {
+            items,
+            continuation: Some("next".to_owned()),
+        });
+        let body = page.body(|_| panic!("the page's answer is already written"));
+        let answer: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(answer["continuation"], "next");
+        assert_eq!(answer["items"][1]["content"], "two, \"quoted\"");
+        let range = body.as_ptr_range();
+        for (item, text) in page.items.iter().zip(&texts) {
+            assert_eq!(item.as_bytes(), text.as_slice());
+            assert!(
+                range.contains(&item.as_bytes().as_ptr()),
+                "a slice of the body"
+            );
+        }
     }
 }

@@ -28,7 +28,7 @@ use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
-pub use listed::{Listed, Seen, WireJson};
+pub use listed::{Listed, Seen, WireJson, page_json};
 pub use paging::{PageSize, decode_continuation, encode_continuation};
 pub use schedule::{
     PUBLISH_BATCH, Published, SCHEDULE_TYPE, ScheduleEntry, schedule_partition, schedule_query,
@@ -745,7 +745,7 @@ impl Blog {
             let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
             (key, version, stored_bytes)
         });
-        let page = Arc::new(ListPage::new(parse(page)?));
+        let page = Arc::new(T::listing(parse(page)?));
         if let Some((key, version, stored_bytes)) = keeping {
             self.lists
                 .keep(key, version, Arc::clone(&page), stored_bytes);

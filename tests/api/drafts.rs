@@ -14,6 +14,7 @@ operation_tests!(
     status_and_publish_at_are_validated_and_refusals_store_nothing,
     an_edit_publishes_unpublishes_or_keeps_the_status,
     an_unpublished_posts_comments_and_likes_are_its_authors_alone,
+    a_later_page_outlives_no_unpublishing_and_no_delete,
 );
 
 /// A date-time `seconds` from now, in the canonical form.
@@ -446,6 +447,64 @@ async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: Test
             assert_eq!(
                 listed(&app, reader, path).await.len(),
                 1,
+                "{path} {reader:?}"
+            );
+        }
+    }
+    app.assert_verifies().await;
+}
+
+/// The second page of Q4 and Q5, reached with a token taken while the post was published:
+/// once the post is put back to `draft`, 404 to anyone but its author (the token does not
+/// outlive the publication), whether the page was kept or not; once deleted, 404 to all.
+async fn a_later_page_outlives_no_unpublishing_and_no_delete(app: TestApp) {
+    for user in ["ada", "bob", "cy"] {
+        app.register(user, user).await;
+    }
+    let post = new_post(&app, "ada", "soon hidden", json!({})).await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    for reader in ["bob", "cy"] {
+        let remark = format!("a secret remark of {reader}");
+        app.commented(reader, &id, &remark).await;
+        app.liked(reader, &id).await;
+    }
+    let mut later_pages = Vec::new();
+    for list in ["comments", "likes"] {
+        let first = get_as(&app, None, &format!("/api/posts/{id}/{list}?limit=1")).await;
+        assert_eq!(first.status(), StatusCode::OK, "{list}");
+        let first: Value = first.json().await.unwrap();
+        let token = first["continuation"].as_str().expect("a second page");
+        let path = format!("/api/posts/{id}/{list}?limit=1&continuation={token}");
+        // Read twice while published: the second answer may be the kept page.
+        for _ in 0..2 {
+            assert_eq!(listed(&app, None, &path).await.len(), 1, "{path}");
+        }
+        later_pages.push(path);
+    }
+
+    let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
+    app.edited("ada", &id, body).await;
+    for path in &later_pages {
+        for stranger in [None, Some("bob")] {
+            let response = get_as(&app, stranger, path).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
+                "{path} {stranger:?}"
+            );
+            assert!(!response.text().await.unwrap().contains("secret"));
+        }
+        assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
+    }
+
+    let response = app.delete_as("ada", &format!("/api/posts/{id}")).await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    for path in &later_pages {
+        for reader in [None, Some("ada")] {
+            let response = get_as(&app, reader, path).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
                 "{path} {reader:?}"
             );
         }
