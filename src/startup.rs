@@ -21,7 +21,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
-use crate::changefeed::{Publisher, PublisherTask, Pump, Recheck, RecheckTask};
+use crate::changefeed::{self, BackgroundTask, Publisher, Pump, Recheck};
 use crate::functions;
 use crate::images::Images;
 use crate::platform::Platform;
@@ -37,8 +37,8 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     pump: Option<Pump>,
-    recheck: Option<RecheckTask>,
-    publisher: Option<PublisherTask>,
+    recheck: Option<BackgroundTask>,
+    publisher: Option<BackgroundTask>,
     store: Arc<dyn Store>,
     platform: Platform,
     port_file: Option<PathBuf>,
@@ -126,11 +126,15 @@ impl Application {
             None => settings.runs_pump().then(start_pump),
         };
         let recheck = match settings.recheck() {
-            Recheck::BesideThePump(delay) => Some(RecheckTask::start(Arc::clone(&traced), delay)),
+            Recheck::BesideThePump(delay) => {
+                Some(changefeed::recheck::start(Arc::clone(&traced), delay))
+            }
             Recheck::Off | Recheck::OnTimer(_) => None,
         };
         let publisher = match settings.publisher() {
-            Publisher::InProcess(step) => Some(PublisherTask::start(Arc::clone(&traced), step)),
+            Publisher::InProcess(step) => {
+                Some(changefeed::publisher::start(Arc::clone(&traced), step))
+            }
             Publisher::Off | Publisher::OnTimer => None,
         };
         Ok(Self {

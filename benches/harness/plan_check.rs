@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use cosmos_blog::plan::{
-    Azure, CostPoint, DAYS_PER_MONTH, MeasuredCosts, Mix, RuSource, Tenancy, Workload, plan,
-    svg_chart,
+    Azure, CostPoint, MeasuredCosts, Mix, RuSource, Tenancy, Workload, plan, svg_chart,
 };
 
 use crate::plan::{Rig, comment_text, post_text, prepare};
@@ -196,24 +195,7 @@ pub fn write_chart(path: &Path) -> anyhow::Result<()> {
     let points: Vec<CostPoint> = [10.0, 100.0, 1_000.0, 10_000.0, 100_000.0, 1_000_000.0]
         .into_iter()
         .map(|users| {
-            let w = Workload {
-                users,
-                posts_per_day: users * 0.02,
-                comments_per_post: 5.0,
-                likes_per_post: 20.0,
-                views_per_day: users * 10.0,
-                renames_per_day: users * 0.001,
-                peak_factor: 3.0,
-                regions: 1.0,
-                horizon_days: 12.0 * DAYS_PER_MONTH,
-                tenancy: Tenancy::Single,
-                tenants: 1.0,
-                mix: Mix::default(),
-                feed_cache_ms: 50.0,
-                function_ms: 20.0,
-                instance_memory_mb: 2048.0,
-                ru_source: RuSource::Reference,
-            };
+            let w = Workload::community(users);
             let bills = plan(&w, &azure, &costs).monthly_usd;
             CostPoint {
                 users,

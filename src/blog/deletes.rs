@@ -55,60 +55,71 @@ impl Blog {
         comment_id: &CommentId,
     ) -> Result<()> {
         let pk = post_partition(post_id);
-        self.combiner
-            .apply(post_id, async {
-                // Side by side with the combiner's read of the post (a missing or deleted
-                // post is its 404); only the post's author, not the comment's, needs the
-                // post here.
-                let (comment, _) = self
-                    .read::<Comment>(Container::Posts, &pk, comment_id.as_str())
-                    .await?
-                    .ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
-                if &comment.user_id != caller
-                    && &self.existing_post(post_id).await?.0.user_id != caller
-                {
-                    return Err(Error::Forbidden(
-                        "only the comment's author or the post's author can delete a comment",
-                    ));
-                }
-                let change = Change {
-                    operation: BatchOperation::Delete {
-                        id: comment_id.to_string(),
-                    },
-                    delta: CountDelta::ONE_COMMENT.negated(),
-                    refused: |cause| match cause {
-                        // Deleted meanwhile by someone else: as the read above had not seen it.
-                        StoreError::NotFound => Err(Error::not_found("comment", "")),
-                        other => Err(other.clone().into()),
-                    },
-                };
-                Ok(((), change))
-            })
-            .await
-            .map_err(|e| named(e, "comment", comment_id.as_str()))
-            .map(|_| ())
+        // Side by side with the combiner's read of the post (a missing or deleted post is its
+        // 404); only the post's author, not the comment's, needs the post here.
+        let allowed = async {
+            let (comment, _) = self
+                .read::<Comment>(Container::Posts, &pk, comment_id.as_str())
+                .await?
+                .ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
+            if &comment.user_id != caller && &self.existing_post(post_id).await?.0.user_id != caller
+            {
+                return Err(Error::Forbidden(
+                    "only the comment's author or the post's author can delete a comment",
+                ));
+            }
+            Ok(())
+        };
+        let comment = Child {
+            kind: "comment",
+            item_id: comment_id.to_string(),
+            named_by: comment_id.as_str(),
+            delta: CountDelta::ONE_COMMENT,
+        };
+        self.delete_child(post_id, comment, allowed).await
     }
 
     /// `DELETE /api/posts/{postId}/likes`: the caller's own like; `likeCount` goes down in
     /// the same batch (through the combiner). Liking again afterwards creates a new like.
     pub async fn unlike(&self, caller: &UserId, post_id: &PostId) -> Result<()> {
-        let like_id = LikeId::for_liker(caller);
+        let like = Child {
+            kind: "like",
+            item_id: LikeId::for_liker(caller).to_string(),
+            named_by: caller.as_str(),
+            delta: CountDelta::ONE_LIKE,
+        };
+        self.delete_child(post_id, like, async { Ok(()) }).await
+    }
+
+    /// Deletes `child` in the batch that lowers its post's counts (through the combiner),
+    /// once `allowed` has let the caller.
+    async fn delete_child(
+        &self,
+        post_id: &PostId,
+        child: Child<'_>,
+        allowed: impl Future<Output = Result<()>>,
+    ) -> Result<()> {
+        let Child {
+            kind,
+            item_id,
+            named_by,
+            delta,
+        } = child;
         self.combiner
             .apply(post_id, async {
+                allowed.await?;
                 let change = Change {
-                    operation: BatchOperation::Delete {
-                        id: like_id.to_string(),
-                    },
-                    delta: CountDelta::ONE_LIKE.negated(),
-                    refused: |cause| match cause {
-                        StoreError::NotFound => Err(Error::not_found("like", "")),
-                        other => Err(other.clone().into()),
-                    },
+                    operation: BatchOperation::Delete { id: item_id },
+                    delta: delta.negated(),
+                    refused: gone_meanwhile,
                 };
                 Ok(((), change))
             })
             .await
-            .map_err(|e| named(e, "like", caller.as_str()))
+            .map_err(|error| match error {
+                Error::NotFound { kind: GONE, .. } => Error::not_found(kind, named_by),
+                other => other,
+            })
             .map(|_| ())
     }
 
@@ -162,14 +173,27 @@ impl Blog {
     }
 }
 
-/// The `refused` functions of a [`Change`] are plain `fn`s and cannot name the item: a 404 of
-/// the child they answer gets its id here.
-fn named(error: Error, kind: &'static str, id: &str) -> Error {
-    match error {
-        Error::NotFound {
-            kind: found,
-            id: empty,
-        } if found == kind && empty.is_empty() => Error::not_found(kind, id),
-        other => other,
+/// A comment or like to delete.
+struct Child<'a> {
+    /// What it is, as its 404 names it.
+    kind: &'static str,
+    /// Its item's id in the post's partition.
+    item_id: String,
+    /// The id its 404 names: the comment's, or the liker's.
+    named_by: &'a str,
+    /// What it adds to its post's counts, taken off by the delete.
+    delta: CountDelta,
+}
+
+/// The kind of 404 [`gone_meanwhile`] answers, named by [`Blog::delete_child`]: a [`Change`]'s
+/// `refused` is a plain `fn` and cannot name the child.
+const GONE: &str = "child";
+
+/// A child not found by its delete was deleted meanwhile by someone else: a 404, as if the
+/// read before had not seen it.
+fn gone_meanwhile(cause: &StoreError) -> Result<()> {
+    match cause {
+        StoreError::NotFound => Err(Error::not_found(GONE, "")),
+        other => Err(other.clone().into()),
     }
 }

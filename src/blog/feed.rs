@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 use crate::domain::{Post, PostStatus};
-use crate::store::{FilterOp, PartitionKey, Query, SortOrder};
+use crate::store::{
+    Container, FilterOp, PageRequest, PartitionKey, Query, SortOrder, Store, StoreResult,
+};
 
 /// The feed holds this many of the most recent posts: the front page, one page of it.
 pub const FEED_SIZE: u32 = 100;
@@ -23,6 +25,14 @@ pub fn feed_query() -> Query {
     Query::in_partition(feed_partition())
         .of_type(Post::TYPE)
         .order_by(PUBLISHED_DATE, SortOrder::Descending)
+}
+
+/// The feed's copies as the store holds them, in [`feed_query`]'s order: at most
+/// [`FEED_SIZE`], since the change feed trims the rest.
+pub async fn stored_feed(store: &dyn Store) -> StoreResult<Vec<Value>> {
+    let request = PageRequest::first(FEED_SIZE);
+    let page = store.query(Container::Feed, &feed_query(), request).await?;
+    Ok(page.items)
 }
 
 /// Restricts a query of post copies to published posts: how Q3 and the feed's refill leave

@@ -12,7 +12,7 @@ use super::{Blog, PageSize};
 use crate::domain::UserId;
 use crate::error::{Error, Result};
 use crate::images::{IMAGE_TYPE, ImageId, ImageItem, ImageKey, ImageRefusal, Images, Scope};
-use crate::store::{Container, Page, PageRequest, Query, SortOrder, StoreError};
+use crate::store::{Container, Page, PageRequest, Pages, Query, SortOrder, StoreError};
 
 /// Every name of an image's bytes: the image and its renditions.
 pub fn image_keys(scope: &Scope, item: &ImageItem) -> Vec<ImageKey> {
@@ -188,30 +188,15 @@ impl Blog {
     /// The bytes the caller's images take (renditions included).
     async fn stored_image_bytes(&self, caller: &UserId) -> Result<u64> {
         let query = Query::in_partition(user_partition(caller)).of_type(IMAGE_TYPE);
+        let mut pages = Pages::new(&*self.store, Container::Users, &query, 100);
         let mut total = 0;
-        let mut continuation = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    Container::Users,
-                    &query,
-                    PageRequest {
-                        max_items: 100,
-                        continuation,
-                    },
-                )
-                .await?;
-            total += page
-                .items
+        while let Some(items) = pages.next().await? {
+            total += items
                 .iter()
                 .filter_map(|item| item.get("storedBytes").and_then(serde_json::Value::as_u64))
                 .sum::<u64>();
-            match page.continuation {
-                Some(next) => continuation = Some(next),
-                None => return Ok(total),
-            }
         }
+        Ok(total)
     }
 }
 

@@ -25,7 +25,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
-pub use feed::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
+pub use feed::{
+    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only, stored_feed,
+};
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
 pub use listed::{Listed, Seen, WireJson, page_json};

@@ -6,8 +6,10 @@ mod backlog;
 pub mod publisher;
 mod pump;
 pub mod recheck;
+mod task;
 
 pub use backlog::{Backlog, backlog};
-pub use publisher::{Publisher, PublisherTask};
+pub use publisher::Publisher;
 pub use pump::Pump;
-pub use recheck::{Recheck, RecheckReport, RecheckTask};
+pub use recheck::{Recheck, RecheckReport};
+pub use task::BackgroundTask;

@@ -9,8 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
-
+use super::task::BackgroundTask;
 use crate::blog::{Blog, Published};
 use crate::copies::scheduled_tenants;
 use crate::domain::Timestamp;
@@ -62,24 +61,10 @@ pub fn log_line(done: &Published) -> String {
     )
 }
 
-/// The publisher running in this server; dropping it does not stop it, [`PublisherTask::stop`]
-/// does.
-pub struct PublisherTask {
-    task: JoinHandle<()>,
-}
-
-impl PublisherTask {
-    pub fn start(store: Arc<dyn Store>, step: Duration) -> Self {
-        Self {
-            task: tokio::spawn(run_forever(store, step)),
-        }
-    }
-
-    /// Stops at the next await point; a post half published is published by the next pass.
-    pub async fn stop(self) {
-        self.task.abort();
-        let _ = self.task.await;
-    }
+/// Starts the publisher in this server. A post half published when it is stopped is
+/// published by the next pass.
+pub fn start(store: Arc<dyn Store>, step: Duration) -> BackgroundTask {
+    BackgroundTask::spawn(run_forever(store, step))
 }
 
 async fn run_forever(store: Arc<dyn Store>, step: Duration) {

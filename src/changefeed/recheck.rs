@@ -32,9 +32,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use tokio::task::JoinHandle;
 
 use super::pump::{load_checkpoint, retry_policy, save_checkpoint};
+use super::task::BackgroundTask;
 use crate::copies::Source;
 use crate::store::{Checkpoint, Store, StoreResult, tenant};
 use crate::verify::{Repairs, check_changes};
@@ -281,25 +281,10 @@ async fn check_and_repair(
     Ok(())
 }
 
-/// The re-check running beside the pump; dropping it does not stop it, [`RecheckTask::stop`]
-/// does.
-pub struct RecheckTask {
-    task: JoinHandle<()>,
-}
-
-impl RecheckTask {
-    pub fn start(store: Arc<dyn Store>, delay: Duration) -> Self {
-        Self {
-            task: tokio::spawn(run_forever(store, delay)),
-        }
-    }
-
-    /// Stops at the next await point. A batch checked but not yet checkpointed is checked
-    /// again on the next start, which writes nothing then.
-    pub async fn stop(self) {
-        self.task.abort();
-        let _ = self.task.await;
-    }
+/// Starts the re-check beside the pump. A batch checked but not yet checkpointed when it is
+/// stopped is checked again on the next start, which writes nothing then.
+pub fn start(store: Arc<dyn Store>, delay: Duration) -> BackgroundTask {
+    BackgroundTask::spawn(run_forever(store, delay))
 }
 
 async fn run_forever(store: Arc<dyn Store>, delay: Duration) {

@@ -17,7 +17,9 @@ use serde_json::Value;
 use super::deletes::{DELETE_CONCURRENCY, item_id};
 use super::partition_write::PartitionWrite;
 use super::shared::{Report, to_value};
-use crate::blog::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
+use crate::blog::{
+    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only, stored_feed,
+};
 use crate::domain::{Post, PostId};
 use crate::store::{BatchOperation, Container, PageRequest, Query, SortOrder, Store, StoreResult};
 
@@ -34,16 +36,10 @@ pub(super) struct FeedWindow {
 
 impl FeedWindow {
     pub(super) async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
-        let page = store
-            .query(
-                Container::Feed,
-                &feed_query(),
-                PageRequest::first(FEED_SIZE),
-            )
-            .await?;
-        let mut items = Vec::with_capacity(page.items.len());
-        let mut stored = HashMap::with_capacity(page.items.len());
-        for item in page.items {
+        let window = stored_feed(&**store).await?;
+        let mut items = Vec::with_capacity(window.len());
+        let mut stored = HashMap::with_capacity(window.len());
+        for item in window {
             if let Ok(post) = serde_json::from_value::<Post>(item.clone()) {
                 stored.insert(post.id.clone(), item);
                 items.push(post);
@@ -151,14 +147,8 @@ pub(crate) async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
 /// the short copies in `users` (see the module's note on its cost). Upserts only the missing
 /// ones; the caller trims afterwards.
 pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
-    let in_feed: BTreeSet<String> = store
-        .query(
-            Container::Feed,
-            &feed_query(),
-            PageRequest::first(FEED_SIZE),
-        )
+    let in_feed: BTreeSet<String> = stored_feed(&**store)
         .await?
-        .items
         .iter()
         .filter_map(item_id)
         .collect();

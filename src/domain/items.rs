@@ -407,35 +407,12 @@ mod tests {
         );
     }
 
+    /// The item's full list of fields is checked on the API's answer, which is this item, on
+    /// every backend.
     #[test]
-    fn post_item_has_the_specified_shape() {
+    fn a_post_item_is_typed_and_its_id_is_its_post_id() {
         let post = post_with("body");
         let value = serde_json::to_value(&post).unwrap();
-        let keys: Vec<&str> = value
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        let mut keys = keys;
-        keys.sort_unstable();
-        assert_eq!(
-            keys,
-            [
-                "commentCount",
-                "content",
-                "creationDate",
-                "id",
-                "likeCount",
-                "postId",
-                "publishedDate",
-                "status",
-                "title",
-                "type",
-                "userId",
-                "userUsername"
-            ]
-        );
         assert_eq!(value["type"], "post");
         assert_eq!(value["id"], value["postId"]);
     }

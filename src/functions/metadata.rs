@@ -125,46 +125,24 @@ pub fn http_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static HttpFun
     HTTP_FUNCTIONS.iter().filter(move |f| f.is_in(tenancy))
 }
 
-/// One HTTP-triggered function of the web pages (`web::routes`): a page, a form's post, a
-/// feed or the assets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageFunction {
-    pub name: &'static str,
-    pub method: &'static str,
-    /// The path below the blog's (or the site's) root, without the leading `/`; empty for the
-    /// root itself.
-    pub route: &'static str,
-    pub scope: PageScope,
-}
-
-impl From<&PageRoute> for PageFunction {
-    fn from(page: &PageRoute) -> Self {
-        Self {
-            name: page.name,
-            method: page.method,
-            route: page.path.trim_start_matches('/'),
-            scope: page.scope,
-        }
-    }
-}
-
 /// Every page and form of the web front end, one function each, from the pages' route
 /// table. The Functions host's start-up probe of `/` takes any answer.
-pub static PAGE_FUNCTIONS: LazyLock<Vec<PageFunction>> = LazyLock::new(|| {
+pub static PAGE_FUNCTIONS: LazyLock<Vec<PageRoute>> = LazyLock::new(|| {
     let (blog, site) = (blog_pages(), site_pages());
-    blog.routes()
-        .chain(site.routes())
-        .map(PageFunction::from)
-        .collect()
+    blog.routes().chain(site.routes()).copied().collect()
 });
 
 /// Where the `multi` layout serves a blog's pages (`web::TENANT_PAGES_PREFIX` without its `/`).
 pub const TENANT_PAGES_ROUTE_PREFIX: &str = "tenants/{tenantId}";
 
-impl PageFunction {
-    /// The route of `function.json` in `tenancy` (the host's prefix is empty).
+/// A page route is one Functions function; these are where the host routes it. They live
+/// here, beside the host's prefixes, not with the route table, which knows no host.
+impl PageRoute {
+    /// The route of `function.json` in `tenancy` (the host's prefix is empty): the path
+    /// below the blog's (or the site's) root without its leading `/`, under the tenant's
+    /// prefix for a blog's page in `multi`.
     pub fn host_route_in(&self, tenancy: Tenancy) -> String {
-        match (self.scope, tenancy, self.route) {
+        match (self.scope, tenancy, self.path.trim_start_matches('/')) {
             (PageScope::Site, _, route) | (PageScope::Blog, Tenancy::Single, route)
                 if !route.is_empty() =>
             {
@@ -191,17 +169,17 @@ impl PageFunction {
 /// `/` of a `multi` site, which has no blog of its own: the binary answers a browser there
 /// with a page that says where the blogs are (a 404), which the host's start-up probe takes.
 /// In `single` the front page is there.
-pub const MULTI_SITE_ROOT: PageFunction = PageFunction {
+pub const MULTI_SITE_ROOT: PageRoute = PageRoute {
     name: "SiteRootPage",
     method: "get",
-    route: "",
+    path: "/",
     scope: PageScope::Site,
 };
 
 /// The page functions of the `tenancy` layout.
-pub fn page_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static PageFunction> {
+pub fn page_functions(tenancy: Tenancy) -> impl Iterator<Item = &'static PageRoute> {
     let site_root = (tenancy == Tenancy::Multi).then_some(&MULTI_SITE_ROOT);
-    let pages: &'static [PageFunction] = &PAGE_FUNCTIONS;
+    let pages: &'static [PageRoute] = &PAGE_FUNCTIONS;
     pages.iter().chain(site_root)
 }
 
@@ -402,7 +380,7 @@ fn http_function_json(function: &HttpFunction, tenancy: Tenancy) -> FunctionJson
     http_trigger_json(function.method, function.host_route_in(tenancy))
 }
 
-fn page_function_json(function: &PageFunction, tenancy: Tenancy) -> FunctionJson {
+fn page_function_json(function: &PageRoute, tenancy: Tenancy) -> FunctionJson {
     http_trigger_json(function.method, function.host_route_in(tenancy))
 }
 
@@ -646,7 +624,7 @@ mod tests {
         assert_eq!(function_for("GET", "/"), None);
     }
 
-    fn page_function(name: &str) -> &'static PageFunction {
+    fn page_function(name: &str) -> &'static PageRoute {
         PAGE_FUNCTIONS.iter().find(|f| f.name == name).unwrap()
     }
 

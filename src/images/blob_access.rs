@@ -12,6 +12,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use url::Url;
 
+use crate::connection_string;
+
 /// Azurite's well-known development account (`UseDevelopmentStorage=true`): public, documented
 /// with the emulator, good for nothing else.
 const DEVELOPMENT_ACCOUNT: &str = "devstoreaccount1";
@@ -55,18 +57,7 @@ impl Connection {
     /// (names in any order and case, others ignored), `BlobEndpoint=...;SharedAccessSignature=...`,
     /// or `UseDevelopmentStorage=true`. Errors never echo the string: it holds a secret.
     pub fn parse(connection: &str) -> anyhow::Result<Self> {
-        let mut fields = std::collections::HashMap::new();
-        for part in connection
-            .split(';')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
-            // Keys and signatures are base64 and may end with '=': split at the first '='.
-            let Some((name, value)) = part.split_once('=') else {
-                anyhow::bail!("malformed BLOG_IMAGES_CONNECTION: expected name=value pairs");
-            };
-            fields.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
-        }
+        let fields = connection_string::fields(connection, "BLOG_IMAGES_CONNECTION")?;
         let field = |name: &str| fields.get(name).filter(|v| !v.is_empty()).cloned();
         if field("usedevelopmentstorage").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
             return Self::with_key(

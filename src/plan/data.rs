@@ -158,6 +158,14 @@ fn checked(name: &str, figure: &Sourced) -> Result<(), String> {
     }
 }
 
+/// `[("field", &owner.field), ...]`: figures with the names their errors give them, each
+/// name written once, as its field.
+macro_rules! named {
+    ($($owner:ident . $field:ident),* $(,)?) => {
+        [$((stringify!($field), &$owner.$field)),*]
+    };
+}
+
 impl Azure {
     /// The prices and limits compiled into the binary.
     pub fn checked_in() -> Result<Self, String> {
@@ -184,53 +192,32 @@ impl Azure {
     fn check(&self) -> Result<(), String> {
         let p = &self.prices;
         let l = &self.limits;
-        let figures = [
-            ("serverless_per_million_ru", &p.serverless_per_million_ru),
-            (
-                "provisioned_per_100_ru_s_hour",
-                &p.provisioned_per_100_ru_s_hour,
-            ),
-            (
-                "autoscale_per_100_ru_s_hour",
-                &p.autoscale_per_100_ru_s_hour,
-            ),
-            ("storage_per_gb_month", &p.storage_per_gb_month),
-            ("flex_per_gb_second", &p.flex_per_gb_second),
-            (
-                "flex_per_million_executions",
-                &p.flex_per_million_executions,
-            ),
-            (
-                "flex_free_gb_seconds_per_month",
-                &p.flex_free_gb_seconds_per_month,
-            ),
-            (
-                "flex_free_executions_per_month",
-                &p.flex_free_executions_per_month,
-            ),
-            ("batch_operations", &l.batch_operations),
-            ("provisioned_minimum_ru_s", &l.provisioned_minimum_ru_s),
-            (
-                "flex_minimum_billed_seconds",
-                &l.flex_minimum_billed_seconds,
-            ),
+        let figures = named![
+            p.serverless_per_million_ru,
+            p.provisioned_per_100_ru_s_hour,
+            p.autoscale_per_100_ru_s_hour,
+            p.storage_per_gb_month,
+            p.flex_per_gb_second,
+            p.flex_per_million_executions,
+            p.flex_free_gb_seconds_per_month,
+            p.flex_free_executions_per_month,
+            l.batch_operations,
+            l.provisioned_minimum_ru_s,
+            l.flex_minimum_billed_seconds,
         ];
         for (name, figure) in figures {
             checked(name, figure)?;
         }
         // Capacities divide: they must be above zero.
-        let capacities = [
-            ("logical_partition_ru_s", &l.logical_partition_ru_s),
-            ("logical_partition_gb", &l.logical_partition_gb),
-            ("serverless_container_ru_s", &l.serverless_container_ru_s),
-            (
-                "serverless_physical_partition_ru_s",
-                &l.serverless_physical_partition_ru_s,
-            ),
-            ("serverless_container_gb", &l.serverless_container_gb),
-            ("serverless_regions", &l.serverless_regions),
-            ("autoscale_minimum_max_ru_s", &l.autoscale_minimum_max_ru_s),
-            ("flex_http_concurrency", &l.flex_http_concurrency),
+        let capacities = named![
+            l.logical_partition_ru_s,
+            l.logical_partition_gb,
+            l.serverless_container_ru_s,
+            l.serverless_physical_partition_ru_s,
+            l.serverless_container_gb,
+            l.serverless_regions,
+            l.autoscale_minimum_max_ru_s,
+            l.flex_http_concurrency,
         ];
         for (name, figure) in capacities {
             checked(name, figure)?;

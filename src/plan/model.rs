@@ -166,6 +166,30 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The community example of `docs/capacity.md` grown or shrunk to `users`, every figure
+    /// proportional to them: a day brings 0.02 posts, 10 views and 0.001 renames per user; a
+    /// post gets 5 comments and 20 likes; the rest is the flags' defaults.
+    pub fn community(users: f64) -> Self {
+        Self {
+            users,
+            posts_per_day: users * 0.02,
+            comments_per_post: 5.0,
+            likes_per_post: 20.0,
+            views_per_day: users * 10.0,
+            renames_per_day: users * 0.001,
+            peak_factor: 3.0,
+            regions: 1.0,
+            horizon_days: 12.0 * DAYS_PER_MONTH,
+            tenancy: Tenancy::Single,
+            tenants: 1.0,
+            mix: Mix::default(),
+            feed_cache_ms: 50.0,
+            function_ms: 20.0,
+            instance_memory_mb: 2048.0,
+            ru_source: RuSource::Reference,
+        }
+    }
+
     /// The workload `s` times as large: users, posts, views and renames (the per-post
     /// averages, the peak's shape, the regions and the horizon stay).
     pub fn scaled(&self, s: f64) -> Self {

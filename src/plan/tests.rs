@@ -1,28 +1,11 @@
 //! The model's promises, on the checked-in table and prices.
 
 use super::data::{Azure, MeasuredCosts};
-use super::model::{DAYS_PER_MONTH, Mix, RuSource, Tenancy, Workload};
+use super::model::{DAYS_PER_MONTH, Mix, Workload};
 use super::render::{Plan, json, plan};
 
 fn community() -> Workload {
-    Workload {
-        users: 10_000.0,
-        posts_per_day: 200.0,
-        comments_per_post: 5.0,
-        likes_per_post: 20.0,
-        views_per_day: 100_000.0,
-        renames_per_day: 10.0,
-        peak_factor: 3.0,
-        regions: 1.0,
-        horizon_days: 12.0 * DAYS_PER_MONTH,
-        tenancy: Tenancy::Single,
-        tenants: 1.0,
-        mix: Mix::default(),
-        feed_cache_ms: 50.0,
-        function_ms: 20.0,
-        instance_memory_mb: 2048.0,
-        ru_source: RuSource::Reference,
-    }
+    Workload::community(10_000.0)
 }
 
 fn planned(w: &Workload) -> Plan {
@@ -219,17 +202,9 @@ fn storage_grows_with_the_horizon() {
 #[test]
 fn its_json_keys_stay_as_listed() {
     let answer = json(&planned(&community())).unwrap();
+    // The top-level keys are the command's promise, kept by `tests/plan.rs`; these are the
+    // figures inside them.
     let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
-    for key in [
-        "operations",
-        "ru_per_second",
-        "storage_gb",
-        "monthly_usd",
-        "first_limit",
-        "recommendation",
-    ] {
-        assert!(value.get(key).is_some(), "{key} in {answer}");
-    }
     for op in [
         "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "C2.feed",
     ] {

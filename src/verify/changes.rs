@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::Violation;
 use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
 use super::repair::{Children, count_children};
-use crate::blog::{FEED_SIZE, feed_query};
+use crate::blog::{FEED_SIZE, feed_query, stored_feed};
 use crate::copies::current_username;
 use crate::domain::{Comment, Deleted, Like, Post, Timestamp, Tombstone, User, UserId, is_a};
 use crate::store::{
@@ -474,17 +474,10 @@ impl Targeted<'_> {
     }
 
     async fn read_feed(&self) -> StoreResult<FeedView> {
-        let window = self
-            .store
-            .query(
-                Container::Feed,
-                &feed_query(),
-                PageRequest::first(FEED_SIZE),
-            )
-            .await?;
-        let mut entries = HashMap::with_capacity(window.items.len());
+        let window = stored_feed(&**self.store).await?;
+        let mut entries = HashMap::with_capacity(window.len());
         let mut oldest = None;
-        for copy in &window.items {
+        for copy in &window {
             let Ok(post) = Post::deserialize(copy) else {
                 continue;
             };

@@ -65,7 +65,8 @@ pub(crate) struct AuthorState<'a> {
     pub erased_at: Option<Timestamp>,
 }
 
-fn violation(
+/// A violation as a check finds it, in no tenant: recording it in the report names its tenant.
+pub(super) fn violation(
     kind: ViolationKind,
     container: Container,
     partition: &str,

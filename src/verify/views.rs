@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::checks::canonical_hash;
+use super::checks::{canonical_hash, violation};
 use super::repair::Repair;
 use super::{Violation, ViolationKind};
 use crate::copies::{archive_copy, tag_copy};
@@ -29,25 +29,6 @@ pub(super) struct ViewModel {
     counted: BTreeMap<String, u64>,
     /// month -> its count as the index holds it.
     indexed: BTreeMap<String, u64>,
-}
-
-fn violation(
-    kind: ViolationKind,
-    container: Container,
-    partition: &str,
-    id: &str,
-    detail: String,
-    repair: Repair,
-) -> Violation {
-    Violation {
-        kind,
-        container,
-        partition: partition.to_owned(),
-        id: id.to_owned(),
-        detail,
-        tenant: None,
-        repair: Some(repair),
-    }
 }
 
 impl ViewModel {
@@ -117,7 +98,12 @@ impl ViewModel {
             }
         };
         Some(violation(
-            kind, container, partition, post_id, detail, repair,
+            kind,
+            container,
+            partition,
+            post_id,
+            detail,
+            Some(repair),
         ))
     }
 
@@ -139,7 +125,7 @@ impl ViewModel {
                     partition,
                     post_id,
                     format!("published post {post_id} has no copy here"),
-                    repair,
+                    Some(repair),
                 )
             })
             .collect();
@@ -164,9 +150,9 @@ impl ViewModel {
                     format!(
                         "the month holds {held} posts; its count says {counted}, the index {indexed}"
                     ),
-                    Repair::MonthCount {
+                    Some(Repair::MonthCount {
                         month: month.clone(),
-                    },
+                    }),
                 ));
             }
         }

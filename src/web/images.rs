@@ -6,7 +6,7 @@ use axum::Extension;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 
 use crate::api::AppState;
 use crate::api::paths::{ImagePath, RenditionPath};
@@ -84,30 +84,22 @@ async fn serve(
         tracing::error!(name = key.name(), "stored image bytes of no known type");
         return no_image();
     };
-    let mut response = if matches {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        Response::new(Body::from(bytes))
-    };
-    let answer = response.headers_mut();
-    answer.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
+    let fixed = [
+        (header::CACHE_CONTROL, IMMUTABLE),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            IMAGE_CONTENT_SECURITY_POLICY,
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ];
+    let etag = AppendHeaders(
+        HeaderValue::from_str(&etag)
+            .ok()
+            .map(|etag| (header::ETAG, etag)),
     );
-    answer.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
-    answer.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(IMAGE_CONTENT_SECURITY_POLICY),
-    );
-    answer.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    if let Ok(etag) = HeaderValue::from_str(&etag) {
-        answer.insert(header::ETAG, etag);
-    }
     if matches {
-        answer.remove(header::CONTENT_TYPE);
+        return (StatusCode::NOT_MODIFIED, fixed, etag).into_response();
     }
-    response
+    let content_type = [(header::CONTENT_TYPE, format.content_type())];
+    (fixed, content_type, etag, Body::from(bytes)).into_response()
 }

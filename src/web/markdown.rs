@@ -104,15 +104,26 @@ fn escape(text: &str) -> String {
 /// `text` with the five characters that markup gives a meaning escaped, for character data
 /// and attribute values; `'` becomes `apostrophe` (`&#39;` in HTML, `&apos;` in XML).
 pub(super) fn escape_markup(text: &str, apostrophe: &str) -> String {
+    replace_chars(text, |c| match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some(apostrophe),
+        _ => None,
+    })
+}
+
+/// `text` with each character that `replacement` names written as what it says.
+pub(super) fn replace_chars<'a>(
+    text: &str,
+    replacement: impl Fn(char) -> Option<&'a str>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str(apostrophe),
-            c => out.push(c),
+        match replacement(c) {
+            Some(replaced) => out.push_str(replaced),
+            None => out.push(c),
         }
     }
     out

@@ -4,6 +4,8 @@
 
 use serde_json::json;
 
+use super::markdown::replace_chars;
+
 /// A post page's Open Graph and Twitter card: every value is text the template escapes.
 pub struct OpenGraph {
     pub title: String,
@@ -54,19 +56,15 @@ pub fn json_ld(posting: &Posting<'_>) -> String {
 /// `&` likewise for good measure. The JSON means the same; a title holding `</script>` stays
 /// text.
 fn script_safe(json: &str) -> String {
-    let mut safe = String::with_capacity(json.len());
-    for c in json.chars() {
-        match c {
-            '<' => safe.push_str("\\u003c"),
-            '>' => safe.push_str("\\u003e"),
-            '&' => safe.push_str("\\u0026"),
-            // Line and paragraph separators end lines in older script parsers.
-            '\u{2028}' => safe.push_str("\\u2028"),
-            '\u{2029}' => safe.push_str("\\u2029"),
-            other => safe.push(other),
-        }
-    }
-    safe
+    replace_chars(json, |c| match c {
+        '<' => Some("\\u003c"),
+        '>' => Some("\\u003e"),
+        '&' => Some("\\u0026"),
+        // Line and paragraph separators end lines in older script parsers.
+        '\u{2028}' => Some("\\u2028"),
+        '\u{2029}' => Some("\\u2029"),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

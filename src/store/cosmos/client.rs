@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use super::faults::sdk_operation_options;
 use super::provisioning::prepare_container;
+use crate::connection_string;
 use crate::store::{Container, StoreSettings, Tenancy};
 
 /// A Cosmos DB database holding the four containers. Cheap to clone: the SDK clients share
@@ -94,23 +95,9 @@ impl CosmosStore {
 
 /// `AccountEndpoint=...;AccountKey=...;` (key order free, other keys ignored).
 fn parse_connection_string(connection: &str) -> anyhow::Result<(String, String)> {
-    let mut endpoint = None;
-    let mut key = None;
-    for part in connection
-        .split(';')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
-        // Keys are base64 and end with '=': split at the first '=' only.
-        let Some((name, value)) = part.split_once('=') else {
-            anyhow::bail!("malformed Cosmos DB connection string: expected name=value pairs");
-        };
-        if name.trim().eq_ignore_ascii_case("AccountEndpoint") {
-            endpoint = Some(value.trim().to_owned());
-        } else if name.trim().eq_ignore_ascii_case("AccountKey") {
-            key = Some(value.trim().to_owned());
-        }
-    }
+    let mut fields = connection_string::fields(connection, "Cosmos DB connection string")?;
+    let endpoint = fields.remove("accountendpoint");
+    let key = fields.remove("accountkey");
     match (endpoint, key) {
         (Some(endpoint), Some(key)) if !endpoint.is_empty() && !key.is_empty() => {
             Ok((endpoint, key))
