@@ -26,6 +26,23 @@ async fn phase_alone(args: &[&str]) -> String {
     suite::run_only(&args, only, "harness_smoke").await.unwrap()
 }
 
+/// The ceiling phase alone, briefly, at tiny scale, on `routes` (each as `--route`); its
+/// report shows each present row and none of the absent ones.
+async fn assert_ceiling_rows(routes: &[&str], present: &[&str], absent: &[&str]) {
+    let mut args = vec!["--only", "ceiling", "--users", "3", "--quiet"];
+    args.extend(["--load-seconds", "0.6", "--concurrency", "2"]);
+    for route in routes {
+        args.extend(["--route", route]);
+    }
+    let markdown = phase_alone(&args).await;
+    for row in present {
+        assert!(markdown.contains(row), "{row} in {markdown}");
+    }
+    for row in absent {
+        assert!(!markdown.contains(row), "{row} in {markdown}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_runs_at_tiny_scale_and_v3_keeps_its_shape() {
     let out = tempfile::tempdir().unwrap();
@@ -403,36 +420,18 @@ async fn the_transfer_phase_runs_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ceiling_phase_measures_the_chosen_routes_beside_the_health_route() {
-    let markdown = phase_alone(&[
-        "--only",
-        "ceiling",
-        "--users",
-        "3",
-        "--load-seconds",
-        "0.6",
-        "--concurrency",
-        "2",
-        "--route",
-        "Q2",
-        "--route",
-        "Q4",
-        "--route",
-        "page GET /posts",
-        "--quiet",
-    ])
+    assert_ceiling_rows(
+        &["Q2", "Q4", "page GET /posts"],
+        &[
+            "| GET /api/health (ceiling) | ",
+            "| Q2 GET /api/posts/{id} | ",
+            "| Q4 GET /api/posts/{id}/comments | ",
+            "| page GET /posts/{id} | ",
+            "| page GET /posts/{id} | Q2 GET /api/posts/{id} + Q4 GET /api/posts/{id}/comments | ",
+        ],
+        &["| Q1 ", "| Q3 ", "| page GET / (front page) |", "errors)"],
+    )
     .await;
-    for route in [
-        "| GET /api/health (ceiling) | ",
-        "| Q2 GET /api/posts/{id} | ",
-        "| Q4 GET /api/posts/{id}/comments | ",
-        "| page GET /posts/{id} | ",
-        "| page GET /posts/{id} | Q2 GET /api/posts/{id} + Q4 GET /api/posts/{id}/comments | ",
-    ] {
-        assert!(markdown.contains(route), "{route} in {markdown}");
-    }
-    for absent in ["| Q1 ", "| Q3 ", "| page GET / (front page) |", "errors)"] {
-        assert!(!markdown.contains(absent), "{absent} in {markdown}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,28 +457,14 @@ async fn the_planner_agrees_with_the_application_within_ten_percent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ceiling_phase_measures_image_upload_and_serving_beside_the_health_route() {
-    let markdown = phase_alone(&[
-        "--only",
-        "ceiling",
-        "--users",
-        "3",
-        "--load-seconds",
-        "0.6",
-        "--concurrency",
-        "2",
-        "--route",
-        "image",
-        "--quiet",
-    ])
+    assert_ceiling_rows(
+        &["image"],
+        &[
+            "| GET /api/health (ceiling) | ",
+            "| image POST /api/images (upload) | ",
+            "| image GET /images/{id} | ",
+        ],
+        &["| Q1 ", "| Q2 ", "| page GET", "errors)"],
+    )
     .await;
-    for route in [
-        "| GET /api/health (ceiling) | ",
-        "| image POST /api/images (upload) | ",
-        "| image GET /images/{id} | ",
-    ] {
-        assert!(markdown.contains(route), "{route} in {markdown}");
-    }
-    for absent in ["| Q1 ", "| Q2 ", "| page GET", "errors)"] {
-        assert!(!markdown.contains(absent), "{absent} in {markdown}");
-    }
 }

@@ -194,6 +194,61 @@ fn distinct(rng: &mut fastrand::Rng, n: usize, k: usize) -> Vec<usize> {
     }
 }
 
+/// The users numbered `numbers`: `user-000042`, named `writer42`.
+pub fn writers(numbers: std::ops::Range<usize>) -> anyhow::Result<Vec<User>> {
+    numbers
+        .map(|i| {
+            let id = UserId::parse(&format!("user-{i:06}"))?;
+            Ok(User::new(id, Username::parse(&format!("writer{i}"))?))
+        })
+        .collect()
+}
+
+/// Every post of `users` (5 to 50 each), planned before anything is written, from one RNG
+/// in a fixed order, so the data does not depend on the order in which concurrent writes
+/// finish.
+pub fn plan_posts(
+    rng: &mut fastrand::Rng,
+    users: &[User],
+) -> anyhow::Result<Vec<(PostRef, Vec<Value>)>> {
+    let mut partitions = Vec::new();
+    for author in 0..users.len() {
+        for _ in 0..rng.usize(5..=50) {
+            partitions.push(post_partition(rng, users, author)?);
+        }
+    }
+    Ok(partitions)
+}
+
+/// Writes `users`, then the posts' `partitions`, [`IN_FLIGHT`] partitions at a time;
+/// `written` is called after each user and each post's partition.
+pub async fn write_users_and_posts(
+    store: &Arc<dyn Store>,
+    users: &[User],
+    partitions: Vec<(PostRef, Vec<Value>)>,
+    written: impl Fn(),
+) -> anyhow::Result<()> {
+    stream::iter(users)
+        .map(|user| {
+            let item = serde_json::to_value(user);
+            let pk = PartitionKey::single(user.user_id.as_str());
+            async move { write_partition(store, Container::Users, pk, vec![item?]).await }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .inspect_ok(|()| written())
+        .try_collect::<()>()
+        .await?;
+    stream::iter(partitions)
+        .map(|(post, items)| {
+            let pk = PartitionKey::single(post.post_id.as_str());
+            write_partition(store, Container::Posts, pk, items)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .inspect_ok(|()| written())
+        .try_collect::<()>()
+        .await
+}
+
 /// One post's partition, ready to write: the post, then its comments and likes, whose
 /// authors are drawn from `users`.
 pub fn post_partition(
@@ -299,43 +354,12 @@ pub async fn generate(store: &Arc<dyn Store>, config: &GenConfig) -> anyhow::Res
     anyhow::ensure!(config.users > 0, "--users must be at least 1");
     let started = Instant::now();
     let mut rng = fastrand::Rng::with_seed(config.seed);
-    let users: Vec<User> = (0..config.users)
-        .map(|i| {
-            let id = UserId::parse(&format!("user-{i:06}"))?;
-            Ok(User::new(id, Username::parse(&format!("writer{i}"))?))
-        })
-        .collect::<anyhow::Result<_>>()?;
-
-    // Plan every post first, from one RNG in a fixed order, so the data does not depend
-    // on the order in which concurrent writes finish.
-    let mut partitions = Vec::new();
-    for author in 0..users.len() {
-        for _ in 0..rng.usize(5..=50) {
-            partitions.push(post_partition(&mut rng, &users, author)?);
-        }
-    }
+    let users = writers(0..config.users)?;
+    let partitions = plan_posts(&mut rng, &users)?;
     let posts: Vec<PostRef> = partitions.iter().map(|(p, _)| p.clone()).collect();
 
     let bar = progress_bar(config.progress, users.len() + partitions.len(), "loading");
-    stream::iter(users.iter())
-        .map(|user| {
-            let item = serde_json::to_value(user);
-            let pk = PartitionKey::single(user.user_id.as_str());
-            async move { write_partition(store, Container::Users, pk, vec![item?]).await }
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .inspect_ok(|()| bar.inc(1))
-        .try_collect::<()>()
-        .await?;
-    stream::iter(partitions)
-        .map(|(post, items)| {
-            let pk = PartitionKey::single(post.post_id.as_str());
-            write_partition(store, Container::Posts, pk, items)
-        })
-        .buffer_unordered(IN_FLIGHT)
-        .inspect_ok(|()| bar.inc(1))
-        .try_collect::<()>()
-        .await?;
+    write_users_and_posts(store, &users, partitions, || bar.inc(1)).await?;
     bar.finish_and_clear();
     let load_time = started.elapsed();
 

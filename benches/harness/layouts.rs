@@ -284,16 +284,8 @@ impl Subject {
         }
     }
 
-    /// The post item as the change feed delivers it: from the store itself.
-    async fn post_document(
-        &self,
-        tenant: &TenantId,
-        post: &PostId,
-    ) -> anyhow::Result<serde_json::Value> {
-        self.read_document(Container::Posts, tenant, post.as_str())
-            .await
-    }
-
+    /// The item `id` of `container` as the change feed delivers it: from the store itself,
+    /// so in `multi` with its `tenantId`.
     async fn read_document(
         &self,
         container: Container,
@@ -312,17 +304,6 @@ impl Subject {
             .await?
             .map(|d| d.item)
             .ok_or_else(|| anyhow::anyhow!("{id} of {tenant} is missing"))
-    }
-
-    /// The user item as the change feed delivers it: from the store itself, so in `multi`
-    /// with its `tenantId`.
-    async fn user_document(
-        &self,
-        tenant: &TenantId,
-        user: &UserId,
-    ) -> anyhow::Result<serde_json::Value> {
-        self.read_document(Container::Users, tenant, user.as_str())
-            .await
     }
 }
 
@@ -559,12 +540,16 @@ async fn run_once(
         // What the change feed then delivers for the new post, handled as the pump would:
         // the copies in the author's partition and the feed, and the tag and month views.
         let (_, post) = created.last().context("C2 made a post")?;
-        let document = subject.post_document(tenant, post).await?;
+        let document = subject
+            .read_document(Container::Posts, tenant, post.as_str())
+            .await?;
         steps.push(copies_of(subject, Source::Posts, document).await?);
     }
     if op == LayoutOp::Rename {
         // What the change feed then delivers, handled as the pump or the trigger would.
-        let document = subject.user_document(tenant, &target.user).await?;
+        let document = subject
+            .read_document(Container::Users, tenant, target.user.as_str())
+            .await?;
         steps.push(copies_of(subject, Source::Users, document).await?);
     }
     Ok(steps)

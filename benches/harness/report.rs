@@ -356,14 +356,14 @@ pub fn markdown(input: &Inputs<'_>) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(
-        out,
-        "\n\\* cross-partition query: counted are the logical partitions holding the matches it returned; Cosmos DB fans such a query out to every physical partition.\n"
+    note(
+        &mut out,
+        "\\* cross-partition query: counted are the logical partitions holding the matches it returned; Cosmos DB fans such a query out to every physical partition.",
     );
 
-    let _ = writeln!(out, "### Detail (means per run)\n");
-    table_head(
+    titled_table(
         &mut out,
+        "Detail (means per run)",
         "op | model | requests | partitions | items read | KiB read | items written | items answered | RU | p50 ms | p99 ms | runs | case study ms / RU",
     );
     for op in Op::ALL {
@@ -390,14 +390,14 @@ pub fn markdown(input: &Inputs<'_>) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\nRU: the embedded store reports none (—); against Azure Cosmos DB the `MeteredStore` sums the charges the backend records. V1 counts comments and likes by reading them (the `Store` API has no aggregates), so its items/bytes read exceed what `SELECT VALUE COUNT(1)` would return.\n"
+    note(
+        &mut out,
+        "RU: the embedded store reports none (—); against Azure Cosmos DB the `MeteredStore` sums the charges the backend records. V1 counts comments and likes by reading them (the `Store` API has no aggregates), so its items/bytes read exceed what `SELECT VALUE COUNT(1)` would return.",
     );
 
-    let _ = writeln!(out, "### V3 against V1 (queries)\n");
-    table_head(
+    titled_table(
         &mut out,
+        "V3 against V1 (queries)",
         "query | cost V1/V3, ours (RU, or requests × items read) | case study V1/V3 (RU) | p50 V1/V3, ours | case study V1/V3 (ms) | requests V1 → V3 | by the case study's ratio or more",
     );
     for op in Op::ALL.into_iter().filter(|op| op.is_query()) {
@@ -429,8 +429,11 @@ pub fn markdown(input: &Inputs<'_>) -> String {
             "Before measuring, the change-feed pump worked through the change log of the whole loaded data set in {:.1} s (until a new post reached the feed).\n",
             load.catch_up.as_secs_f64()
         );
-        let _ = writeln!(out, "### One client, one request at a time (ms)\n");
-        table_head(&mut out, "request | requests | errors | p50 | p99 | p99.9");
+        titled_table(
+            &mut out,
+            "One client, one request at a time (ms)",
+            "request | requests | errors | p50 | p99 | p99.9",
+        );
         for (kind, s) in &load.sequential {
             summary_row(&mut out, kind.label(), s, "");
         }
@@ -741,6 +744,17 @@ fn short_num(v: f64) -> String {
 pub fn table_head(out: &mut String, columns: &str) {
     let _ = writeln!(out, "| {columns} |");
     let _ = writeln!(out, "|{}", "---|".repeat(columns.split(" | ").count()));
+}
+
+/// A `### title` and the head of the table under it.
+pub fn titled_table(out: &mut String, title: &str, columns: &str) {
+    let _ = writeln!(out, "### {title}\n");
+    table_head(out, columns);
+}
+
+/// A paragraph of its own after a table: how to read its figures.
+pub fn note(out: &mut String, text: &str) {
+    let _ = writeln!(out, "\n{text}\n");
 }
 
 /// Opens a report section: its `## heading` and the paragraph that says what it measures.

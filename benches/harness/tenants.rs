@@ -13,11 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cosmos_blog::domain::{TenantId, User, UserId, Username};
-use cosmos_blog::store::{Container, PartitionKey, Store, Tenancy, tenant};
-use futures::{StreamExt, TryStreamExt, stream};
+use cosmos_blog::domain::{TenantId, UserId};
+use cosmos_blog::store::{Store, Tenancy, tenant};
 
-use crate::generate::{IN_FLIGHT, PostRef, post_partition, progress_bar, write_partition};
+use crate::generate::{PostRef, plan_posts, progress_bar, write_users_and_posts, writers};
 
 /// The skew rule, as the report states it.
 pub const SKEW_RULE: &str = "tenant k of N (k = 1 the largest) gets 1 user plus a share of the other users − N proportional to 1/k (Zipf, exponent 1), rounded by largest remainder";
@@ -120,41 +119,15 @@ pub async fn load(store: &Arc<dyn Store>, config: &TenantsConfig) -> anyhow::Res
             Tenancy::Single => Arc::clone(store),
             Tenancy::Multi => tenant::scoped(store, &id),
         };
-        let users: Vec<User> = (first_user..first_user + size)
-            .map(|i| {
-                let id = UserId::parse(&format!("user-{i:06}"))?;
-                Ok(User::new(id, Username::parse(&format!("writer{i}"))?))
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let users = writers(first_user..first_user + size)?;
         first_user += size;
         let mut rng = tenant_rng(config.seed, rank);
-        let mut partitions = Vec::new();
-        for author in 0..users.len() {
-            for _ in 0..rng.usize(5..=50) {
-                partitions.push(post_partition(&mut rng, &users, author)?);
-            }
-        }
+        let partitions = plan_posts(&mut rng, &users)?;
         let posts: Vec<PostRef> = partitions.iter().map(|(p, _)| p.clone()).collect();
         comments += posts.iter().map(|p| p.comments).sum::<usize>();
         likes += posts.iter().map(|p| p.likes).sum::<usize>();
 
-        let target = &target;
-        stream::iter(users.iter())
-            .map(|user| {
-                let item = serde_json::to_value(user);
-                let pk = PartitionKey::single(user.user_id.as_str());
-                async move { write_partition(target, Container::Users, pk, vec![item?]).await }
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .try_collect::<()>()
-            .await?;
-        stream::iter(partitions)
-            .map(|(post, items)| {
-                let pk = PartitionKey::single(post.post_id.as_str());
-                write_partition(target, Container::Posts, pk, items)
-            })
-            .buffer_unordered(IN_FLIGHT)
-            .try_collect::<()>()
+        write_users_and_posts(&target, &users, partitions, || {})
             .await
             .with_context(|| format!("loading tenant {id}"))?;
         bar.inc(size as u64);

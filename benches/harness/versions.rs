@@ -146,6 +146,18 @@ fn text<'a>(item: &'a Value, field: &str) -> &'a str {
     item.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// A run that answers one item (a command, or a read of one item): 1, or the call's error.
+fn one<T, E: Into<anyhow::Error>>(result: Result<T, E>) -> anyhow::Result<(usize, Option<PostId>)> {
+    result.map(|_| (1, None)).map_err(Into::into)
+}
+
+/// A run that answers a list: how many items it held, or the call's error.
+fn count<E: Into<anyhow::Error>>(
+    items: Result<usize, E>,
+) -> anyhow::Result<(usize, Option<PostId>)> {
+    items.map(|n| (n, None)).map_err(Into::into)
+}
+
 impl Versions {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Self {
@@ -162,32 +174,20 @@ impl Versions {
         op: Op,
         target: &Target,
     ) -> anyhow::Result<(usize, Option<PostId>)> {
-        let one = |r: anyhow::Result<()>| r.map(|()| (1, None));
-        let count = |r: anyhow::Result<usize>| r.map(|n| (n, None));
         match (version, op) {
             // The same in every model (the case study measured them alike).
             (_, Op::C1) => {
                 let name = Username::parse(&format!("renamed {}", target.new_user))?;
                 let user = target.new_user.clone();
-                one(self
-                    .blog
-                    .put_user(&user, user.clone(), name)
-                    .await
-                    .map(|_| ())
-                    .map_err(Into::into))
+                one(self.blog.put_user(&user, user.clone(), name).await)
             }
-            (_, Op::Q1) => one(self
-                .blog
-                .get_user(&target.user)
-                .await
-                .map(|_| ())
-                .map_err(Into::into)),
+            (_, Op::Q1) => one(self.blog.get_user(&target.user).await),
 
             (Version::V1, Op::C2) => self
                 .v1_create_post(&target.user)
                 .await
                 .map(|id| (1, Some(id))),
-            (Version::V1, Op::Q2) => one(self.v1_get_post(&target.post).await.map(|_| ())),
+            (Version::V1, Op::Q2) => one(self.v1_get_post(&target.post).await),
             (Version::V1, Op::Q3) => count(self.v1_user_posts(&target.user).await),
             (Version::V1, Op::C3) => one(self
                 .v1_add_child(&target.user, &target.post, "comment")
@@ -209,48 +209,33 @@ impl Versions {
                 let post = self.blog.create_post(&target.user, title, content).await?;
                 Ok((1, Some(post.post_id)))
             }
-            (_, Op::Q2) => one(self
-                .blog
-                .get_post(&target.post)
-                .await
-                .map(|_| ())
-                .map_err(Into::into)),
-            (_, Op::Q3) => {
-                let page = self
-                    .blog
+            (_, Op::Q2) => one(self.blog.get_post(&target.post).await),
+            (_, Op::Q3) => count(
+                self.blog
                     .user_posts::<Post>(&target.user, PageSize::DEFAULT, None)
-                    .await?;
-                Ok((page.items.len(), None))
-            }
+                    .await
+                    .map(|page| page.items.len()),
+            ),
             (_, Op::C3) => {
                 let content = CommentContent::parse("a benchmark comment")?;
                 one(self
                     .blog
                     .add_comment(&target.user, &target.post, content)
-                    .await
-                    .map(|_| ())
-                    .map_err(Into::into))
+                    .await)
             }
-            (_, Op::Q4) => {
-                let page = self
-                    .blog
+            (_, Op::Q4) => count(
+                self.blog
                     .comments::<Comment>(&target.post, None, PageSize::DEFAULT, None)
-                    .await?;
-                Ok((page.items.len(), None))
-            }
-            (_, Op::C4) => one(self
-                .blog
-                .like_post(&target.user, &target.post)
-                .await
-                .map(|_| ())
-                .map_err(Into::into)),
-            (_, Op::Q5) => {
-                let page = self
-                    .blog
+                    .await
+                    .map(|page| page.items.len()),
+            ),
+            (_, Op::C4) => one(self.blog.like_post(&target.user, &target.post).await),
+            (_, Op::Q5) => count(
+                self.blog
                     .likes::<Like>(&target.post, None, PageSize::DEFAULT, None)
-                    .await?;
-                Ok((page.items.len(), None))
-            }
+                    .await
+                    .map(|page| page.items.len()),
+            ),
             (_, Op::Q6) => Ok((self.blog.feed(PageSize::MAX).await?.len(), None)),
         }
     }

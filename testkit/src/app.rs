@@ -44,6 +44,43 @@ pub fn request_as(
     request
 }
 
+/// Sends `request` and answers its JSON body; panics if it cannot be sent or its body is not
+/// JSON (a test that reads an answer has nothing to check without it).
+pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("request sent");
+    response.json().await.expect("JSON body")
+}
+
+/// The form token an answer of the site sets in its `blog_csrf` cookie, if it sets one: what
+/// a browser sends back beside a form's `csrf` field.
+pub fn form_token(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .find_map(|value| {
+            let rest = value.to_str().ok()?.strip_prefix("blog_csrf=")?;
+            rest.split(';').next().map(str::to_owned)
+        })
+}
+
+/// Registers `user_id` as `username` on the API rooted at `api` (`{base}/api` of a served
+/// binary, or a tenant's `{base}/api/tenants/{tenant}`); panics unless the API said 201.
+pub async fn register_at(client: &reqwest::Client, api: &str, user_id: &str, username: &str) {
+    let url = format!("{api}/users/{user_id}");
+    let body = json!({ "username": username });
+    let response = request_as(
+        client,
+        reqwest::Method::PUT,
+        url,
+        Some(user_id),
+        Some(&body),
+    )
+    .send()
+    .await
+    .expect("request sent");
+    assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+}
+
 /// Which store the application runs on. Every test body runs on each (see `backend_tests!`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -364,6 +401,15 @@ impl TestApp {
         response.json().await.expect("JSON body")
     }
 
+    /// What `caller` reads at `path` (an owner's view: drafts, images); panics unless 200.
+    pub async fn get_json_as(&self, caller: &str, path: &str) -> Value {
+        let response = self
+            .send(reqwest::Method::GET, path, Some(caller), None)
+            .await;
+        assert_eq!(response.status(), StatusCode::OK, "GET {path} as {caller}");
+        response.json().await.expect("JSON body")
+    }
+
     /// A command as `caller` (the Easy Auth principal header) with a JSON body.
     pub async fn send(
         &self,
@@ -378,6 +424,12 @@ impl TestApp {
             .expect("request sent")
     }
 
+    /// Deletes what `path` names (a post, a comment, a like, an account) as `caller`.
+    pub async fn delete_as(&self, caller: &str, path: &str) -> Response {
+        self.send(reqwest::Method::DELETE, path, Some(caller), None)
+            .await
+    }
+
     pub async fn put_user(&self, user_id: &str, username: &str) -> Response {
         self.send(
             reqwest::Method::PUT,
@@ -389,13 +441,40 @@ impl TestApp {
     }
 
     pub async fn create_post(&self, caller: &str, title: &str, content: &str) -> Response {
+        self.write_post(caller, json!({ "title": title, "content": content }))
+            .await
+    }
+
+    /// Writes a post as `caller` from a whole body (status, tags, publishAt… as a test needs).
+    pub async fn write_post(&self, caller: &str, body: Value) -> Response {
         self.send(
             reqwest::Method::POST,
             "/api/posts",
             Some(caller),
-            Some(json!({ "title": title, "content": content })),
+            Some(body),
         )
         .await
+    }
+
+    /// [`TestApp::write_post`], answering the post; panics unless the API said 201.
+    pub async fn written(&self, caller: &str, body: Value) -> Value {
+        let response = self.write_post(caller, body).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "write post");
+        response.json().await.expect("post JSON")
+    }
+
+    /// Edits post `post_id` as `caller`: `body` replaces its fields.
+    pub async fn edit_post(&self, caller: &str, post_id: &str, body: Value) -> Response {
+        let path = format!("/api/posts/{post_id}");
+        self.send(reqwest::Method::PUT, &path, Some(caller), Some(body))
+            .await
+    }
+
+    /// [`TestApp::edit_post`], answering the post; panics unless the API said 200.
+    pub async fn edited(&self, caller: &str, post_id: &str, body: Value) -> Value {
+        let response = self.edit_post(caller, post_id, body).await;
+        assert_eq!(response.status(), StatusCode::OK, "edit post {post_id}");
+        response.json().await.expect("post JSON")
     }
 
     pub async fn comment(&self, caller: &str, post_id: &str, content: &str) -> Response {
@@ -418,10 +497,37 @@ impl TestApp {
         .await
     }
 
+    /// Comments on post `post_id` as `caller` and returns the comment; panics unless 201.
+    pub async fn commented(&self, caller: &str, post_id: &str, content: &str) -> Value {
+        let response = self.comment(caller, post_id, content).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::CREATED,
+            "comment on {post_id}"
+        );
+        response.json().await.expect("comment JSON")
+    }
+
+    /// Likes post `post_id` as `caller`; panics unless the API said 201 (a new like).
+    pub async fn liked(&self, caller: &str, post_id: &str) {
+        let response = self.like(caller, post_id).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "like {post_id}");
+    }
+
     /// Registers `user_id` and returns nothing; panics unless the API said 201.
     pub async fn register(&self, user_id: &str, username: &str) {
         let response = self.put_user(user_id, username).await;
         assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+    }
+
+    /// Registers `count` users, `{prefix}0`, `{prefix}1`…, each named as its id: the crowd a
+    /// test of concurrent writers needs. Answers their ids.
+    pub async fn register_many(&self, prefix: &str, count: usize) -> Vec<String> {
+        let users: Vec<String> = (0..count).map(|n| format!("{prefix}{n}")).collect();
+        for user in &users {
+            self.register(user, user).await;
+        }
+        users
     }
 
     /// Creates a post and returns its item; panics unless the API said 201.
@@ -429,6 +535,36 @@ impl TestApp {
         let response = self.create_post(caller, title, content).await;
         assert_eq!(response.status(), StatusCode::CREATED, "create post");
         response.json().await.expect("post JSON")
+    }
+
+    /// `count` posts by `caller`, written one after the other (oldest first), titled
+    /// `{title} 0`, `{title} 1`…, each with `content`: their ids, in that order.
+    pub async fn new_posts(
+        &self,
+        caller: &str,
+        count: usize,
+        title: &str,
+        content: &str,
+    ) -> Vec<String> {
+        let mut ids = Vec::with_capacity(count);
+        for n in 0..count {
+            let post = self
+                .new_post(caller, &format!("{title} {n}"), content)
+                .await;
+            ids.push(post["id"].as_str().expect("post id").to_owned());
+        }
+        ids
+    }
+
+    /// Every comment and every like of post `post_id`, read `limit` to a page.
+    pub async fn comments_and_likes(&self, post_id: &str, limit: u32) -> (Vec<Value>, Vec<Value>) {
+        let comments = self
+            .all_pages(&format!("/api/posts/{post_id}/comments"), limit)
+            .await;
+        let likes = self
+            .all_pages(&format!("/api/posts/{post_id}/likes"), limit)
+            .await;
+        (comments, likes)
     }
 
     /// Every item of a list, following continuation tokens with `limit` items per page.
@@ -614,36 +750,32 @@ macro_rules! operation_tests {
 macro_rules! image_tests {
     ($($name:ident),* $(,)?) => {
         $crate::operation_tests!($($name),*);
-        mod blob {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
-                        return;
-                    };
-                    let app = $crate::TestApp::spawn($crate::Backend::Embedded)
-                        .blob_images(azurite)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod multi_blob {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let Some(azurite) = $crate::Azurite::start_or_skip().await else {
-                        return;
-                    };
-                    let app = $crate::TestApp::spawn($crate::Backend::Cosmos)
-                        .layout(::cosmos_blog::store::Tenancy::Multi)
-                        .blob_images(azurite)
-                        .start()
-                        .await;
-                    super::$name(app).await;
-                }
-            )*
+        $crate::test_module!(blob, ($crate::blob_app!(Embedded, Single)): $($name),*);
+        $crate::test_module!(multi_blob, ($crate::blob_app!(Cosmos, Multi)): $($name),*);
+    };
+}
+
+/// The application of [`blob_app`], or a return from the test where Azurite cannot start.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! blob_app {
+    ($backend:ident, $tenancy:ident) => {
+        match $crate::app::blob_app(
+            $crate::Backend::$backend,
+            ::cosmos_blog::store::Tenancy::$tenancy,
+        )
+        .await
+        {
+            Some(app) => app,
+            None => return,
         }
     };
+}
+
+/// The application on `backend` in `tenancy` with the images' bytes in Blob Storage on
+/// Azurite; `None` where Azurite cannot start (the reason printed; under CI it fails).
+pub async fn blob_app(backend: Backend, tenancy: Tenancy) -> Option<TestApp> {
+    let azurite = Azurite::start_or_skip().await?;
+    let spawn = TestApp::spawn(backend).layout(tenancy).blob_images(azurite);
+    Some(spawn.start().await)
 }

@@ -22,7 +22,10 @@ pub mod emulator;
 pub mod metered;
 pub mod poll;
 
-pub use app::{Backend, OPERATION_TENANT, Spawn, TestApp, ids, open_backend, settings};
+pub use app::{
+    Backend, OPERATION_TENANT, Spawn, TestApp, form_token, ids, json_of, open_backend, register_at,
+    settings,
+};
 pub use azurite::Azurite;
 pub use binary::{Binary, Served};
 pub use poll::{assert_store_verifies, eventually, eventually_ok};

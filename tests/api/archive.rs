@@ -49,11 +49,7 @@ fn this_month() -> String {
 
 async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp) {
     app.register("ada", "Ada").await;
-    let mut recent = Vec::new();
-    for n in 0..3 {
-        let post = app.new_post("ada", &format!("now {n}"), "x").await;
-        recent.push(post["id"].as_str().unwrap().to_owned());
-    }
+    let recent = app.new_posts("ada", 3, "now", "x").await;
     dated_post(&app, "march-a", "2025-03-02T10:00:00.0000000Z").await;
     dated_post(&app, "march-b", "2025-03-30T23:59:59.9999999Z").await;
     dated_post(&app, "december", "2024-12-31T00:00:00.0000000Z").await;
@@ -97,12 +93,7 @@ async fn the_archive_lists_months_with_counts_and_each_months_posts(app: TestApp
     assert!(deleted.status().is_success(), "{}", deleted.status());
     months_become(&app, &[(this_month(), 3), ("2025-03".to_owned(), 2)]).await;
     let gone = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{}", recent[0]),
-            Some("ada"),
-            None,
-        )
+        .delete_as("ada", &format!("/api/posts/{}", recent[0]))
         .await;
     assert!(gone.status().is_success());
     months_become(&app, &[(this_month(), 2), ("2025-03".to_owned(), 2)]).await;

@@ -15,17 +15,12 @@ use tempfile::TempDir;
 use testkit::{Backend, binary, eventually};
 
 use crate::transfer::text;
-use crate::verify::{assert_holds, change, dated_post, stdout_lines, upsert};
+use crate::verify::{ada, assert_holds, change, dated_post, stdout_lines, upsert};
 
 /// Ada and three posts, copied by the pump until both its checkpoints are in `leases`; then,
 /// behind the stopped pump, a fourth post and Ada renamed: two changes not yet applied.
 async fn written_behind_the_pump(store: &Arc<dyn Store>) {
-    upsert(
-        store,
-        Container::Users,
-        json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"}),
-    )
-    .await;
+    upsert(store, Container::Users, ada()).await;
     for n in 10..13 {
         upsert(store, Container::Posts, dated_post(n)).await;
     }

@@ -28,18 +28,9 @@ async fn a_username_change_reaches_every_item_and_copy(app: TestApp) {
         ada_post["id"].as_str().unwrap().to_owned(),
         bob_post["id"].as_str().unwrap().to_owned(),
     );
-    assert_eq!(
-        app.comment("ada", &bob_post, "nice").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.like("ada", &bob_post).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.comment("ada", &ada_post, "mine").await.status(),
-        StatusCode::CREATED
-    );
+    app.commented("ada", &bob_post, "nice").await;
+    app.liked("ada", &bob_post).await;
+    app.commented("ada", &ada_post, "mine").await;
 
     assert_eq!(
         app.put_user("ada", "Ada Lovelace").await.status(),
@@ -183,24 +174,12 @@ async fn a_late_batch_cannot_roll_a_copy_back(app: TestApp) {
     assert_eq!(feed["items"][0]["likeCount"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_embedded() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Single).await;
-}
+/// `rebuild` on both backends in both layouts, in a module of its own: the test modules
+/// `operation_tests!` makes above have the same names.
+mod rebuild {
+    use super::rebuild_rederives_every_copy_from_the_sources;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_cosmos() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Single).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_multi_embedded() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Embedded, Tenancy::Multi).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rebuild_rederives_every_copy_from_the_sources_multi_cosmos() {
-    rebuild_rederives_every_copy_from_the_sources(Backend::Cosmos, Tenancy::Multi).await;
+    testkit::every_backend_and_layout!(rebuild_rederives_every_copy_from_the_sources);
 }
 
 /// `rebuild` of the whole store: in `multi` it re-derives each tenant's copies.

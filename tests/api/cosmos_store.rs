@@ -15,6 +15,8 @@ use serde_json::json;
 use testkit::emulator::{DATABASE, emulator_client, emulator_store, throttled_emulator_store};
 use testkit::eventually_ok;
 
+use crate::store_contract::count_and_child;
+
 #[tokio::test]
 async fn start_up_is_idempotent() {
     let client = emulator_client().await;
@@ -48,14 +50,18 @@ async fn account_with_posts_keyed_by(key_path: &str) -> azure_data_cosmos::Cosmo
     client
 }
 
+/// Why a `single` store's start-up on `client`'s account refused; panics if it started.
+pub(crate) async fn start_up_error(client: azure_data_cosmos::CosmosClient) -> String {
+    match CosmosStore::from_client(client, DATABASE).await {
+        Ok(_) => panic!("start-up must fail"),
+        Err(error) => error.to_string(),
+    }
+}
+
 #[tokio::test]
 async fn start_up_refuses_a_container_with_another_partition_key() {
     let client = account_with_posts_keyed_by("/id").await;
-    let error = CosmosStore::from_client(client, DATABASE)
-        .await
-        .err()
-        .expect("start-up must fail")
-        .to_string();
+    let error = start_up_error(client).await;
     assert!(error.contains("posts"), "{error}");
     assert!(error.contains("/postId"), "{error}");
 }
@@ -181,15 +187,7 @@ async fn live_account_smoke_test() {
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: counted.clone(),
-                    if_match: Some(etag.clone()),
-                },
-                BatchOperation::Create {
-                    item: comment.clone(),
-                },
-            ],
+            count_and_child(counted.clone(), etag.clone(), comment.clone()),
         )
         .await
         .expect("batch");

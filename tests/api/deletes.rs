@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use testkit::{TestApp, eventually, ids, operation_tests};
 
+use crate::interactions::assert_neither_comment_nor_like;
+
 operation_tests!(
     only_the_author_deletes_a_post_and_it_is_gone_at_once,
     a_comment_is_deleted_by_its_author_or_the_posts_author,
@@ -55,8 +57,8 @@ async fn listed(app: &TestApp, path: &str) -> usize {
 
 async fn only_the_author_deletes_a_post_and_it_is_gone_at_once(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    assert_eq!(app.comment("bob", &post_id, "hi").await.status(), 201);
-    assert_eq!(app.like("bob", &post_id).await.status(), 201);
+    app.commented("bob", &post_id, "hi").await;
+    app.liked("bob", &post_id).await;
     let path = format!("/api/posts/{post_id}");
 
     let anonymous = delete(&app, &path, None).await;
@@ -81,20 +83,13 @@ async fn only_the_author_deletes_a_post_and_it_is_gone_at_once(app: TestApp) {
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "GET {read}");
         assert_eq!(problem_code(response).await, "post-not-found");
     }
-    assert_eq!(
-        app.comment("bob", &post_id, "late").await.status(),
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        app.like("ada", &post_id).await.status(),
-        StatusCode::NOT_FOUND
-    );
+    assert_neither_comment_nor_like(&app, "bob", &post_id).await;
+    assert_neither_comment_nor_like(&app, "ada", &post_id).await;
     let edit = app
-        .send(
-            Method::PUT,
-            &path,
-            Some("ada"),
-            Some(serde_json::json!({"title": "back", "content": "again"})),
+        .edit_post(
+            "ada",
+            &post_id,
+            serde_json::json!({"title": "back", "content": "again"}),
         )
         .await;
     assert_eq!(
@@ -168,14 +163,8 @@ async fn an_unlike_lowers_the_count_and_liking_again_works(app: TestApp) {
     let not_liked = delete(&app, &likes, Some("bob")).await;
     assert_eq!(not_liked.status(), StatusCode::NOT_FOUND);
 
-    assert_eq!(
-        app.like("bob", &post_id).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.like("ada", &post_id).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &post_id).await;
+    app.liked("ada", &post_id).await;
     assert_eq!(counts(&app, &post_id).await.1, 2);
     assert_eq!(
         delete(&app, &likes, Some("bob")).await.status(),
@@ -200,14 +189,11 @@ async fn an_unlike_lowers_the_count_and_liking_again_works(app: TestApp) {
 
 async fn racing_likes_and_unlikes_keep_the_count_equal_to_the_likes(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    let users: Vec<String> = (0..50).map(|n| format!("fan-{n}")).collect();
-    for user in &users {
-        app.register(user, user).await;
-    }
+    let users = app.register_many("fan-", 50).await;
     // Half of them like first, so their unlikes have something to remove; then everyone
     // likes or unlikes at once: 25 unlikes of existing likes racing 25 new likes.
     for user in &users[..25] {
-        assert_eq!(app.like(user, &post_id).await.status(), StatusCode::CREATED);
+        app.liked(user, &post_id).await;
     }
     let likes = format!("/api/posts/{post_id}/likes");
     let racing = users.iter().enumerate().map(|(n, user)| {
@@ -237,14 +223,8 @@ async fn racing_likes_and_unlikes_keep_the_count_equal_to_the_likes(app: TestApp
 
 async fn repeated_unlikes_lower_the_count_once(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    assert_eq!(
-        app.like("bob", &post_id).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.like("ada", &post_id).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &post_id).await;
+    app.liked("ada", &post_id).await;
     let likes = format!("/api/posts/{post_id}/likes");
     let statuses: Vec<StatusCode> = join_all((0..10).map(|_| delete(&app, &likes, Some("bob"))))
         .await
@@ -310,10 +290,7 @@ async fn a_deleted_account_is_gone_at_once_and_can_register_again(app: TestApp) 
         app.put_user("bob", "Bob again").await.status(),
         StatusCode::CREATED
     );
-    assert_eq!(
-        app.like("bob", &post_id).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &post_id).await;
     app.assert_verifies().await;
 }
 
@@ -336,10 +313,7 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
         );
     }
     // A like's id asked for as a comment is no comment.
-    assert_eq!(
-        app.like("bob", &post_id).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &post_id).await;
     let like_id = app
         .all_pages(&format!("/api/posts/{post_id}/likes"), 10)
         .await[0]["id"]
@@ -389,14 +363,9 @@ async fn a_deleted_posts_copies_comments_and_likes_go(app: TestApp) {
         .expect("id")
         .to_owned();
     for n in 0..5 {
-        assert_eq!(
-            app.comment("bob", &post_id, &format!("c{n}"))
-                .await
-                .status(),
-            201
-        );
+        app.commented("bob", &post_id, &format!("c{n}")).await;
     }
-    assert_eq!(app.like("bob", &post_id).await.status(), 201);
+    app.liked("bob", &post_id).await;
     eventually(Duration::from_secs(30), || async {
         (feed_ids(&app).await.len() == 2).then_some(())
     })
@@ -423,11 +392,7 @@ async fn a_deleted_posts_copies_comments_and_likes_go(app: TestApp) {
 
 async fn the_feed_refills_after_deleting_posts_in_it(app: TestApp) {
     app.register("ada", "Ada").await;
-    let mut created = Vec::new();
-    for n in 0..104 {
-        let post = app.new_post("ada", &format!("post {n}"), "x").await;
-        created.push(post["id"].as_str().expect("id").to_owned());
-    }
+    let mut created = app.new_posts("ada", 104, "post", "x").await;
     let newest_first =
         |posts: &[String]| -> Vec<String> { posts.iter().rev().take(100).cloned().collect() };
     let expected = newest_first(&created);
@@ -463,24 +428,17 @@ async fn an_erased_account_takes_its_content_and_its_counts_with_it(app: TestApp
     for n in 0..3 {
         let post = app.new_post("bob", &format!("bob {n}"), "x").await;
         let id = post["id"].as_str().expect("id").to_owned();
-        assert_eq!(app.comment("cyd", &id, "nice").await.status(), 201);
-        assert_eq!(app.like("ada", &id).await.status(), 201);
+        app.commented("cyd", &id, "nice").await;
+        app.liked("ada", &id).await;
         bobs_posts.push(id);
     }
     for n in 0..4 {
-        assert_eq!(
-            app.comment("bob", &adas_post, &format!("bob says {n}"))
-                .await
-                .status(),
-            201
-        );
+        app.commented("bob", &adas_post, &format!("bob says {n}"))
+            .await;
     }
-    assert_eq!(
-        app.comment("cyd", &adas_post, "cyd says").await.status(),
-        201
-    );
-    assert_eq!(app.like("bob", &adas_post).await.status(), 201);
-    assert_eq!(app.like("cyd", &adas_post).await.status(), 201);
+    app.commented("cyd", &adas_post, "cyd says").await;
+    app.liked("bob", &adas_post).await;
+    app.liked("cyd", &adas_post).await;
     assert_eq!(counts(&app, &adas_post).await, (5, 2));
     eventually(Duration::from_secs(30), || async {
         (feed_ids(&app).await.len() == 4).then_some(())
@@ -537,10 +495,7 @@ async fn an_erased_account_takes_its_content_and_its_counts_with_it(app: TestApp
         .as_str()
         .expect("id")
         .to_owned();
-    assert_eq!(
-        app.like("bob", &adas_post).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &adas_post).await;
     eventually(Duration::from_secs(30), || async {
         (ids(&app.all_pages("/api/users/bob/posts", 100).await) == [fresh.clone()]).then_some(())
     })
@@ -574,9 +529,9 @@ async fn redelivered_deletes_write_nothing(app: TestApp) {
         .as_str()
         .expect("id")
         .to_owned();
-    assert_eq!(app.comment("bob", &post_id, "c").await.status(), 201);
-    assert_eq!(app.like("bob", &post_id).await.status(), 201);
-    assert_eq!(app.like("ada", &other).await.status(), 201);
+    app.commented("bob", &post_id, "c").await;
+    app.liked("bob", &post_id).await;
+    app.liked("ada", &other).await;
     assert_eq!(
         delete(&app, &format!("/api/posts/{post_id}"), Some("ada"))
             .await

@@ -27,55 +27,34 @@ fn in_seconds(seconds: i64) -> String {
     .unwrap()
 }
 
-async fn write(app: &TestApp, caller: &str, body: Value) -> reqwest::Response {
-    app.send(Method::POST, "/api/posts", Some(caller), Some(body))
-        .await
-}
-
-async fn edit(app: &TestApp, caller: &str, post_id: &str, body: Value) -> reqwest::Response {
-    app.send(
-        Method::PUT,
-        &format!("/api/posts/{post_id}"),
-        Some(caller),
-        Some(body),
-    )
-    .await
-}
-
 async fn a_post_carries_its_status_and_publication_dates(app: TestApp) {
     app.register("ada", "Ada").await;
-    let published = write(
-        &app,
-        "ada",
-        json!({"title": "t", "content": "c", "status": "published"}),
-    )
-    .await;
-    assert_eq!(published.status(), StatusCode::CREATED);
-    let published: Value = published.json().await.unwrap();
+    let published = app
+        .written(
+            "ada",
+            json!({"title": "t", "content": "c", "status": "published"}),
+        )
+        .await;
     assert_eq!(published["status"], "published");
     assert_eq!(published["publishedDate"], published["creationDate"]);
     assert!(published.get("publishAt").is_none());
 
-    let draft = write(
-        &app,
-        "ada",
-        json!({"title": "t", "content": "c", "status": "draft"}),
-    )
-    .await;
-    assert_eq!(draft.status(), StatusCode::CREATED);
-    let draft: Value = draft.json().await.unwrap();
+    let draft = app
+        .written(
+            "ada",
+            json!({"title": "t", "content": "c", "status": "draft"}),
+        )
+        .await;
     assert_eq!(draft["status"], "draft");
     assert!(draft.get("publishedDate").is_none() && draft.get("publishAt").is_none());
 
     let at = in_seconds(3_600);
-    let scheduled = write(
-        &app,
-        "ada",
-        json!({"title": "t", "content": "c", "status": "scheduled", "publishAt": at}),
-    )
-    .await;
-    assert_eq!(scheduled.status(), StatusCode::CREATED);
-    let scheduled: Value = scheduled.json().await.unwrap();
+    let scheduled = app
+        .written(
+            "ada",
+            json!({"title": "t", "content": "c", "status": "scheduled", "publishAt": at}),
+        )
+        .await;
     assert_eq!(scheduled["status"], "scheduled");
     assert_eq!(scheduled["publishAt"], at.as_str());
     assert!(scheduled.get("publishedDate").is_none());
@@ -110,8 +89,8 @@ async fn status_and_publish_at_are_validated_and_refusals_store_nothing(app: Tes
             body[key] = value.clone();
         }
         for response in [
-            write(&app, "ada", body.clone()).await,
-            edit(&app, "ada", post_id, body.clone()).await,
+            app.write_post("ada", body.clone()).await,
+            app.edit_post("ada", post_id, body.clone()).await,
         ] {
             assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
             let problem: Value = response.json().await.unwrap();
@@ -131,33 +110,27 @@ async fn status_and_publish_at_are_validated_and_refusals_store_nothing(app: Tes
 
 async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
     app.register("ada", "Ada").await;
-    let draft: Value = write(
-        &app,
-        "ada",
-        json!({"title": "t", "content": "c", "status": "draft"}),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let draft = app
+        .written(
+            "ada",
+            json!({"title": "t", "content": "c", "status": "draft"}),
+        )
+        .await;
     let post_id = draft["id"].as_str().unwrap();
 
     // Without a status, an edit keeps the post's.
-    let edited = edit(&app, "ada", post_id, json!({"title": "t2", "content": "c"})).await;
-    assert_eq!(edited.status(), StatusCode::OK);
-    let edited: Value = edited.json().await.unwrap();
+    let edited = app
+        .edited("ada", post_id, json!({"title": "t2", "content": "c"}))
+        .await;
     assert_eq!(edited["status"], "draft");
 
-    let published: Value = edit(
-        &app,
-        "ada",
-        post_id,
-        json!({"title": "t2", "content": "c", "status": "published"}),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let published = app
+        .edited(
+            "ada",
+            post_id,
+            json!({"title": "t2", "content": "c", "status": "published"}),
+        )
+        .await;
     assert_eq!(published["status"], "published");
     let published_date = published["publishedDate"].as_str().unwrap().to_owned();
     assert!(published_date.as_str() > draft["creationDate"].as_str().unwrap());
@@ -165,40 +138,34 @@ async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
     assert_eq!(published["modifiedDate"], edited["modifiedDate"]);
 
     // Published again with new text: the date of publication stays.
-    let again: Value = edit(
-        &app,
-        "ada",
-        post_id,
-        json!({"title": "t3", "content": "c", "status": "published"}),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let again = app
+        .edited(
+            "ada",
+            post_id,
+            json!({"title": "t3", "content": "c", "status": "published"}),
+        )
+        .await;
     assert_eq!(again["publishedDate"], published_date.as_str());
 
-    let unpublished: Value = edit(
-        &app,
-        "ada",
-        post_id,
-        json!({"title": "t3", "content": "c", "status": "draft"}),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let unpublished = app
+        .edited(
+            "ada",
+            post_id,
+            json!({"title": "t3", "content": "c", "status": "draft"}),
+        )
+        .await;
     assert_eq!(unpublished["status"], "draft");
     assert!(unpublished.get("publishedDate").is_none());
 
     // Another user may not change the status either.
     app.register("bob", "Bob").await;
-    let refused = edit(
-        &app,
-        "bob",
-        post_id,
-        json!({"title": "t3", "content": "c", "status": "published"}),
-    )
-    .await;
+    let refused = app
+        .edit_post(
+            "bob",
+            post_id,
+            json!({"title": "t3", "content": "c", "status": "published"}),
+        )
+        .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
 }
 
@@ -259,9 +226,7 @@ async fn new_post(app: &TestApp, caller: &str, title: &str, extra: Value) -> Val
     for (key, value) in extra.as_object().unwrap() {
         body[key] = value.clone();
     }
-    let response = write(app, caller, body).await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.unwrap()
+    app.written(caller, body).await
 }
 
 async fn get_as(app: &TestApp, caller: Option<&str>, path: &str) -> reqwest::Response {
@@ -379,21 +344,14 @@ async fn a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out(a
     expect(vec![second_id.clone(), first_id.clone()]).await;
 
     let body = json!({"title": "written first", "content": "c", "status": "published"});
-    let out: Value = edit(&app, "ada", &draft_id, body)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let out = app.edited("ada", &draft_id, body).await;
     assert!(out["publishedDate"].as_str() > second["creationDate"].as_str());
     expect(vec![draft_id.clone(), second_id.clone(), first_id.clone()]).await;
     app.assert_verifies().await;
 
     // Back to draft: out of every list, and the others keep their order.
     let body = json!({"title": "written first", "content": "c", "status": "draft"});
-    assert_eq!(
-        edit(&app, "ada", &draft_id, body).await.status(),
-        StatusCode::OK
-    );
+    app.edited("ada", &draft_id, body).await;
     expect(vec![second_id.clone(), first_id.clone()]).await;
     assert_eq!(
         get_as(&app, None, &format!("/api/posts/{draft_id}"))
@@ -454,17 +412,14 @@ async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: Test
     app.register("bob", "Bob").await;
     let post = new_post(&app, "ada", "soon hidden", json!({})).await;
     let id = post["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        app.comment("bob", &id, "a secret remark").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(app.like("bob", &id).await.status(), StatusCode::CREATED);
+    app.commented("bob", &id, "a secret remark").await;
+    app.liked("bob", &id).await;
     let (comments, likes) = (
         format!("/api/posts/{id}/comments"),
         format!("/api/posts/{id}/likes"),
     );
     let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
-    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+    app.edited("ada", &id, body).await;
 
     for path in [&comments, &likes] {
         for stranger in [None, Some("bob")] {
@@ -486,7 +441,7 @@ async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: Test
 
     let body =
         json!({"title": "soon hidden", "content": "soon hidden body", "status": "published"});
-    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+    app.edited("ada", &id, body).await;
     for path in [&comments, &likes] {
         for reader in [None, Some("bob"), Some("ada")] {
             assert_eq!(
@@ -510,11 +465,8 @@ async fn a_later_page_outlives_no_unpublishing_and_no_delete(app: TestApp) {
     let id = post["id"].as_str().unwrap().to_owned();
     for reader in ["bob", "cy"] {
         let remark = format!("a secret remark of {reader}");
-        assert_eq!(
-            app.comment(reader, &id, &remark).await.status(),
-            StatusCode::CREATED
-        );
-        assert_eq!(app.like(reader, &id).await.status(), StatusCode::CREATED);
+        app.commented(reader, &id, &remark).await;
+        app.liked(reader, &id).await;
     }
     let mut later_pages = Vec::new();
     for list in ["comments", "likes"] {
@@ -531,7 +483,7 @@ async fn a_later_page_outlives_no_unpublishing_and_no_delete(app: TestApp) {
     }
 
     let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
-    assert_eq!(edit(&app, "ada", &id, body).await.status(), StatusCode::OK);
+    app.edited("ada", &id, body).await;
     for path in &later_pages {
         for stranger in [None, Some("bob")] {
             let response = get_as(&app, stranger, path).await;
@@ -545,14 +497,7 @@ async fn a_later_page_outlives_no_unpublishing_and_no_delete(app: TestApp) {
         assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
     }
 
-    let response = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{id}"),
-            Some("ada"),
-            None,
-        )
-        .await;
+    let response = app.delete_as("ada", &format!("/api/posts/{id}")).await;
     assert_eq!(response.status(), StatusCode::NO_CONTENT);
     for path in &later_pages {
         for reader in [None, Some("ada")] {

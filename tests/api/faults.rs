@@ -53,10 +53,6 @@ async fn app_in(tenancy: Tenancy, plans: Vec<FaultPlan>) -> (TestApp, Faults) {
     (app, faults)
 }
 
-async fn delete(app: &TestApp, path: &str, caller: &str) -> Response {
-    app.send(Method::DELETE, path, Some(caller), None).await
-}
-
 /// The response had `status`; its body otherwise says what went wrong.
 async fn expect(response: Response, status: StatusCode, what: &str) -> Value {
     let got = response.status();
@@ -151,11 +147,13 @@ async fn every_operation(app: &TestApp) {
         expect(response, StatusCode::CREATED, "C4").await;
     }
     expect(app.like("fan-0", hot).await, StatusCode::OK, "C4 again").await;
-    let unliked = delete(app, &format!("/api/posts/{hot}/likes"), "fan-1").await;
+    let unliked = app
+        .delete_as("fan-1", &format!("/api/posts/{hot}/likes"))
+        .await;
     expect(unliked, StatusCode::NO_CONTENT, "unlike").await;
     let path = format!("/api/posts/{hot}/comments/{}", comment_ids[0]);
     expect(
-        delete(app, &path, "fan-0").await,
+        app.delete_as("fan-0", &path).await,
         StatusCode::NO_CONTENT,
         "comment delete",
     )
@@ -171,14 +169,14 @@ async fn every_operation(app: &TestApp) {
     .await;
     expect(app.like("bob", other).await, StatusCode::CREATED, "C4").await;
     expect(
-        delete(app, "/api/users/bob", "bob").await,
+        app.delete_as("bob", "/api/users/bob").await,
         StatusCode::ACCEPTED,
         "account delete",
     )
     .await;
     let gone = &posts[2];
     expect(
-        delete(app, &format!("/api/posts/{gone}"), "ada").await,
+        app.delete_as("ada", &format!("/api/posts/{gone}")).await,
         StatusCode::NO_CONTENT,
         "post delete",
     )
@@ -522,7 +520,7 @@ async fn an_account_delete_whose_answer_is_lost_is_accepted_fault() {
     let app = TestApp::spawn_on(store).without_pump().start().await;
     app.register("bob", "Bob").await;
     faults.start();
-    let deleted = delete(&app, "/api/users/bob", "bob").await;
+    let deleted = app.delete_as("bob", "/api/users/bob").await;
     expect(deleted, StatusCode::ACCEPTED, "account delete").await;
     assert_eq!(faults.injected(), 1);
     faults.stop();

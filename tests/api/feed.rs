@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::json;
 
 use testkit::{TestApp, eventually, ids, operation_tests};
@@ -26,11 +26,7 @@ async fn feed_container_size(app: &TestApp) -> usize {
 
 async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
     app.register("ada", "Ada").await;
-    let mut created = Vec::new();
-    for n in 0..105 {
-        let post = app.new_post("ada", &format!("post {n}"), "x").await;
-        created.push(post["id"].as_str().unwrap().to_owned());
-    }
+    let created = app.new_posts("ada", 105, "post", "x").await;
     let newest_first: Vec<String> = created.iter().rev().take(100).cloned().collect();
     let feed = eventually(Duration::from_secs(30), || async {
         let feed = app.get_json("/api/feed").await;
@@ -49,15 +45,12 @@ async fn the_feed_keeps_the_100_most_recent_posts_newest_first(app: TestApp) {
 
     // Editing a post that fell out of the feed does not bring it back.
     let oldest = &created[0];
-    let edit = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{oldest}"),
-            Some("ada"),
-            Some(json!({"title": "old but edited", "content": "x"})),
-        )
-        .await;
-    assert_eq!(edit.status(), StatusCode::OK);
+    app.edited(
+        "ada",
+        oldest,
+        json!({"title": "old but edited", "content": "x"}),
+    )
+    .await;
     // Its copy in the author's list follows the edit...
     eventually(Duration::from_secs(20), || async {
         let mine = app.all_pages("/api/users/ada/posts", 100).await;
@@ -86,13 +79,8 @@ async fn the_feed_shows_short_posts_and_follows_edits(app: TestApp) {
     assert_eq!(item["title"], "Long");
     assert_eq!(item["creationDate"], post["creationDate"]);
 
-    app.send(
-        Method::PUT,
-        &format!("/api/posts/{id}"),
-        Some("ada"),
-        Some(json!({"title": "Short now", "content": "tiny"})),
-    )
-    .await;
+    app.edited("ada", &id, json!({"title": "Short now", "content": "tiny"}))
+        .await;
     eventually(Duration::from_secs(20), || async {
         let feed = app.get_json("/api/feed").await;
         let first = feed["items"][0].clone();

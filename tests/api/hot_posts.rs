@@ -35,12 +35,6 @@ backend_tests!(
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
-async fn register_all(app: &TestApp, users: &[String]) {
-    for user in users {
-        app.register(user, user).await;
-    }
-}
-
 async fn post_by_ada(app: &TestApp) -> String {
     app.register("ada", "Ada").await;
     let post = app.new_post("ada", "Hot", "Everyone likes this").await;
@@ -54,12 +48,7 @@ async fn counts_and_items(app: &TestApp, post_id: &str) -> ((u64, u64), (usize, 
         post["commentCount"].as_u64().unwrap(),
         post["likeCount"].as_u64().unwrap(),
     );
-    let comments = app
-        .all_pages(&format!("/api/posts/{post_id}/comments"), 100)
-        .await;
-    let likes = app
-        .all_pages(&format!("/api/posts/{post_id}/likes"), 100)
-        .await;
+    let (comments, likes) = app.comments_and_likes(post_id, 100).await;
     (counts, (comments.len(), likes.len()))
 }
 
@@ -78,8 +67,7 @@ async fn write<'a>(
 
 async fn three_hundred_mixed_writes_on_one_post_keep_counts_exact(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    let users: Vec<String> = (0..100).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &users).await;
+    let users = app.register_many("fan-", 100).await;
     // Each user comments once and likes twice, all at once: 300 writes on one post.
     let writes = users
         .iter()
@@ -113,8 +101,7 @@ async fn three_hundred_mixed_writes_on_one_post_keep_counts_exact(app: TestApp) 
 }
 
 async fn a_round_on_an_unknown_post_is_a_404_for_everyone(app: TestApp) {
-    let users: Vec<String> = (0..20).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &users).await;
+    let users = app.register_many("fan-", 20).await;
     let writes = users.iter().flat_map(|user| {
         [
             futures::future::Either::Left(app.comment(user, "no-such-post", "hello?")),
@@ -146,8 +133,7 @@ async fn on_a_distant_account_writers_share_batches() {
     let store: Arc<dyn Store> = Arc::new(metered.clone());
     let app = TestApp::spawn_on(store).without_pump().start().await;
     let post_id = post_by_ada(&app).await;
-    let fans: Vec<String> = (0..100).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &fans).await;
+    let fans = app.register_many("fan-", 100).await;
     metered.take();
     let writes = fans.iter().enumerate().map(|(n, fan)| {
         let kind = if n % 2 == 0 { "like" } else { "comment" };
@@ -243,8 +229,7 @@ async fn a_post_and_ten_fans(
     let (app, gated) = gated_app(backend).await;
     let app = Arc::new(app);
     let post_id = post_by_ada(&app).await;
-    let fans: Vec<String> = (0..10).map(|n| format!("fan-{n}")).collect();
-    register_all(&app, &fans).await;
+    let fans = app.register_many("fan-", 10).await;
     (app, gated, post_id, fans)
 }
 
@@ -426,8 +411,7 @@ async fn two_instances_on_one_post_keep_counts_exact(backend: Backend) {
         .await;
     let second = TestApp::spawn_on(store).without_pump().start().await;
     let post_id = post_by_ada(&first).await;
-    let fans: Vec<String> = (0..60).map(|n| format!("fan-{n}")).collect();
-    register_all(&first, &fans).await;
+    let fans = first.register_many("fan-", 60).await;
     // Each instance's rounds race the other's: batches lose If-Match races and retry.
     let writes = fans.iter().enumerate().map(|(n, fan)| {
         let (app, other) = if n % 2 == 0 {

@@ -59,6 +59,13 @@ pub async fn uploaded(app: &TestApp, caller: &str, content_type: &str, body: Vec
     response.json().await.unwrap()
 }
 
+/// Uploads a `width`×`height` PNG as `caller` (the type most tests need: lossless, so its
+/// renditions are predictable) and answers the image; panics unless 201.
+pub async fn uploaded_png(app: &TestApp, caller: &str, width: u32, height: u32) -> Value {
+    let body = picture(width, height, ImageFormat::Png);
+    uploaded(app, caller, "image/png", body).await
+}
+
 async fn fetch(app: &TestApp, url: &str) -> Response {
     app.client.get(app.raw_url(url)).send().await.unwrap()
 }
@@ -273,13 +280,7 @@ async fn metadata_is_removed_and_the_orientation_applied(app: TestApp) {
 
 async fn wide_images_get_renditions(app: TestApp) {
     app.register("ada", "Ada").await;
-    let image = uploaded(
-        &app,
-        "ada",
-        "image/png",
-        picture(1000, 500, ImageFormat::Png),
-    )
-    .await;
+    let image = uploaded_png(&app, "ada", 1000, 500).await;
     let renditions = image["renditions"].as_array().unwrap();
     let widths: Vec<u64> = renditions
         .iter()
@@ -300,22 +301,16 @@ async fn wide_images_get_renditions(app: TestApp) {
             rendition["height"].as_u64().unwrap()
         );
     }
-    let narrow = uploaded(
-        &app,
-        "ada",
-        "image/png",
-        picture(300, 200, ImageFormat::Png),
-    )
-    .await;
+    let narrow = uploaded_png(&app, "ada", 300, 200).await;
     assert_eq!(narrow["renditions"], serde_json::json!([]));
 }
 
 async fn images_are_their_owners_and_deleted_images_are_gone(app: TestApp) {
     app.register("ada", "Ada").await;
     app.register("bob", "Bob").await;
-    let first = uploaded(&app, "ada", "image/png", picture(10, 10, ImageFormat::Png)).await;
-    let second = uploaded(&app, "ada", "image/png", picture(11, 11, ImageFormat::Png)).await;
-    let third = uploaded(&app, "ada", "image/png", picture(12, 12, ImageFormat::Png)).await;
+    let first = uploaded_png(&app, "ada", 10, 10).await;
+    let second = uploaded_png(&app, "ada", 11, 11).await;
+    let third = uploaded_png(&app, "ada", 12, 12).await;
     let mut ids = Vec::new();
     let mut continuation: Option<String> = None;
     loop {
@@ -382,13 +377,7 @@ async fn images_are_their_owners_and_deleted_images_are_gone(app: TestApp) {
 
 async fn deleting_an_account_erases_its_images(app: TestApp) {
     app.register("ada", "Ada").await;
-    let image = uploaded(
-        &app,
-        "ada",
-        "image/png",
-        picture(1000, 10, ImageFormat::Png),
-    )
-    .await;
+    let image = uploaded_png(&app, "ada", 1000, 10).await;
     let deleted = app
         .send(reqwest::Method::DELETE, "/api/users/ada", Some("ada"), None)
         .await;
@@ -454,7 +443,7 @@ async fn tenants_stay_apart(site: TestApp) {
     let (one, two) = (site.in_tenant("one"), site.in_tenant("two"));
     one.register("ada", "Ada").await;
     two.register("ada", "Ada").await;
-    let image = uploaded(&one, "ada", "image/png", picture(10, 10, ImageFormat::Png)).await;
+    let image = uploaded_png(&one, "ada", 10, 10).await;
     let url = image["url"].as_str().unwrap();
     assert!(url.starts_with("/tenants/one/images/"), "{url}");
     assert_eq!(fetch(&one, url).await.status(), StatusCode::OK);
@@ -487,7 +476,7 @@ async fn verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans(app:
     let image_store = &*app.images;
     let scope = Scope::of(app.tenant.as_ref());
     app.register("ada", "Ada").await;
-    let image = uploaded(&app, "ada", "image/png", picture(600, 10, ImageFormat::Png)).await;
+    let image = uploaded_png(&app, "ada", 600, 10).await;
     let clean = check_images(&app.whole_store, image_store).await.unwrap();
     assert!(clean.holds(), "{clean:?}");
     assert_eq!(clean.items, 1);

@@ -4,12 +4,11 @@
 //! `verify --repair` reading the same container as the server, and start-up refusing what
 //! it cannot use.
 
-use image::ImageFormat;
 use reqwest::StatusCode;
 
 use testkit::{Azurite, Backend, TestApp, binary};
 
-use super::images::{picture, uploaded};
+use super::images::uploaded_png;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_string_makes_the_named_container_and_keeps_every_blob_there() {
@@ -26,13 +25,7 @@ async fn a_connection_string_makes_the_named_container_and_keeps_every_blob_ther
         .await;
     assert_eq!(app.images.backend(), "blob");
     app.register("ada", "Ada").await;
-    let image = uploaded(
-        &app,
-        "ada",
-        "image/png",
-        picture(1000, 20, ImageFormat::Png),
-    )
-    .await;
+    let image = uploaded_png(&app, "ada", 1000, 20).await;
     let id = image["id"].as_str().unwrap();
 
     // Another client of the same container sees the image and its two renditions, under the
@@ -79,7 +72,7 @@ async fn the_binarys_verify_reads_the_blob_container_and_repair_removes_its_orph
         .start()
         .await;
     app.register("ada", "Ada").await;
-    uploaded(&app, "ada", "image/png", picture(20, 20, ImageFormat::Png)).await;
+    uploaded_png(&app, "ada", 20, 20).await;
     // What an upload cut off between its bytes and its item leaves.
     let orphan = ImageKey::original(Scope::Blog, ImageId::generate()).name();
     app.images

@@ -79,10 +79,8 @@ impl<'a> Writer<'a> {
             .send()
             .await
             .unwrap();
-        for value in response.headers().get_all(header::SET_COOKIE) {
-            if let Some(rest) = value.to_str().unwrap().strip_prefix("blog_csrf=") {
-                self.csrf = Some(rest.split(';').next().unwrap().to_owned());
-            }
+        if let Some(token) = testkit::form_token(response.headers()) {
+            self.csrf = Some(token);
         }
         let (status, headers) = (response.status(), response.headers().clone());
         (
@@ -191,16 +189,7 @@ async fn a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript(
         content.starts_with("Look:\n\n![a gradient  square]("),
         "{content}"
     );
-    let images: Value = app
-        .client
-        .get(app.url("/api/users/ada/images"))
-        .header("x-ms-client-principal-id", "ada")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let images = app.get_json_as("ada", "/api/users/ada/images").await;
     let image = &images["items"][0];
     let url = image["url"].as_str().unwrap();
     assert!(content.contains(&format!("]({url})")), "{content}");
@@ -240,26 +229,16 @@ async fn a_writer_puts_a_photo_in_a_post_from_the_write_page_without_javascript(
         .to_owned();
     assert!(csp.contains("img-src 'self'"), "{csp}");
     let page = Html::parse_document(&response.text().await.unwrap());
-    assert_eq!(
-        first_attr(&page, "article img", "src").as_deref(),
-        Some(url)
-    );
-    assert_eq!(
-        first_attr(&page, "article img", "alt").as_deref(),
-        Some("a gradient  square")
-    );
-    assert_eq!(
-        first_attr(&page, "article img", "width").as_deref(),
-        Some("1000")
-    );
-    assert_eq!(
-        first_attr(&page, "article img", "height").as_deref(),
-        Some("600")
-    );
-    assert_eq!(
-        first_attr(&page, "article img", "loading").as_deref(),
-        Some("lazy")
-    );
+    for (attribute, expected) in [
+        ("src", url),
+        ("alt", "a gradient  square"),
+        ("width", "1000"),
+        ("height", "600"),
+        ("loading", "lazy"),
+    ] {
+        let value = first_attr(&page, "article img", attribute);
+        assert_eq!(value.as_deref(), Some(expected), "{attribute}");
+    }
     let srcset = first_attr(&page, "article img", "srcset").unwrap();
     assert!(
         srcset.contains(&format!("{url}/480 480w")) && srcset.contains(&format!("{url}/960 960w")),

@@ -2,17 +2,16 @@
 //! them back into the target's image store, and `backup` copies them beside the store's copy.
 //! Each image, and each of its renditions, comes back byte for byte, and both copies verify.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use image::ImageFormat;
 use reqwest::StatusCode;
 use serde_json::Value;
 use tempfile::TempDir;
+use testkit::binary::Binary;
 use testkit::{Backend, TestApp, binary};
 
-use crate::images::{picture, uploaded};
-
-const PRINCIPAL: &str = "x-ms-client-principal-id";
+use crate::images::{picture, uploaded, uploaded_png};
 
 /// Every address of `images` (each image and its renditions) with the bytes `app` serves there.
 async fn served(app: &TestApp, images: &[Value]) -> Vec<(String, Vec<u8>)> {
@@ -41,8 +40,14 @@ fn run(command: testkit::binary::Binary) -> std::process::Output {
     output
 }
 
-fn assert_verifies(data_dir: &Path) {
-    let output = binary!().on_data(data_dir).subcommand("verify").output();
+/// `cosmos-blog import --from export` into the store (and image store) `store` names.
+fn import(store: Binary, export: &Path) -> Binary {
+    store.subcommand("import").arg("--from").arg(export)
+}
+
+/// `verify` run by `binary` (a store, and where its images are kept) passes, images included.
+fn assert_verifies(binary: Binary) {
+    let output = binary.subcommand("verify").output();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert!(
@@ -59,47 +64,59 @@ async fn assert_serves(dir: TempDir, images: &[Value], expected: &[(String, Vec<
         .start()
         .await;
     assert_eq!(served(&app, images).await, expected);
-    let listed: Value = app
-        .client
-        .get(app.url("/api/users/ada/images"))
-        .header(PRINCIPAL, "ada")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = app.get_json_as("ada", "/api/users/ada/images").await;
     assert_eq!(listed["items"].as_array().unwrap().len(), images.len());
     // Beside the running server (the folder goes with it).
-    assert_verifies(&path);
+    assert_verifies(binary!().on_data(&path));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn export_import_and_backup_carry_the_images_byte_for_byte() {
+/// An application on the embedded store in a folder of its own, and that folder (which goes
+/// with the application).
+async fn app_on_its_own_folder() -> (PathBuf, TestApp) {
     let source = TempDir::new().unwrap();
     let data = source.path().to_owned();
     let app = TestApp::spawn(Backend::Embedded)
         .data_dir(source)
         .start()
         .await;
+    (data, app)
+}
+
+/// ada registered on `app` with `pictures` (content type, bytes) uploaded as hers: their
+/// items, and every address of them with the bytes `app` serves there.
+async fn ada_with_images(
+    app: &TestApp,
+    pictures: Vec<(&str, Vec<u8>)>,
+) -> (Vec<Value>, Vec<(String, Vec<u8>)>) {
     app.register("ada", "Ada").await;
-    let images = vec![
-        uploaded(
-            &app,
-            "ada",
-            "image/png",
-            picture(1000, 600, ImageFormat::Png),
-        )
-        .await,
-        uploaded(
-            &app,
-            "ada",
-            "image/jpeg",
-            picture(300, 200, ImageFormat::Jpeg),
-        )
-        .await,
-    ];
-    let expected = served(&app, &images).await;
+    let mut images = Vec::new();
+    for (content_type, body) in pictures {
+        images.push(uploaded(app, "ada", content_type, body).await);
+    }
+    let served = served(app, &images).await;
+    (images, served)
+}
+
+/// Each of `served`'s bytes is in the export at `export`, in the file named for its address.
+fn assert_exported(export: &Path, served: &[(String, Vec<u8>)]) {
+    for (url, bytes) in served {
+        let name = url.trim_start_matches("/images/").replace('/', ".w");
+        let file = export.join("images").join("blog").join(name);
+        assert_eq!(&std::fs::read(&file).unwrap(), bytes, "{}", file.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_import_and_backup_carry_the_images_byte_for_byte() {
+    let (data, app) = app_on_its_own_folder().await;
+    let (images, expected) = ada_with_images(
+        &app,
+        vec![
+            ("image/png", picture(1000, 600, ImageFormat::Png)),
+            ("image/jpeg", picture(300, 200, ImageFormat::Jpeg)),
+        ],
+    )
+    .await;
     assert_eq!(expected.len(), 4, "a wide image has two renditions");
 
     let work = TempDir::new().unwrap();
@@ -113,18 +130,10 @@ async fn export_import_and_backup_carry_the_images_byte_for_byte() {
     assert!(said.contains("2 images"), "{said}");
     let items = std::fs::read_to_string(export.join("images.jsonl")).unwrap();
     assert_eq!(items.lines().count(), 2);
-    for (url, bytes) in &expected {
-        let name = url.trim_start_matches("/images/").replace('/', ".w");
-        let file = export.join("images").join("blog").join(name);
-        assert_eq!(&std::fs::read(&file).unwrap(), bytes, "{}", file.display());
-    }
+    assert_exported(&export, &expected);
 
     let imported = TempDir::new().unwrap();
-    run(binary!()
-        .on_data(imported.path())
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(binary!().on_data(imported.path()), &export));
 
     let backup = TempDir::new().unwrap();
     let backed_up = run(binary!()
@@ -144,14 +153,9 @@ async fn export_import_and_backup_carry_the_images_byte_for_byte() {
 /// refused with the rest of the export, before anything is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_whose_image_file_is_not_its_image_is_refused() {
-    let source = TempDir::new().unwrap();
-    let data = source.path().to_owned();
-    let app = TestApp::spawn(Backend::Embedded)
-        .data_dir(source)
-        .start()
-        .await;
+    let (data, app) = app_on_its_own_folder().await;
     app.register("ada", "Ada").await;
-    let image = uploaded(&app, "ada", "image/png", picture(40, 30, ImageFormat::Png)).await;
+    let image = uploaded_png(&app, "ada", 40, 30).await;
     let work = TempDir::new().unwrap();
     let export = work.path().join("export");
     run(binary!()
@@ -167,12 +171,7 @@ async fn an_export_whose_image_file_is_not_its_image_is_refused() {
     std::fs::write(&file, b"<html><script>alert(1)</script></html>").unwrap();
 
     let target = work.path().join("target");
-    let output = binary!()
-        .on_data(&target)
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export)
-        .output();
+    let output = import(binary!().on_data(&target), &export).output();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -198,14 +197,8 @@ async fn a_tenants_images_move_into_a_single_store() {
     let (one, two) = (site.in_tenant("one"), site.in_tenant("two"));
     one.register("ada", "Ada").await;
     two.register("ada", "Ada").await;
-    let image = uploaded(
-        &one,
-        "ada",
-        "image/png",
-        picture(700, 300, ImageFormat::Png),
-    )
-    .await;
-    uploaded(&two, "ada", "image/png", picture(20, 20, ImageFormat::Png)).await;
+    let image = uploaded_png(&one, "ada", 700, 300).await;
+    uploaded_png(&two, "ada", 20, 20).await;
     let in_tenant = served(&one, std::slice::from_ref(&image)).await;
 
     let work = TempDir::new().unwrap();
@@ -227,11 +220,7 @@ async fn a_tenants_images_move_into_a_single_store() {
         "only the tenant's image"
     );
     let target = TempDir::new().unwrap();
-    run(binary!()
-        .on_data(target.path())
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(binary!().on_data(target.path()), &export));
     drop(site);
 
     // The same image, at the blog's address instead of the tenant's.
@@ -272,17 +261,11 @@ async fn export_and_import_carry_the_images_between_blob_containers() {
         .settings(in_container("source"))
         .start()
         .await;
-    app.register("ada", "Ada").await;
-    let images = vec![
-        uploaded(
-            &app,
-            "ada",
-            "image/png",
-            picture(1000, 600, ImageFormat::Png),
-        )
-        .await,
-    ];
-    let expected = served(&app, &images).await;
+    let (images, expected) = ada_with_images(
+        &app,
+        vec![("image/png", picture(1000, 600, ImageFormat::Png))],
+    )
+    .await;
     assert_eq!(expected.len(), 3, "a wide image has two renditions");
     assert!(
         !data.join("images").exists(),
@@ -300,21 +283,17 @@ async fn export_and_import_carry_the_images_between_blob_containers() {
         .arg(&export));
     let said = String::from_utf8_lossy(&exported.stdout);
     assert!(said.contains("1 image"), "{said}");
-    for (url, bytes) in &expected {
-        let name = url.trim_start_matches("/images/").replace('/', ".w");
-        let file = export.join("images").join("blog").join(name);
-        assert_eq!(&std::fs::read(&file).unwrap(), bytes, "{}", file.display());
-    }
+    assert_exported(&export, &expected);
 
     let imported = TempDir::new().unwrap();
     let imported_path = imported.path().to_owned();
-    run(binary!()
-        .on_data(&imported_path)
-        .env("BLOG_IMAGES_CONNECTION", &connection)
-        .env("BLOG_IMAGES_CONTAINER", "target")
-        .subcommand("import")
-        .arg("--from")
-        .arg(&export));
+    run(import(
+        binary!()
+            .on_data(&imported_path)
+            .env("BLOG_IMAGES_CONNECTION", &connection)
+            .env("BLOG_IMAGES_CONTAINER", "target"),
+        &export,
+    ));
     assert!(!imported_path.join("images").exists(), "into the container");
     drop(app);
 
@@ -324,16 +303,10 @@ async fn export_and_import_carry_the_images_between_blob_containers() {
         .start()
         .await;
     assert_eq!(served(&copy, &images).await, expected);
-    let verified = binary!()
-        .on_data(&imported_path)
-        .env("BLOG_IMAGES_CONNECTION", &connection)
-        .env("BLOG_IMAGES_CONTAINER", "target")
-        .subcommand("verify")
-        .output();
-    let stdout = String::from_utf8_lossy(&verified.stdout);
-    assert_eq!(verified.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.contains("every one with its bytes, no orphan bytes"),
-        "{stdout}"
+    assert_verifies(
+        binary!()
+            .on_data(&imported_path)
+            .env("BLOG_IMAGES_CONNECTION", &connection)
+            .env("BLOG_IMAGES_CONTAINER", "target"),
     );
 }

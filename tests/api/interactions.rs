@@ -100,10 +100,7 @@ async fn fifty_concurrent_likes_count_fifty(app: TestApp) {
 
 async fn concurrent_comments_and_likes_keep_counts_exact(app: TestApp) {
     let post_id = post_by_ada(&app).await;
-    let users: Vec<String> = (0..20).map(|n| format!("u{n}")).collect();
-    for user in &users {
-        app.register(user, user).await;
-    }
+    let users = app.register_many("u", 20).await;
     let likes = join_all(users.iter().map(|u| app.like(u, &post_id)));
     let comments = join_all(users.iter().map(|u| app.comment(u, &post_id, "hi")));
     let (likes, comments) = tokio::join!(likes, comments);
@@ -143,19 +140,27 @@ async fn comments_and_likes_need_an_existing_post(app: TestApp) {
     );
     // A caller without a user item cannot comment or like either.
     let post_id = post_by_ada(&app).await;
-    assert_eq!(
-        app.comment("ghost", &post_id, "hi").await.status(),
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        app.like("ghost", &post_id).await.status(),
-        StatusCode::NOT_FOUND
-    );
+    assert_neither_comment_nor_like(&app, "ghost", &post_id).await;
     let post = app.get_json(&format!("/api/posts/{post_id}")).await;
     assert_eq!(
         (post["commentCount"].clone(), post["likeCount"].clone()),
         (0.into(), 0.into())
     );
+}
+
+/// `caller` can neither comment on nor like `post_id`: one of the two is not there (404).
+pub(crate) async fn assert_neither_comment_nor_like(app: &TestApp, caller: &str, post_id: &str) {
+    for response in [
+        app.comment(caller, post_id, "hi").await,
+        app.like(caller, post_id).await,
+    ] {
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_FOUND,
+            "{}",
+            response.url()
+        );
+    }
 }
 
 async fn a_bad_continuation_token_is_a_400(app: TestApp) {

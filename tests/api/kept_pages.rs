@@ -94,12 +94,7 @@ async fn every_write_to_a_kept_list_shows_on_the_next_read(app: TestApp) {
     assert_eq!(twice(&app, &comments).await, [comment_id.as_str()]);
 
     let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("{comments}/{comment_id}"),
-            Some("bob"),
-            None,
-        )
+        .delete_as("bob", &format!("{comments}/{comment_id}"))
         .await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     assert!(
@@ -111,29 +106,19 @@ async fn every_write_to_a_kept_list_shows_on_the_next_read(app: TestApp) {
     // the copy shows the post as it is now, nothing more is on its way to it.
     settled(&app, &post_id).await;
     assert_eq!(twice(&app, posts_of_ada).await, [post_id.as_str()]);
-    let edited = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "Edited", "content": "pages"})),
-        )
-        .await;
-    assert_eq!(edited.status(), StatusCode::OK);
+    app.edited(
+        "ada",
+        &post_id,
+        json!({"title": "Edited", "content": "pages"}),
+    )
+    .await;
     settled(&app, &post_id).await;
     assert_eq!(twice(&app, posts_of_ada).await, [post_id.as_str()]);
     assert_eq!(
         app.get_json(posts_of_ada).await["items"][0]["title"],
         "Edited"
     );
-    let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            None,
-        )
-        .await;
+    let deleted = app.delete_as("ada", &format!("/api/posts/{post_id}")).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     let gone = app.get(&comments).await;
     assert_eq!(gone.status(), StatusCode::NOT_FOUND, "the post deleted");

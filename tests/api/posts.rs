@@ -72,7 +72,7 @@ async fn only_the_author_can_edit_and_counts_survive_an_edit(app: TestApp) {
     app.register("bob", "Bob").await;
     let post = app.new_post("ada", "Hello", "World").await;
     let id = post["id"].as_str().unwrap();
-    assert_eq!(app.like("bob", id).await.status(), StatusCode::CREATED);
+    app.liked("bob", id).await;
 
     let path = format!("/api/posts/{id}");
     let edit = json!({"title": "Hello again", "content": "Edited"});
@@ -115,11 +115,7 @@ async fn a_post_needs_a_registered_author(app: TestApp) {
 async fn a_users_posts_are_short_newest_first_and_paged(app: TestApp) {
     app.register("ada", "Ada").await;
     let long = "λ".repeat(250);
-    let mut created = Vec::new();
-    for n in 0..5 {
-        let post = app.new_post("ada", &format!("post {n}"), &long).await;
-        created.push(post["id"].as_str().unwrap().to_owned());
-    }
+    let mut created = app.new_posts("ada", 5, "post", &long).await;
     created.reverse(); // newest first
     // Compare the ids, not just the count: pages read while copies are still arriving may
     // repeat one item and miss another (a page boundary moves under the reader).

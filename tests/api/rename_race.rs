@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{LikeId, UserId};
-use cosmos_blog::store::{BatchOperation, Container, PartitionKey, Store};
+use cosmos_blog::store::{Container, PartitionKey, Store};
 use cosmos_blog::verify::verify;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use testkit::{TestApp, backend_tests, backend_tests_without_pump, eventually};
+
+use crate::store_contract::count_and_child;
 
 backend_tests_without_pump!(
     an_item_the_fan_out_missed_is_corrected_by_its_own_change,
@@ -46,13 +48,7 @@ async fn write_child(store: &Arc<dyn Store>, post_id: &str, count_field: &str, c
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: bumped,
-                    if_match: Some(post.etag),
-                },
-                BatchOperation::Create { item: child },
-            ],
+            count_and_child(bumped, post.etag, child),
         )
         .await
         .unwrap();
@@ -87,23 +83,35 @@ async fn changes_after(
     }
 }
 
-async fn an_item_the_fan_out_missed_is_corrected_by_its_own_change(app: TestApp) {
-    let store = &app.store;
+/// U (named `old`) and A registered, and A's post written: its id, and where the change log
+/// stands after it (what came so far is not what the race tests are about).
+async fn u_and_as_post(app: &TestApp) -> (String, Option<cosmos_blog::store::Checkpoint>) {
     app.register("u", "old").await;
     app.register("a", "A").await;
     let others = app.new_post("a", "A's post", "text").await;
-    let others = others["id"].as_str().unwrap().to_owned();
-    // The change log so far (users and A's post) is not what this test is about.
-    let (_, checkpoint) = changes_after(store, None).await;
+    let (_, checkpoint) = changes_after(&app.store, None).await;
+    (others["id"].as_str().unwrap().to_owned(), checkpoint)
+}
+
+/// U renamed to `new` through the API, and the rename's fan-out run once, now: U's item, and
+/// how many items the fan-out wrote.
+async fn rename_u(app: &TestApp) -> (Value, usize) {
+    assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
+    let user = read(&app.store, Container::Users, "u", "u").await;
+    let fan_out = on_user_changed(&app.store, std::slice::from_ref(&user))
+        .await
+        .unwrap();
+    (user, fan_out.written)
+}
+
+async fn an_item_the_fan_out_missed_is_corrected_by_its_own_change(app: TestApp) {
+    let store = &app.store;
+    let (others, checkpoint) = u_and_as_post(&app).await;
 
     // U is renamed, and the rename's fan-out runs while U's new items are not yet visible:
     // it finds nothing to rename.
-    assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
-    let user = read(store, Container::Users, "u", "u").await;
-    let fan_out = on_user_changed(store, std::slice::from_ref(&user))
-        .await
-        .unwrap();
-    assert_eq!(fan_out.written, 0, "nothing of u's is visible yet");
+    let (user, renamed) = rename_u(&app).await;
+    assert_eq!(renamed, 0, "nothing of u's is visible yet");
 
     // Then the items U's requests wrote with the name they read before the rename appear:
     // a post, a comment and a like.
@@ -186,10 +194,7 @@ async fn through_the_pump_an_item_written_after_the_fan_out_converges(app: TestA
     app.register("a", "A").await;
     let post = app.new_post("a", "A's post", "text").await;
     let post = post["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        app.comment("u", &post, "first").await.status(),
-        StatusCode::CREATED
-    );
+    app.commented("u", &post, "first").await;
     assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
     // The fan-out has run: it renamed the comment that existed.
     eventually(Duration::from_secs(30), || async {
@@ -219,11 +224,7 @@ async fn through_the_pump_an_item_written_after_the_fan_out_converges(app: TestA
 /// item and renames it; its change then finds nothing to correct.
 async fn the_other_order_converges_too(app: TestApp) {
     let store = &app.store;
-    app.register("u", "old").await;
-    app.register("a", "A").await;
-    let others = app.new_post("a", "A's post", "text").await;
-    let others = others["id"].as_str().unwrap().to_owned();
-    let (_, checkpoint) = changes_after(store, None).await;
+    let (others, checkpoint) = u_and_as_post(&app).await;
 
     write_child(store, &others, "likeCount", stale_like(&others, "u", "old")).await;
     let (batch, checkpoint) = changes_after(store, checkpoint).await;
@@ -235,12 +236,8 @@ async fn the_other_order_converges_too(app: TestApp) {
          month's count and its index entry): {first:?}"
     );
 
-    assert_eq!(app.put_user("u", "new").await.status(), StatusCode::OK);
-    let user = read(store, Container::Users, "u", "u").await;
-    let fan_out = on_user_changed(store, std::slice::from_ref(&user))
-        .await
-        .unwrap();
-    assert_eq!(fan_out.written, 1, "the like is renamed");
+    let (_, renamed) = rename_u(&app).await;
+    assert_eq!(renamed, 1, "the like is renamed");
 
     let (renamed, _) = changes_after(store, checkpoint).await;
     assert_eq!(renamed.len(), 1);

@@ -13,7 +13,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use tempfile::TempDir;
 
-use testkit::{assert_store_verifies, binary, eventually, ids};
+use testkit::{assert_store_verifies, binary, eventually, ids, register_at};
 
 /// Posts written in the burst.
 const WRITES: usize = 60;
@@ -58,14 +58,7 @@ async fn a_killed_server_loses_nothing_and_its_copies_converge() {
     let mut server = binary!().on_data(data_dir.path()).serve();
     let base = server.base().await;
 
-    let put = client
-        .put(format!("{base}/api/users/ada"))
-        .header("x-ms-client-principal-id", "ada")
-        .json(&json!({"username": "Ada"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(put.status(), StatusCode::CREATED);
+    register_at(&client, &format!("{base}/api"), "ada", "Ada").await;
 
     // A burst of writes from a few clients, each sending its next post as soon as the last
     // one is answered. The client whose answer is the KILL_AFTER-th acknowledgement kills the

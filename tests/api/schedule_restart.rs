@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use testkit::{binary, eventually, ids};
+use testkit::{binary, eventually, ids, register_at};
 
 use crate::restart::assert_binary_verifies;
 
@@ -39,14 +39,7 @@ async fn a_scheduled_post_written_before_a_kill_is_published_after_the_restart()
             .json(&body)
             .send()
     };
-    let put = client
-        .put(format!("{base}/api/users/ada"))
-        .header("x-ms-client-principal-id", "ada")
-        .json(&json!({"username": "Ada"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(put.status(), StatusCode::CREATED);
+    register_at(&client, &format!("{base}/api"), "ada", "Ada").await;
     let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(AHEAD_SECONDS);
     let publish_at = cosmos_blog::domain::Timestamp::normalise(
         &at.format(&time::format_description::well_known::Rfc3339)

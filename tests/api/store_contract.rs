@@ -56,6 +56,18 @@ fn post(post: &str, user: &str, name: &str, date: &str) -> Value {
     })
 }
 
+/// The batch every count change is: `item` (the post with its new count) if it is still
+/// `etag`, and the `child` it counts, created with it or not at all.
+pub fn count_and_child(item: Value, etag: ETag, child: Value) -> Vec<BatchOperation> {
+    vec![
+        BatchOperation::Replace {
+            item,
+            if_match: Some(etag),
+        },
+        BatchOperation::Create { item: child },
+    ]
+}
+
 fn date(n: u32) -> String {
     format!("2026-01-01T00:00:{n:02}.0000000Z")
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use testkit::{TestApp, eventually, ids, operation_tests};
@@ -14,17 +14,12 @@ operation_tests!(
     tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list,
 );
 
-async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> Value {
-    let response = app
-        .send(
-            Method::POST,
-            "/api/posts",
-            Some(caller),
-            Some(json!({"title": title, "content": "text", "tags": tags})),
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.unwrap()
+pub(crate) async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> Value {
+    app.written(
+        caller,
+        json!({"title": title, "content": "text", "tags": tags}),
+    )
+    .await
 }
 
 /// The tag's list once it shows `expected` (ids, newest first).
@@ -68,28 +63,15 @@ async fn tags_are_normalised_and_bad_ones_refused_with_nothing_stored(app: TestA
         json!([7]),
     ];
     for tags in refused {
-        let response = app
-            .send(
-                Method::POST,
-                "/api/posts",
-                Some("ada"),
-                Some(json!({"title": "refused", "content": "x", "tags": tags})),
-            )
-            .await;
+        let body = json!({"title": "refused", "content": "x", "tags": tags});
+        let response = app.write_post("ada", body.clone()).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{tags}");
         let problem: Value = response.json().await.unwrap();
         assert!(
             problem["code"] == "invalid-field" || problem["code"] == "invalid-body",
             "{problem}"
         );
-        let edit = app
-            .send(
-                Method::PUT,
-                &format!("/api/posts/{id}"),
-                Some("ada"),
-                Some(json!({"title": "refused", "content": "x", "tags": tags})),
-            )
-            .await;
+        let edit = app.edit_post("ada", id, body).await;
         assert_eq!(edit.status(), StatusCode::BAD_REQUEST, "{tags}");
     }
     // Nothing refused was stored: one post, its tags as first written.
@@ -131,14 +113,11 @@ async fn a_tags_posts_are_listed_newest_first_and_paged(app: TestApp) {
     assert_eq!(ids(&paged), newest_first);
     // Short form: the content is cut to 200 characters in the list.
     let long = app
-        .send(
-            Method::POST,
-            "/api/posts",
-            Some("ada"),
-            Some(json!({"title": "long", "content": "é".repeat(300), "tags": ["long"]})),
+        .written(
+            "ada",
+            json!({"title": "long", "content": "é".repeat(300), "tags": ["long"]}),
         )
         .await;
-    let long: Value = long.json().await.unwrap();
     let listed = tag_list_becomes(&app, "long", &[long["id"].as_str().unwrap().to_owned()]).await;
     assert_eq!(listed[0]["content"].as_str().unwrap().chars().count(), 200);
     // A continuation of one tag's list is refused by another's.
@@ -175,33 +154,22 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
 
     // An edit that drops the tag takes the post out of its list, and one without `tags`
     // keeps them.
-    let edit = |id: String, body: Value| {
-        let app = &app;
-        async move {
-            let response = app
-                .send(
-                    Method::PUT,
-                    &format!("/api/posts/{id}"),
-                    Some("ada"),
-                    Some(body),
-                )
-                .await;
-            assert_eq!(response.status(), StatusCode::OK);
-            response.json::<Value>().await.unwrap()
-        }
-    };
-    let edited = edit(
-        second.clone(),
-        json!({"title": "second", "content": "x", "tags": ["web"]}),
-    )
-    .await;
+    let edited = app
+        .edited(
+            "ada",
+            &second,
+            json!({"title": "second", "content": "x", "tags": ["web"]}),
+        )
+        .await;
     assert_eq!(edited["tags"], json!(["web"]));
     tag_list_becomes(&app, "rust", std::slice::from_ref(&first)).await;
-    let kept = edit(
-        first.clone(),
-        json!({"title": "first, edited", "content": "x"}),
-    )
-    .await;
+    let kept = app
+        .edited(
+            "ada",
+            &first,
+            json!({"title": "first, edited", "content": "x"}),
+        )
+        .await;
     assert_eq!(kept["tags"], json!(["rust"]));
     let items = tag_list_becomes(&app, "rust", std::slice::from_ref(&first)).await;
     eventually(Duration::from_secs(30), || async {
@@ -212,11 +180,8 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     assert_eq!(items.len(), 1);
 
     // Comments, likes and renames reach the copies.
-    assert_eq!(
-        app.comment("bob", &first, "hi").await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(app.like("bob", &first).await.status(), StatusCode::CREATED);
+    app.commented("bob", &first, "hi").await;
+    app.liked("bob", &first).await;
     assert_eq!(app.put_user("ada", "Ada L.").await.status(), StatusCode::OK);
     eventually(Duration::from_secs(30), || async {
         let page = app.get_json("/api/tags/rust/posts").await;
@@ -227,20 +192,14 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     .await;
 
     // A delete takes the post out of every tag's list.
-    let deleted = app
-        .send(
-            Method::DELETE,
-            &format!("/api/posts/{first}"),
-            Some("ada"),
-            None,
-        )
-        .await;
+    let deleted = app.delete_as("ada", &format!("/api/posts/{first}")).await;
     assert!(deleted.status().is_success(), "{}", deleted.status());
     tag_list_becomes(&app, "rust", &[]).await;
     tag_list_becomes(&app, "web", std::slice::from_ref(&second)).await;
     // `[]` removes every tag.
-    edit(
-        second.clone(),
+    app.edited(
+        "ada",
+        &second,
         json!({"title": "second", "content": "x", "tags": []}),
     )
     .await;

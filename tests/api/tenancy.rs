@@ -14,7 +14,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use testkit::{Backend, TestApp, binary, eventually, ids};
+use testkit::{Backend, TestApp, binary, eventually, ids, register_at};
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";
@@ -180,10 +180,7 @@ async fn another_tenants_post_is_404_for_every_operation(backend: Backend) {
         .await
         .expect("comment JSON");
     let comment_id = id_of(&comment);
-    assert_eq!(
-        north.like("bob", &post_id).await.status(),
-        StatusCode::CREATED
-    );
+    north.liked("bob", &post_id).await;
 
     let path = format!("/api/posts/{post_id}");
     let edit = json!({"title": "Taken over", "content": "by the other tenant"});
@@ -260,10 +257,7 @@ async fn a_rename_in_one_tenant_leaves_the_other_alone(backend: Backend) {
             assert_eq!(response.status(), StatusCode::CREATED);
         }
         for liker in ["ada", "bob"] {
-            assert_eq!(
-                tenant.like(liker, &post_id).await.status(),
-                StatusCode::CREATED
-            );
+            tenant.liked(liker, &post_id).await;
         }
         posts.push(post_id);
     }
@@ -292,12 +286,7 @@ async fn a_rename_in_one_tenant_leaves_the_other_alone(backend: Backend) {
 /// her post's copies in her list and in the feed.
 async fn adas_names(tenant: &TestApp, post_id: &str) -> Vec<Value> {
     let post = tenant.get_json(&format!("/api/posts/{post_id}")).await;
-    let comments = tenant
-        .all_pages(&format!("/api/posts/{post_id}/comments"), 10)
-        .await;
-    let likes = tenant
-        .all_pages(&format!("/api/posts/{post_id}/likes"), 10)
-        .await;
+    let (comments, likes) = tenant.comments_and_likes(post_id, 10).await;
     let listed = tenant.all_pages("/api/users/ada/posts", 10).await;
     let feed = tenant.get_json("/api/feed").await["items"].clone();
     let feed = feed.as_array().cloned().unwrap_or_default();
@@ -619,14 +608,7 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
     let base = server.base().await;
 
     let tenant = format!("{base}/api/tenants/{NORTH}");
-    let put = client
-        .put(format!("{tenant}/users/ada"))
-        .header("x-ms-client-principal-id", "ada")
-        .json(&json!({"username": "Ada"}))
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(put.status(), StatusCode::CREATED);
+    register_at(&client, &tenant, "ada", "Ada").await;
     let post: Value = client
         .post(format!("{tenant}/posts"))
         .header("x-ms-client-principal-id", "ada")
@@ -638,12 +620,12 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
         .await
         .expect("post JSON");
     let post_id = id_of(&post);
-    let plain = client
-        .get(format!("{base}/api/feed"))
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(plain.status(), StatusCode::NOT_FOUND);
+    let status_of = |url: String| {
+        let client = client.clone();
+        async move { client.get(url).send().await.expect("request sent").status() }
+    };
+    let plain = status_of(format!("{base}/api/feed")).await;
+    assert_eq!(plain, StatusCode::NOT_FOUND);
     let feed_of = |url: String| {
         let client = client.clone();
         async move {
@@ -692,12 +674,8 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
         feed_of(format!("{tenant}/feed")).await,
         Some(vec![post_id.clone()])
     );
-    let other = client
-        .get(format!("{base}/api/tenants/{NORTH_2}/posts/{post_id}"))
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+    let other = status_of(format!("{base}/api/tenants/{NORTH_2}/posts/{post_id}")).await;
+    assert_eq!(other, StatusCode::NOT_FOUND);
     server.kill();
 
     let verified = binary!()

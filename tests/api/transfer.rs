@@ -81,7 +81,7 @@ async fn build_blog(app: &TestApp) -> Blog {
         ("ada", &bobs, "Thanks"),
         ("bob", &deleted, "Gone soon"),
     ] {
-        assert_eq!(app.comment(caller, post, text).await.status(), 201);
+        app.commented(caller, post, text).await;
     }
     for (caller, post) in [
         ("bob", &first),
@@ -89,7 +89,7 @@ async fn build_blog(app: &TestApp) -> Blog {
         ("dee", &first),
         ("ada", &bobs),
     ] {
-        assert_eq!(app.like(caller, post).await.status(), 201);
+        app.liked(caller, post).await;
     }
     let comments = app
         .all_pages(&format!("/api/posts/{first}/comments"), 100)
@@ -440,6 +440,18 @@ pub(crate) struct Shape {
     pub(crate) comments: usize,
     pub(crate) likes: usize,
     pub(crate) content_chars: usize,
+}
+
+impl Shape {
+    /// A few users with a post each, commented and liked: enough of every kind of item for a
+    /// test about the format rather than its size.
+    pub(crate) const SMALL: Shape = Shape {
+        users: 3,
+        posts_per_user: 1,
+        comments: 2,
+        likes: 2,
+        content_chars: 10,
+    };
 }
 
 /// Writes a valid `single` export of `shape` into `folder`, item by item as the format has

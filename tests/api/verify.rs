@@ -42,6 +42,11 @@ pub async fn read(
         .item
 }
 
+/// Ada's user item as C1 stores it: the author of the posts the store tests write directly.
+pub fn ada() -> Value {
+    json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"})
+}
+
 pub async fn upsert(store: &Arc<dyn Store>, container: Container, item: Value) {
     let partition = container.partition_key_of(&item).unwrap();
     store
@@ -158,14 +163,8 @@ async fn sample(app: &TestApp) -> Sample {
     post_id(app.comment("bob", &ada_long, "nice").await).await;
     let cy_comment = post_id(app.comment("cy", &ada_long, "too").await).await;
     post_id(app.comment("ada", &bob_post, "thanks").await).await;
-    assert_eq!(
-        app.like("bob", &ada_long).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.like("ada", &cy_post).await.status(),
-        StatusCode::CREATED
-    );
+    app.liked("bob", &ada_long).await;
+    app.liked("ada", &cy_post).await;
     assert_eq!(app.put_user("ada", "Ada L.").await.status(), StatusCode::OK);
     Sample {
         ada_long,
@@ -400,12 +399,7 @@ async fn into_feed(store: &Arc<dyn Store>, n: usize) {
 
 async fn the_feed_holds_exactly_the_most_recent_posts(app: TestApp) {
     let store = &app.store;
-    upsert(
-        store,
-        Container::Users,
-        json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"}),
-    )
-    .await;
+    upsert(store, Container::Users, ada()).await;
     for n in 0..103 {
         upsert(store, Container::Posts, dated_post(n)).await;
     }
@@ -480,12 +474,7 @@ pub async fn embedded_store(copies: bool) -> TempDir {
     let dir = TempDir::new().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(&dir.path().join("blog.sqlite3")).unwrap());
-    upsert(
-        &store,
-        Container::Users,
-        json!({"id": "ada", "type": "user", "userId": "ada", "username": "Ada"}),
-    )
-    .await;
+    upsert(&store, Container::Users, ada()).await;
     for n in 0..3 {
         upsert(&store, Container::Posts, dated_post(n + 10)).await;
     }
@@ -637,12 +626,7 @@ async fn unfinished_deletes_show_and_rebuild_finishes_them(app: TestApp) {
     assert_holds(&verify(store).await.unwrap());
 
     let deleted = app
-        .send(
-            reqwest::Method::DELETE,
-            &format!("/api/posts/{}", s.ada_long),
-            Some("ada"),
-            None,
-        )
+        .delete_as("ada", &format!("/api/posts/{}", s.ada_long))
         .await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     let erased = app

@@ -1,40 +1,22 @@
 //! The views (`tags`, `archive`) under `verify`: drafts stay out of them, unpublishing and
 //! publishing move posts in and out, and every damage done by hand is found and repaired.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cosmos_blog::domain::Timestamp;
-use cosmos_blog::store::{Container, PartitionKey};
+use cosmos_blog::store::{Container, PartitionKey, Store};
 use cosmos_blog::verify::{ViolationKind, verify, verify_and_repair};
-use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use testkit::{TestApp, eventually, ids, operation_tests};
+
+use crate::tags::tagged_post;
 
 operation_tests!(
     drafts_stay_out_of_the_views_until_published,
     verify_finds_and_repairs_every_damage_to_the_views,
 );
-
-async fn write(app: &TestApp, body: Value) -> Value {
-    let response = app
-        .send(Method::POST, "/api/posts", Some("ada"), Some(body))
-        .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.unwrap()
-}
-
-async fn edit(app: &TestApp, id: &str, body: Value) {
-    let response = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{id}"),
-            Some("ada"),
-            Some(body),
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::OK);
-}
 
 fn this_month() -> (String, String) {
     let now = Timestamp::now().to_string();
@@ -50,21 +32,36 @@ async fn lists(app: &TestApp, path: &str, expected: &[&str]) {
     .await;
 }
 
+/// Damages a copy behind the change feed's back: the item at `(container, partition, id)`,
+/// changed by `change`, written to `to` (its own partition, or another).
+async fn rewrite(
+    store: &Arc<dyn Store>,
+    (container, partition, id): (Container, PartitionKey, &str),
+    to: &PartitionKey,
+    change: impl FnOnce(&mut Value),
+) {
+    let mut item = store
+        .read_item(container, &partition, id)
+        .await
+        .unwrap()
+        .unwrap()
+        .item;
+    change(&mut item);
+    store.upsert_item(container, to, item).await.unwrap();
+}
+
 async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let month_path = format!("/api/archive/{year}/{month}/posts");
-    let published = write(
-        &app,
-        json!({"title": "out", "content": "x", "tags": ["rust"]}),
-    )
-    .await;
+    let published = tagged_post(&app, "ada", "out", json!(["rust"])).await;
     let published = published["id"].as_str().unwrap().to_owned();
-    let draft = write(
-        &app,
-        json!({"title": "draft", "content": "x", "tags": ["rust"], "status": "draft"}),
-    )
-    .await;
+    let draft = app
+        .written(
+            "ada",
+            json!({"title": "draft", "content": "x", "tags": ["rust"], "status": "draft"}),
+        )
+        .await;
     let draft = draft["id"].as_str().unwrap().to_owned();
     lists(&app, "/api/tags/rust/posts", &[&published]).await;
     lists(&app, &month_path, &[&published]).await;
@@ -73,16 +70,16 @@ async fn drafts_stay_out_of_the_views_until_published(app: TestApp) {
     assert_eq!(archive["items"][0]["postCount"], 1);
 
     // Published today, the draft comes first; put back to draft, the other leaves every view.
-    edit(
-        &app,
+    app.edited(
+        "ada",
         &draft,
         json!({"title": "draft", "content": "x", "status": "published"}),
     )
     .await;
     lists(&app, "/api/tags/rust/posts", &[&draft, &published]).await;
     lists(&app, &month_path, &[&draft, &published]).await;
-    edit(
-        &app,
+    app.edited(
+        "ada",
         &published,
         json!({"title": "out", "content": "x", "status": "draft"}),
     )
@@ -101,16 +98,8 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
     app.register("ada", "Ada").await;
     let (year, month) = this_month();
     let key = format!("{year}-{month}");
-    let a = write(
-        &app,
-        json!({"title": "a", "content": "x", "tags": ["rust", "db"]}),
-    )
-    .await;
-    let b = write(
-        &app,
-        json!({"title": "b", "content": "x", "tags": ["rust"]}),
-    )
-    .await;
+    let a = tagged_post(&app, "ada", "a", json!(["rust", "db"])).await;
+    let b = tagged_post(&app, "ada", "b", json!(["rust"])).await;
     let (a, b) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
     lists(&app, "/api/tags/db/posts", &[a]).await;
     lists(&app, &format!("/api/archive/{year}/{month}/posts"), &[b, a]).await;
@@ -124,42 +113,18 @@ async fn verify_finds_and_repairs_every_damage_to_the_views(app: TestApp) {
         .delete_item(Container::Tags, &tag("db"), a)
         .await
         .unwrap();
-    let mut stray = store
-        .read_item(Container::Tags, &tag("rust"), b)
-        .await
-        .unwrap()
-        .unwrap()
-        .item;
-    stray["tag"] = json!("go");
-    store
-        .upsert_item(Container::Tags, &tag("go"), stray)
-        .await
-        .unwrap();
-    let mut changed = store
-        .read_item(Container::Tags, &tag("rust"), a)
-        .await
-        .unwrap()
-        .unwrap()
-        .item;
-    changed["title"] = json!("not the title");
-    store
-        .upsert_item(Container::Tags, &tag("rust"), changed)
-        .await
-        .unwrap();
+    let stray = (Container::Tags, tag("rust"), b);
+    rewrite(store, stray, &tag("go"), |copy| copy["tag"] = json!("go")).await;
+    let changed = (Container::Tags, tag("rust"), a);
+    rewrite(store, changed, &tag("rust"), |copy| {
+        copy["title"] = json!("not the title");
+    })
+    .await;
     let count_id = format!("count-{key}");
     for partition in [key.as_str(), "index"] {
         let pk = PartitionKey::single(partition);
-        let mut count = store
-            .read_item(Container::Archive, &pk, &count_id)
-            .await
-            .unwrap()
-            .unwrap()
-            .item;
-        count["postCount"] = json!(7);
-        store
-            .upsert_item(Container::Archive, &pk, count)
-            .await
-            .unwrap();
+        let count = (Container::Archive, pk.clone(), count_id.as_str());
+        rewrite(store, count, &pk, |count| count["postCount"] = json!(7)).await;
     }
 
     let report = verify(&app.whole_store).await.unwrap();

@@ -111,11 +111,8 @@ impl<'a> Browser<'a> {
     }
 
     fn keep_token(&mut self, headers: &HeaderMap) {
-        for value in headers.get_all(header::SET_COOKIE) {
-            let value = value.to_str().unwrap_or_default();
-            if let Some(rest) = value.strip_prefix("blog_csrf=") {
-                self.csrf = Some(rest.split(';').next().unwrap_or_default().to_owned());
-            }
+        if let Some(token) = testkit::form_token(headers) {
+            self.csrf = Some(token);
         }
     }
 

@@ -174,17 +174,8 @@ async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
     .await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains("/.auth/logout"), "Easy Auth's sign-out");
-    let cookie = headers[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let token = cookie
-        .strip_prefix("blog_csrf=")
-        .expect("the form token's cookie")
-        .to_owned();
+    let token = testkit::form_token(&headers).expect("the form token's cookie");
+    let cookie = format!("blog_csrf={token}");
     let mut post = forwarded_page_request(
         Method::POST,
         "/write",

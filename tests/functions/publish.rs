@@ -54,11 +54,7 @@ async fn deliver_posts(h: &Harness, ids: &[&str]) {
 async fn publish_timer_ticks_publish_what_is_due_once() {
     let h = Harness::new();
     let store = h.dyn_store();
-    let user = json!({"id": "u-ada", "type": "user", "userId": "u-ada", "username": "ada"});
-    store
-        .upsert_item(Container::Users, &PartitionKey::single("u-ada"), user)
-        .await
-        .expect("user");
+    h.store_ada().await;
     for post in [
         scheduled_post("p-due", "2026-01-01T00:00:00.0000000Z"),
         scheduled_post("p-later", "2099-01-01T00:00:00.0000000Z"),

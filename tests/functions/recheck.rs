@@ -24,11 +24,7 @@ async fn recheck_timer_invocations_answer_the_host_and_repair_what_the_triggers_
     h.recheck = Recheck::OnTimer(Duration::from_millis(1));
     // A post whose trigger batch never came (no trigger runs here): no copy anywhere.
     let store = h.dyn_store();
-    let user = json!({"id": "u-ada", "type": "user", "userId": "u-ada", "username": "ada"});
-    store
-        .upsert_item(Container::Users, &PartitionKey::single("u-ada"), user)
-        .await
-        .expect("user");
+    h.store_ada().await;
     let post = json!({
         "id": "p-x", "type": "post", "postId": "p-x", "userId": "u-ada", "userUsername": "ada",
         "title": "Missed", "content": "by the trigger", "commentCount": 0, "likeCount": 0,

@@ -16,15 +16,7 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: counted.clone(),
-                    if_match: Some(etag.clone()),
-                },
-                BatchOperation::Create {
-                    item: comment("p1", "c1", &date(2)),
-                },
-            ],
+            count_and_child(counted.clone(), etag.clone(), comment("p1", "c1", &date(2))),
         )
         .await
         .expect("batch");
@@ -44,15 +36,7 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: counted.clone(),
-                    if_match: Some(etag),
-                },
-                BatchOperation::Create {
-                    item: comment("p1", "c2", &date(3)),
-                },
-            ],
+            count_and_child(counted.clone(), etag, comment("p1", "c2", &date(3))),
         )
         .await;
     match stale {
@@ -78,15 +62,11 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![
-                BatchOperation::Replace {
-                    item: counted.clone(),
-                    if_match: Some(current.etag.clone()),
-                },
-                BatchOperation::Create {
-                    item: comment("p1", "c1", &date(2)),
-                },
-            ],
+            count_and_child(
+                counted.clone(),
+                current.etag.clone(),
+                comment("p1", "c1", &date(2)),
+            ),
         )
         .await;
     match conflict {

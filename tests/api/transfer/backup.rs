@@ -94,11 +94,9 @@ async fn a_backup_of_a_stopped_store_verifies_through_the_binary() {
     generated_export(
         &export,
         &Shape {
-            users: 3,
             posts_per_user: 2,
-            comments: 2,
-            likes: 2,
             content_chars: 50,
+            ..Shape::SMALL
         },
     );
     let data = dir.path().join("data");
@@ -126,11 +124,8 @@ async fn what_a_delete_under_way_would_remove_is_not_loaded() {
     let dir = TempDir::new().unwrap();
     let folder = dir.path().join("export");
     let shape = Shape {
-        users: 3,
-        posts_per_user: 1,
-        comments: 2,
         likes: 3,
-        content_chars: 10,
+        ..Shape::SMALL
     };
     let mut manifest = generated_export(&folder, &shape);
     let posts_file = folder.join(Kind::Posts.file_name());
@@ -180,10 +175,8 @@ async fn counts_and_usernames_come_from_the_exports_items() {
     let folder = dir.path().join("export");
     let shape = Shape {
         users: 2,
-        posts_per_user: 1,
-        comments: 2,
         likes: 1,
-        content_chars: 10,
+        ..Shape::SMALL
     };
     generated_export(&folder, &shape);
     edit_line(&folder, Kind::Posts, 1, |post| {
@@ -219,10 +212,9 @@ async fn import_progress_never_counts_past_its_total() {
     let export = dir.path().join("export");
     let shape = Shape {
         users: 5,
-        posts_per_user: 1,
         comments: 0,
         likes: 0,
-        content_chars: 10,
+        ..Shape::SMALL
     };
     generated_export(&export, &shape);
     let users = export.join(Kind::Users.file_name());

@@ -86,13 +86,7 @@ fn copy_folder(from: &Path, to: &Path) {
 async fn an_invalid_export_is_refused_by_line_and_nothing_is_written() {
     let dir = TempDir::new().unwrap();
     let valid = dir.path().join("valid");
-    let shape = Shape {
-        users: 3,
-        posts_per_user: 1,
-        comments: 2,
-        likes: 2,
-        content_chars: 10,
-    };
+    let shape = Shape::SMALL;
     generated_export(&valid, &shape);
     let cases = [
         Broken {
@@ -235,11 +229,9 @@ async fn an_invalid_export_leaves_cosmos_db_untouched() {
     let dir = TempDir::new().unwrap();
     let folder = dir.path().join("export");
     let shape = Shape {
-        users: 3,
         posts_per_user: 2,
-        comments: 2,
         likes: 1,
-        content_chars: 10,
+        ..Shape::SMALL
     };
     generated_export(&folder, &shape);
     edit_line(&folder, Kind::Likes, 6, |item| {
@@ -267,11 +259,9 @@ async fn a_throttled_import_waits_and_completes() {
     let manifest = generated_export(
         &folder,
         &Shape {
-            users: 3,
             posts_per_user: 4,
-            comments: 2,
-            likes: 2,
             content_chars: 100,
+            ..Shape::SMALL
         },
     );
     let throttle = Fault::Throttle {

@@ -45,12 +45,7 @@ async fn a_writer_drafts_previews_schedules_and_publishes_through_the_forms(app:
     let post_path = blog_path(&location(&saved));
     let post_id = post_path.split('/').nth(2).unwrap().to_owned();
     let api_post = format!("/api/posts/{post_id}");
-    let stored: Value = app
-        .send(Method::GET, &api_post, Some("ada"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = app.get_json_as("ada", &api_post).await;
     assert_eq!(stored["status"], "draft");
     assert_eq!(stored["tags"], serde_json::json!(["rust", "cosmos-db"]));
     let (status, preview, _) = ada.get(&post_path).await;
@@ -98,12 +93,7 @@ async fn a_writer_drafts_previews_schedules_and_publishes_through_the_forms(app:
     form.push(("publishAt", future.as_str()));
     let scheduled = ada.post(&edit, &form).await;
     assert_eq!(scheduled.status(), StatusCode::SEE_OTHER);
-    let stored: Value = app
-        .send(Method::GET, &api_post, Some("ada"), None)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let stored = app.get_json_as("ada", &api_post).await;
     assert_eq!(stored["status"], "scheduled");
     assert!(stored["publishAt"].as_str().unwrap().starts_with(&future));
     let (_, edit_page, _) = ada.get(&edit).await;

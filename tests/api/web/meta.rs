@@ -90,11 +90,10 @@ async fn post_pages_live_at_readable_addresses_and_others_move_there(
     assert_eq!(status, StatusCode::OK);
 
     // A new title: the old address moves to the new one.
-    app.send(
-        Method::PUT,
-        &format!("/api/posts/{id}"),
-        Some("ada"),
-        Some(json!({"title": "Renamed post", "content": MARKDOWN})),
+    app.edited(
+        "ada",
+        &id,
+        json!({"title": "Renamed post", "content": MARKDOWN}),
     )
     .await;
     let renamed = page_path(&app, &format!("/posts/{id}/renamed-post"));
@@ -330,11 +329,10 @@ async fn every_page_has_a_canonical_link_and_a_description_and_post_pages_say_mo
 
     // An edit moves `article:modified_time` and `dateModified`.
     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    app.send(
-        Method::PUT,
-        &format!("/api/posts/{id}"),
-        Some("ada"),
-        Some(json!({"title": hostile_title, "content": "edited"})),
+    app.edited(
+        "ada",
+        &id,
+        json!({"title": hostile_title, "content": "edited"}),
     )
     .await;
     let (_, edited, _) = ada.get(&post_path).await;

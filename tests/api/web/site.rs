@@ -9,7 +9,7 @@
 use cosmos_blog::auth::Platform;
 use cosmos_blog::store::Tenancy;
 use serde_json::json;
-use testkit::{Backend, binary};
+use testkit::{Backend, binary, json_of};
 
 use super::*;
 
@@ -107,15 +107,12 @@ async fn absolute_urls_come_from_the_public_address_never_from_the_request(
         );
     }
     // The ids are the same whatever the host; a new title keeps them.
-    let renamed = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "A new title", "content": "c"})),
-        )
-        .await;
-    assert_eq!(renamed.status(), StatusCode::OK);
+    app.edited(
+        "ada",
+        post_id,
+        json!({"title": "A new title", "content": "c"}),
+    )
+    .await;
     let feed = eventually(WITHIN, || async {
         let body = reader.html("/feed.atom").await;
         let feed = parse_atom(&body);
@@ -163,33 +160,17 @@ async fn without_a_public_address_links_name_the_loopback_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_says_when_it_serves_others_without_a_public_address() {
     let env = [("BLOG_BIND_ADDRESS", "0.0.0.0"), ("BLOG_AUTH", "header")];
-    let mut unset = binary!()
-        .on_fresh_data()
-        .envs(&env)
-        .logged()
-        .serve()
-        .ready()
-        .await;
-    unset.kill();
-    assert!(
-        unset.log().contains("BLOG_PUBLIC_URL is not set"),
-        "{}",
-        unset.log()
-    );
-    let mut set = binary!()
-        .on_fresh_data()
-        .envs(&env)
-        .env("BLOG_PUBLIC_URL", PUBLIC)
-        .logged()
-        .serve()
-        .ready()
-        .await;
-    set.kill();
-    assert!(
-        !set.log().contains("BLOG_PUBLIC_URL is not set"),
-        "{}",
-        set.log()
-    );
+    for (public_url, warned) in [(None, true), (Some(PUBLIC), false)] {
+        let mut binary = binary!().on_fresh_data().envs(&env).logged();
+        if let Some(url) = public_url {
+            binary = binary.env("BLOG_PUBLIC_URL", url);
+        }
+        let mut served = binary.serve().ready().await;
+        served.kill();
+        let log = served.log();
+        let said = log.contains("BLOG_PUBLIC_URL is not set");
+        assert_eq!(said, warned, "BLOG_PUBLIC_URL {public_url:?}: {log}");
+    }
 }
 
 // ---- item 12: conditional GETs of the feeds, and edits -------------------------------------
@@ -248,15 +229,12 @@ async fn feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry(
     })
     .await;
     let edited = app
-        .send(
-            Method::PUT,
-            &format!("/api/posts/{post_id}"),
-            Some("ada"),
-            Some(json!({"title": "First", "content": "changed"})),
+        .edited(
+            "ada",
+            post_id,
+            json!({"title": "First", "content": "changed"}),
         )
         .await;
-    assert_eq!(edited.status(), StatusCode::OK);
-    let edited: Value = edited.json().await.unwrap();
     let modified = edited["modifiedDate"].as_str().expect("an edit's date");
     for path in ["/feed.atom", "/users/ada/feed.atom"] {
         let entry = eventually(WITHIN, || async {
@@ -534,19 +512,14 @@ async fn actions_are_confirmed_and_the_navigation_names_the_reader(
 
     // A like in place (the script asks for JSON): the count in words.
     let token = carol.token().await;
-    let liked: Value = carol
+    let like = carol
         .client
         .post(carol.page_url(&format!("{post_path}/like")))
         .header(header::ACCEPT, "application/json")
         .header("sec-fetch-site", "same-origin")
         .header(header::COOKIE, carol.cookies().expect("cookies"))
-        .form(&[("csrf", token.as_str())])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .form(&[("csrf", token.as_str())]);
+    let liked = json_of(like).await;
     assert_eq!(liked["likeText"], "1 like");
     let (_, page, _) = carol.get(&post_path).await;
     assert_eq!(select_text(&page, "#like-count"), ["1 like"]);

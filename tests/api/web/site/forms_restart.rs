@@ -3,9 +3,8 @@
 //! token (another deployment's key) comes back with what was typed, and nothing is stored.
 
 use cosmos_blog::store::Tenancy;
-use serde_json::json;
 use tempfile::TempDir;
-use testkit::binary;
+use testkit::{binary, form_token, json_of, register_at};
 
 use super::super::*;
 
@@ -27,17 +26,11 @@ async fn open_form(
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK, "{path}");
-    let cookie = response.headers()[header::SET_COOKIE]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let token = form_token(response.headers()).expect("the form token's cookie");
     let page = parsed(response).await;
     let field = select_attr(&page, "input[name=csrf]", "value");
-    assert_eq!(cookie, format!("blog_csrf={field}"));
-    (cookie, field)
+    assert_eq!(token, field);
+    (format!("blog_csrf={token}"), field)
 }
 
 async fn send_post(
@@ -62,14 +55,7 @@ async fn send_post(
 }
 
 async fn register_ada(client: &reqwest::Client, base: &str) {
-    let put = client
-        .put(format!("{base}/api/users/ada"))
-        .header("x-ms-client-principal-id", "ada")
-        .json(&json!({"username": "Ada"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(put.status().is_success());
+    register_at(client, &format!("{base}/api"), "ada", "Ada").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,14 +78,7 @@ async fn a_form_opened_before_a_restart_is_taken_after_it() {
     assert_eq!(sent.status(), StatusCode::SEE_OTHER);
     let post_path = location(&sent);
     let (post_path, _slug) = post_path.rsplit_once('/').unwrap();
-    let post: Value = client
-        .get(format!("{base}/api{post_path}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let post = json_of(client.get(format!("{base}/api{post_path}"))).await;
     assert_eq!(post["title"], "written before the restart");
     after.terminate().await;
 
@@ -118,14 +97,7 @@ async fn a_form_opened_before_a_restart_is_taken_after_it() {
     );
     assert_eq!(select_text(&page, "#content"), ["typed **words**"]);
     assert!(!select_text(&page, "main [role=alert]").is_empty());
-    let posts: Value = client
-        .get(format!("{base}/api/users/ada/posts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let posts = json_of(client.get(format!("{base}/api/users/ada/posts"))).await;
     assert!(
         posts["items"]
             .as_array()

@@ -31,11 +31,10 @@ async fn every_kind_of_page_passes_the_nu_html_checker() {
     app.register("bob", "Bob").await;
     let post = post_in_feed(&app, "ada", RTL, "# Heading\n\n**bold**, a [link](https://example.org), a table:\n\n| a | b |\n|---|---|\n| 1 | 2 |").await;
     let post_id = post["id"].as_str().unwrap().to_owned();
-    app.send(
-        Method::PUT,
-        &format!("/api/posts/{post_id}"),
-        Some("ada"),
-        Some(json!({"title": RTL, "content": "edited *content*"})),
+    app.edited(
+        "ada",
+        &post_id,
+        json!({"title": RTL, "content": "edited *content*"}),
     )
     .await;
     app.comment("bob", &post_id, HOSTILE).await;
