@@ -109,26 +109,19 @@ pub(crate) enum Move {
 }
 
 impl Move {
-    /// The tags whose partitions this move writes, and the copy each gets (`None`: none).
-    fn tags<'a>(self, now: &'a Placement, before: &'a Placement) -> Vec<(&'a String, bool)> {
+    /// The tags whose partitions this move writes.
+    fn tags<'a>(self, now: &'a Placement, before: &'a Placement) -> Vec<&'a String> {
         match self {
-            Move::Leave => before
-                .tags
-                .difference(&now.tags)
-                .map(|t| (t, false))
-                .collect(),
-            Move::Arrive => now.tags.iter().map(|t| (t, true)).collect(),
+            Move::Leave => before.tags.difference(&now.tags).collect(),
+            Move::Arrive => now.tags.iter().collect(),
         }
     }
 
-    /// The month whose partition this move writes, and whether the copy belongs there.
-    fn month(self, now: &Placement, before: &Placement) -> Option<(Month, bool)> {
+    /// The month whose partition this move writes, if any.
+    fn month(self, now: &Placement, before: &Placement) -> Option<Month> {
         match self {
-            Move::Leave => before
-                .month
-                .filter(|m| now.month != Some(*m))
-                .map(|m| (m, false)),
-            Move::Arrive => now.month.map(|m| (m, true)),
+            Move::Leave => before.month.filter(|month| now.month != Some(*month)),
+            Move::Arrive => now.month,
         }
     }
 }
@@ -147,18 +140,17 @@ pub(crate) async fn move_posts(
     let mut by_month: BTreeMap<Month, Vec<Wanted>> = BTreeMap::new();
     for (id, now, before) in posts {
         let wanted = now.as_ref().map(Placement::of).unwrap_or_default();
-        let copy_of = |placed: bool| now.as_ref().filter(|_| placed);
-        for (tag, placed) in step.tags(&wanted, before) {
-            let want = copy_of(placed)
-                .map(|short| tag_copy(short, tag))
-                .transpose()?;
+        // Leaving, the copy goes; arriving, the post is there (where it belongs now).
+        let arriving = now.as_ref().filter(|_| step == Move::Arrive);
+        for tag in step.tags(&wanted, before) {
+            let want = arriving.map(|short| tag_copy(short, tag)).transpose()?;
             by_tag
                 .entry(tag.clone())
                 .or_default()
                 .push((id.clone(), want));
         }
-        if let Some((month, placed)) = step.month(&wanted, before) {
-            let want = copy_of(placed)
+        if let Some(month) = step.month(&wanted, before) {
+            let want = arriving
                 .map(|short| archive_copy(short, &month))
                 .transpose()?;
             by_month.entry(month).or_default().push((id.clone(), want));
