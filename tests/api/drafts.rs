@@ -18,7 +18,7 @@ operation_tests!(
 );
 
 /// A date-time `seconds` from now, in the canonical form.
-fn in_seconds(seconds: i64) -> String {
+pub(crate) fn in_seconds(seconds: i64) -> String {
     let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(seconds);
     cosmos_blog::domain::Timestamp::normalise(
         &at.format(&time::format_description::well_known::Rfc3339)

@@ -129,7 +129,7 @@ impl Lag {
 
 /// A user's item is the one in its own partition with its id (its post copies have the
 /// posts' ids).
-fn is_user_item(pk: &PartitionKey, id: &str) -> bool {
+pub(crate) fn is_user_item(pk: &PartitionKey, id: &str) -> bool {
     let components: Vec<Value> = serde_json::from_str(&pk.to_json_array()).unwrap_or_default();
     components.last().and_then(Value::as_str) == Some(id)
 }

@@ -11,6 +11,7 @@ use tempfile::TempDir;
 
 use testkit::{binary, eventually, ids, register_at};
 
+use crate::drafts::in_seconds;
 use crate::restart::assert_binary_verifies;
 
 /// How far ahead the post is scheduled: past the kill and the restart's start.
@@ -40,12 +41,7 @@ async fn a_scheduled_post_written_before_a_kill_is_published_after_the_restart()
             .send()
     };
     register_at(&client, &format!("{base}/api"), "ada", "Ada").await;
-    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(AHEAD_SECONDS);
-    let publish_at = cosmos_blog::domain::Timestamp::normalise(
-        &at.format(&time::format_description::well_known::Rfc3339)
-            .unwrap(),
-    )
-    .unwrap();
+    let publish_at = in_seconds(AHEAD_SECONDS);
     let scheduled = write(json!({
         "title": "Later", "content": "x", "tags": ["rust"],
         "status": "scheduled", "publishAt": publish_at,
@@ -68,7 +64,7 @@ async fn a_scheduled_post_written_before_a_kill_is_published_after_the_restart()
     let mut server = serve();
     let base = server.base().await;
     let id = scheduled["id"].as_str().unwrap().to_owned();
-    let month = format!("{:04}/{:02}", at.year(), u8::from(at.month()));
+    let month = format!("{}/{}", &publish_at[..4], &publish_at[5..7]);
     eventually(Duration::from_secs(30), || async {
         let feed = get(&client, format!("{base}/api/feed")).await?;
         let tagged = get(&client, format!("{base}/api/tags/rust/posts")).await?;

@@ -20,6 +20,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::drafts::in_seconds;
 use crate::restart::assert_binary_verifies;
 use testkit::app::request_as;
 use testkit::{Backend, Served, TestApp, assert_store_verifies, binary};
@@ -143,18 +144,12 @@ fn post_body(rng: &mut fastrand::Rng, title: &str, content: &str) -> (Value, boo
         }
         1 => {
             body["status"] = json!("scheduled");
-            body["publishAt"] = json!(in_a_few_seconds());
+            body["publishAt"] = json!(in_seconds(3));
             true
         }
         _ => false,
     };
     (body, unpublished)
-}
-
-fn in_a_few_seconds() -> String {
-    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(3);
-    at.format(&time::format_description::well_known::Rfc3339)
-        .expect("a date formats")
 }
 
 fn id_of(item: &Value) -> String {

@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cosmos_blog::store::{Container, PartitionKey, StoreError, StoreResult, Tenancy};
+use cosmos_blog::store::{Container, Store, StoreError, StoreResult, Tenancy};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::recheck::is_user_item;
 use testkit::double::{self, Call, Double, Hooks};
 use testkit::{Backend, TestApp, eventually, ids, open_backend};
 
@@ -34,25 +35,15 @@ struct AuthorCopiesRefused {
     refused: AtomicUsize,
 }
 
-/// A user's own item is the one in its partition with its id; the others are post copies.
-fn is_post_copy(pk: &PartitionKey, id: &str) -> bool {
-    let components: Vec<Value> = serde_json::from_str(&pk.to_json_array()).unwrap_or_default();
-    components.last().and_then(Value::as_str) != Some(id)
-}
-
 #[async_trait]
 impl Hooks for AuthorCopiesRefused {
-    async fn before(
-        &self,
-        call: &Call<'_>,
-        _inner: &dyn cosmos_blog::store::Store,
-    ) -> StoreResult<()> {
+    async fn before(&self, call: &Call<'_>, _inner: &dyn Store) -> StoreResult<()> {
         let refused = self.closed.load(Ordering::SeqCst)
             && call.writes()
             && call.container == Container::Users
             && call
                 .partition
-                .is_some_and(|pk| call.ids.iter().any(|id| is_post_copy(pk, id)));
+                .is_some_and(|pk| call.ids.iter().any(|id| !is_user_item(pk, id)));
         if refused {
             self.refused.fetch_add(1, Ordering::SeqCst);
             return Err(StoreError::Unavailable(
