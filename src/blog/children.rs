@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::storage::{parse_page, post_partition};
+use super::storage::{listed_page, post_partition};
 use super::{Blog, ListRead, Listed, Listing, PageSize, Seen, WireJson};
 use crate::domain::{Comment, Like, Post, PostId, Tombstone, UserId, is_stored_a};
 use crate::error::{Error, Result};
@@ -96,10 +96,10 @@ impl Blog {
             return Err(missing());
         };
         if post.is_seen_by(None)? {
-            self.keep(read, parse_page::<T>)
+            self.keep(read, listed_page::<T>)
         } else if post.is_seen_by(viewer)? {
             // The author's view of their own draft: never kept, so never shown to another.
-            Ok(Arc::new(T::listing(parse_page::<T>(read.page)?)))
+            Ok(Arc::new(listed_page::<T>(read.page)?))
         } else {
             Err(missing())
         }

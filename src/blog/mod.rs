@@ -35,7 +35,7 @@ pub use paging::{PageSize, decode_continuation, encode_continuation};
 pub use schedule::{
     PUBLISH_BATCH, Published, SCHEDULE_TYPE, ScheduleEntry, schedule_partition, schedule_query,
 };
-use storage::{from_item, parse_page, post_partition, to_item, user_partition};
+use storage::{from_item, listed_page, post_partition, to_item, user_partition};
 pub use views::{LISTED_BY, archive_index_partition, month_partition, published_on, tag_partition};
 
 use crate::domain::{
@@ -628,7 +628,8 @@ impl Blog {
                     .items
                     .first()
                     .map(|stored| T::from_stored_of_kind(stored));
-                Ok(Page::of_one(item.transpose()?.flatten()))
+                // The item alone is the answer: no page of it is written.
+                Ok(ListPage::new(Page::of_one(item.transpose()?.flatten())))
             })?,
         };
         Ok(first_item(found))
@@ -661,7 +662,7 @@ impl Blog {
             .await?
         {
             ListRead::Kept(page) => Ok(page),
-            ListRead::Read(read) => self.keep(read, parse_page::<T>),
+            ListRead::Read(read) => self.keep(read, listed_page::<T>),
         }
     }
 
@@ -735,19 +736,19 @@ impl Blog {
         }
     }
 
-    /// The page just read, in the form `T` that `parse` makes of it, kept if pages are kept
+    /// The page just read, in the form `T` that `list` makes of it, kept if pages are kept
     /// and the store gave its version.
     fn keep<T: Listed>(
         &self,
         read: ReadPage,
-        parse: impl FnOnce(Page<RawItem>) -> Result<Page<T>>,
+        list: impl FnOnce(Page<RawItem>) -> Result<ListPage<T>>,
     ) -> Result<Listing<T>> {
         let ReadPage { page, version, key } = read;
         let keeping = key.zip(version).map(|(key, version)| {
             let stored_bytes = page.items.iter().map(|item| item.get().len()).sum();
             (key, version, stored_bytes)
         });
-        let page = Arc::new(T::listing(parse(page)?));
+        let page = Arc::new(list(page)?);
         if let Some((key, version, stored_bytes)) = keeping {
             self.lists
                 .keep(key, version, Arc::clone(&page), stored_bytes);
