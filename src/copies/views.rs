@@ -247,6 +247,10 @@ async fn set_tag_copies(
 
 /// Makes the month's partition hold each wanted copy (or none), in batches; copies that come
 /// or go change the month's count in the same batch, and then the index.
+///
+/// The index is brought to the month's count even when this call moved no count: an earlier
+/// delivery of the same batch may have committed the copies and the count and stopped before
+/// the index, and a delivery that finds the copies in place is the only one that comes.
 pub(crate) async fn set_archive_copies(
     store: &Arc<dyn Store>,
     month: &Month,
@@ -261,8 +265,15 @@ pub(crate) async fn set_archive_copies(
         written += n;
         last_count = counted.or(last_count);
     }
-    if let Some(counted) = last_count {
-        written += sync_index(store, &counted).await?;
+    let count = match last_count {
+        Some(counted) => Some(counted),
+        None => match read_count(store, month).await? {
+            (held, Some(_)) => Some(held),
+            (_, None) => None,
+        },
+    };
+    if let Some(count) = count {
+        written += sync_index(store, &count).await?;
     }
     Ok(written)
 }

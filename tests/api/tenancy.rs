@@ -641,20 +641,9 @@ async fn the_binary_serves_tenants_and_keeps_them_across_a_restart() {
         &published[..4],
         &published[5..7]
     );
-    // The index of months is written after the month's count.
-    let index = json!([{"month": &published[..7], "postCount": 1}]);
     eventually(Duration::from_secs(30), || async {
-        let archive: Value = client
-            .get(format!("{tenant}/archive"))
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
         let copied = feed_of(format!("{tenant}/feed")).await? == [post_id.clone()]
-            && feed_of(month.clone()).await? == [post_id.clone()]
-            && archive["items"] == index;
+            && feed_of(month.clone()).await? == [post_id.clone()];
         copied.then_some(())
     })
     .await;
