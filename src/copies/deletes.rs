@@ -5,8 +5,9 @@
 //! batch, or one retried after a crash halfway, finishes the job and writes nothing more.
 //!
 //! Costs, in store requests:
-//! - a deleted post: 2 point deletes (its copies in `users` and `feed`), one query page per
-//!   100 comments or likes and one delete each; when the feed lost the post, a refill (see `feed`);
+//! - a deleted post: a point delete of its copy in `users`, one query page per 100 comments or
+//!   likes and one delete each; when the post was in the feed, its removal and refill (see
+//!   `feed`);
 //! - an erased account: one cross-partition query page per 100 items of the user in `posts`;
 //!   per post of theirs, a read and a tombstone write (which then costs what a deleted post
 //!   costs); per other post they commented on or liked, a read and one transactional batch
@@ -21,7 +22,6 @@ use serde_json::Value;
 
 use super::views::{Placement, place};
 use crate::blog::combiner::{Change, ChangeOutcome, Combiner, CountDelta};
-use crate::blog::feed_partition;
 use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, is_a};
 use crate::error::Error;
 use crate::store::{
@@ -32,21 +32,16 @@ use crate::store::{
 /// Deletes in flight at once while clearing up after one delete.
 pub(super) const DELETE_CONCURRENCY: usize = 8;
 
-/// What clearing up after deleted posts did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Cleared {
-    pub written: usize,
-    /// Whether a post left the feed, which then needs a refill.
-    pub left_feed: bool,
-}
-
-/// Removes everything derived from the deleted post `post_id` of `author`: its copies in
-/// `users` and `feed`, its comments and likes, and its place in the schedule.
-pub(crate) async fn clear_deleted_post(
+/// Removes what is derived from the deleted post `post_id` of `author` apart from its feed
+/// copy: its view copies, its copy in `users`, its comments and likes, and its place in the
+/// schedule. Its feed copy leaves with the feed's write of the batch, in the same
+/// transactional batch as the posts that take its place (see `feed::FeedWindow`), so that a
+/// delivery that stops halfway cannot leave the feed short.
+pub(super) async fn clear_deleted_post(
     store: &Arc<dyn Store>,
     post_id: &PostId,
     author: &UserId,
-) -> StoreResult<Cleared> {
+) -> StoreResult<usize> {
     let author_pk = PartitionKey::single(author.as_str());
     // The views first: where their copies are is read from the author copy, removed after.
     let remembered = store
@@ -62,14 +57,9 @@ pub(crate) async fn clear_deleted_post(
     .await?;
     let author_copy =
         delete_if_present(store, Container::Users, &author_pk, post_id.as_str()).await?;
-    let feed_copy =
-        delete_if_present(store, Container::Feed, &feed_partition(), post_id.as_str()).await?;
     let children = delete_children(store, post_id).await?;
     let scheduled = super::schedule::remove_entry(store, post_id).await?;
-    Ok(Cleared {
-        written: views + author_copy + feed_copy + children + scheduled,
-        left_feed: feed_copy > 0,
-    })
+    Ok(views + author_copy + children + scheduled)
 }
 
 async fn delete_if_present(

@@ -1,20 +1,23 @@
 //! The feed's rules as the handlers keep them: the window of the most recent posts that a
-//! batch of posts is admitted into, the trim of what lies past the bound, and the refill after
-//! deletes took posts out. The bound ([`FEED_SIZE`]) and the feed's query live with the
-//! reading side, in `blog::feed`.
+//! batch of posts is admitted into, the refill of the posts that left it, and the trim of what
+//! lies past the bound. The bound ([`FEED_SIZE`]) and the feed's query live with the reading
+//! side, in `blog::feed`.
 //!
-//! The refill costs one cross-partition query of the 100 most recent post copies in `users`
-//! (on Cosmos DB it fans out to every physical partition of `users`: the one read of the
-//! platform that does, and only after a post of the feed was deleted) and one upsert per post
-//! missing from the feed.
+//! Posts that leave the feed (deleted, unpublished) and the posts that take their places are
+//! written in the same transactional batch of the feed's partition, the additions first when
+//! a batch cannot hold them all: a delivery that stops halfway leaves either the feed as it was,
+//! and its delivery again removes and refills, or the feed complete.
+//!
+//! The refill costs one cross-partition query of the most recent post copies in `users` (on
+//! Cosmos DB it fans out to every physical partition of `users`: the one read of the
+//! platform that does, and only after a post of the feed was deleted or unpublished) and one
+//! upsert per post missing from the feed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt, stream};
 use serde_json::Value;
 
-use super::deletes::{DELETE_CONCURRENCY, item_id};
 use super::partition_write::PartitionWrite;
 use super::shared::{Report, to_value};
 use crate::blog::{
@@ -32,6 +35,11 @@ pub(super) struct FeedWindow {
     stored: HashMap<PostId, Value>,
     /// Copies admitted by this batch, by id (the last one of each post).
     admitted: HashMap<PostId, Post>,
+    /// Posts of this batch that may not be in the feed (deleted, or no longer published),
+    /// though their author copies in `users` may still say they are published.
+    gone: BTreeSet<PostId>,
+    /// Whether a post left the window, which then needs a refill.
+    lost: bool,
 }
 
 impl FeedWindow {
@@ -49,18 +57,19 @@ impl FeedWindow {
             items,
             stored,
             admitted: HashMap::new(),
+            gone: BTreeSet::new(),
+            lost: false,
         })
     }
 
     /// Takes `copy` into the window unless it is older than the oldest of a full feed; takes
-    /// a copy of a post that is not published out of it. Answers whether a post left the
-    /// feed that way (the feed then needs a refill).
-    pub(super) fn admit(&mut self, copy: &Post) -> bool {
-        let existing = self.items.iter().position(|p| p.id == copy.id);
+    /// a copy of a post that is not published out of it.
+    pub(super) fn admit(&mut self, copy: &Post) {
         if !copy.is_published() {
-            self.admitted.remove(&copy.id);
-            return existing.map(|at| self.items.remove(at)).is_some();
+            self.remove(&copy.id);
+            return;
         }
+        let existing = self.items.iter().position(|p| p.id == copy.id);
         let full = self.items.len() >= FEED_SIZE as usize;
         if existing.is_none()
             && full
@@ -69,8 +78,9 @@ impl FeedWindow {
                 .last()
                 .is_some_and(|oldest| copy.list_date() < oldest.list_date())
         {
-            return false;
+            return;
         }
+        self.gone.remove(&copy.id);
         if let Some(at) = existing {
             self.items.remove(at);
         }
@@ -80,11 +90,49 @@ impl FeedWindow {
         self.items.insert(at, copy.clone());
         self.items.truncate(FEED_SIZE as usize);
         self.admitted.insert(copy.id.clone(), copy.clone());
-        false
+    }
+
+    /// Takes the post `id` (deleted, or no longer published) out of the window.
+    pub(super) fn remove(&mut self, id: &PostId) {
+        self.admitted.remove(id);
+        self.gone.insert(id.clone());
+        if let Some(at) = self.items.iter().position(|p| &p.id == id) {
+            self.items.remove(at);
+            self.lost = true;
+        }
+    }
+
+    /// When posts left the window, fills it up to [`FEED_SIZE`] again with the most recent
+    /// published post copies of `users` that it lacks. The posts that left are skipped by id:
+    /// their author copies are written after the feed, so they may still read as published.
+    pub(super) async fn refill(&mut self, store: &Arc<dyn Store>) -> StoreResult<()> {
+        if !self.lost || self.items.len() >= FEED_SIZE as usize {
+            return Ok(());
+        }
+        // Enough copies that the newest FEED_SIZE remain once those that left are skipped.
+        let wanted = FEED_SIZE.saturating_add(u32::try_from(self.gone.len()).unwrap_or(u32::MAX));
+        let copies = published_only(Query::cross_partition().of_type(Post::TYPE))
+            .order_by(PUBLISHED_DATE, SortOrder::Descending);
+        let candidates = store
+            .query(Container::Users, &copies, PageRequest::first(wanted))
+            .await?
+            .items;
+        for item in candidates {
+            let Ok(post) = serde_json::from_value::<Post>(item) else {
+                continue;
+            };
+            let held = self.items.iter().any(|p| p.id == post.id);
+            if !held && !self.gone.contains(&post.id) {
+                self.admit(&post);
+            }
+        }
+        self.lost = false;
+        Ok(())
     }
 
     /// What the feed needs to look like the window: the admitted copies still in it that
-    /// differ from the stored ones, and deletes of the stored posts pushed out of it.
+    /// differ from the stored ones, then deletes of the stored posts that left it or were
+    /// pushed out of it (after, so that a write cut short never leaves the feed short).
     pub(super) fn changes(&self) -> StoreResult<Option<PartitionWrite>> {
         let mut operations = Vec::new();
         for post in &self.items {
@@ -142,38 +190,15 @@ pub(crate) async fn trim_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
     write.run(store).await
 }
 
-/// Brings the feed back to [`FEED_SIZE`] posts after deletes took some out: the trim has
-/// removed everything past the bound, so the posts that now belong in the feed are read from
-/// the short copies in `users` (see the module's note on its cost). Upserts only the missing
-/// ones; the caller trims afterwards.
-pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<usize> {
-    let in_feed: BTreeSet<String> = stored_feed(&**store)
-        .await?
-        .iter()
-        .filter_map(item_id)
-        .collect();
-    if in_feed.len() >= FEED_SIZE as usize {
-        return Ok(0);
+/// Brings the feed back to [`FEED_SIZE`] posts when it holds fewer while `users` has more
+/// published posts (for `rebuild` and the repairs of `verify`; the handlers refill as posts
+/// leave). Upserts only the missing ones.
+pub(crate) async fn refill_feed(store: &Arc<dyn Store>) -> StoreResult<Report> {
+    let mut window = FeedWindow::load(store).await?;
+    window.lost = true;
+    window.refill(store).await?;
+    match window.changes()? {
+        Some(write) => write.run(store).await,
+        None => Ok(Report::default()),
     }
-    let copies = published_only(Query::cross_partition().of_type(Post::TYPE))
-        .order_by(PUBLISHED_DATE, SortOrder::Descending);
-    let candidates = store
-        .query(Container::Users, &copies, PageRequest::first(FEED_SIZE))
-        .await?
-        .items;
-    let missing: Vec<Value> = candidates
-        .into_iter()
-        .filter(|copy| item_id(copy).is_some_and(|id| !in_feed.contains(&id)))
-        .collect();
-    let added = missing.len();
-    stream::iter(missing)
-        .map(|copy| async move {
-            store
-                .upsert_item(Container::Feed, &feed_partition(), copy)
-                .await
-        })
-        .buffer_unordered(DELETE_CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(added)
 }

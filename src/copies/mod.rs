@@ -30,7 +30,7 @@ pub use source::Source;
 pub use users::on_user_changed;
 
 // The write paths that `verify --repair` and the delayed re-check reuse for their repairs.
-pub(crate) use deletes::{clear_deleted_post, delete_children, delete_if_orphan, erase_user};
+pub(crate) use deletes::{delete_children, delete_if_orphan, erase_user};
 pub(crate) use feed::{refill_feed, trim_feed};
 pub(crate) use usernames::current_username;
 pub(crate) use users::rename_item;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use futures::{StreamExt, stream};
 use serde_json::Value;
 
-use super::deletes::{Cleared, clear_deleted_post};
-use super::feed::{FeedWindow, refill_feed, trim_feed};
+use super::deletes::clear_deleted_post;
+use super::feed::{FeedWindow, trim_feed};
 use super::partition_write::{PartitionWrite, is_delete};
 use super::schedule::keep_schedule;
 use super::shared::{
@@ -29,21 +29,20 @@ use crate::store::{BatchOperation, Container, PartitionKey, Store, StoreResult};
 pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> StoreResult<Report> {
     let mut report = Report::default();
     // Deleted posts first, so that the feed window below no longer holds them.
-    let mut left_feed = false;
+    let mut gone = Vec::new();
     for tombstone in tombstones_of(documents, Deleted::Post, &mut report) {
         let Some(post_id) = &tombstone.post_id else {
             continue;
         };
         let result = clear_deleted_post(store, post_id, &tombstone.user_id).await;
-        left_feed |= result.as_ref().is_ok_and(|cleared| cleared.left_feed);
-        let result = result.map(|cleared| cleared.written);
+        gone.push(post_id.clone());
         settle(result, format!("deleted post {post_id}"), &mut report)?;
     }
     // First, so that the copies below are made from the corrected posts.
     report.merge(correct_usernames(store, documents).await?);
     let posts = documents_of::<Post>(documents, Post::TYPE, |p| p.id.to_string(), &mut report);
-    if !posts.is_empty() || left_feed {
-        copy_posts(store, posts, left_feed, &mut report).await?;
+    if !posts.is_empty() || !gone.is_empty() {
+        copy_posts(store, posts, gone, &mut report).await?;
     }
     Ok(report)
 }
@@ -51,16 +50,17 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
 /// The copies of a batch's posts: reads first (each post's current version and its author
 /// copy, side by side), then the writes, one transactional batch per target partition: the
 /// view copies that leave, then at once the author copies that changed, per author, and the
-/// feed's changes (copies added or updated, posts pushed past the bound) in its one
-/// partition, then the view copies that arrive. A batch of posts is so a
-/// handful of writes instead of one per copy and one per trimmed post, each waiting for the
-/// one before (on the embedded store they also share one commit of its one writer).
+/// feed's changes (copies added or updated, posts that left it and those that take their
+/// places, posts pushed past the bound) in its one partition, then the view copies that
+/// arrive. A batch of posts is so a handful of writes instead of one per copy and one per
+/// trimmed post, each waiting for the one before (on the embedded store they also share one
+/// commit of its one writer).
 ///
-/// `left_feed`: deleted posts of this batch left the feed, which is then refilled first.
+/// `gone`: deleted posts of this batch, cleared up already but for their feed copies.
 async fn copy_posts(
     store: &Arc<dyn Store>,
     posts: Vec<Post>,
-    mut left_feed: bool,
+    mut gone: Vec<PostId>,
     report: &mut Report,
 ) -> StoreResult<()> {
     let read: Vec<_> = stream::iter(posts)
@@ -72,9 +72,9 @@ async fn copy_posts(
     for (id, result) in read {
         match result {
             Ok(Found::Live(copy, existing)) => copies.push((*copy, existing)),
-            Ok(Found::Deleted(cleared)) => {
-                report.written += cleared.written;
-                left_feed |= cleared.left_feed;
+            Ok(Found::Deleted(written)) => {
+                report.written += written;
+                gone.push(id);
             }
             Err(e) => settle(Err(e), format!("post {id}"), report)?,
         }
@@ -89,17 +89,15 @@ async fn copy_posts(
         .collect();
     let result = move_posts(store, &placed, Move::Leave).await;
     settle(result, "views of posts (leaving)".to_owned(), report)?;
-    if left_feed {
-        let result = refill_feed(store).await;
-        settle(result, "feed refill".to_owned(), report)?;
-    }
     // The feed: decide post by post against one window (order matters there).
     let mut feed = FeedWindow::load(store).await?;
-    // A post no longer published leaves the feed, which is refilled once it is written.
-    let mut unpublished_left = false;
-    for (copy, _) in &copies {
-        unpublished_left |= feed.admit(copy);
+    for id in &gone {
+        feed.remove(id);
     }
+    for (copy, _) in &copies {
+        feed.admit(copy);
+    }
+    feed.refill(store).await?;
     let feed_write = feed.changes()?;
     let adds_to_feed = feed_write
         .as_ref()
@@ -119,15 +117,9 @@ async fn copy_posts(
     settle(result, "views of posts (arriving)".to_owned(), report)?;
     let current: Vec<Post> = copies.iter().map(|(copy, _)| copy.clone()).collect();
     report.merge(keep_schedule(store, current).await?);
-    // The author copies are written: the refill's query no longer finds the posts that left.
-    if unpublished_left {
-        let result = refill_feed(store).await;
-        settle(result, "feed refill".to_owned(), report)?;
-        left_feed = true;
-    }
     // Handlers running side by side (Functions instances) may each have added posts that
     // push others past the bound; whatever lies past it now goes.
-    if adds_to_feed || left_feed {
+    if adds_to_feed {
         match trim_feed(store).await {
             Ok(part) => report.merge(part),
             Err(e) => settle(Err(e), "feed trim".to_owned(), report)?,
@@ -140,7 +132,8 @@ async fn copy_posts(
 /// any), or, when the post has been deleted since, the clean-up of everything derived from it.
 enum Found {
     Live(Box<Post>, Option<Value>),
-    Deleted(Cleared),
+    /// The items the clean-up wrote (the feed copy is left to the feed's write).
+    Deleted(usize),
 }
 
 /// The post's current version, short, and its author's copy of it as stored (if any).

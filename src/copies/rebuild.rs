@@ -71,7 +71,7 @@ pub async fn rebuild(store: &Arc<dyn Store>) -> StoreResult<Report> {
         report.written += recount_month(&view, &month).await?;
     }
     for view in models.views(store) {
-        report.written += refill_feed(&view).await?;
+        report.merge(refill_feed(&view).await?);
         report.merge(trim_feed(&view).await?);
     }
     Ok(report)

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::copies::{
-    Placement, clear_deleted_post, current_username, delete_children, delete_if_orphan, erase_user,
-    on_post_changed, place, recount_month, refill_feed, rename_item, trim_feed,
+    Placement, current_username, delete_children, delete_if_orphan, erase_user, on_post_changed,
+    place, recount_month, refill_feed, rename_item, trim_feed,
 };
 use crate::domain::{Comment, Deleted, Like, Month, Post, PostId, Tombstone, UserId, is_a};
 use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
@@ -203,23 +203,23 @@ async fn erase(store: &Arc<dyn Store>, user_id: &str) -> StoreResult<RepairOutco
     }))
 }
 
-/// The post's tombstone, if the post in `posts` is one.
-async fn tombstone_of(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<Option<Tombstone>> {
-    let current = read(store, Container::Posts, post_id, post_id).await?;
-    Ok(current
-        .filter(|d| is_a::<Tombstone>(&d.item))
-        .and_then(|d| serde_json::from_value::<Tombstone>(d.item).ok())
-        .filter(|t| t.of == Deleted::Post))
-}
-
+/// Finishes a post's delete as `OnPostChanged` does on its tombstone: its copies, comments
+/// and likes go, and its place in the feed is refilled in the same write.
 async fn clear_deleted(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<RepairOutcome> {
-    let Some(tombstone) = tombstone_of(store, raw_post_id).await? else {
+    let Some(current) = read(store, Container::Posts, raw_post_id, raw_post_id).await? else {
         return Ok(RepairOutcome::Unchanged);
     };
-    let cleared = clear_deleted_post(store, &post_id(raw_post_id)?, &tombstone.user_id).await?;
-    Ok(written(cleared.written, |n| {
-        format!("{n} copies, comments and likes of the deleted post removed")
-    }))
+    let of_a_post = serde_json::from_value::<Tombstone>(current.item.clone())
+        .is_ok_and(|tombstone| tombstone.of == Deleted::Post);
+    if !of_a_post {
+        return Ok(RepairOutcome::Unchanged);
+    }
+    handle_again(
+        store,
+        current.item,
+        "copies, comments and likes of the deleted post removed",
+    )
+    .await
 }
 
 async fn delete_orphans(store: &Arc<dyn Store>, raw_post_id: &str) -> StoreResult<RepairOutcome> {
@@ -361,23 +361,30 @@ async fn recopy(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<RepairOutc
     if !is_a::<Post>(&current.item) {
         return Ok(RepairOutcome::Unchanged);
     }
-    let report = on_post_changed(store, &[current.item]).await?;
+    handle_again(store, current.item, "copies written again").await
+}
+
+/// Runs `OnPostChanged` on `item` (a post or its tombstone) as if the change feed delivered it.
+async fn handle_again(
+    store: &Arc<dyn Store>,
+    item: Value,
+    what: &str,
+) -> StoreResult<RepairOutcome> {
+    let report = on_post_changed(store, &[item]).await?;
     if !report.skipped.is_empty() {
         return Ok(RepairOutcome::Failed(report.skipped.join("; ")));
     }
-    Ok(written(report.written, |n| {
-        format!("copies written again ({n} writes)")
-    }))
+    Ok(written(report.written, |n| format!("{what} ({n} writes)")))
 }
 
 async fn feed(store: &Arc<dyn Store>) -> StoreResult<RepairOutcome> {
-    let refilled = refill_feed(store).await?;
-    let trimmed = trim_feed(store).await?;
-    if !trimmed.skipped.is_empty() {
-        return Ok(RepairOutcome::Failed(trimmed.skipped.join("; ")));
+    let mut refilled = refill_feed(store).await?;
+    refilled.merge(trim_feed(store).await?);
+    if !refilled.skipped.is_empty() {
+        return Ok(RepairOutcome::Failed(refilled.skipped.join("; ")));
     }
-    Ok(written(refilled + trimmed.written, |_| {
-        format!("{refilled} posts added, {} trimmed", trimmed.written)
+    Ok(written(refilled.written, |n| {
+        format!("{n} posts added or trimmed")
     }))
 }
 

@@ -350,7 +350,7 @@ pub async fn partition_items(app: &TestApp, post_id: &str) -> Vec<Value> {
         .items
 }
 
-async fn feed_ids(app: &TestApp) -> Vec<String> {
+pub(crate) async fn feed_ids(app: &TestApp) -> Vec<String> {
     ids(app.get_json("/api/feed").await["items"]
         .as_array()
         .expect("feed items"))

@@ -25,6 +25,7 @@ mod images_blob;
 mod images_pages;
 mod images_transfer;
 mod interactions;
+mod interrupted;
 mod interrupted_import;
 mod kept_pages;
 mod metered;
@@ -45,7 +46,6 @@ mod users;
 mod verify;
 mod verify_read_only;
 mod view_pages;
-mod views_interrupted;
 mod views_verify;
 mod web;
 

@@ -1,4 +1,4 @@
-//! The views when `OnPostChanged` stops halfway: a write fails (a crash, a store outage)
+//! The copies when `OnPostChanged` stops halfway: a write fails (a crash, a store outage)
 //! after the batch began, and the change feed delivers the batch again, with only the post's
 //! latest version if it changed in between.
 //!
@@ -7,6 +7,8 @@
 //!   was never fully handled must not outlive it.
 //! - A month's count is written with its copies and the archive's index after them, so a
 //!   delivery that finds the copies in place must still bring the index to the count.
+//! - A post that leaves the feed leaves room that the refill fills: a delivery that finds the
+//!   post gone from the feed must not leave the feed short.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -19,8 +21,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use crate::deletes::feed_ids;
 use crate::recheck::is_user_item;
-use testkit::double::{self, Call, Double, Hooks};
+use testkit::double::{self, Call, CallKind, Double, Hooks};
 use testkit::{Backend, TestApp, eventually, ids, open_backend};
 
 testkit::on_every_backend!(
@@ -28,7 +31,12 @@ testkit::on_every_backend!(
     a_delete_after_an_interrupted_batch_leaves_no_tag_copy_behind,
     a_month_counted_before_an_interruption_reaches_the_index,
     a_month_left_before_an_interruption_reaches_the_index,
+    a_post_deleted_from_the_feed_is_replaced_though_the_refill_was_interrupted,
+    a_post_unpublished_from_the_feed_is_replaced_though_the_refill_was_interrupted,
 );
+
+/// The feed's bound, as a count of posts.
+const FEED_SIZE: usize = cosmos_blog::blog::FEED_SIZE as usize;
 
 /// Bounds a failing test on a loaded machine; never a measure of speed.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -40,10 +48,17 @@ enum Refuse {
     AuthorCopies,
     /// The archive's index: the step after a month's copies and count.
     ArchiveIndex,
+    /// The query of the newest post copies in `users` that refills the feed.
+    FeedRefill,
 }
 
 impl Refuse {
     fn refuses(self, call: &Call<'_>) -> bool {
+        if let Refuse::FeedRefill = self {
+            return call.kind == CallKind::Query
+                && call.container == Container::Users
+                && call.partition.is_none();
+        }
         call.writes()
             && match self {
                 Refuse::AuthorCopies => {
@@ -56,6 +71,7 @@ impl Refuse {
                     call.container == Container::Archive
                         && call.partition == Some(&archive_index_partition())
                 }
+                Refuse::FeedRefill => false,
             }
     }
 }
@@ -102,21 +118,32 @@ async fn app_on_gated_store(backend: Backend, what: Refuse) -> (TestApp, Arc<Gat
 /// the post's id.
 async fn interrupted_post(app: &TestApp, gated: &Gated, change: impl AsyncFnOnce(&str)) -> String {
     app.register("ada", "Ada").await;
-    gated.closed.store(true, Ordering::SeqCst);
-    let body = json!({"title": "tagged", "content": "x", "tags": ["rust", "Cosmos DB"]});
-    let response = app
-        .send(Method::POST, "/api/posts", Some("ada"), Some(body))
-        .await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    let post: Value = response.json().await.unwrap();
-    let id = post["id"].as_str().unwrap().to_owned();
-    eventually(PATIENCE, || async {
-        (gated.refused.load(Ordering::SeqCst) > 0).then_some(())
+    let mut id = String::new();
+    interrupted(gated, async || {
+        let body = json!({"title": "tagged", "content": "x", "tags": ["rust", "Cosmos DB"]});
+        let response = app
+            .send(Method::POST, "/api/posts", Some("ada"), Some(body))
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let post: Value = response.json().await.unwrap();
+        id = post["id"].as_str().unwrap().to_owned();
     })
     .await;
     change(&id).await;
     gated.closed.store(false, Ordering::SeqCst);
     id
+}
+
+/// Closes the gate, runs `write`, and waits until the handler has tried (and failed) at least
+/// once since; the gate stays closed.
+async fn interrupted(gated: &Gated, write: impl AsyncFnOnce()) {
+    let refused = gated.refused.load(Ordering::SeqCst);
+    gated.closed.store(true, Ordering::SeqCst);
+    write().await;
+    eventually(PATIENCE, || async {
+        (gated.refused.load(Ordering::SeqCst) > refused).then_some(())
+    })
+    .await;
 }
 
 /// Waits until the tag's list is `expected`, then until `verify` passes.
@@ -186,16 +213,64 @@ async fn a_month_left_before_an_interruption_reaches_the_index(backend: Backend)
     let id = interrupted_post(&app, &gated, async |_: &str| {}).await;
     let month = month_of(&app, &id).await;
     index_settles_with(&app, json!([{"month": month, "postCount": 1}])).await;
-    gated.closed.store(true, Ordering::SeqCst);
-    let refused = gated.refused.load(Ordering::SeqCst);
-    let path = format!("/api/posts/{id}");
-    let response = app.send(Method::DELETE, &path, Some("ada"), None).await;
-    assert_eq!(response.status(), StatusCode::NO_CONTENT);
-    eventually(PATIENCE, || async {
-        (gated.refused.load(Ordering::SeqCst) > refused).then_some(())
+    interrupted(&gated, async || {
+        let path = format!("/api/posts/{id}");
+        let response = app.send(Method::DELETE, &path, Some("ada"), None).await;
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
     })
     .await;
     gated.closed.store(false, Ordering::SeqCst);
     // A month without posts leaves the index's answer.
     index_settles_with(&app, json!([])).await;
+}
+
+/// One post more than the feed holds, and the feed once it holds the newest of them.
+async fn a_full_feed(app: &TestApp) -> Vec<String> {
+    app.register("ada", "Ada").await;
+    let created = app.new_posts("ada", FEED_SIZE + 1, "post", "x").await;
+    let newest: Vec<String> = created.iter().rev().take(FEED_SIZE).cloned().collect();
+    eventually(PATIENCE, || async {
+        (feed_ids(app).await == newest).then_some(())
+    })
+    .await;
+    created
+}
+
+/// Takes the newest post out of a full feed with `leave` while the refill's query is refused,
+/// then lets it through: the post just past the feed must take the place.
+async fn replaced_in_the_feed(backend: Backend, leave: impl AsyncFnOnce(&TestApp, &str)) {
+    let (app, gated) = app_on_gated_store(backend, Refuse::FeedRefill).await;
+    let mut created = a_full_feed(&app).await;
+    let newest = created.pop().expect("posts");
+    interrupted(&gated, async || leave(&app, &newest).await).await;
+    gated.closed.store(false, Ordering::SeqCst);
+    let expected: Vec<String> = created.iter().rev().cloned().collect();
+    eventually(PATIENCE, || async {
+        (feed_ids(&app).await == expected).then_some(())
+    })
+    .await;
+    app.assert_verifies().await;
+}
+
+async fn a_post_deleted_from_the_feed_is_replaced_though_the_refill_was_interrupted(
+    backend: Backend,
+) {
+    replaced_in_the_feed(backend, async |app: &TestApp, id: &str| {
+        let path = format!("/api/posts/{id}");
+        let response = app.send(Method::DELETE, &path, Some("ada"), None).await;
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    })
+    .await;
+}
+
+async fn a_post_unpublished_from_the_feed_is_replaced_though_the_refill_was_interrupted(
+    backend: Backend,
+) {
+    replaced_in_the_feed(backend, async |app: &TestApp, id: &str| {
+        let body = json!({"title": "back to draft", "content": "x", "status": "draft"});
+        let path = format!("/api/posts/{id}");
+        let response = app.send(Method::PUT, &path, Some("ada"), Some(body)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+    })
+    .await;
 }
