@@ -20,9 +20,7 @@ use serde_json::Value;
 
 use super::partition_write::PartitionWrite;
 use super::shared::{Report, to_value};
-use crate::blog::{
-    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only, stored_feed,
-};
+use crate::blog::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
 use crate::domain::{Post, PostId};
 use crate::store::{BatchOperation, Container, PageRequest, Query, SortOrder, Store, StoreResult};
 
@@ -40,11 +38,21 @@ pub(super) struct FeedWindow {
     gone: BTreeSet<PostId>,
     /// Whether a post left the window, which then needs a refill.
     lost: bool,
+    /// Whether the feed held more than [`FEED_SIZE`] posts when read (a write cut short,
+    /// handlers side by side), which then needs a trim.
+    over_bound: bool,
 }
 
 impl FeedWindow {
     pub(super) async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
-        let window = stored_feed(&**store).await?;
+        // One past the bound, to learn whether the feed holds more than it may.
+        let request = PageRequest::first(FEED_SIZE + 1);
+        let mut window = store
+            .query(Container::Feed, &feed_query(), request)
+            .await?
+            .items;
+        let over_bound = window.len() > FEED_SIZE as usize;
+        window.truncate(FEED_SIZE as usize);
         let mut items = Vec::with_capacity(window.len());
         let mut stored = HashMap::with_capacity(window.len());
         for item in window {
@@ -59,7 +67,14 @@ impl FeedWindow {
             admitted: HashMap::new(),
             gone: BTreeSet::new(),
             lost: false,
+            over_bound,
         })
+    }
+
+    /// Whether the feed held more than [`FEED_SIZE`] posts when read: what lies past the
+    /// bound is out of the window's sight, and only a trim takes it out.
+    pub(super) fn over_bound(&self) -> bool {
+        self.over_bound
     }
 
     /// Takes `copy` into the window unless it is older than the oldest of a full feed; takes

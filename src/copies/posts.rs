@@ -99,9 +99,13 @@ async fn copy_posts(
     }
     feed.refill(store).await?;
     let feed_write = feed.changes()?;
-    let adds_to_feed = feed_write
-        .as_ref()
-        .is_some_and(|write| write.operations.iter().any(|(_, op)| !is_delete(op)));
+    // Handlers running side by side (Functions instances) may each have added posts that
+    // push others past the bound, and a feed write cut short leaves the additions without
+    // the deletes: whatever lies past the bound then goes, once this batch is written.
+    let needs_trim = feed.over_bound()
+        || feed_write
+            .as_ref()
+            .is_some_and(|write| write.operations.iter().any(|(_, op)| !is_delete(op)));
     let mut writes = author_copy_writes(&copies)?;
     writes.extend(feed_write);
     let done: Vec<_> = stream::iter(writes)
@@ -117,9 +121,7 @@ async fn copy_posts(
     settle(result, "views of posts (arriving)".to_owned(), report)?;
     let current: Vec<Post> = copies.iter().map(|(copy, _)| copy.clone()).collect();
     report.merge(keep_schedule(store, current).await?);
-    // Handlers running side by side (Functions instances) may each have added posts that
-    // push others past the bound; whatever lies past it now goes.
-    if adds_to_feed {
+    if needs_trim {
         match trim_feed(store).await {
             Ok(part) => report.merge(part),
             Err(e) => settle(Err(e), "feed trim".to_owned(), report)?,

@@ -28,7 +28,7 @@ const DIRECTORY_ID: &str = "schedule.tenants";
 /// status says: one query of the schedule's partition for the entries of these posts, then
 /// the entries that differ written as transactional batches: a batch of posts costs the
 /// schedule one read, and one write when an entry changes. Returns the report, whose
-/// `scheduled` counts the entries written.
+/// `scheduled` counts the posts that have an entry, written now or before.
 pub(super) async fn keep_schedule(store: &Arc<dyn Store>, posts: Vec<Post>) -> StoreResult<Report> {
     if posts.is_empty() {
         return Ok(Report::default());
@@ -44,12 +44,10 @@ pub(super) async fn keep_schedule(store: &Arc<dyn Store>, posts: Vec<Post>) -> S
             .map_err(|e| StoreError::BadRequest(e.to_string()))?;
         let stored = stored.get(post.id.as_str());
         let what = format!("schedule of post {}", post.id);
+        scheduled += usize::from(wanted.is_some());
         match (wanted, stored) {
             (Some(wanted), Some(stored)) if same_entry(&wanted, stored) => {}
-            (Some(item), _) => {
-                scheduled += 1;
-                operations.push((what, BatchOperation::Upsert { item }));
-            }
+            (Some(item), _) => operations.push((what, BatchOperation::Upsert { item })),
             (None, Some(_)) => {
                 let id = post.id.to_string();
                 operations.push((what, BatchOperation::Delete { id }));

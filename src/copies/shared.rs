@@ -26,8 +26,9 @@ pub struct Report {
     pub written: usize,
     /// Documents that could not be read and were skipped, with the reason.
     pub skipped: Vec<String>,
-    /// Schedule entries written (posts scheduled or rescheduled): in a `multi` store their
-    /// tenant must be in the publisher's directory.
+    /// Posts that have a schedule entry, written by this delivery or an earlier one: in a
+    /// `multi` store their tenant must be in the publisher's directory, and a delivery that
+    /// wrote the entries and stopped before the directory comes again to find them in place.
     pub scheduled: usize,
 }
 

@@ -11,7 +11,10 @@ use testkit::metered::meter;
 
 use testkit::{TestApp, backend_tests, ids};
 
-backend_tests!(a_batch_of_posts_is_one_write_per_partition);
+backend_tests!(
+    a_batch_of_posts_is_one_write_per_partition,
+    a_feed_past_its_bound_is_trimmed_by_the_next_delivery,
+);
 
 fn post_document(n: usize, author: &str) -> Value {
     let id = format!("p{n:03}");
@@ -31,6 +34,15 @@ async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
         .await
         .unwrap();
     ids(&page.items)
+}
+
+async fn feed_len(store: &Arc<dyn Store>) -> usize {
+    let query = Query::in_partition(PartitionKey::single("post")).of_type("post");
+    let page = store
+        .query(Container::Feed, &query, PageRequest::first(1_000))
+        .await
+        .unwrap();
+    page.items.len()
 }
 
 fn newest(range: std::ops::Range<usize>) -> Vec<String> {
@@ -88,4 +100,35 @@ async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
     let metrics = metered.take();
     assert_eq!(metrics.requests, 1 + 30 * 3 + 1 + 1 + 2);
     assert_eq!(metrics.items_written, 0);
+}
+
+/// A feed write cut short (its additions committed, the deletes of the posts they push out
+/// not) leaves the feed past its bound, out of the window's sight: the batch's next delivery
+/// finds nothing else to write, and trims it.
+async fn a_feed_past_its_bound_is_trimmed_by_the_next_delivery(app: TestApp) {
+    let store = &app.store;
+    let batch: Vec<Value> = (0..130).map(|n| post_document(n, "ada")).collect();
+    on_post_changed(store, &batch).await.unwrap();
+    assert_eq!(feed_ids(store).await, newest(30..130));
+    // The 30 oldest posts' copies back in the feed, as the cut-short write leaves them.
+    let author = PartitionKey::single("ada");
+    for n in 0..30 {
+        let id = format!("p{n:03}");
+        let copy = store
+            .read_item(Container::Users, &author, &id)
+            .await
+            .unwrap();
+        let copy = copy.expect("an author copy").item;
+        let feed = PartitionKey::single("post");
+        store
+            .upsert_item(Container::Feed, &feed, copy)
+            .await
+            .unwrap();
+    }
+    assert_eq!(feed_len(store).await, 130);
+
+    let report = on_post_changed(store, &batch[100..]).await.unwrap();
+    assert_eq!(report.written, 30, "the trim alone");
+    assert_eq!(feed_len(store).await, 100);
+    assert_eq!(feed_ids(store).await, newest(30..130));
 }

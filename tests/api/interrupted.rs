@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use crate::deletes::feed_ids;
+use crate::drafts::in_seconds;
 use crate::recheck::is_user_item;
 use testkit::double::{self, Call, CallKind, Double, Hooks};
 use testkit::{Backend, TestApp, eventually, ids, open_backend};
@@ -33,6 +34,7 @@ testkit::on_every_backend!(
     a_month_left_before_an_interruption_reaches_the_index,
     a_post_deleted_from_the_feed_is_replaced_though_the_refill_was_interrupted,
     a_post_unpublished_from_the_feed_is_replaced_though_the_refill_was_interrupted,
+    a_tenant_scheduled_before_an_interruption_publishes_its_post,
 );
 
 /// The feed's bound, as a count of posts.
@@ -50,6 +52,9 @@ enum Refuse {
     ArchiveIndex,
     /// The query of the newest post copies in `users` that refills the feed.
     FeedRefill,
+    /// The directory of the tenants that have scheduled posts (`leases`): the step after a
+    /// tenant's schedule entries.
+    TenantDirectory,
 }
 
 impl Refuse {
@@ -70,6 +75,9 @@ impl Refuse {
                 Refuse::ArchiveIndex => {
                     call.container == Container::Archive
                         && call.partition == Some(&archive_index_partition())
+                }
+                Refuse::TenantDirectory => {
+                    call.container == Container::Leases && call.ids.contains(&"schedule.tenants")
                 }
                 Refuse::FeedRefill => false,
             }
@@ -98,8 +106,16 @@ impl Hooks for Gate {
 type Gated = Double<Gate>;
 
 async fn app_on_gated_store(backend: Backend, what: Refuse) -> (TestApp, Arc<Gated>) {
+    app_of_layout_on_gated_store(backend, Tenancy::Single, what).await
+}
+
+async fn app_of_layout_on_gated_store(
+    backend: Backend,
+    layout: Tenancy,
+    what: Refuse,
+) -> (TestApp, Arc<Gated>) {
     let data_dir = TempDir::new().expect("temp dir");
-    let store = open_backend(backend, Tenancy::Single, &data_dir).await;
+    let store = open_backend(backend, layout, &data_dir).await;
     let gate = Gate {
         what,
         closed: AtomicBool::new(false),
@@ -107,7 +123,9 @@ async fn app_on_gated_store(backend: Backend, what: Refuse) -> (TestApp, Arc<Gat
     };
     let gated = double::over(store, gate);
     let app = TestApp::spawn_on(gated.clone())
+        .layout(layout)
         .data_dir(data_dir)
+        .settings(|settings| settings.publish_step_ms = 200)
         .start()
         .await;
     (app, gated)
@@ -273,4 +291,29 @@ async fn a_post_unpublished_from_the_feed_is_replaced_though_the_refill_was_inte
         assert_eq!(response.status(), StatusCode::OK);
     })
     .await;
+}
+
+/// In `multi` the publisher visits the tenants of its directory, which a tenant joins after
+/// its schedule entries are written: a delivery that finds the entry in place must still
+/// enlist the tenant, or its scheduled posts never publish.
+async fn a_tenant_scheduled_before_an_interruption_publishes_its_post(backend: Backend) {
+    let (app, gated) =
+        app_of_layout_on_gated_store(backend, Tenancy::Multi, Refuse::TenantDirectory).await;
+    let app = app.in_tenant("north");
+    app.register("ada", "Ada").await;
+    let mut path = String::new();
+    interrupted(&gated, async || {
+        let body = json!({"title": "soon", "content": "x", "status": "scheduled",
+            "publishAt": in_seconds(2)});
+        let post = app.written("ada", body).await;
+        path = format!("/api/posts/{}", post["id"].as_str().unwrap());
+    })
+    .await;
+    gated.closed.store(false, Ordering::SeqCst);
+    eventually(PATIENCE, || async {
+        let post = app.get_json_as("ada", &path).await;
+        (post["status"] == "published").then_some(())
+    })
+    .await;
+    app.assert_verifies().await;
 }
