@@ -67,10 +67,12 @@ impl Backlog {
             // A pending change of any post may move a month's count.
             Some(Repair::MonthCount { .. }) => !self.posts.is_empty(),
             Some(Repair::DeleteCopy {
-                copy_in: CopyIn::Users,
+                copy_in: CopyIn::Users | CopyIn::Schedule,
                 id,
                 ..
             }) => post(id),
+            // A pending change of the tenant's posts enlists it once handled.
+            Some(Repair::Enlist { .. }) => self.feeds.contains(tenant),
             Some(Repair::DeleteCopy {
                 copy_in: CopyIn::Feed,
                 id,

@@ -24,6 +24,7 @@ mod views;
 
 pub use posts::on_post_changed;
 pub use rebuild::rebuild;
+pub(crate) use schedule::DIRECTORY_ID as SCHEDULE_DIRECTORY_ID;
 pub use schedule::{enlist_tenant, scheduled_tenants};
 pub use shared::Report;
 pub use source::Source;

@@ -21,8 +21,8 @@ use crate::store::{
     BatchOperation, Container, FilterOp, Pages, PartitionKey, Query, Store, StoreError, StoreResult,
 };
 
-/// The id of the directory item in `leases`.
-const DIRECTORY_ID: &str = "schedule.tenants";
+/// The id of the directory item in `leases` (and its partition key).
+pub(crate) const DIRECTORY_ID: &str = "schedule.tenants";
 
 /// Puts each of `posts` (their current versions) in the schedule or takes it out, as its
 /// status says: one query of the schedule's partition for the entries of these posts, then

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Report, on_post_changed, on_user_changed};
+use crate::domain::TenantId;
 use crate::operations;
 use crate::store::{Container, Store, StoreResult, tenant};
 
@@ -45,11 +46,24 @@ impl Source {
                 .push(format!("{strays} documents without a valid tenantId"));
         }
         for (tenant, view, documents) in groups {
-            let part = self.handle_model(&view, &documents).await?;
-            if let Some(tenant) = tenant.filter(|_| part.scheduled > 0) {
-                super::enlist_tenant(&**store, &tenant).await?;
-            }
-            report.merge(part);
+            report.merge(self.handle_blog(&view, tenant.as_ref(), &documents).await?);
+        }
+        Ok(report)
+    }
+
+    /// Runs the handler on documents of one blog: `store` is the blog's store (a tenant's view
+    /// in `multi`, whose `tenant` is then named), and a tenant with scheduled posts joins the
+    /// publisher's directory.
+    pub async fn handle_blog(
+        self,
+        store: &Arc<dyn Store>,
+        tenant: Option<&TenantId>,
+        documents: &[Value],
+    ) -> StoreResult<Report> {
+        let report = self.handle_model(store, documents).await?;
+        if let Some(tenant) = tenant.filter(|_| report.scheduled > 0) {
+            // The directory is in `leases`, which a tenant's view does not scope.
+            super::enlist_tenant(&**store, tenant).await?;
         }
         Ok(report)
     }

@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::repair::{CopyIn, Repair};
 use super::{Violation, ViolationKind};
-use crate::blog::FEED_SIZE;
-use crate::domain::{Like, LikeId, Post, Timestamp};
+use crate::blog::{FEED_SIZE, SCHEDULE_TYPE};
+use crate::copies::SCHEDULE_DIRECTORY_ID;
+use crate::domain::{Like, LikeId, Post, TenantId, Timestamp};
 use crate::store::Container;
 
 /// What the checks need of a post in `posts`: never its content, only a hash of its short form.
@@ -508,4 +509,69 @@ mod tests {
             ViolationKind::OrphanFeedCopy
         );
     }
+}
+
+/// A scheduled post whose schedule entry is missing or differs: `OnPostChanged` on the post
+/// writes it.
+pub(crate) fn missing_schedule_entry(post_id: &str, detail: String) -> Violation {
+    violation(
+        ViolationKind::MissingScheduleEntry,
+        Container::Posts,
+        post_id,
+        post_id,
+        detail,
+        Some(Repair::Recopy {
+            post_id: post_id.to_owned(),
+        }),
+    )
+}
+
+/// What became of the post of a schedule entry that should not be there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryPost {
+    /// Live, but not scheduled: `OnPostChanged` on it takes the entry out.
+    Live,
+    /// A tombstone: its clean-up takes the entry out.
+    Deleted,
+    /// Nowhere: the entry goes alone.
+    Missing,
+}
+
+/// A schedule entry whose post is not scheduled.
+pub(crate) fn orphan_schedule_entry(id: &str, post: EntryPost) -> Violation {
+    let post_id = id.to_owned();
+    let (detail, repair) = match post {
+        EntryPost::Live => ("the post is not scheduled", Repair::Recopy { post_id }),
+        EntryPost::Deleted => ("the post was deleted", Repair::ClearDeletedPost { post_id }),
+        EntryPost::Missing => (
+            "no such post",
+            Repair::DeleteCopy {
+                copy_in: CopyIn::Schedule,
+                partition: SCHEDULE_TYPE.to_owned(),
+                id: post_id,
+            },
+        ),
+    };
+    violation(
+        ViolationKind::OrphanScheduleEntry,
+        Container::Feed,
+        SCHEDULE_TYPE,
+        id,
+        detail.to_owned(),
+        Some(repair),
+    )
+}
+
+/// A tenant with schedule entries that the publisher's directory does not list.
+pub(crate) fn tenant_not_in_schedule_directory(tenant: &TenantId) -> Violation {
+    violation(
+        ViolationKind::TenantNotInScheduleDirectory,
+        Container::Leases,
+        SCHEDULE_DIRECTORY_ID,
+        tenant.as_str(),
+        "its scheduled posts would never publish".to_owned(),
+        Some(Repair::Enlist {
+            tenant: tenant.as_str().to_owned(),
+        }),
+    )
 }

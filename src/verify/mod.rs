@@ -13,6 +13,8 @@
 //! - the views hold each published post in the partition of each of its tags (`tags`) and of
 //!   its month (`archive`), equal to its short form, and nothing else; each month's count (in
 //!   its partition and in the archive's index) equals the posts its partition holds;
+//! - the schedule holds an entry for each scheduled post, as the post says, and no other; in
+//!   a `multi` store the publisher's directory lists every tenant whose schedule holds one;
 //! - deletes have been carried out: a deleted post (a tombstone) has no comment, like or copy
 //!   left, and nothing an erased user wrote before their erasure is left but tombstones.
 //!

@@ -11,10 +11,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::copies::{
-    Placement, current_username, delete_children, delete_if_orphan, erase_user, on_post_changed,
-    place, recount_month, refill_feed, rename_item, trim_feed,
+    Placement, current_username, delete_children, delete_if_orphan, enlist_tenant, erase_user,
+    on_post_changed, place, recount_month, refill_feed, rename_item, scheduled_tenants, trim_feed,
 };
-use crate::domain::{Comment, Deleted, Like, Month, Post, PostId, Tombstone, UserId, is_a};
+use crate::domain::{
+    Comment, Deleted, Like, Month, Post, PostId, TenantId, Tombstone, UserId, is_a,
+};
 use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
 
 /// Items per page when a post's comments and likes are counted.
@@ -25,13 +27,15 @@ const COUNT_PAGE: u32 = 1_000;
 pub enum CopyIn {
     Users,
     Feed,
+    /// The schedule's partition of `feed`: an entry is a scheduled post's copy.
+    Schedule,
 }
 
 impl CopyIn {
     pub fn container(self) -> Container {
         match self {
             CopyIn::Users => Container::Users,
-            CopyIn::Feed => Container::Feed,
+            CopyIn::Feed | CopyIn::Schedule => Container::Feed,
         }
     }
 }
@@ -75,6 +79,8 @@ pub enum Repair {
     MonthCount { month: String },
     /// Refill the feed to its bound with the most recent posts, and trim what lies past it.
     Feed,
+    /// Add the tenant to the publisher's directory of tenants with scheduled posts.
+    Enlist { tenant: String },
 }
 
 /// What applying a repair did.
@@ -113,6 +119,9 @@ impl fmt::Display for Repair {
             Repair::Views { post_id, .. } => write!(f, "place post {post_id} in its views"),
             Repair::MonthCount { month } => write!(f, "recount the archive's month {month}"),
             Repair::Feed => f.write_str("refill and trim the feed"),
+            Repair::Enlist { tenant } => {
+                write!(f, "add tenant {tenant:?} to the publisher's directory")
+            }
         }
     }
 }
@@ -154,6 +163,7 @@ impl Repair {
             } => views(store, post_id, tag.as_deref(), month.as_deref()).await,
             Repair::MonthCount { month } => month_count(store, month).await,
             Repair::Feed => feed(store).await,
+            Repair::Enlist { tenant } => enlist(store, tenant).await,
         };
         match result {
             Err(e) if !e.is_transient() => Ok(RepairOutcome::Failed(e.to_string())),
@@ -386,6 +396,16 @@ async fn feed(store: &Arc<dyn Store>) -> StoreResult<RepairOutcome> {
     Ok(written(refilled.written, |n| {
         format!("{n} posts added or trimmed")
     }))
+}
+
+/// The directory lives in `leases`, which no tenant's view scopes: `store` may be one.
+async fn enlist(store: &Arc<dyn Store>, tenant: &str) -> StoreResult<RepairOutcome> {
+    let tenant = TenantId::parse(tenant).map_err(|e| StoreError::BadRequest(e.to_string()))?;
+    if scheduled_tenants(&**store).await?.contains(&tenant) {
+        return Ok(RepairOutcome::Unchanged);
+    }
+    enlist_tenant(&**store, &tenant).await?;
+    Ok(RepairOutcome::Fixed("added to the directory".to_owned()))
 }
 
 async fn views(

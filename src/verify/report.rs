@@ -68,6 +68,14 @@ pub enum ViolationKind {
     /// A month whose count (in its partition or in the archive's index) differs from the
     /// posts its partition holds.
     MonthCountMismatch,
+    /// A scheduled post without its entry in the schedule, or with one that differs (another
+    /// time, another author): the publisher would not publish it, or not then.
+    MissingScheduleEntry,
+    /// A schedule entry whose post is not scheduled (published, a draft, deleted, missing).
+    OrphanScheduleEntry,
+    /// A tenant with schedule entries that the publisher's directory does not list (`multi`):
+    /// the publisher never visits its schedule.
+    TenantNotInScheduleDirectory,
 }
 
 impl ViolationKind {
@@ -94,6 +102,9 @@ impl ViolationKind {
             Self::OrphanViewCopy => "orphan-view-copy",
             Self::ViewCopyDiffers => "view-copy-differs",
             Self::MonthCountMismatch => "month-count-mismatch",
+            Self::MissingScheduleEntry => "missing-schedule-entry",
+            Self::OrphanScheduleEntry => "orphan-schedule-entry",
+            Self::TenantNotInScheduleDirectory => "tenant-not-in-schedule-directory",
         }
     }
 }

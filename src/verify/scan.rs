@@ -11,10 +11,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::checks::{self, AuthorState, Authored, PostSummary, canonical_hash};
+use super::checks::{self, AuthorState, Authored, EntryPost, PostSummary, canonical_hash};
 use super::views::ViewModel;
 use super::{Explained, PROGRESS_EVERY, ScanProgress, Scanned, VerifyReport, Violation};
-use crate::blog::{FEED_SIZE, SCHEDULE_TYPE, feed_partition};
+use crate::blog::{FEED_SIZE, SCHEDULE_TYPE, ScheduleEntry, feed_partition, schedule_partition};
+use crate::copies::scheduled_tenants;
 use crate::domain::{Comment, Deleted, Like, Post, TenantId, Timestamp, Tombstone, User, is_a};
 use crate::store::{Container, Pages, Query, Store, StoreResult, Tenancy, tenant};
 
@@ -69,6 +70,12 @@ struct Model {
     posts: HashMap<String, PostTally>,
     feed: Vec<FeedEntry>,
     views: ViewModel,
+    /// postId -> the schedule entry the post needs (scheduled posts only).
+    wanted_entries: HashMap<String, ScheduleEntry>,
+    /// postId -> the schedule entry held.
+    entries: HashMap<String, ScheduleEntry>,
+    /// Whether the model's schedule holds any entry (`multi`: the directory must list it).
+    has_schedule: bool,
 }
 
 /// What the scan keeps of one post partition.
@@ -215,7 +222,33 @@ impl Scan<'_> {
         };
         self.pages(Container::Feed, query, "type", Model::feed_item)
             .await?;
+        if !self.multi {
+            let schedule = Query::in_partition(schedule_partition());
+            self.pages(Container::Feed, schedule, "type", Model::feed_item)
+                .await?;
+        }
         self.each_model(Model::check_feed);
+        self.each_model(Model::check_schedule);
+        self.schedule_directory().await
+    }
+
+    /// In `multi`, every tenant with schedule entries is in the publisher's directory.
+    async fn schedule_directory(&mut self) -> StoreResult<()> {
+        let scheduling: Vec<TenantId> = self
+            .models
+            .iter()
+            .filter(|(_, model)| model.has_schedule)
+            .filter_map(|(tenant, _)| tenant.clone())
+            .collect();
+        if scheduling.is_empty() {
+            return Ok(());
+        }
+        let listed = scheduled_tenants(&**self.store).await?;
+        for tenant in scheduling.iter().filter(|t| !listed.contains(*t)) {
+            let found = checks::tenant_not_in_schedule_directory(tenant);
+            self.report
+                .record_unless(Some(tenant), found, self.explained);
+        }
         Ok(())
     }
 }
@@ -333,6 +366,9 @@ impl Model {
         };
         let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
         self.views.expect(post);
+        if let Some(entry) = ScheduleEntry::of(post) {
+            self.wanted_entries.insert(id.clone(), entry);
+        }
         self.posts.entry(id).or_default().source = Some(PostSource {
             summary: PostSummary::of(post),
             has_user_copy: false,
@@ -454,11 +490,55 @@ impl Model {
             .collect()
     }
 
+    fn schedule_entry(&mut self, _: &mut Scanned, item: Value) -> Vec<Violation> {
+        self.has_schedule = true;
+        match ScheduleEntry::deserialize(&item) {
+            Ok(entry) => {
+                self.entries.insert(entry.id.to_string(), entry);
+                Vec::new()
+            }
+            Err(why) => {
+                let why = format!("schedule entry: {why}");
+                vec![unreadable(Container::Feed, &item, "type", why)]
+            }
+        }
+    }
+
+    /// Each scheduled post has its entry, as `OnPostChanged` writes it, and each entry its
+    /// scheduled post.
+    fn check_schedule(&mut self) -> Vec<Violation> {
+        let entries = std::mem::take(&mut self.entries);
+        let wanted = std::mem::take(&mut self.wanted_entries);
+        let mut found = Vec::new();
+        for (id, entry) in &wanted {
+            let detail = match entries.get(id) {
+                Some(held) if held == entry => continue,
+                Some(held) => format!(
+                    "its entry says {} by {}; the post, {} by {}",
+                    held.publish_at, held.user_id, entry.publish_at, entry.user_id
+                ),
+                None => "no entry in the schedule".to_owned(),
+            };
+            found.push(checks::missing_schedule_entry(id, detail));
+        }
+        for id in entries.keys().filter(|id| !wanted.contains_key(*id)) {
+            let tally = self.posts.get(id);
+            let post = match tally {
+                Some(tally) if tally.source.is_some() => EntryPost::Live,
+                Some(tally) if tally.deleted => EntryPost::Deleted,
+                _ => EntryPost::Missing,
+            };
+            found.push(checks::orphan_schedule_entry(id, post));
+        }
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        found
+    }
+
     fn feed_item(&mut self, scanned: &mut Scanned, item: Value) -> Vec<Violation> {
         // The schedule's partition of `feed` (read with the feeds of a `multi` store): its
         // entries are not feed copies.
         if item.get("type").and_then(Value::as_str) == Some(SCHEDULE_TYPE) {
-            return Vec::new();
+            return self.schedule_entry(scanned, item);
         }
         if !is_a::<Post>(&item) {
             scanned.other += 1;

@@ -37,6 +37,7 @@ mod rename_race;
 mod response_bytes;
 mod restart;
 mod schedule_restart;
+mod schedule_verify;
 mod storm;
 mod tags;
 mod telemetry;

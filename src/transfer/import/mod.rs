@@ -420,14 +420,15 @@ impl Plan {
                     documents.push(handed_to(source, loaded.item));
                     if documents.len() >= DERIVE_PAGE {
                         let documents = std::mem::take(documents);
-                        let view = views.of(&loaded.into);
-                        report.merge(derive(source, &view, documents, progress).await?);
+                        let blog = (&views.of(&loaded.into), loaded.into.as_ref());
+                        report.merge(derive(source, blog, documents, progress).await?);
                     }
                 }
             }
             for (into, documents) in pending {
                 if !documents.is_empty() {
-                    report.merge(derive(source, &views.of(&into), documents, progress).await?);
+                    let blog = (&views.of(&into), into.as_ref());
+                    report.merge(derive(source, blog, documents, progress).await?);
                 }
             }
         }
@@ -449,16 +450,16 @@ fn handed_to(source: Source, item: Value) -> Value {
     }
 }
 
-/// Runs the handler of `source` on `documents` of the blog `store`.
+/// Runs the handler of `source` on `documents` of a blog: its store, and its tenant in `multi`.
 async fn derive(
     source: Source,
-    store: &Arc<dyn Store>,
+    (store, tenant): (&Arc<dyn Store>, Option<&TenantId>),
     documents: Vec<Value>,
     progress: &mut TransferProgress,
 ) -> anyhow::Result<Report> {
     let count = documents.len() as u64;
     // The handlers are idempotent: a retried page writes only what is still missing.
-    let report = retrying(|| source.handle(store, &documents))
+    let report = retrying(|| source.handle_blog(store, tenant, &documents))
         .await
         .context("cannot derive the copies")?;
     progress.advance(count);
