@@ -234,18 +234,25 @@ pub(crate) fn children_without_post(
     })
 }
 
-/// A live post with no copy in its author's partition of `users`: copied again.
-pub(crate) fn missing_user_copy(post_id: &str, author: &str) -> Violation {
+/// A post that lacks a copy its handler makes: `OnPostChanged` on the post makes it again.
+fn lacks_a_copy(kind: ViolationKind, post_id: &str, detail: String) -> Violation {
+    let recopy = Repair::Recopy {
+        post_id: post_id.to_owned(),
+    };
     violation(
-        ViolationKind::MissingUserCopy,
+        kind,
         Container::Posts,
         post_id,
         post_id,
-        format!("no copy in users/{author}"),
-        Some(Repair::Recopy {
-            post_id: post_id.to_owned(),
-        }),
+        detail,
+        Some(recopy),
     )
+}
+
+/// A live post with no copy in its author's partition of `users`: copied again.
+pub(crate) fn missing_user_copy(post_id: &str, author: &str) -> Violation {
+    let detail = format!("no copy in users/{author}");
+    lacks_a_copy(ViolationKind::MissingUserCopy, post_id, detail)
 }
 
 /// A post copy in the `partition` (a user id) of `users` against its source post (`None`: no
@@ -343,16 +350,7 @@ pub(crate) fn feed_copy(
 /// A post that belongs in the feed and is not in it: copied again (which admits it to the
 /// feed and trims what it pushes out).
 pub(crate) fn missing_from_feed(post_id: &str, detail: String) -> Violation {
-    violation(
-        ViolationKind::MissingFromFeed,
-        Container::Posts,
-        post_id,
-        post_id,
-        detail,
-        Some(Repair::Recopy {
-            post_id: post_id.to_owned(),
-        }),
-    )
+    lacks_a_copy(ViolationKind::MissingFromFeed, post_id, detail)
 }
 
 /// A post in the feed although more recent posts are left out: once those are copied in, the
@@ -412,6 +410,62 @@ pub(crate) fn canonical_hash(value: &Value) -> u64 {
     let mut state = DefaultHasher::new();
     feed(value, &mut state);
     state.finish()
+}
+
+/// A scheduled post whose schedule entry is missing or differs: `OnPostChanged` on the post
+/// writes it.
+pub(crate) fn missing_schedule_entry(post_id: &str, detail: String) -> Violation {
+    lacks_a_copy(ViolationKind::MissingScheduleEntry, post_id, detail)
+}
+
+/// What became of the post of a schedule entry that should not be there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryPost {
+    /// Live, but not scheduled: `OnPostChanged` on it takes the entry out.
+    Live,
+    /// A tombstone: its clean-up takes the entry out.
+    Deleted,
+    /// Nowhere: the entry goes alone.
+    Missing,
+}
+
+/// A schedule entry whose post is not scheduled.
+pub(crate) fn orphan_schedule_entry(id: &str, post: EntryPost) -> Violation {
+    let post_id = id.to_owned();
+    let (detail, repair) = match post {
+        EntryPost::Live => ("the post is not scheduled", Repair::Recopy { post_id }),
+        EntryPost::Deleted => ("the post was deleted", Repair::ClearDeletedPost { post_id }),
+        EntryPost::Missing => (
+            "no such post",
+            Repair::DeleteCopy {
+                copy_in: CopyIn::Schedule,
+                partition: SCHEDULE_TYPE.to_owned(),
+                id: post_id,
+            },
+        ),
+    };
+    violation(
+        ViolationKind::OrphanScheduleEntry,
+        Container::Feed,
+        SCHEDULE_TYPE,
+        id,
+        detail.to_owned(),
+        Some(repair),
+    )
+}
+
+/// A tenant with schedule entries that the publisher's directory does not list.
+pub(crate) fn tenant_not_in_schedule_directory(tenant: &TenantId) -> Violation {
+    violation(
+        ViolationKind::TenantNotInScheduleDirectory,
+        Container::Leases,
+        SCHEDULE_DIRECTORY_ID,
+        tenant.as_str(),
+        "its scheduled posts would never publish".to_owned(),
+        Some(Repair::Enlist {
+            tenant: tenant.as_str().to_owned(),
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -509,69 +563,4 @@ mod tests {
             ViolationKind::OrphanFeedCopy
         );
     }
-}
-
-/// A scheduled post whose schedule entry is missing or differs: `OnPostChanged` on the post
-/// writes it.
-pub(crate) fn missing_schedule_entry(post_id: &str, detail: String) -> Violation {
-    violation(
-        ViolationKind::MissingScheduleEntry,
-        Container::Posts,
-        post_id,
-        post_id,
-        detail,
-        Some(Repair::Recopy {
-            post_id: post_id.to_owned(),
-        }),
-    )
-}
-
-/// What became of the post of a schedule entry that should not be there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EntryPost {
-    /// Live, but not scheduled: `OnPostChanged` on it takes the entry out.
-    Live,
-    /// A tombstone: its clean-up takes the entry out.
-    Deleted,
-    /// Nowhere: the entry goes alone.
-    Missing,
-}
-
-/// A schedule entry whose post is not scheduled.
-pub(crate) fn orphan_schedule_entry(id: &str, post: EntryPost) -> Violation {
-    let post_id = id.to_owned();
-    let (detail, repair) = match post {
-        EntryPost::Live => ("the post is not scheduled", Repair::Recopy { post_id }),
-        EntryPost::Deleted => ("the post was deleted", Repair::ClearDeletedPost { post_id }),
-        EntryPost::Missing => (
-            "no such post",
-            Repair::DeleteCopy {
-                copy_in: CopyIn::Schedule,
-                partition: SCHEDULE_TYPE.to_owned(),
-                id: post_id,
-            },
-        ),
-    };
-    violation(
-        ViolationKind::OrphanScheduleEntry,
-        Container::Feed,
-        SCHEDULE_TYPE,
-        id,
-        detail.to_owned(),
-        Some(repair),
-    )
-}
-
-/// A tenant with schedule entries that the publisher's directory does not list.
-pub(crate) fn tenant_not_in_schedule_directory(tenant: &TenantId) -> Violation {
-    violation(
-        ViolationKind::TenantNotInScheduleDirectory,
-        Container::Leases,
-        SCHEDULE_DIRECTORY_ID,
-        tenant.as_str(),
-        "its scheduled posts would never publish".to_owned(),
-        Some(Repair::Enlist {
-            tenant: tenant.as_str().to_owned(),
-        }),
-    )
 }
