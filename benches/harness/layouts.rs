@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use cosmos_blog::blog::{Blog, PageSize};
+use cosmos_blog::blog::{Blog, ListRequest, PageSize};
 use cosmos_blog::copies::{Source, rebuild};
 use cosmos_blog::domain::{
     Comment, CommentContent, Like, Month, Post, PostContent, PostId, Tag, TenantId, Title, User,
@@ -469,7 +469,7 @@ async fn run_once(
         }
         LayoutOp::Q2 => blog.get_post(&target.post).await.map(|_| 1)?,
         LayoutOp::Q3 => blog
-            .user_posts::<Post>(&target.user, PageSize::DEFAULT, None)
+            .user_posts::<Post>(&target.user, ListRequest::first(PageSize::DEFAULT))
             .await?
             .items
             .len(),
@@ -480,7 +480,7 @@ async fn run_once(
                 .map(|_| 1)?
         }
         LayoutOp::Q4 => blog
-            .comments::<Comment>(&target.post, None, PageSize::DEFAULT, None)
+            .comments::<Comment>(&target.post, None, ListRequest::first(PageSize::DEFAULT))
             .await?
             .items
             .len(),
@@ -489,13 +489,13 @@ async fn run_once(
             .await
             .map(|_| 1)?,
         LayoutOp::Q5 => blog
-            .likes::<Like>(&target.post, None, PageSize::DEFAULT, None)
+            .likes::<Like>(&target.post, None, ListRequest::first(PageSize::DEFAULT))
             .await?
             .items
             .len(),
         LayoutOp::Q6 => blog.feed(PageSize::MAX).await?.len(),
         LayoutOp::Q7 => blog
-            .list_users::<User>(PageSize::DEFAULT, None)
+            .list_users::<User>(ListRequest::first(PageSize::DEFAULT))
             .await?
             .items
             .len(),
@@ -504,20 +504,20 @@ async fn run_once(
                 .tag
                 .as_ref()
                 .context("no tagged post to draw a tag from")?;
-            blog.tag_posts::<Post>(tag, PageSize::DEFAULT, None)
+            blog.tag_posts::<Post>(tag, ListRequest::first(PageSize::DEFAULT))
                 .await?
                 .items
                 .len()
         }
         LayoutOp::Q9 => {
             let month = target.month.as_ref().context("no published post")?;
-            blog.month_posts::<Post>(month, PageSize::DEFAULT, None)
+            blog.month_posts::<Post>(month, ListRequest::first(PageSize::DEFAULT))
                 .await?
                 .items
                 .len()
         }
         LayoutOp::Drafts => blog
-            .user_drafts::<Post>(&target.user, PageSize::DEFAULT, None)
+            .user_drafts::<Post>(&target.user, ListRequest::first(PageSize::DEFAULT))
             .await?
             .items
             .len(),

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::Context;
-use cosmos_blog::blog::{Blog, PageSize};
+use cosmos_blog::blog::{Blog, ListRequest, PageSize};
 use cosmos_blog::domain::{
     Comment, CommentContent, CommentId, Like, LikeId, Post, PostContent, PostId,
     SHORT_CONTENT_CHARS, Timestamp, Title, UserId, Username,
@@ -212,7 +212,7 @@ impl Versions {
             (_, Op::Q2) => one(self.blog.get_post(&target.post).await),
             (_, Op::Q3) => count(
                 self.blog
-                    .user_posts::<Post>(&target.user, PageSize::DEFAULT, None)
+                    .user_posts::<Post>(&target.user, ListRequest::first(PageSize::DEFAULT))
                     .await
                     .map(|page| page.items.len()),
             ),
@@ -225,14 +225,14 @@ impl Versions {
             }
             (_, Op::Q4) => count(
                 self.blog
-                    .comments::<Comment>(&target.post, None, PageSize::DEFAULT, None)
+                    .comments::<Comment>(&target.post, None, ListRequest::first(PageSize::DEFAULT))
                     .await
                     .map(|page| page.items.len()),
             ),
             (_, Op::C4) => one(self.blog.like_post(&target.user, &target.post).await),
             (_, Op::Q5) => count(
                 self.blog
-                    .likes::<Like>(&target.post, None, PageSize::DEFAULT, None)
+                    .likes::<Like>(&target.post, None, ListRequest::first(PageSize::DEFAULT))
                     .await
                     .map(|page| page.items.len()),
             ),

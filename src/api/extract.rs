@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::auth::{AuthError, Authenticator};
-use crate::blog::PageSize;
+use crate::blog::{ListRequest, PageSize};
 use crate::domain::{IDEMPOTENCY_KEY_HEADER, IdempotencyKey, UserId, ValidationError};
 use crate::error::Error;
 use crate::problem::Problem;
@@ -204,6 +204,13 @@ pub struct ListParams {
 pub struct List {
     pub size: PageSize,
     pub continuation: Option<String>,
+}
+
+impl List {
+    /// The page asked for, as the blog's lists take it.
+    pub fn request(&self) -> ListRequest<'_> {
+        ListRequest::new(self.size, self.continuation.as_deref())
+    }
 }
 
 async fn list_params<S: Send + Sync>(

@@ -288,9 +288,7 @@ pub(super) async fn user_images(
     UserPath(user_id): UserPath,
     list: List,
 ) -> Result<Json<ImagePage>> {
-    let page = blog
-        .user_images(&caller, &user_id, list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.user_images(&caller, &user_id, list.request()).await?;
     let tenant = tenant_of(&tenant);
     Ok(Json(ImagePage {
         items: page

@@ -237,12 +237,7 @@ pub(super) async fn list_comments(
     list: List,
 ) -> Result<WirePage<Comment>> {
     let page = blog
-        .comments(
-            &post_id,
-            viewer.as_ref(),
-            list.size,
-            list.continuation.as_deref(),
-        )
+        .comments(&post_id, viewer.as_ref(), list.request())
         .await?;
     Ok(WirePage(page))
 }
@@ -300,12 +295,7 @@ pub(super) async fn list_likes(
     list: List,
 ) -> Result<WirePage<Like>> {
     let page = blog
-        .likes(
-            &post_id,
-            viewer.as_ref(),
-            list.size,
-            list.continuation.as_deref(),
-        )
+        .likes(&post_id, viewer.as_ref(), list.request())
         .await?;
     Ok(WirePage(page))
 }

@@ -98,9 +98,7 @@ pub(super) async fn user_posts(
     UserPath(user_id): UserPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let page = blog
-        .user_posts(&user_id, list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.user_posts(&user_id, list.request()).await?;
     Ok(WirePage(page))
 }
 
@@ -133,9 +131,7 @@ pub(super) async fn user_drafts(
     if user_id != caller {
         return Err(Error::Forbidden("only its author sees a user's drafts"));
     }
-    let page = blog
-        .user_drafts(&user_id, list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.user_drafts(&user_id, list.request()).await?;
     Ok(WirePage(page))
 }
 
@@ -160,8 +156,6 @@ pub(super) async fn list_users(
     CurrentBlog(blog): CurrentBlog,
     list: List,
 ) -> Result<WirePage<User>> {
-    let page = blog
-        .list_users(list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.list_users(list.request()).await?;
     Ok(WirePage(page))
 }

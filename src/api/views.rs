@@ -46,9 +46,7 @@ pub(super) async fn tag_posts(
     TagPath(tag): TagPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let page = blog
-        .tag_posts(&tag, list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.tag_posts(&tag, list.request()).await?;
     Ok(WirePage(page))
 }
 
@@ -76,9 +74,7 @@ pub(super) async fn month_posts(
     MonthPath(month): MonthPath,
     list: List,
 ) -> Result<WirePage<Post>> {
-    let page = blog
-        .month_posts(&month, list.size, list.continuation.as_deref())
-        .await?;
+    let page = blog.month_posts(&month, list.request()).await?;
     Ok(WirePage(page))
 }
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::storage::{listed_page, post_partition};
-use super::{Blog, ListRead, Listed, Listing, PageSize, Seen, WireJson};
+use super::{Blog, ListRead, ListRequest, Listed, Listing, Seen, WireJson};
 use crate::domain::{Comment, Like, Post, PostId, Tombstone, UserId, is_stored_a};
 use crate::error::{Error, Result};
 use crate::store::{Container, Query, SortOrder};
@@ -22,12 +22,10 @@ impl Blog {
         &self,
         post_id: &PostId,
         viewer: Option<&UserId>,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let list = ("comments", Comment::TYPE);
-        self.children(post_id, viewer, list, size, continuation)
-            .await
+        self.children(post_id, viewer, list, page).await
     }
 
     /// Q5: likes of a post, oldest first, as `viewer` (the caller, if any) may see them.
@@ -35,12 +33,10 @@ impl Blog {
         &self,
         post_id: &PostId,
         viewer: Option<&UserId>,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let list = ("likes", Like::TYPE);
-        self.children(post_id, viewer, list, size, continuation)
-            .await
+        self.children(post_id, viewer, list, page).await
     }
 
     /// One query of the post's partition for its comments or likes (`item_type`), oldest
@@ -52,10 +48,9 @@ impl Blog {
         post_id: &PostId,
         viewer: Option<&UserId>,
         (list, item_type): (&str, &'static str),
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
-        let first = continuation.is_none();
+        let first = page.is_first();
         // Every page's query is the same (a continuation token holds to its query); the post
         // sorts first, so only the first page holds it.
         let query = Query::in_partition(post_partition(post_id))
@@ -64,7 +59,7 @@ impl Blog {
         let list = format!("{list}:{post_id}");
         let extra = u32::from(first);
         let mut read = match self
-            .list_page::<T>(Container::Posts, &query, &list, (size, extra), continuation)
+            .list_page::<T>(Container::Posts, &query, &list, (page, extra))
             .await?
         {
             ListRead::Kept(page) => return Ok(page),

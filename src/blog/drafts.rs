@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::storage::user_partition;
-use super::{Blog, Listed, Listing, PageSize, Seen};
+use super::{Blog, ListRequest, Listed, Listing, Seen};
 use crate::domain::{Post, PostId, PostStatus, UserId};
 use crate::error::{Error, Result};
 use crate::store::{FilterOp, Query, SortOrder};
@@ -32,21 +32,14 @@ impl Blog {
     pub async fn user_drafts<T: Listed<Item = Post>>(
         &self,
         user_id: &UserId,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let unpublished = [PostStatus::Draft, PostStatus::Scheduled].map(PostStatus::as_str);
         let query = Query::in_partition(user_partition(user_id))
             .of_type(Post::TYPE)
             .filter("status", FilterOp::In, Value::from(unpublished.to_vec()))
             .order_by("creationDate", SortOrder::Descending);
-        self.user_page(
-            user_id,
-            &query,
-            &format!("drafts:{user_id}"),
-            size,
-            continuation,
-        )
-        .await
+        let list = format!("drafts:{user_id}");
+        self.user_page(user_id, &query, &list, page).await
     }
 }

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::paging::{decode_continuation, encode_continuation};
 use super::storage::{from_item, to_item, user_partition};
-use super::{Blog, PageSize};
+use super::{Blog, ListRequest, PageSize};
 use crate::domain::UserId;
 use crate::error::{Error, Result};
 use crate::images::{IMAGE_TYPE, ImageId, ImageItem, ImageKey, ImageRefusal, Images, Scope};
@@ -98,9 +98,9 @@ impl Blog {
         &self,
         caller: &UserId,
         user_id: &UserId,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Page<ImageItem>> {
+        let ListRequest { size, continuation } = page;
         if caller != user_id {
             return Err(Error::Forbidden("only the owner may list a user's images"));
         }
@@ -158,7 +158,7 @@ impl Blog {
     ) -> Result<()> {
         loop {
             let page = self
-                .user_images(user_id, user_id, PageSize::MAX, None)
+                .user_images(user_id, user_id, ListRequest::first(PageSize::MAX))
                 .await?;
             if page.items.is_empty() {
                 return Ok(());

@@ -31,7 +31,7 @@ pub use feed::{
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
 pub use listed::{Listed, Seen, WireJson, page_json};
-pub use paging::{PageSize, decode_continuation, encode_continuation};
+pub use paging::{ListRequest, PageSize, decode_continuation, encode_continuation};
 pub use schedule::{
     PUBLISH_BATCH, Published, SCHEDULE_TYPE, ScheduleEntry, schedule_partition, schedule_query,
 };
@@ -220,12 +220,10 @@ impl Blog {
     /// partitions holding the tenant, not to all of them.
     pub async fn list_users<T: Listed<Item = User>>(
         &self,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let query = Query::cross_partition().of_type(User::TYPE);
-        self.page(Container::Users, &query, "users", size, continuation)
-            .await
+        self.page(Container::Users, &query, "users", page).await
     }
 
     /// The caller's user item: where the username of everything they write comes from.
@@ -438,20 +436,13 @@ impl Blog {
     pub async fn user_posts<T: Listed<Item = Post>>(
         &self,
         user_id: &UserId,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let query = published_only(Query::in_partition(user_partition(user_id)))
             .of_type(Post::TYPE)
             .order_by(PUBLISHED_DATE, SortOrder::Descending);
-        self.user_page(
-            user_id,
-            &query,
-            &format!("posts:{user_id}"),
-            size,
-            continuation,
-        )
-        .await
+        let list = format!("posts:{user_id}");
+        self.user_page(user_id, &query, &list, page).await
     }
 
     /// A page of `query` in `user_id`'s own partition of `users`. An empty first page is
@@ -462,13 +453,10 @@ impl Blog {
         user_id: &UserId,
         query: &Query,
         list: &str,
-        size: PageSize,
-        continuation: Option<&str>,
+        request: ListRequest<'_>,
     ) -> Result<Listing<T>> {
-        let page = self
-            .page(Container::Users, query, list, size, continuation)
-            .await?;
-        if page.items.is_empty() && continuation.is_none() {
+        let page = self.page(Container::Users, query, list, request).await?;
+        if page.items.is_empty() && request.is_first() {
             self.get_user(user_id).await?;
         }
         Ok(page)
@@ -654,11 +642,10 @@ impl Blog {
         container: Container,
         query: &Query,
         list: &str,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         match self
-            .list_page::<T>(container, query, list, (size, 0), continuation)
+            .list_page::<T>(container, query, list, (page, 0))
             .await?
         {
             ListRead::Kept(page) => Ok(page),
@@ -674,9 +661,9 @@ impl Blog {
         container: Container,
         query: &Query,
         list: &str,
-        (size, extra): (PageSize, u32),
-        continuation: Option<&str>,
+        (page, extra): (ListRequest<'_>, u32),
     ) -> Result<ListRead<T>> {
+        let ListRequest { size, continuation } = page;
         let key = self.lists.key::<T>(list, size.get(), continuation);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
         let request = PageRequest {

@@ -32,6 +32,29 @@ impl PageSize {
     }
 }
 
+/// Which page of a list to read: how many items, and the continuation token of the page
+/// before it (`None`: the first page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListRequest<'a> {
+    pub size: PageSize,
+    pub continuation: Option<&'a str>,
+}
+
+impl<'a> ListRequest<'a> {
+    pub fn new(size: PageSize, continuation: Option<&'a str>) -> Self {
+        Self { size, continuation }
+    }
+
+    /// The first page, of `size` items.
+    pub fn first(size: PageSize) -> Self {
+        Self::new(size, None)
+    }
+
+    pub fn is_first(&self) -> bool {
+        self.continuation.is_none()
+    }
+}
+
 /// Wraps a store continuation for `list` (e.g. `"comments:<post-id>"`).
 pub fn encode_continuation(list: &str, store_token: &str) -> String {
     let payload = serde_json::json!([list, store_token]).to_string();

@@ -3,7 +3,7 @@
 //! container, one partition per month), and the archive's months with their counts (one
 //! read of the archive's index partition). Each is one request to one logical partition.
 
-use super::{Blog, Listed, Listing, PageSize};
+use super::{Blog, ListRequest, Listed, Listing};
 use crate::domain::{Month, MonthCount, Post, Tag, Timestamp};
 use crate::error::Result;
 use crate::store::{Container, PageRequest, Pages, PartitionKey, Query, SortOrder};
@@ -49,18 +49,11 @@ impl Blog {
     pub async fn tag_posts<T: Listed<Item = Post>>(
         &self,
         tag: &Tag,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let query = newest_first(tag_partition(tag.as_str()));
-        self.page(
-            Container::Tags,
-            &query,
-            &format!("tag:{tag}"),
-            size,
-            continuation,
-        )
-        .await
+        let list = format!("tag:{tag}");
+        self.page(Container::Tags, &query, &list, page).await
     }
 
     /// Q9: the posts published in `month`, newest first, in short form, from the month's
@@ -68,18 +61,11 @@ impl Blog {
     pub async fn month_posts<T: Listed<Item = Post>>(
         &self,
         month: &Month,
-        size: PageSize,
-        continuation: Option<&str>,
+        page: ListRequest<'_>,
     ) -> Result<Listing<T>> {
         let query = newest_first(month_partition(month));
-        self.page(
-            Container::Archive,
-            &query,
-            &format!("month:{month}"),
-            size,
-            continuation,
-        )
-        .await
+        let list = format!("month:{month}");
+        self.page(Container::Archive, &query, &list, page).await
     }
 
     /// Every post published in `month`, newest first, read from the month's partition alone

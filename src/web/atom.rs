@@ -25,7 +25,7 @@ use super::pages::{canonical_post_href, tag_href, user_href};
 use super::site::Site;
 use crate::api::paths::{TagPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::{Blog, PageSize};
+use crate::blog::{Blog, ListRequest, PageSize};
 use crate::domain::{Post, Tag, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
 
@@ -145,7 +145,9 @@ impl Feeds {
 
     /// An author's feed: one Q3 page.
     pub async fn author(&self, blog: &Blog, user_id: &UserId) -> Result<FeedList> {
-        let page = blog.user_posts::<Post>(user_id, FEED_ENTRIES, None).await?;
+        let page = blog
+            .user_posts::<Post>(user_id, ListRequest::first(FEED_ENTRIES))
+            .await?;
         let author_page = user_href(&self.base, user_id);
         let title = match page.items.first() {
             Some(post) => format!("{}: posts by {}", self.site.title, post.user_username),
@@ -162,7 +164,9 @@ impl Feeds {
 
     /// A tag's feed: one Q8 page.
     pub async fn tag(&self, blog: &Blog, tag: &Tag) -> Result<FeedList> {
-        let page = blog.tag_posts::<Post>(tag, FEED_ENTRIES, None).await?;
+        let page = blog
+            .tag_posts::<Post>(tag, ListRequest::first(FEED_ENTRIES))
+            .await?;
         let tag_page = tag_href(&self.base, tag.as_str());
         Ok(FeedList {
             posts: page.items.clone(),

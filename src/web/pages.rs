@@ -19,7 +19,7 @@ use super::page_caches::FrontList;
 use crate::api::feed_cache::FeedItems;
 use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
 use crate::api::tenants::{CurrentBlog, CurrentScope};
-use crate::blog::{Blog, Listing, PageSize};
+use crate::blog::{Blog, ListRequest, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
 use crate::images::{ImageId, ImageItem};
@@ -29,7 +29,7 @@ use crate::words::count;
 /// light on a phone).
 pub const FRONT_PAGE_POSTS: usize = 30;
 
-/// Comments, likes and an author's posts per page.
+/// Items per page of every list: comments, likes, an author's posts, a tag's or a month's.
 const PAGE_SIZE: PageSize = PageSize::DEFAULT;
 
 /// A post as a list or a page shows it; every text is escaped by the template.
@@ -171,6 +171,11 @@ impl Paging {
     pub(super) fn token(&self) -> Option<&str> {
         self.continuation.as_deref().filter(|t| !t.is_empty())
     }
+
+    /// The page of [`PAGE_SIZE`] items this link asks for.
+    pub(super) fn request(&self) -> ListRequest<'_> {
+        ListRequest::new(PAGE_SIZE, self.token())
+    }
 }
 
 pub(super) fn next_href(path: &str, continuation: Option<&str>) -> Option<String> {
@@ -306,7 +311,7 @@ impl PostReading {
         };
         let (post, comments, liked) = tokio::join!(
             blog.get_post_seen_by::<Post>(post_id, viewer),
-            blog.comments(post_id, viewer, PAGE_SIZE, continuation),
+            blog.comments(post_id, viewer, ListRequest::new(PAGE_SIZE, continuation)),
             liked
         );
         let rest = match (comments, liked) {
@@ -507,7 +512,7 @@ pub async fn likes_page(
 ) -> Result<Response> {
     let (post, likes) = tokio::join!(
         blog.get_post_seen_by::<Post>(&post_id, context.viewer.as_ref()),
-        blog.likes(&post_id, context.viewer.as_ref(), PAGE_SIZE, paging.token())
+        blog.likes(&post_id, context.viewer.as_ref(), paging.request())
     );
     let (post, likes) = (post?, likes?);
     let likes_path = format!("{}/likes", post_href(&context.base, &post_id));
@@ -564,16 +569,13 @@ pub async fn author_page(
     let drafts = async {
         match own {
             true => blog
-                .user_drafts::<Post>(&user_id, PAGE_SIZE, None)
+                .user_drafts::<Post>(&user_id, ListRequest::first(PAGE_SIZE))
                 .await
                 .map(Some),
             false => Ok(None),
         }
     };
-    let (posts, drafts) = tokio::join!(
-        blog.user_posts::<Post>(&user_id, PAGE_SIZE, paging.token()),
-        drafts
-    );
+    let (posts, drafts) = tokio::join!(blog.user_posts::<Post>(&user_id, paging.request()), drafts);
     let (posts, drafts) = (posts?, drafts?);
     let username = match posts.items.first() {
         Some(post) => post.user_username.clone(),

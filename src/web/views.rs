@@ -14,13 +14,10 @@ use super::markdown::escape_markup;
 use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
 use crate::api::paths::{MonthPath, TagPath};
 use crate::api::tenants::CurrentBlog;
-use crate::blog::PageSize;
 use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
 use crate::words::count;
 
-/// Posts on a page of a tag or a month.
-const PAGE_SIZE: PageSize = PageSize::DEFAULT;
 /// The sitemaps.org protocol's limits on one file.
 const MAX_SITEMAP_URLS: u64 = 50_000;
 const MAX_SITEMAP_BYTES: usize = 50 * 1024 * 1024;
@@ -81,9 +78,7 @@ pub async fn tag_page(
     TagPath(tag): TagPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog
-        .tag_posts::<Post>(&tag, PAGE_SIZE, paging.token())
-        .await?;
+    let posts = blog.tag_posts::<Post>(&tag, paging.request()).await?;
     let href = tag_href(&context.base, tag.as_str());
     let feed = format!("{href}/feed.atom");
     let mut l = context.layout(
@@ -140,9 +135,7 @@ pub async fn month_page(
     MonthPath(month): MonthPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog
-        .month_posts::<Post>(&month, PAGE_SIZE, paging.token())
-        .await?;
+    let posts = blog.month_posts::<Post>(&month, paging.request()).await?;
     let href = month_href(&context.base, &month);
     let name = month_name(&month);
     let mut l = context.layout(

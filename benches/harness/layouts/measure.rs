@@ -195,7 +195,10 @@ pub(super) async fn walks(
             subject.take();
             loop {
                 let page = blog
-                    .list_users::<User>(PageSize::DEFAULT, continuation.as_deref())
+                    .list_users::<User>(ListRequest::new(
+                        PageSize::DEFAULT,
+                        continuation.as_deref(),
+                    ))
                     .await?;
                 listed += page.items.len();
                 let step = Step {
