@@ -387,6 +387,16 @@ impl TestApp {
         format!("{}{path}", self.address)
     }
 
+    /// A GET of `path` exactly as written, whatever the layout: the routes of the site itself
+    /// (the health probe, assets, icons, images) that no tenant prefix applies to.
+    pub async fn get_raw(&self, path: &str) -> Response {
+        self.client
+            .get(self.raw_url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
     pub async fn get(&self, path: &str) -> Response {
         self.client
             .get(self.url(path))

@@ -43,12 +43,7 @@ async fn a_connection_string_makes_the_named_container_and_keeps_every_blob_ther
             format!("blog/{id}.w960")
         ]
     );
-    let served = app
-        .client
-        .get(app.raw_url(image["url"].as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
+    let served = app.get_raw(image["url"].as_str().unwrap()).await;
     assert_eq!(served.status(), StatusCode::OK);
     let blob = pictures.get(&format!("blog/{id}")).await.unwrap().unwrap();
     assert_eq!(served.bytes().await.unwrap(), blob);

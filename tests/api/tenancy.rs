@@ -461,12 +461,7 @@ async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
             .expect("request sent");
         assert_problem(response, StatusCode::NOT_FOUND, "route-not-found").await;
     }
-    let health = multi
-        .client
-        .get(multi.raw_url("/api/health"))
-        .send()
-        .await
-        .expect("request sent");
+    let health = multi.get_raw("/api/health").await;
     assert_eq!(
         health.status(),
         StatusCode::OK,
