@@ -160,6 +160,20 @@ fn met(ok: bool) -> &'static str {
     if ok { "met" } else { "**missed**" }
 }
 
+/// The targets table's row of one change-feed lag: met only when its p99 is under
+/// `target_ms` and every post written was seen, since a fast p99 over lost posts is no success.
+fn lag_target(out: &mut String, when: &str, target_ms: f64, lag: &crate::load::Lag) {
+    let v = ms(lag.p99);
+    let ok = v < target_ms && lag.seen == lag.posts;
+    let _ = writeln!(
+        out,
+        "| change-feed lag p99 {when} | < {target_ms:.0} ms | {v:.1} ms ({}/{} seen) | {} |",
+        lag.seen,
+        lag.posts,
+        met(ok)
+    );
+}
+
 fn summary_row(out: &mut String, label: &str, s: &Summary, extra: &str) {
     let _ = writeln!(
         out,
@@ -499,27 +513,12 @@ pub fn markdown(input: &Inputs<'_>) -> String {
             );
         }
         if let Some(lag) = load.lags.first() {
-            let v = ms(lag.p99);
-            let ok = v < TARGET_LAG_P99_MS && lag.seen == lag.posts;
-            let _ = writeln!(
-                out,
-                "| change-feed lag p99 at {} posts/s | < {TARGET_LAG_P99_MS} ms | {v:.1} ms ({}/{} seen) | {} |",
-                lag.rate,
-                lag.seen,
-                lag.posts,
-                met(ok)
-            );
+            let when = format!("at {} posts/s", lag.rate);
+            lag_target(&mut out, &when, TARGET_LAG_P99_MS, lag);
         }
         if let Some(lag) = load.lags.iter().find(|l| l.name == "under the write mix") {
-            let v = ms(lag.p99);
-            let ok = v < TARGET_LAG_UNDER_WRITES_P99_MS && lag.seen == lag.posts;
-            let _ = writeln!(
-                out,
-                "| change-feed lag p99 under the saturating write mix | < {TARGET_LAG_UNDER_WRITES_P99_MS:.0} ms | {v:.1} ms ({}/{} seen) | {} |",
-                lag.seen,
-                lag.posts,
-                met(ok)
-            );
+            let when = "under the saturating write mix";
+            lag_target(&mut out, when, TARGET_LAG_UNDER_WRITES_P99_MS, lag);
         }
         if let Some(v) = write_mix_rate(load) {
             let _ = writeln!(
