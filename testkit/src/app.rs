@@ -390,19 +390,15 @@ impl TestApp {
     /// A GET of `path` exactly as written, whatever the layout: the routes of the site itself
     /// (the health probe, assets, icons, images) that no tenant prefix applies to.
     pub async fn get_raw(&self, path: &str) -> Response {
-        self.client
-            .get(self.raw_url(path))
-            .send()
-            .await
-            .expect("request sent")
+        self.get_url(self.raw_url(path)).await
+    }
+
+    async fn get_url(&self, url: String) -> Response {
+        self.client.get(url).send().await.expect("request sent")
     }
 
     pub async fn get(&self, path: &str) -> Response {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request sent")
+        self.get_url(self.url(path)).await
     }
 
     pub async fn get_json(&self, path: &str) -> Value {
