@@ -90,8 +90,9 @@ pub struct Inputs<'a> {
     pub recheck: Option<&'a crate::recheck::RecheckCost>,
 }
 
-fn fmt_ms(d: Duration) -> String {
-    let v = ms(d);
+/// `v` with the decimals its size deserves: none from 100, one from 10, two below, so a
+/// column of numbers keeps about three significant digits whatever their scale.
+fn three_digits(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
@@ -99,6 +100,10 @@ fn fmt_ms(d: Duration) -> String {
     } else {
         format!("{v:.2}")
     }
+}
+
+fn fmt_ms(d: Duration) -> String {
+    three_digits(ms(d))
 }
 
 fn fmt_num(v: f64) -> String {
@@ -725,17 +730,16 @@ fn tick(e: i32) -> String {
     }
 }
 
+/// [`three_digits`] for a chart's labels: below 10, without trailing zeros ("2.5", "3").
 fn short_num(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_owned()
+    let digits = three_digits(v);
+    if v >= 10.0 {
+        return digits;
     }
+    digits
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_owned()
 }
 
 /// Writes a Markdown table's header row (`columns`: the names between ` | `) and the rule
