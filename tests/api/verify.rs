@@ -454,6 +454,19 @@ fn oldest_in_place_of(missing: &[&str]) -> Found {
 
 // ---- the binary ------------------------------------------------------------------------------
 
+/// The binary's `verify` (`verify --repair` when `repair`) on the embedded store in `dir`;
+/// fails the test unless it exits with `code`: 0 when every invariant holds (after the
+/// repairs), 1 when violations are left.
+pub fn verify_exits(dir: &TempDir, repair: bool, code: i32) -> Output {
+    let mut verify = binary!().on_data(dir.path()).subcommand("verify");
+    if repair {
+        verify = verify.arg("--repair");
+    }
+    let output = verify.output();
+    assert_eq!(output.status.code(), Some(code), "{output:?}");
+    output
+}
+
 pub fn stdout_lines(output: &Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -484,8 +497,7 @@ pub async fn open(dir: &TempDir) -> Arc<dyn Store> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     let dir = embedded_store(true).await;
-    let healthy = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(healthy.status.code(), Some(0), "{healthy:?}");
+    let healthy = verify_exits(&dir, false, 0);
     assert_eq!(
         stdout_lines(&healthy),
         [
@@ -502,8 +514,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
         orphan["postId"] = orphan["id"].clone();
         upsert(&store, Container::Users, orphan).await;
     }
-    let broken = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(broken.status.code(), Some(1), "{broken:?}");
+    let broken = verify_exits(&dir, false, 1);
     let lines = stdout_lines(&broken);
     assert_eq!(lines.len(), 100 + 2, "{lines:?}");
     assert_eq!(
@@ -594,8 +605,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         .execute_batch(Container::Posts, &pk("post-010"), comments)
         .await
         .unwrap();
-    let output = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let output = verify_exits(&dir, false, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("verify: 10001 items scanned (now in posts), 0 violations so far"),
