@@ -63,6 +63,12 @@ pub fn form_token(headers: &reqwest::header::HeaderMap) -> Option<String> {
         })
 }
 
+/// The `Content-Type` an answer declares, if it declares one that is text; answers of the
+/// in-process router (axum) and over HTTP (reqwest) carry the same header map.
+pub fn content_type(headers: &reqwest::header::HeaderMap) -> Option<&str> {
+    headers.get(reqwest::header::CONTENT_TYPE)?.to_str().ok()
+}
+
 /// Registers `user_id` as `username` on the API rooted at `api` (`{base}/api` of a served
 /// binary, or a tenant's `{base}/api/tenants/{tenant}`); panics unless the API said 201.
 pub async fn register_at(client: &reqwest::Client, api: &str, user_id: &str, username: &str) {

@@ -9,7 +9,7 @@ use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
-use testkit::{TestApp, eventually, ids, operation_tests};
+use testkit::{TestApp, content_type, eventually, ids, operation_tests};
 
 use crate::interactions::assert_neither_comment_nor_like;
 
@@ -305,10 +305,7 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
         let response = delete(&app, &path, Some("ada")).await;
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "DELETE {path}");
         assert_eq!(
-            response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok()),
+            content_type(response.headers()),
             Some("application/problem+json")
         );
     }
