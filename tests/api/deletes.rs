@@ -107,12 +107,9 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_author(app: TestApp) {
     app.register("eve", "Eve").await;
     let mut comment_ids = Vec::new();
     for n in 0..3 {
-        let comment: Value = app
-            .comment("bob", &post_id, &format!("comment {n}"))
-            .await
-            .json()
-            .await
-            .expect("comment JSON");
+        let comment = app
+            .commented("bob", &post_id, &format!("comment {n}"))
+            .await;
         comment_ids.push(comment["id"].as_str().expect("id").to_owned());
     }
     let comment_path = |id: &str| format!("/api/posts/{post_id}/comments/{id}");
