@@ -213,8 +213,21 @@ impl Rig {
         Ok(())
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder, as_user: &str) -> anyhow::Result<Value> {
-        let response = request.header(PRINCIPAL, as_user).send().await?;
+    /// A command as `as_user` to the API's `route` (below `/api`, or the tenant's prefix in
+    /// `multi`), with a JSON `body` if any: its answer's JSON, or an error naming the status.
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        route: &str,
+        as_user: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let url = format!("{}{}{route}", self.base, self.api);
+        let mut request = self.client.request(method, url).header(PRINCIPAL, as_user);
+        if let Some(body) = &body {
+            request = request.json(body);
+        }
+        let response = request.send().await?;
         let status = response.status();
         let body = response.text().await?;
         anyhow::ensure!(status.is_success(), "{status}: {body}");
@@ -222,19 +235,18 @@ impl Rig {
     }
 
     pub async fn put_user(&self, user: &str, username: &str) -> anyhow::Result<()> {
-        let url = format!("{}{}/users/{user}", self.base, self.api);
-        self.send(
-            self.client.put(url).json(&json!({"username": username})),
-            user,
-        )
-        .await
-        .map(|_| ())
+        let body = json!({"username": username});
+        let route = format!("/users/{user}");
+        self.send(reqwest::Method::PUT, &route, user, Some(body))
+            .await
+            .map(|_| ())
     }
 
     pub async fn post(&self, author: &str, content: &str) -> anyhow::Result<String> {
-        let url = format!("{}{}/posts", self.base, self.api);
         let body = json!({"title": "A day on the blog", "content": content});
-        let post = self.send(self.client.post(url).json(&body), author).await?;
+        let post = self
+            .send(reqwest::Method::POST, "/posts", author, Some(body))
+            .await?;
         post["id"]
             .as_str()
             .map(str::to_owned)
@@ -242,18 +254,18 @@ impl Rig {
     }
 
     pub async fn comment(&self, user: &str, post: &str, content: &str) -> anyhow::Result<()> {
-        let url = format!("{}{}/posts/{post}/comments", self.base, self.api);
-        self.send(
-            self.client.post(url).json(&json!({"content": content})),
-            user,
-        )
-        .await
-        .map(|_| ())
+        let body = json!({"content": content});
+        let route = format!("/posts/{post}/comments");
+        self.send(reqwest::Method::POST, &route, user, Some(body))
+            .await
+            .map(|_| ())
     }
 
     pub async fn like(&self, user: &str, post: &str) -> anyhow::Result<()> {
-        let url = format!("{}{}/posts/{post}/likes", self.base, self.api);
-        self.send(self.client.post(url), user).await.map(|_| ())
+        let route = format!("/posts/{post}/likes");
+        self.send(reqwest::Method::POST, &route, user, None)
+            .await
+            .map(|_| ())
     }
 
     /// A GET of `path` (an API route or a page), anonymous.
@@ -391,6 +403,14 @@ impl Sums {
         }
     }
 
+    /// The sums of one container, zero where the operation never touched it.
+    fn in_container(&self, container: Container) -> (f64, f64, f64, f64) {
+        self.by_container
+            .get(container.name())
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// One line for the whole operation, in the container with the most RU.
     fn whole(&self, what: &str, per: &str) -> MeasuredOp {
         let n = self.runs.max(1) as f64;
@@ -415,11 +435,7 @@ impl Sums {
     fn split(&self, id: &str, what: &str, per: &str, into: &mut BTreeMap<String, MeasuredOp>) {
         let n = self.runs.max(1) as f64;
         for container in CONTAINERS {
-            let f = self
-                .by_container
-                .get(container.name())
-                .copied()
-                .unwrap_or_default();
+            let f = self.in_container(container);
             into.insert(
                 format!("{id}.{}", container.name()),
                 MeasuredOp {
@@ -445,16 +461,8 @@ impl Sums {
             ..Sums::default()
         };
         for container in CONTAINERS {
-            let a = self
-                .by_container
-                .get(container.name())
-                .copied()
-                .unwrap_or_default();
-            let b = fixed
-                .by_container
-                .get(container.name())
-                .copied()
-                .unwrap_or_default();
+            let a = self.in_container(container);
+            let b = fixed.in_container(container);
             let f = |x: f64, y: f64| ((x / n - y / m) * n).max(0.0);
             out.by_container.insert(
                 container.name(),

@@ -63,6 +63,12 @@ pub fn form_token(headers: &reqwest::header::HeaderMap) -> Option<String> {
         })
 }
 
+/// The `Content-Type` an answer declares, if it declares one that is text; answers of the
+/// in-process router (axum) and over HTTP (reqwest) carry the same header map.
+pub fn content_type(headers: &reqwest::header::HeaderMap) -> Option<&str> {
+    headers.get(reqwest::header::CONTENT_TYPE)?.to_str().ok()
+}
+
 /// Registers `user_id` as `username` on the API rooted at `api` (`{base}/api` of a served
 /// binary, or a tenant's `{base}/api/tenants/{tenant}`); panics unless the API said 201.
 pub async fn register_at(client: &reqwest::Client, api: &str, user_id: &str, username: &str) {
@@ -387,12 +393,18 @@ impl TestApp {
         format!("{}{path}", self.address)
     }
 
+    /// A GET of `path` exactly as written, whatever the layout: the routes of the site itself
+    /// (the health probe, assets, icons, images) that no tenant prefix applies to.
+    pub async fn get_raw(&self, path: &str) -> Response {
+        self.get_url(self.raw_url(path)).await
+    }
+
+    async fn get_url(&self, url: String) -> Response {
+        self.client.get(url).send().await.expect("request sent")
+    }
+
     pub async fn get(&self, path: &str) -> Response {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request sent")
+        self.get_url(self.url(path)).await
     }
 
     pub async fn get_json(&self, path: &str) -> Value {

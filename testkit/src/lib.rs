@@ -23,8 +23,8 @@ pub mod metered;
 pub mod poll;
 
 pub use app::{
-    Backend, OPERATION_TENANT, Spawn, TestApp, form_token, ids, json_of, open_backend, register_at,
-    settings,
+    Backend, OPERATION_TENANT, Spawn, TestApp, content_type, form_token, ids, json_of,
+    open_backend, register_at, settings,
 };
 pub use azurite::Azurite;
 pub use binary::{Binary, Served};

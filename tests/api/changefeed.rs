@@ -80,12 +80,15 @@ fn post_document(id: &str, user: &str, date: &str) -> Value {
     })
 }
 
-async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
+/// The ids of the post copies in the feed container, newest first, as the store holds them.
+/// It reads up to 1,000 so that a feed left past its bound of 100 shows every extra copy
+/// rather than a page that hides them.
+pub(crate) async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
     let query = Query::in_partition(PartitionKey::single("post"))
         .of_type("post")
         .order_by("creationDate", cosmos_blog::store::SortOrder::Descending);
     let page = store
-        .query(Container::Feed, &query, PageRequest::first(100))
+        .query(Container::Feed, &query, PageRequest::first(1_000))
         .await
         .unwrap();
     ids(&page.items)

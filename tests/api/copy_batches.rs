@@ -5,11 +5,13 @@
 use std::sync::Arc;
 
 use cosmos_blog::copies::on_post_changed;
-use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
+use cosmos_blog::store::{Container, PartitionKey, Store};
 use serde_json::{Value, json};
 use testkit::metered::meter;
 
-use testkit::{TestApp, backend_tests, ids};
+use testkit::{TestApp, backend_tests};
+
+use crate::changefeed::feed_ids;
 
 backend_tests!(
     a_batch_of_posts_is_one_write_per_partition,
@@ -23,26 +25,6 @@ fn post_document(n: usize, author: &str) -> Value {
         "title": "t", "content": "c", "commentCount": 0, "likeCount": 0,
         "creationDate": format!("2026-11-22T09:{:02}:{:02}.0000000Z", n / 60, n % 60),
     })
-}
-
-async fn feed_ids(store: &Arc<dyn Store>) -> Vec<String> {
-    let query = Query::in_partition(PartitionKey::single("post"))
-        .of_type("post")
-        .order_by("creationDate", SortOrder::Descending);
-    let page = store
-        .query(Container::Feed, &query, PageRequest::first(100))
-        .await
-        .unwrap();
-    ids(&page.items)
-}
-
-async fn feed_len(store: &Arc<dyn Store>) -> usize {
-    let query = Query::in_partition(PartitionKey::single("post")).of_type("post");
-    let page = store
-        .query(Container::Feed, &query, PageRequest::first(1_000))
-        .await
-        .unwrap();
-    page.items.len()
 }
 
 fn newest(range: std::ops::Range<usize>) -> Vec<String> {
@@ -125,10 +107,10 @@ async fn a_feed_past_its_bound_is_trimmed_by_the_next_delivery(app: TestApp) {
             .await
             .unwrap();
     }
-    assert_eq!(feed_len(store).await, 130);
+    assert_eq!(feed_ids(store).await.len(), 130);
 
     let report = on_post_changed(store, &batch[100..]).await.unwrap();
     assert_eq!(report.written, 30, "the trim alone");
-    assert_eq!(feed_len(store).await, 100);
+    assert_eq!(feed_ids(store).await.len(), 100);
     assert_eq!(feed_ids(store).await, newest(30..130));
 }

@@ -5,13 +5,15 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use cosmos_blog::copies::on_post_changed;
-use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, SortOrder, Store};
+use cosmos_blog::store::Store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use testkit::TestApp;
 use testkit::emulator::{emulator_store, throttled_emulator_store};
-use testkit::{TestApp, ids};
+
+use crate::changefeed::feed_ids;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_carry_the_request_charge() {
@@ -74,17 +76,6 @@ fn post_document(n: usize) -> Value {
     })
 }
 
-async fn feed(store: &Arc<dyn Store>) -> Vec<String> {
-    let query = Query::in_partition(PartitionKey::single("post"))
-        .of_type("post")
-        .order_by("creationDate", SortOrder::Descending);
-    let page = store
-        .query(Container::Feed, &query, PageRequest::first(1_000))
-        .await
-        .unwrap();
-    ids(&page.items)
-}
-
 /// Two handler instances (two leases, or a lease moving between hosts) add posts to the feed
 /// at once; both trim. The feed ends with exactly the 100 most recent posts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,7 +103,7 @@ async fn concurrent_feed_writers_keep_exactly_the_most_recent_100() {
         };
         tokio::join!(run(evens), run(odds.into_iter().rev().collect()));
         let expected: Vec<String> = (140..240).rev().map(|n| format!("post-{n:03}")).collect();
-        let got = feed(&store).await;
+        let got = feed_ids(&store).await;
         assert_eq!(
             got.iter().collect::<HashSet<_>>().len(),
             got.len(),

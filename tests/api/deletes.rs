@@ -9,7 +9,7 @@ use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
-use testkit::{TestApp, eventually, ids, operation_tests};
+use testkit::{TestApp, content_type, eventually, ids, operation_tests};
 
 use crate::interactions::assert_neither_comment_nor_like;
 
@@ -107,12 +107,9 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_author(app: TestApp) {
     app.register("eve", "Eve").await;
     let mut comment_ids = Vec::new();
     for n in 0..3 {
-        let comment: Value = app
-            .comment("bob", &post_id, &format!("comment {n}"))
-            .await
-            .json()
-            .await
-            .expect("comment JSON");
+        let comment = app
+            .commented("bob", &post_id, &format!("comment {n}"))
+            .await;
         comment_ids.push(comment["id"].as_str().expect("id").to_owned());
     }
     let comment_path = |id: &str| format!("/api/posts/{post_id}/comments/{id}");
@@ -305,10 +302,7 @@ async fn deletes_of_what_does_not_exist_are_404_and_write_nothing(app: TestApp) 
         let response = delete(&app, &path, Some("ada")).await;
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "DELETE {path}");
         assert_eq!(
-            response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok()),
+            content_type(response.headers()),
             Some("application/problem+json")
         );
     }

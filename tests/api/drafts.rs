@@ -29,32 +29,23 @@ pub(crate) fn in_seconds(seconds: i64) -> String {
 
 async fn a_post_carries_its_status_and_publication_dates(app: TestApp) {
     app.register("ada", "Ada").await;
-    let published = app
-        .written(
-            "ada",
-            json!({"title": "t", "content": "c", "status": "published"}),
-        )
-        .await;
+    let published = new_post(&app, "ada", "t", json!({"status": "published"})).await;
     assert_eq!(published["status"], "published");
     assert_eq!(published["publishedDate"], published["creationDate"]);
     assert!(published.get("publishAt").is_none());
 
-    let draft = app
-        .written(
-            "ada",
-            json!({"title": "t", "content": "c", "status": "draft"}),
-        )
-        .await;
+    let draft = new_post(&app, "ada", "t", json!({"status": "draft"})).await;
     assert_eq!(draft["status"], "draft");
     assert!(draft.get("publishedDate").is_none() && draft.get("publishAt").is_none());
 
     let at = in_seconds(3_600);
-    let scheduled = app
-        .written(
-            "ada",
-            json!({"title": "t", "content": "c", "status": "scheduled", "publishAt": at}),
-        )
-        .await;
+    let scheduled = new_post(
+        &app,
+        "ada",
+        "t",
+        json!({"status": "scheduled", "publishAt": at}),
+    )
+    .await;
     assert_eq!(scheduled["status"], "scheduled");
     assert_eq!(scheduled["publishAt"], at.as_str());
     assert!(scheduled.get("publishedDate").is_none());
@@ -110,12 +101,7 @@ async fn status_and_publish_at_are_validated_and_refusals_store_nothing(app: Tes
 
 async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
     app.register("ada", "Ada").await;
-    let draft = app
-        .written(
-            "ada",
-            json!({"title": "t", "content": "c", "status": "draft"}),
-        )
-        .await;
+    let draft = new_post(&app, "ada", "t", json!({"status": "draft"})).await;
     let post_id = draft["id"].as_str().unwrap();
 
     // Without a status, an edit keeps the post's.
@@ -229,8 +215,32 @@ async fn new_post(app: &TestApp, caller: &str, title: &str, extra: Value) -> Val
     app.written(caller, body).await
 }
 
+/// Edits ada's post `id` to `status` alone: the title and text stay as [`new_post`] wrote
+/// them, so the edit is a change of status and nothing else.
+async fn set_status(app: &TestApp, id: &str, title: &str, status: &str) -> Value {
+    let body = json!({"title": title, "content": format!("{title} body"), "status": status});
+    app.edited("ada", id, body).await
+}
+
 async fn get_as(app: &TestApp, caller: Option<&str>, path: &str) -> reqwest::Response {
     app.send(Method::GET, path, caller, None).await
+}
+
+/// What an unpublished post shows at `path` to anyone but its author (no one signed in, and
+/// bob): the 404 `post-not-found` Q2 answers for a post that does not exist, so a stranger
+/// cannot tell a draft from nothing, and not a word of `secret`.
+async fn assert_hidden_from_strangers(app: &TestApp, path: &str, secret: &str) {
+    for stranger in [None, Some("bob")] {
+        let response = get_as(app, stranger, path).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_FOUND,
+            "{path} {stranger:?}"
+        );
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["code"], "post-not-found", "{problem}");
+        assert!(!problem.to_string().contains(secret), "{problem}");
+    }
 }
 
 /// The ids of a list's first page as `caller` reads it.
@@ -261,13 +271,7 @@ async fn unpublished_posts_are_seen_by_their_author_alone(app: TestApp) {
 
     for id in [draft_id, scheduled_id] {
         let path = format!("/api/posts/{id}");
-        for stranger in [None, Some("bob")] {
-            let response = get_as(&app, stranger, &path).await;
-            assert_eq!(response.status(), StatusCode::NOT_FOUND);
-            let problem: Value = response.json().await.unwrap();
-            assert_eq!(problem["code"], "post-not-found", "{problem}");
-            assert!(!problem.to_string().contains("draft body"), "{problem}");
-        }
+        assert_hidden_from_strangers(&app, &path, "draft body").await;
         let own = get_as(&app, Some("ada"), &path).await;
         assert_eq!(own.status(), StatusCode::OK);
         for caller in ["bob", "ada"] {
@@ -343,15 +347,13 @@ async fn a_late_publication_tops_the_lists_and_unpublishing_takes_the_post_out(a
     };
     expect(vec![second_id.clone(), first_id.clone()]).await;
 
-    let body = json!({"title": "written first", "content": "c", "status": "published"});
-    let out = app.edited("ada", &draft_id, body).await;
+    let out = set_status(&app, &draft_id, "written first", "published").await;
     assert!(out["publishedDate"].as_str() > second["creationDate"].as_str());
     expect(vec![draft_id.clone(), second_id.clone(), first_id.clone()]).await;
     app.assert_verifies().await;
 
     // Back to draft: out of every list, and the others keep their order.
-    let body = json!({"title": "written first", "content": "c", "status": "draft"});
-    app.edited("ada", &draft_id, body).await;
+    set_status(&app, &draft_id, "written first", "draft").await;
     expect(vec![second_id.clone(), first_id.clone()]).await;
     assert_eq!(
         get_as(&app, None, &format!("/api/posts/{draft_id}"))
@@ -418,30 +420,17 @@ async fn an_unpublished_posts_comments_and_likes_are_its_authors_alone(app: Test
         format!("/api/posts/{id}/comments"),
         format!("/api/posts/{id}/likes"),
     );
-    let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
-    app.edited("ada", &id, body).await;
+    set_status(&app, &id, "soon hidden", "draft").await;
 
     for path in [&comments, &likes] {
-        for stranger in [None, Some("bob")] {
-            let response = get_as(&app, stranger, path).await;
-            assert_eq!(
-                response.status(),
-                StatusCode::NOT_FOUND,
-                "{path} {stranger:?}"
-            );
-            let problem: Value = response.json().await.unwrap();
-            assert_eq!(problem["code"], "post-not-found", "{problem}");
-            assert!(!problem.to_string().contains("secret"), "{problem}");
-        }
+        assert_hidden_from_strangers(&app, path, "secret").await;
         assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
         // The author's page is not kept for anyone else.
         let again = get_as(&app, Some("bob"), path).await;
         assert_eq!(again.status(), StatusCode::NOT_FOUND, "{path}");
     }
 
-    let body =
-        json!({"title": "soon hidden", "content": "soon hidden body", "status": "published"});
-    app.edited("ada", &id, body).await;
+    set_status(&app, &id, "soon hidden", "published").await;
     for path in [&comments, &likes] {
         for reader in [None, Some("bob"), Some("ada")] {
             assert_eq!(
@@ -482,18 +471,9 @@ async fn a_later_page_outlives_no_unpublishing_and_no_delete(app: TestApp) {
         later_pages.push(path);
     }
 
-    let body = json!({"title": "soon hidden", "content": "soon hidden body", "status": "draft"});
-    app.edited("ada", &id, body).await;
+    set_status(&app, &id, "soon hidden", "draft").await;
     for path in &later_pages {
-        for stranger in [None, Some("bob")] {
-            let response = get_as(&app, stranger, path).await;
-            assert_eq!(
-                response.status(),
-                StatusCode::NOT_FOUND,
-                "{path} {stranger:?}"
-            );
-            assert!(!response.text().await.unwrap().contains("secret"));
-        }
+        assert_hidden_from_strangers(&app, path, "secret").await;
         assert_eq!(listed(&app, Some("ada"), path).await.len(), 1, "{path}");
     }
 

@@ -18,13 +18,14 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use cosmos_blog::copies::rebuild;
-use cosmos_blog::store::{Container, PageRequest, Query, Tenancy};
+use cosmos_blog::store::{Container, Tenancy};
 use cosmos_blog::verify::verify;
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
 use serde_json::Value;
 
 use crate::deletes::partition_items;
+use crate::idempotency::stored_posts;
 use testkit::emulator::{
     DATA_OPERATIONS, Fault, FaultInjectionErrorType, FaultOperationType, FaultPlan, Faults,
     faulty_emulator_store, on_each_data_operation,
@@ -344,13 +345,7 @@ async fn nothing_was_written(app: &TestApp, post_id: &str) {
         1,
         "a child was written"
     );
-    let posts = Query::cross_partition().of_type("post");
-    let all = app
-        .store
-        .query(Container::Posts, &posts, PageRequest::first(100))
-        .await
-        .expect("query");
-    assert_eq!(all.items.len(), 1, "C2 wrote");
+    assert_eq!(stored_posts(app).await.len(), 1, "C2 wrote");
 }
 
 /// A stretch of `kind` on every request, longer than the SDK's and the store's retries:

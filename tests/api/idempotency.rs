@@ -62,8 +62,8 @@ async fn created(response: Response) -> Value {
     response.json().await.expect("item JSON")
 }
 
-/// How many posts `user` has in the posts container (the sources, not their copies).
-async fn stored_posts_of(app: &TestApp, user: &str) -> usize {
+/// Every post in the posts container, whoever wrote it: the sources, not their copies.
+pub(crate) async fn stored_posts(app: &TestApp) -> Vec<Value> {
     let query = Query::cross_partition().of_type("post");
     let page = app
         .store
@@ -71,9 +71,12 @@ async fn stored_posts_of(app: &TestApp, user: &str) -> usize {
         .await
         .expect("query");
     page.items
-        .iter()
-        .filter(|post| post["userId"] == user)
-        .count()
+}
+
+/// How many posts `user` has in the posts container (the sources, not their copies).
+async fn stored_posts_of(app: &TestApp, user: &str) -> usize {
+    let posts = stored_posts(app).await;
+    posts.iter().filter(|post| post["userId"] == user).count()
 }
 
 /// Every item of the posts container: what C2 and C3 write. (Not the copies: the change feed

@@ -66,10 +66,6 @@ pub async fn uploaded_png(app: &TestApp, caller: &str, width: u32, height: u32) 
     uploaded(app, caller, "image/png", body).await
 }
 
-async fn fetch(app: &TestApp, url: &str) -> Response {
-    app.client.get(app.raw_url(url)).send().await.unwrap()
-}
-
 async fn listed(app: &TestApp, caller: &str, user: &str) -> Response {
     app.client
         .get(app.url(&format!("/api/users/{user}/images")))
@@ -103,7 +99,7 @@ async fn an_upload_is_stored_and_served_with_its_headers(app: TestApp) {
             "{url}"
         );
 
-        let served = fetch(&app, url).await;
+        let served = app.get_raw(url).await;
         assert_eq!(served.status(), StatusCode::OK);
         let headers = served.headers().clone();
         assert_eq!(headers["content-type"], content_type);
@@ -262,7 +258,8 @@ async fn metadata_is_removed_and_the_orientation_applied(app: TestApp) {
         (Some(20), Some(60)),
         "turned"
     );
-    let served = fetch(&app, image["url"].as_str().unwrap())
+    let served = app
+        .get_raw(image["url"].as_str().unwrap())
         .await
         .bytes()
         .await
@@ -288,7 +285,7 @@ async fn wide_images_get_renditions(app: TestApp) {
         .collect();
     assert_eq!(widths, [480, 960]);
     for rendition in renditions {
-        let served = fetch(&app, rendition["url"].as_str().unwrap()).await;
+        let served = app.get_raw(rendition["url"].as_str().unwrap()).await;
         assert_eq!(served.status(), StatusCode::OK);
         assert_eq!(served.headers()["content-type"], "image/png");
         let decoded = image::load_from_memory(&served.bytes().await.unwrap()).unwrap();
@@ -358,7 +355,7 @@ async fn images_are_their_owners_and_deleted_images_are_gone(app: TestApp) {
     };
     assert_eq!(delete("bob").await.unwrap().status(), StatusCode::NOT_FOUND);
     assert_eq!(
-        fetch(&app, first["url"].as_str().unwrap()).await.status(),
+        app.get_raw(first["url"].as_str().unwrap()).await.status(),
         StatusCode::OK
     );
     assert_eq!(
@@ -366,7 +363,7 @@ async fn images_are_their_owners_and_deleted_images_are_gone(app: TestApp) {
         StatusCode::NO_CONTENT
     );
     assert_eq!(
-        fetch(&app, first["url"].as_str().unwrap()).await.status(),
+        app.get_raw(first["url"].as_str().unwrap()).await.status(),
         StatusCode::NOT_FOUND
     );
     assert_eq!(delete("ada").await.unwrap().status(), StatusCode::NOT_FOUND);
@@ -383,12 +380,12 @@ async fn deleting_an_account_erases_its_images(app: TestApp) {
         .await;
     assert_eq!(deleted.status(), StatusCode::ACCEPTED);
     assert_eq!(
-        fetch(&app, image["url"].as_str().unwrap()).await.status(),
+        app.get_raw(image["url"].as_str().unwrap()).await.status(),
         StatusCode::NOT_FOUND
     );
     for rendition in image["renditions"].as_array().unwrap() {
         let url = rendition["url"].as_str().unwrap();
-        assert_eq!(fetch(&app, url).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(app.get_raw(url).await.status(), StatusCode::NOT_FOUND);
     }
     app.register("ada", "Ada").await;
     let page: Value = listed(&app, "ada", "ada").await.json().await.unwrap();
@@ -446,14 +443,14 @@ async fn tenants_stay_apart(site: TestApp) {
     let image = uploaded_png(&one, "ada", 10, 10).await;
     let url = image["url"].as_str().unwrap();
     assert!(url.starts_with("/tenants/one/images/"), "{url}");
-    assert_eq!(fetch(&one, url).await.status(), StatusCode::OK);
+    assert_eq!(one.get_raw(url).await.status(), StatusCode::OK);
     let elsewhere = url.replace("/tenants/one/", "/tenants/two/");
     assert_eq!(
-        fetch(&two, &elsewhere).await.status(),
+        two.get_raw(&elsewhere).await.status(),
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        fetch(&one, &url.replace("/tenants/one", "")).await.status(),
+        one.get_raw(&url.replace("/tenants/one", "")).await.status(),
         StatusCode::NOT_FOUND
     );
     let path = format!("/api/images/{}", image["id"].as_str().unwrap());
@@ -465,7 +462,7 @@ async fn tenants_stay_apart(site: TestApp) {
         .await
         .unwrap();
     assert_eq!(other.status(), StatusCode::NOT_FOUND);
-    assert_eq!(fetch(&one, url).await.status(), StatusCode::OK);
+    assert_eq!(one.get_raw(url).await.status(), StatusCode::OK);
 }
 
 async fn verify_reports_missing_and_orphan_bytes_and_repair_removes_orphans(app: TestApp) {

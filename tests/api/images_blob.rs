@@ -43,12 +43,7 @@ async fn a_connection_string_makes_the_named_container_and_keeps_every_blob_ther
             format!("blog/{id}.w960")
         ]
     );
-    let served = app
-        .client
-        .get(app.raw_url(image["url"].as_str().unwrap()))
-        .send()
-        .await
-        .unwrap();
+    let served = app.get_raw(image["url"].as_str().unwrap()).await;
     assert_eq!(served.status(), StatusCode::OK);
     let blob = pictures.get(&format!("blog/{id}")).await.unwrap().unwrap();
     assert_eq!(served.bytes().await.unwrap(), blob);
@@ -123,14 +118,13 @@ async fn start_up_says_what_it_cannot_use_for_the_images() {
     // The managed identity (here none: off Azure, the developer's sign-in, which this machine
     // may lack; nothing listens on that port either) cannot reach the container: nothing
     // starts, and it says which container and why.
-    let no_identity = binary!()
-        .on_data(dir.path())
-        .env("BLOG_IMAGES_ENDPOINT", "https://127.0.0.1:9/")
-        .env("BLOG_IMAGES_CONTAINER", "photos")
-        .subcommand("verify")
-        .output();
-    let said = String::from_utf8_lossy(&no_identity.stderr).into_owned();
-    assert_eq!(no_identity.status.code(), Some(2), "{no_identity:?}");
+    let said = refused_start(
+        &dir,
+        &[
+            ("BLOG_IMAGES_ENDPOINT", "https://127.0.0.1:9/"),
+            ("BLOG_IMAGES_CONTAINER", "photos"),
+        ],
+    );
     assert!(
         said.contains("https://127.0.0.1:9/photos") && said.contains("managed identity"),
         "{said}"
@@ -148,25 +142,35 @@ async fn start_up_says_what_it_cannot_use_for_the_images() {
             "not a container name",
         ),
     ] {
-        let refused = binary!()
-            .on_data(dir.path())
-            .env("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true")
-            .env(name, value)
-            .subcommand("verify")
-            .output();
-        let said = String::from_utf8_lossy(&refused.stderr).into_owned();
-        assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+        let said = refused_start(
+            &dir,
+            &[
+                ("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true"),
+                (name, value),
+            ],
+        );
         assert!(said.contains(expected), "{said}");
         assert!(!said.contains("c2VjcmV0"), "the key is never shown: {said}");
     }
 
-    let both = binary!()
+    let said = refused_start(
+        &dir,
+        &[
+            ("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true"),
+            ("BLOG_IMAGES_ENDPOINT", "https://blog.blob.core.windows.net"),
+        ],
+    );
+    assert!(said.contains("give one"), "{said}");
+}
+
+/// What `verify` on the store in `dir` says on stderr when the images' settings `env` keep it
+/// from starting; fails the test unless it stopped with 2, the code of unusable settings.
+fn refused_start(dir: &tempfile::TempDir, env: &[(&str, &str)]) -> String {
+    let refused = binary!()
         .on_data(dir.path())
-        .env("BLOG_IMAGES_CONNECTION", "UseDevelopmentStorage=true")
-        .env("BLOG_IMAGES_ENDPOINT", "https://blog.blob.core.windows.net")
+        .envs(env)
         .subcommand("verify")
         .output();
-    let said = String::from_utf8_lossy(&both.stderr).into_owned();
-    assert_eq!(both.status.code(), Some(2), "{both:?}");
-    assert!(said.contains("give one"), "{said}");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    String::from_utf8_lossy(&refused.stderr).into_owned()
 }

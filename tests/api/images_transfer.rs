@@ -21,7 +21,7 @@ async fn served(app: &TestApp, images: &[Value]) -> Vec<(String, Vec<u8>)> {
         let urls = std::iter::once(&image["url"]).chain(renditions.iter().map(|r| &r["url"]));
         for url in urls {
             let url = url.as_str().unwrap().to_owned();
-            let response = app.client.get(app.raw_url(&url)).send().await.unwrap();
+            let response = app.get_raw(&url).await;
             assert_eq!(response.status(), StatusCode::OK, "{url}");
             served.push((url, response.bytes().await.unwrap().to_vec()));
         }

@@ -26,9 +26,11 @@ use tempfile::TempDir;
 use testkit::metered::meter;
 
 use crate::store_contract::drain_changes;
-use crate::verify::{assert_holds, change, embedded_store, open, read, stdout_lines, upsert};
+use crate::verify::{
+    assert_holds, change, embedded_store, open, read, stdout_lines, upsert, verify_exits,
+};
 use testkit::double::{self, Call, Double, Hooks};
-use testkit::{Backend, TestApp, binary, eventually, eventually_ok, open_backend};
+use testkit::{Backend, TestApp, eventually, eventually_ok, open_backend};
 
 testkit::every_backend_and_layout!(
     the_stale_read_race_is_repaired_by_the_recheck,
@@ -435,14 +437,8 @@ async fn verify_repair_through_the_binary() {
     .await;
     drop(store);
 
-    let verified = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(verified.status.code(), Some(1), "{verified:?}");
-    let repaired = binary!()
-        .on_data(dir.path())
-        .subcommand("verify")
-        .arg("--repair")
-        .output();
-    assert_eq!(repaired.status.code(), Some(0), "{repaired:?}");
+    verify_exits(&dir, false, 1);
+    let repaired = verify_exits(&dir, true, 0);
     let lines = stdout_lines(&repaired);
     for expected in [
         "repaired user-copy-differs users/ada/post-010",
@@ -469,20 +465,14 @@ async fn verify_repair_through_the_binary() {
     );
 
     // Again: nothing to fix.
-    let again = binary!()
-        .on_data(dir.path())
-        .subcommand("verify")
-        .arg("--repair")
-        .output();
-    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    let again = verify_exits(&dir, true, 0);
     assert!(
         !stdout_lines(&again)
             .iter()
             .any(|l| l.starts_with("repaired")),
         "{again:?}"
     );
-    let verified = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    verify_exits(&dir, false, 0);
 
     // What no write can fix (an item of no known type) leaves exit status 1.
     let store = open(&dir).await;
@@ -493,12 +483,7 @@ async fn verify_repair_through_the_binary() {
     )
     .await;
     drop(store);
-    let unfixable = binary!()
-        .on_data(dir.path())
-        .subcommand("verify")
-        .arg("--repair")
-        .output();
-    assert_eq!(unfixable.status.code(), Some(1), "{unfixable:?}");
+    let unfixable = verify_exits(&dir, true, 1);
     let lines = stdout_lines(&unfixable);
     assert!(
         lines.contains(

@@ -9,7 +9,7 @@ use cosmos_blog::domain::{Comment, Like, Post, User};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use testkit::{TestApp, eventually, operation_tests};
+use testkit::{TestApp, content_type, eventually, operation_tests};
 
 operation_tests!(every_query_route_answers_the_bytes_of_its_types);
 
@@ -28,12 +28,11 @@ async fn body_of<T: Serialize + DeserializeOwned>(app: &TestApp, path: &str) -> 
         "{path}: {}",
         response.status()
     );
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned);
-    assert_eq!(content_type.as_deref(), Some("application/json"), "{path}");
+    assert_eq!(
+        content_type(response.headers()),
+        Some("application/json"),
+        "{path}"
+    );
     let body = response.bytes().await.expect("body").to_vec();
     let typed: T =
         serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path}: not the API's type: {e}"));

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{
-    BatchOperation, Checkpoint, Container, ETag, FilterOp, PageRequest, PartitionKey, Query,
-    SortOrder, Store, StoreError,
+    BatchOperation, Checkpoint, Container, Document, ETag, FilterOp, PageRequest, PartitionKey,
+    Query, SortOrder, Store, StoreError,
 };
 use serde_json::{Value, json};
 
@@ -66,6 +66,20 @@ pub fn count_and_child(item: Value, etag: ETag, child: Value) -> Vec<BatchOperat
         },
         BatchOperation::Create { item: child },
     ]
+}
+
+/// What `store` holds at `id` in `container` under `pk`, or `None`. No contract test expects
+/// the read itself to fail, so a failed read fails the test here, once for all of them.
+pub(crate) async fn stored(
+    store: &Arc<dyn Store>,
+    container: Container,
+    pk: &PartitionKey,
+    id: &str,
+) -> Option<Document> {
+    store
+        .read_item(container, pk, id)
+        .await
+        .unwrap_or_else(|error| panic!("read {container:?} {id}: {error}"))
 }
 
 fn date(n: u32) -> String {

@@ -156,6 +156,15 @@ fn id_of(item: &Value) -> String {
     item["id"].as_str().expect("an id").to_owned()
 }
 
+/// Writes `value` down as sent for `key`, before it is sent: a request that gets no answer
+/// may still have landed, so the store may end with any value sent, acknowledged or not.
+fn sent(values: &mut HashMap<String, Vec<String>>, key: &str, value: &str) {
+    values
+        .entry(key.to_owned())
+        .or_default()
+        .push(value.to_owned());
+}
+
 /// One random operation, number `n`, recorded in the ledger.
 async fn operate(client: &Client, ledger: &Mutex<Ledger>, rng: &mut fastrand::Rng, n: usize) {
     let actor = user(rng.usize(..USERS));
@@ -184,13 +193,7 @@ async fn operate(client: &Client, ledger: &Mutex<Ledger>, rng: &mut fastrand::Rn
         }
         (35..45, Some((post, author))) => {
             let title = format!("edit {n}");
-            ledger
-                .lock()
-                .unwrap()
-                .edit_titles
-                .entry(post.clone())
-                .or_default()
-                .push(title.clone());
+            sent(&mut ledger.lock().unwrap().edit_titles, &post, &title);
             let (body, unpublished) = post_body(rng, &title, &content);
             if unpublished {
                 // Marked before it is sent: a comment racing the edit may meet the draft.
@@ -231,13 +234,7 @@ async fn operate(client: &Client, ledger: &Mutex<Ledger>, rng: &mut fastrand::Rn
         }
         _ => {
             let name = format!("{actor} #{n}");
-            ledger
-                .lock()
-                .unwrap()
-                .names
-                .entry(actor.clone())
-                .or_default()
-                .push(name.clone());
+            sent(&mut ledger.lock().unwrap().names, &actor, &name);
             let path = format!("/api/users/{actor}");
             let body = json!({"username": name});
             let outcome = client.send(Method::PUT, &path, &actor, Some(body)).await;

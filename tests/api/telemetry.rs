@@ -52,6 +52,15 @@ struct Receiver {
     _stop: oneshot::Sender<()>,
 }
 
+/// The export requests in `bodies`, each decoded as the OTLP message `M` the exporter sends;
+/// a body that is not one fails the test, since the exporter must speak OTLP.
+fn decoded<M: Message + Default>(bodies: &[Bytes]) -> impl Iterator<Item = M> + '_ {
+    bodies.iter().map(|body| {
+        M::decode(body.as_ref())
+            .unwrap_or_else(|error| panic!("an OTLP {}: {error}", std::any::type_name::<M>()))
+    })
+}
+
 impl Receiver {
     async fn start() -> Self {
         let bodies: Arc<Mutex<Vec<(String, Bytes)>>> = Arc::default();
@@ -105,13 +114,8 @@ impl Receiver {
     }
 
     fn spans(&self) -> Vec<Span> {
-        self.bodies("/v1/traces")
-            .iter()
-            .flat_map(|body| {
-                ExportTraceServiceRequest::decode(body.as_ref())
-                    .expect("OTLP traces")
-                    .resource_spans
-            })
+        decoded::<ExportTraceServiceRequest>(&self.bodies("/v1/traces"))
+            .flat_map(|request| request.resource_spans)
             .flat_map(|r| r.scope_spans)
             .flat_map(|s| s.spans)
             .collect()
@@ -131,13 +135,8 @@ impl Receiver {
     }
 
     fn points_in(&self, name: &str, bodies: &[Bytes]) -> Vec<Point> {
-        let metrics = bodies
-            .iter()
-            .flat_map(|body| {
-                ExportMetricsServiceRequest::decode(body.as_ref())
-                    .expect("OTLP metrics")
-                    .resource_metrics
-            })
+        let metrics = decoded::<ExportMetricsServiceRequest>(bodies)
+            .flat_map(|request| request.resource_metrics)
             .flat_map(|r| r.scope_metrics)
             .flat_map(|s| s.metrics)
             .filter(|m| m.name == name)

@@ -14,7 +14,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use testkit::{Backend, TestApp, binary, eventually, ids, register_at};
+use testkit::{Backend, TestApp, binary, content_type, eventually, ids, register_at};
 
 /// Two tenants; the second's id starts with the first's, so a text-prefix match would leak.
 const NORTH: &str = "north";
@@ -43,12 +43,10 @@ fn id_of(item: &Value) -> String {
 
 async fn assert_problem(response: Response, status: StatusCode, code: &str) {
     assert_eq!(response.status(), status, "expected {code}");
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    assert_eq!(content_type.as_deref(), Some("application/problem+json"));
+    assert_eq!(
+        content_type(response.headers()),
+        Some("application/problem+json")
+    );
     let problem: Value = response.json().await.expect("problem JSON");
     assert_eq!(problem["code"], code, "{problem}");
 }
@@ -461,12 +459,7 @@ async fn each_layout_answers_404_on_the_others_routes(backend: Backend) {
             .expect("request sent");
         assert_problem(response, StatusCode::NOT_FOUND, "route-not-found").await;
     }
-    let health = multi
-        .client
-        .get(multi.raw_url("/api/health"))
-        .send()
-        .await
-        .expect("request sent");
+    let health = multi.get_raw("/api/health").await;
     assert_eq!(
         health.status(),
         StatusCode::OK,

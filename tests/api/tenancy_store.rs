@@ -18,7 +18,7 @@ use cosmos_blog::verify::{ViolationKind, verify};
 use serde_json::{Value, json};
 use testkit::metered::meter;
 
-use crate::store_contract::{all_pages, drain_changes};
+use crate::store_contract::{all_pages, drain_changes, stored};
 use testkit::emulator::{DATABASE, emulator_client, emulator_store_in};
 
 /// Declares each test twice: on a `multi` embedded store and on a `multi` Cosmos DB store
@@ -131,16 +131,12 @@ async fn a_tenant_view_stamps_and_confines_its_items(store: Arc<dyn Store>) {
         .await
         .expect("replace in two");
 
-    let read = one
-        .read_item(Container::Users, &pk, "ada")
+    let read = stored(&one, Container::Users, &pk, "ada")
         .await
-        .expect("read")
         .expect("ada in one");
     assert_eq!(read.item, ada, "a tenant sees its items as written");
-    let whole = store
-        .read_item(Container::Users, &key("two", "ada"), "ada")
+    let whole = stored(&store, Container::Users, &key("two", "ada"), "ada")
         .await
-        .expect("read")
         .expect("ada under two's key");
     assert_eq!(
         whole.item["username"], "Ada Two",
@@ -162,9 +158,8 @@ async fn a_tenant_view_stamps_and_confines_its_items(store: Arc<dyn Store>) {
         .await
         .expect("create");
     assert!(
-        two.read_item(Container::Users, &PartitionKey::single("eve"), "eve")
+        stored(&two, Container::Users, &PartitionKey::single("eve"), "eve")
             .await
-            .expect("read")
             .is_none(),
         "nothing reaches another tenant"
     );
@@ -288,15 +283,14 @@ async fn the_change_feed_rebuild_and_verify_work_tenant_by_tenant(store: Arc<dyn
         "one feed copy in each tenant's feed"
     );
     for (tenant, post) in [("a", &post_a), ("b", &post_b)] {
-        let copy = store
-            .read_item(
-                Container::Feed,
-                &key(tenant, "post"),
-                post["id"].as_str().expect("id"),
-            )
-            .await
-            .expect("read")
-            .expect("the copy is in its own tenant's feed");
+        let copy = stored(
+            &store,
+            Container::Feed,
+            &key(tenant, "post"),
+            post["id"].as_str().expect("id"),
+        )
+        .await
+        .expect("the copy is in its own tenant's feed");
         assert_eq!(copy.item["tenantId"], tenant);
     }
 

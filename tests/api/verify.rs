@@ -429,37 +429,43 @@ async fn the_feed_holds_exactly_the_most_recent_posts(app: TestApp) {
     // An old post in place of the newest one.
     delete(store, Container::Feed, "post", "post-102").await;
     let report = verify(store).await.unwrap();
-    let mut expected = violation(ViolationKind::OldPostInFeed, "feed", "post", "post-000");
-    expected.extend(violation(
-        ViolationKind::MissingFromFeed,
-        "posts",
-        "post-102",
-        "post-102",
-    ));
-    assert_eq!(found(&report), expected);
+    assert_eq!(found(&report), oldest_in_place_of(&["post-102"]));
 
     // An old post in place of the tied one: the other tied post is named as missing.
     into_feed(store, 102).await;
     let tied_in_feed = format!("post-{left_out:03}");
     delete(store, Container::Feed, "post", &tied_in_feed).await;
     let report = verify(store).await.unwrap();
+    assert_eq!(
+        found(&report),
+        oldest_in_place_of(&["post-002", "post-003"])
+    );
+}
+
+/// What verify finds when the oldest post, post-000, stands in the feed in place of newer
+/// ones: the old post, and each post in `missing` (its own partition) that the feed lacks.
+fn oldest_in_place_of(missing: &[&str]) -> Found {
     let mut expected = violation(ViolationKind::OldPostInFeed, "feed", "post", "post-000");
-    expected.extend(violation(
-        ViolationKind::MissingFromFeed,
-        "posts",
-        "post-002",
-        "post-002",
-    ));
-    expected.extend(violation(
-        ViolationKind::MissingFromFeed,
-        "posts",
-        "post-003",
-        "post-003",
-    ));
-    assert_eq!(found(&report), expected);
+    for id in missing {
+        expected.extend(violation(ViolationKind::MissingFromFeed, "posts", id, id));
+    }
+    expected
 }
 
 // ---- the binary ------------------------------------------------------------------------------
+
+/// The binary's `verify` (`verify --repair` when `repair`) on the embedded store in `dir`;
+/// fails the test unless it exits with `code`: 0 when every invariant holds (after the
+/// repairs), 1 when violations are left.
+pub fn verify_exits(dir: &TempDir, repair: bool, code: i32) -> Output {
+    let mut verify = binary!().on_data(dir.path()).subcommand("verify");
+    if repair {
+        verify = verify.arg("--repair");
+    }
+    let output = verify.output();
+    assert_eq!(output.status.code(), Some(code), "{output:?}");
+    output
+}
 
 pub fn stdout_lines(output: &Output) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
@@ -491,8 +497,7 @@ pub async fn open(dir: &TempDir) -> Arc<dyn Store> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
     let dir = embedded_store(true).await;
-    let healthy = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(healthy.status.code(), Some(0), "{healthy:?}");
+    let healthy = verify_exits(&dir, false, 0);
     assert_eq!(
         stdout_lines(&healthy),
         [
@@ -509,8 +514,7 @@ async fn the_binary_exits_0_on_a_healthy_store_and_1_naming_violations() {
         orphan["postId"] = orphan["id"].clone();
         upsert(&store, Container::Users, orphan).await;
     }
-    let broken = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(broken.status.code(), Some(1), "{broken:?}");
+    let broken = verify_exits(&dir, false, 1);
     let lines = stdout_lines(&broken);
     assert_eq!(lines.len(), 100 + 2, "{lines:?}");
     assert_eq!(
@@ -601,8 +605,7 @@ async fn the_binary_shows_progress_on_a_large_store() {
         .execute_batch(Container::Posts, &pk("post-010"), comments)
         .await
         .unwrap();
-    let output = binary!().on_data(dir.path()).subcommand("verify").output();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let output = verify_exits(&dir, false, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("verify: 10001 items scanned (now in posts), 0 violations so far"),

@@ -25,12 +25,7 @@ fn page_path(app: &TestApp, path: &str) -> String {
 }
 
 async fn page(app: &TestApp, path: &str) -> (StatusCode, String) {
-    let response = app
-        .client
-        .get(app.raw_url(&page_path(app, path)))
-        .send()
-        .await
-        .unwrap();
+    let response = app.get_raw(&page_path(app, path)).await;
     (response.status(), response.text().await.unwrap())
 }
 

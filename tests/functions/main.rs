@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use testkit::double::{self, Call, Double, Hooks};
-use testkit::{Served, binary, eventually_ok};
+use testkit::{Served, binary, content_type, eventually_ok};
 
 const INVOCATION_ID: &str = "83a33220-a921-460a-bec0-b3f043dcf1ff";
 const HOST_VERSION: &str = "4.1040.300.1";
@@ -110,10 +110,7 @@ impl Harness {
         let request = host_request(function, body);
         let response = self.app().oneshot(request).await.expect("infallible");
         let status = response.status();
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
+        let content_type = content_type(response.headers())
             .unwrap_or_default()
             .to_owned();
         let bytes = to_bytes(response.into_body(), usize::MAX)

@@ -68,13 +68,7 @@ async fn the_binary_listens_on_functions_customhandler_port() {
     // The host's invocation, over a real socket.
     let response = post_invocation(port).await;
     assert_eq!(response.status(), reqwest::StatusCode::OK);
-    assert_eq!(
-        response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok()),
-        Some("application/json")
-    );
+    assert_eq!(content_type(response.headers()), Some("application/json"));
     let body: Value = response.json().await.expect("json");
     assert_eq!(body["Outputs"], json!({}));
 }

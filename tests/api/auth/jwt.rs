@@ -64,18 +64,19 @@ async fn put_user_with(app: &TestApp, user_id: &str, authorization: &str) -> req
     .await
 }
 
+/// Registers `user_id` with the bearer `authorization`, as [`TestApp::register`] does with
+/// the principal header; fails the test unless the API said 201.
+async fn register_with(app: &TestApp, user_id: &str, authorization: &str) {
+    let response = put_user_with(app, user_id, authorization).await;
+    assert_eq!(response.status(), StatusCode::CREATED, "register {user_id}");
+}
+
 async fn valid_tokens_are_accepted_and_the_caller_is_their_subject(backend: Backend) {
     let (app, _jwks) = jwt_app(backend).await;
     let ada = bearer(&rs256(&claims("ada")));
     let bob = bearer(&es256(&claims("bob")));
-    assert_eq!(
-        put_user_with(&app, "ada", &ada).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        put_user_with(&app, "bob", &bob).await.status(),
-        StatusCode::CREATED
-    );
+    register_with(&app, "ada", &ada).await;
+    register_with(&app, "bob", &bob).await;
 
     let created = send(
         &app,
@@ -115,10 +116,7 @@ async fn valid_tokens_are_accepted_and_the_caller_is_their_subject(backend: Back
 async fn every_invalid_token_is_refused_and_writes_nothing(backend: Backend) {
     let (app, _jwks) = jwt_app(backend).await;
     let ada = bearer(&rs256(&claims("ada")));
-    assert_eq!(
-        put_user_with(&app, "ada", &ada).await.status(),
-        StatusCode::CREATED
-    );
+    register_with(&app, "ada", &ada).await;
     let before = snapshot(app.store.as_ref()).await;
 
     for (case, token) in invalid_tokens() {
@@ -174,10 +172,7 @@ async fn every_invalid_token_is_refused_and_writes_nothing(backend: Backend) {
 async fn the_principal_header_is_ignored(backend: Backend) {
     let (app, _jwks) = jwt_app(backend).await;
     let bob = bearer(&es256(&claims("bob")));
-    assert_eq!(
-        put_user_with(&app, "bob", &bob).await.status(),
-        StatusCode::CREATED
-    );
+    register_with(&app, "bob", &bob).await;
     let before = snapshot(app.store.as_ref()).await;
     let header_alone = send(
         &app,
@@ -273,10 +268,7 @@ async fn a_jwks_url_is_cached_and_fetched_again_for_an_unknown_kid_at_most_once_
         claims
     };
     let ada = bearer(&rs256(&as_oid("ada")));
-    assert_eq!(
-        put_user_with(&app, "ada", &ada).await.status(),
-        StatusCode::CREATED
-    );
+    register_with(&app, "ada", &ada).await;
     assert_eq!(
         put_user_with(&app, "ada", &ada).await.status(),
         StatusCode::OK
@@ -286,10 +278,7 @@ async fn a_jwks_url_is_cached_and_fetched_again_for_an_unknown_kid_at_most_once_
     // The provider rotates in a new key; its first token triggers one fetch.
     server.serve(tokens::jwks());
     let bob = bearer(&es256(&as_oid("bob")));
-    assert_eq!(
-        put_user_with(&app, "bob", &bob).await.status(),
-        StatusCode::CREATED
-    );
+    register_with(&app, "bob", &bob).await;
     assert_eq!(
         server.fetches(),
         2,

@@ -11,7 +11,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 use testkit::app::request_as;
-use testkit::{Served, TestApp, binary};
+use testkit::{Served, TestApp, binary, content_type};
 
 /// Every item of the `users` and `posts` containers: what a refused command must leave as is.
 pub async fn snapshot(store: &dyn Store) -> Vec<Value> {
@@ -54,9 +54,8 @@ pub async fn assert_unauthorized(response: Response, code: &str, case: &str) -> 
         .headers()
         .get("www-authenticate")
         .map(|v| v.to_str().expect("ASCII").to_owned());
-    let content_type = response.headers().get("content-type").cloned();
     assert_eq!(
-        content_type.as_ref().and_then(|v| v.to_str().ok()),
+        content_type(response.headers()),
         Some("application/problem+json"),
         "{case}"
     );

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use testkit::double::{self, Hooks};
-use testkit::{Backend, TestApp, backend_tests, binary, eventually, open_backend};
+use testkit::{Backend, TestApp, backend_tests, binary, content_type, eventually, open_backend};
 
 const LAYOUTS: [Tenancy; 2] = [Tenancy::Single, Tenancy::Multi];
 

@@ -112,9 +112,7 @@ impl Described {
             response = self.doc.pointer(&pointer).expect("response $ref resolves");
         }
         let mut problems = Vec::new();
-        let media_type = headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
+        let media_type = content_type(headers)
             .and_then(|v| v.split(';').next())
             .map(|v| v.trim().to_ascii_lowercase());
         match (response.get("content"), media_type) {

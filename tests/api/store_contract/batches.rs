@@ -22,10 +22,8 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         .expect("batch");
     assert_eq!(etags.len(), 2);
     assert!(etags.iter().all(Option::is_some));
-    let current = store
-        .read_item(Container::Posts, &pk, "p1")
+    let current = stored(&store, Container::Posts, &pk, "p1")
         .await
-        .expect("read")
         .expect("exists");
     assert_eq!(current.item["commentCount"], 1);
     assert_eq!(Some(&current.etag), etags[0].as_ref());
@@ -49,11 +47,7 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         other => panic!("expected operation 0 to fail, got {other:?}"),
     }
     assert!(
-        store
-            .read_item(Container::Posts, &pk, "c2")
-            .await
-            .expect("read")
-            .is_none(),
+        stored(&store, Container::Posts, &pk, "c2").await.is_none(),
         "the batch was rolled back"
     );
 
@@ -75,10 +69,8 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         }
         other => panic!("expected operation 1 to fail, got {other:?}"),
     }
-    let unchanged = store
-        .read_item(Container::Posts, &pk, "p1")
+    let unchanged = stored(&store, Container::Posts, &pk, "p1")
         .await
-        .expect("read")
         .expect("exists");
     assert_eq!(unchanged.item["commentCount"], 1);
     assert_eq!(unchanged.etag, current.etag);
@@ -102,13 +94,7 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         }
         other => panic!("expected operation 1 to fail, got {other:?}"),
     }
-    assert!(
-        store
-            .read_item(Container::Posts, &pk, "c3")
-            .await
-            .expect("read")
-            .is_none()
-    );
+    assert!(stored(&store, Container::Posts, &pk, "c3").await.is_none());
 
     // An item of another partition is refused as the operation it is.
     let misplaced = store

@@ -24,12 +24,7 @@ async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp)
         }
     }
     // Probes have a route of their own, the same in every layout.
-    let health = app
-        .client
-        .get(app.raw_url("/api/health"))
-        .send()
-        .await
-        .unwrap();
+    let health = app.get_raw("/api/health").await;
     assert_eq!(health.status(), StatusCode::OK);
     assert_eq!(health.text().await.unwrap(), "ok");
     let mut reader = Browser::new(&app, None);
@@ -38,7 +33,7 @@ async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp)
     let script = select_attr(&page, "script", "src");
     let icon = select_attr(&page, "link[rel=icon]", "href");
     for asset in [css, script, icon.clone()] {
-        let response = app.client.get(app.raw_url(&asset)).send().await.unwrap();
+        let response = app.get_raw(&asset).await;
         assert_eq!(response.status(), StatusCode::OK, "{asset}");
         assert_eq!(
             response.headers()[header::CACHE_CONTROL],
@@ -46,25 +41,15 @@ async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp)
         );
     }
     // Where browsers look for an icon whatever the page says: the same icon.
-    let favicon = app
-        .client
-        .get(app.raw_url("/favicon.ico"))
-        .send()
-        .await
-        .unwrap();
+    let favicon = app.get_raw("/favicon.ico").await;
     assert_eq!(favicon.status(), StatusCode::OK);
     assert_eq!(favicon.headers()[header::CONTENT_TYPE], "image/svg+xml");
-    let linked = app.client.get(app.raw_url(&icon)).send().await.unwrap();
+    let linked = app.get_raw(&icon).await;
     assert_eq!(
         favicon.bytes().await.unwrap(),
         linked.bytes().await.unwrap()
     );
-    let stale = app
-        .client
-        .get(app.raw_url("/assets/site.0000.css"))
-        .send()
-        .await
-        .unwrap();
+    let stale = app.get_raw("/assets/site.0000.css").await;
     assert_eq!(stale.status(), StatusCode::NOT_FOUND);
 }
 
@@ -98,15 +83,7 @@ async fn the_front_page_is_light(app: TestApp) {
     .await;
     let page = Html::parse_document(&html);
     let css = select_attr(&page, "link[rel=stylesheet]", "href");
-    let css = app
-        .client
-        .get(app.raw_url(&css))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let css = app.get_raw(&css).await.bytes().await.unwrap();
     assert!(
         html.len() + css.len() < 60 * 1024,
         "{} + {}",

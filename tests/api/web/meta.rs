@@ -6,7 +6,7 @@
 
 use cosmos_blog::store::Tenancy;
 use serde_json::json;
-use testkit::Backend;
+use testkit::{Backend, content_type};
 
 use super::*;
 
@@ -366,10 +366,7 @@ async fn the_atom_and_json_feeds_parse_and_agree(backend: Backend, tenancy: Tena
         async move {
             let response = reader.fetch(url).await;
             assert_eq!(response.status(), StatusCode::OK, "{path}");
-            let kind = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
+            let kind = content_type(response.headers())
                 .unwrap_or_default()
                 .to_owned();
             (kind, response.bytes().await.expect("body"))
