@@ -14,7 +14,9 @@ use tracing::instrument::WithSubscriber;
 
 use crate::copies::{Report, Source};
 use crate::retry::Backoff;
-use crate::store::{Checkpoint, Container, PartitionKey, Store, StoreResult, charge};
+use crate::store::{
+    Checkpoint, Container, PartitionKey, Store, StoreResult, charge, read_text_field,
+};
 use crate::telemetry::{self, metrics};
 
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
@@ -151,17 +153,9 @@ pub(super) async fn load_checkpoint(
     store: &Arc<dyn Store>,
     id: &str,
 ) -> StoreResult<Option<Checkpoint>> {
-    let lease = store
-        .read_item(Container::Leases, &PartitionKey::single(id), id)
-        .await?;
-    Ok(lease
-        .and_then(|doc| {
-            doc.item
-                .get("continuation")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .map(Checkpoint))
+    read_text_field(&**store, Container::Leases, id, "continuation")
+        .await
+        .map(|continuation| continuation.map(Checkpoint))
 }
 
 /// Keeps `checkpoint` in the lease `id` of `leases`.

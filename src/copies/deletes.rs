@@ -26,7 +26,7 @@ use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, i
 use crate::error::Error;
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, Store,
-    StoreError, StoreResult, tenant,
+    StoreError, StoreResult, delete_if_present, tenant,
 };
 
 /// Deletes in flight at once while clearing up after one delete.
@@ -56,23 +56,10 @@ pub(super) async fn clear_deleted_post(
     )
     .await?;
     let author_copy =
-        delete_if_present(store, Container::Users, &author_pk, post_id.as_str()).await?;
+        delete_if_present(&**store, Container::Users, &author_pk, post_id.as_str()).await?;
     let children = delete_children(store, post_id).await?;
     let scheduled = super::schedule::remove_entry(store, post_id).await?;
     Ok(views + author_copy + children + scheduled)
-}
-
-async fn delete_if_present(
-    store: &Arc<dyn Store>,
-    container: Container,
-    pk: &PartitionKey,
-    id: &str,
-) -> StoreResult<usize> {
-    match store.delete_item(container, pk, id).await {
-        Ok(()) => Ok(1),
-        Err(StoreError::NotFound) => Ok(0),
-        Err(e) => Err(e),
-    }
 }
 
 /// Deletes the comments and likes of a deleted post, a page at a time until none is left.
@@ -96,7 +83,7 @@ pub(crate) async fn delete_children(
             deleted += stream::iter(ids)
                 .map(|id| {
                     let pk = &pk;
-                    async move { delete_if_present(store, Container::Posts, pk, &id).await }
+                    async move { delete_if_present(&**store, Container::Posts, pk, &id).await }
                 })
                 .buffer_unordered(DELETE_CONCURRENCY)
                 .try_fold(0, |sum, n| async move { Ok(sum + n) })
@@ -296,5 +283,5 @@ pub(crate) async fn delete_if_orphan(
         return Ok(0);
     }
     let pk = container.partition_key_of(copy)?;
-    delete_if_present(store, container, &pk, &id).await
+    delete_if_present(&**store, container, &pk, &id).await
 }

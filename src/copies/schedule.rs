@@ -18,7 +18,8 @@ use super::shared::Report;
 use crate::blog::{SCHEDULE_TYPE, ScheduleEntry, schedule_partition};
 use crate::domain::{Post, PostId, TenantId};
 use crate::store::{
-    BatchOperation, Container, FilterOp, Pages, PartitionKey, Query, Store, StoreError, StoreResult,
+    BatchOperation, Container, FilterOp, Pages, PartitionKey, Query, Store, StoreError,
+    StoreResult, delete_if_present,
 };
 
 /// The id of the directory item in `leases` (and its partition key).
@@ -94,14 +95,13 @@ fn same_entry(wanted: &Value, stored: &Value) -> bool {
 
 /// Takes a post out of the schedule (deleted, or no longer scheduled); absent counts as done.
 pub(crate) async fn remove_entry(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult<usize> {
-    match store
-        .delete_item(Container::Feed, &schedule_partition(), post_id.as_str())
-        .await
-    {
-        Ok(()) => Ok(1),
-        Err(StoreError::NotFound) => Ok(0),
-        Err(e) => Err(e),
-    }
+    delete_if_present(
+        &**store,
+        Container::Feed,
+        &schedule_partition(),
+        post_id.as_str(),
+    )
+    .await
 }
 
 fn directory_key() -> PartitionKey {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::shared::{HANDLER_CONCURRENCY, Report, settle};
 use super::users::rename_item;
 use crate::store::{
-    Container, ETag, PartitionKey, Store, StoreError, StoreResult, strip_system_properties,
+    Container, ETag, Store, StoreError, StoreResult, read_text_field, strip_system_properties,
 };
 
 /// The author fields of a changed post, comment or like.
@@ -125,15 +125,7 @@ pub(crate) async fn current_username(
     store: &Arc<dyn Store>,
     user_id: &str,
 ) -> StoreResult<Option<String>> {
-    let user = store
-        .read_item(Container::Users, &PartitionKey::single(user_id), user_id)
-        .await?;
-    Ok(user.and_then(|doc| {
-        doc.item
-            .get("username")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }))
+    read_text_field(&**store, Container::Users, user_id, "username").await
 }
 
 /// Replaces the delivered version of the item with `username`, on the condition that it is

@@ -445,3 +445,38 @@ pub(crate) fn checked_item(
         .map_err(|e| StoreError::BadRequest(e.to_string()))?;
     Ok(id)
 }
+
+/// The text of `field` in the item `id` of `container` whose partition key is its own id (a
+/// user, a lease): one point read; `None` when the item or the field is missing.
+pub async fn read_text_field(
+    store: &dyn Store,
+    container: Container,
+    id: &str,
+    field: &str,
+) -> StoreResult<Option<String>> {
+    let found = store
+        .read_item(container, &PartitionKey::single(id), id)
+        .await?;
+    Ok(found.and_then(|document| {
+        document
+            .item
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }))
+}
+
+/// Deletes the item `id`, if it is there: the count of items deleted (0 or 1). For the
+/// cascades and clean-ups, where an item already gone is what was wanted.
+pub async fn delete_if_present(
+    store: &dyn Store,
+    container: Container,
+    pk: &PartitionKey,
+    id: &str,
+) -> StoreResult<usize> {
+    match store.delete_item(container, pk, id).await {
+        Ok(()) => Ok(1),
+        Err(StoreError::NotFound) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
