@@ -26,7 +26,7 @@ use crate::domain::{Comment, Like, Post, PostId, Timestamp, Tombstone, UserId, i
 use crate::error::Error;
 use crate::store::{
     BatchOperation, Container, FilterOp, PageRequest, Pages, PartitionKey, Query, Store,
-    StoreError, StoreResult, delete_if_present, tenant,
+    StoreError, StoreResult, delete_if_present, rewrite_item, tenant,
 };
 
 /// Deletes in flight at once while clearing up after one delete.
@@ -171,28 +171,22 @@ async fn written_by(
 /// Replaces a live post by its tombstone (re-reading on a race with a comment or like).
 async fn tombstone_post(store: &Arc<dyn Store>, post_id: &PostId) -> StoreResult<usize> {
     let pk = PartitionKey::single(post_id.as_str());
-    loop {
-        let Some(current) = store
-            .read_item(Container::Posts, &pk, post_id.as_str())
-            .await?
-        else {
-            return Ok(0);
-        };
-        let Ok(post) = serde_json::from_value::<Post>(current.item) else {
-            return Ok(0); // a tombstone already
-        };
-        let tombstone = serde_json::to_value(Tombstone::of_post(&post))
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
-        match store
-            .replace_item(Container::Posts, &pk, tombstone, Some(&current.etag))
-            .await
-        {
-            Ok(_) => return Ok(1),
-            Err(StoreError::PreconditionFailed) => continue,
-            Err(StoreError::NotFound) => return Ok(0),
-            Err(e) => return Err(e),
-        }
-    }
+    let tombstoned = rewrite_item(
+        &**store,
+        Container::Posts,
+        &pk,
+        post_id.as_str(),
+        |item| async move {
+            let Ok(post) = serde_json::from_value::<Post>(item) else {
+                return Ok(None); // a tombstone already
+            };
+            let tombstone = serde_json::to_value(Tombstone::of_post(&post))
+                .map_err(|e| StoreError::Internal(e.to_string()))?;
+            Ok(Some((tombstone, ())))
+        },
+    )
+    .await?;
+    Ok(usize::from(tombstoned.is_some()))
 }
 
 /// Deletes `children` of `post_id` and lowers the post's counts by as much, through the

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::deletes::erase_user;
 use super::shared::{Report, current_version, documents_of, settle, tombstones_of};
 use crate::domain::{Comment, Deleted, Like, Post, User, is_a};
-use crate::store::{Container, FilterOp, Pages, Query, Store, StoreError, StoreResult};
+use crate::store::{Container, FilterOp, Pages, Query, Store, StoreResult, rewrite_item};
 
 /// Writes of the username fan-out in flight at once: enough to hide latency, few enough not
 /// to trip the store's rate limit on one user's burst.
@@ -72,27 +72,22 @@ pub(crate) async fn rename_item(
     let Some(id) = item.get("id").and_then(Value::as_str) else {
         return Ok(0);
     };
-    loop {
-        let Some(current) = store.read_item(Container::Posts, &pk, id).await? else {
-            return Ok(0);
-        };
-        // A tombstone (the post was deleted since) has no author fields to correct.
-        let authored = is_a::<Post>(&current.item)
-            || is_a::<Comment>(&current.item)
-            || is_a::<Like>(&current.item);
-        if !authored || current.item.get("userUsername").and_then(Value::as_str) == Some(username) {
-            return Ok(0);
-        }
-        let mut renamed = current.item;
-        renamed["userUsername"] = Value::from(username);
-        match store
-            .replace_item(Container::Posts, &pk, renamed, Some(&current.etag))
-            .await
-        {
-            Ok(_) => return Ok(1),
-            Err(StoreError::PreconditionFailed) => continue,
-            Err(StoreError::NotFound) => return Ok(0),
-            Err(e) => return Err(e),
-        }
-    }
+    let renamed = rewrite_item(
+        &**store,
+        Container::Posts,
+        &pk,
+        id,
+        |mut current| async move {
+            // A tombstone (the post was deleted since) has no author fields to correct.
+            let authored =
+                is_a::<Post>(&current) || is_a::<Comment>(&current) || is_a::<Like>(&current);
+            if !authored || current.get("userUsername").and_then(Value::as_str) == Some(username) {
+                return Ok(None);
+            }
+            current["userUsername"] = Value::from(username);
+            Ok(Some((current, ())))
+        },
+    )
+    .await?;
+    Ok(usize::from(renamed.is_some()))
 }

@@ -480,3 +480,37 @@ pub async fn delete_if_present(
         Err(e) => Err(e),
     }
 }
+
+/// Replaces the item `id` by what `rewrite` makes of it, on the condition (If-Match) that it
+/// is still the version read; when another write came between (a like or a comment rewrites
+/// a post's counts), reads it again and asks `rewrite` again, so neither write is lost.
+/// `rewrite` answers the new item and what to say of it, or `None` to leave the item as it
+/// is. `None` too when the item is missing, or deleted meanwhile.
+pub async fn rewrite_item<T, Rewritten>(
+    store: &dyn Store,
+    container: Container,
+    pk: &PartitionKey,
+    id: &str,
+    mut rewrite: impl FnMut(Value) -> Rewritten,
+) -> StoreResult<Option<T>>
+where
+    Rewritten: Future<Output = StoreResult<Option<(Value, T)>>>,
+{
+    loop {
+        let Some(current) = store.read_item(container, pk, id).await? else {
+            return Ok(None);
+        };
+        let Some((item, outcome)) = rewrite(current.item).await? else {
+            return Ok(None);
+        };
+        match store
+            .replace_item(container, pk, item, Some(&current.etag))
+            .await
+        {
+            Ok(_) => return Ok(Some(outcome)),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+}

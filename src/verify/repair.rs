@@ -17,7 +17,9 @@ use crate::copies::{
 use crate::domain::{
     Comment, Deleted, Like, Month, Post, PostId, TenantId, Tombstone, UserId, is_a,
 };
-use crate::store::{Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult};
+use crate::store::{
+    Container, Pages, PartitionKey, Query, Store, StoreError, StoreResult, rewrite_item,
+};
 
 /// Items per page when a post's comments and likes are counted.
 const COUNT_PAGE: u32 = 1_000;
@@ -315,40 +317,35 @@ pub(crate) async fn count_children(
 /// lost. (This is the only count write outside the API's comment and like transactions.)
 async fn recount(store: &Arc<dyn Store>, post_id: &str) -> StoreResult<RepairOutcome> {
     let pk = PartitionKey::single(post_id);
-    loop {
-        let Some(current) = store.read_item(Container::Posts, &pk, post_id).await? else {
-            return Ok(RepairOutcome::Unchanged);
-        };
-        if !is_a::<Post>(&current.item) {
-            return Ok(RepairOutcome::Unchanged);
-        }
-        let Children {
-            comments, likes, ..
-        } = count_children(store, post_id, &HashSet::new()).await?;
-        let count = |field: &str| current.item.get(field).and_then(Value::as_u64);
-        let before = (count("commentCount"), count("likeCount"));
-        if before == (Some(comments), Some(likes)) {
-            return Ok(RepairOutcome::Unchanged);
-        }
-        let mut item = current.item.clone();
-        item["commentCount"] = Value::from(comments);
-        item["likeCount"] = Value::from(likes);
-        match store
-            .replace_item(Container::Posts, &pk, item, Some(&current.etag))
-            .await
-        {
-            Ok(_) => {
-                return Ok(RepairOutcome::Fixed(format!(
-                    "counts set to {comments} comments and {likes} likes (were {} and {})",
-                    before.0.unwrap_or_default(),
-                    before.1.unwrap_or_default()
-                )));
+    let recounted = rewrite_item(
+        &**store,
+        Container::Posts,
+        &pk,
+        post_id,
+        |mut item| async move {
+            if !is_a::<Post>(&item) {
+                return Ok(None);
             }
-            Err(StoreError::PreconditionFailed) => continue,
-            Err(StoreError::NotFound) => return Ok(RepairOutcome::Unchanged),
-            Err(e) => return Err(e),
-        }
-    }
+            let Children {
+                comments, likes, ..
+            } = count_children(store, post_id, &HashSet::new()).await?;
+            let count = |field: &str| item.get(field).and_then(Value::as_u64);
+            let before = (count("commentCount"), count("likeCount"));
+            if before == (Some(comments), Some(likes)) {
+                return Ok(None);
+            }
+            item["commentCount"] = Value::from(comments);
+            item["likeCount"] = Value::from(likes);
+            let said = format!(
+                "counts set to {comments} comments and {likes} likes (were {} and {})",
+                before.0.unwrap_or_default(),
+                before.1.unwrap_or_default()
+            );
+            Ok(Some((item, said)))
+        },
+    )
+    .await?;
+    Ok(recounted.map_or(RepairOutcome::Unchanged, RepairOutcome::Fixed))
 }
 
 async fn delete_copy(
