@@ -156,6 +156,21 @@ impl Scan<'_> {
         Ok(())
     }
 
+    /// Reads every item of `container` with `each`, then runs `check` on every model: the
+    /// checks that can only be made once the whole container has been seen.
+    async fn whole_container_then(
+        &mut self,
+        container: Container,
+        pk_field: &str,
+        each: impl FnMut(&mut Model, &mut Scanned, Value) -> Vec<Violation>,
+        check: impl FnMut(&mut Model) -> Vec<Violation>,
+    ) -> StoreResult<()> {
+        self.pages(container, Query::cross_partition(), pk_field, each)
+            .await?;
+        self.each_model(check);
+        Ok(())
+    }
+
     /// Runs `check` on every model, in tenant order, recording what it finds.
     fn each_model(&mut self, mut check: impl FnMut(&mut Model) -> Vec<Violation>) {
         let explained = self.explained;
@@ -192,22 +207,26 @@ impl Scan<'_> {
     // ---- posts: sources, counts, usernames ---------------------------------------------
 
     async fn posts(&mut self) -> StoreResult<()> {
-        let query = Query::cross_partition();
-        self.pages(Container::Posts, query, "postId", Model::posts_item)
-            .await?;
-        self.each_model(Model::partition_problems);
-        Ok(())
+        self.whole_container_then(
+            Container::Posts,
+            "postId",
+            Model::posts_item,
+            Model::partition_problems,
+        )
+        .await
     }
 
     // ---- users: the post copies --------------------------------------------------------
 
     async fn user_copies(&mut self) -> StoreResult<()> {
         // Every item of `users`: user items were read before; anything else is checked here.
-        let query = Query::cross_partition();
-        self.pages(Container::Users, query, "userId", Model::users_item)
-            .await?;
-        self.each_model(Model::missing_user_copies);
-        Ok(())
+        self.whole_container_then(
+            Container::Users,
+            "userId",
+            Model::users_item,
+            Model::missing_user_copies,
+        )
+        .await
     }
 
     // ---- feed ----------------------------------------------------------------------------
