@@ -249,6 +249,15 @@ fn number(text: &str, min: f64, max: f64) -> Result<f64, String> {
     Ok(value)
 }
 
+/// A number above 0 and at most `max`: a figure the plan divides by.
+fn above_zero(text: &str, max: f64) -> Result<f64, String> {
+    let value = number(text, 0.0, max)?;
+    if value == 0.0 {
+        return Err("must be above 0".to_owned());
+    }
+    Ok(value)
+}
+
 fn whole(text: &str, min: f64, max: f64) -> Result<f64, String> {
     let value = number(text, min, max)?;
     if value.fract() != 0.0 {
@@ -283,11 +292,7 @@ fn regions(text: &str) -> Result<f64, String> {
 }
 
 fn months(text: &str) -> Result<f64, String> {
-    let value = number(text, 0.0, 1200.0)?;
-    if value == 0.0 {
-        return Err("must be above 0".to_owned());
-    }
-    Ok(value)
+    above_zero(text, 1200.0)
 }
 
 fn tenants(text: &str) -> Result<f64, String> {
@@ -295,11 +300,7 @@ fn tenants(text: &str) -> Result<f64, String> {
 }
 
 fn function_ms(text: &str) -> Result<f64, String> {
-    let value = number(text, 0.0, 600_000.0)?;
-    if value == 0.0 {
-        return Err("must be above 0".to_owned());
-    }
-    Ok(value)
+    above_zero(text, 600_000.0)
 }
 
 fn instance_memory_mb(text: &str) -> Result<f64, String> {
