@@ -110,7 +110,7 @@ impl CommentId {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::assert_schema_agrees;
+    use crate::domain::{assert_refused_naming, assert_schema_agrees};
 
     fn key(raw: &str) -> IdempotencyKey {
         IdempotencyKey::parse(raw).unwrap()
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn refuses_what_is_no_key() {
-        for bad in [
+        let bad = [
             "",
             "\"\"",
             "\"unterminated",
@@ -138,10 +138,8 @@ mod tests {
             "back\\slash",
             "ünïcødé",
             "\"esc\\\"aped\"",
-        ] {
-            let refused = IdempotencyKey::parse(bad).unwrap_err();
-            assert_eq!(refused.field, IDEMPOTENCY_KEY_HEADER, "{bad:?}");
-        }
+        ];
+        assert_refused_naming(IDEMPOTENCY_KEY_HEADER, &bad, IdempotencyKey::parse);
         assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
     }
 

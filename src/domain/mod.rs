@@ -45,6 +45,22 @@ impl ValidationError {
     }
 }
 
+/// Asserts that `parse` refuses every one of `refused`, naming `field`: a refusal says which
+/// input was wrong.
+#[cfg(test)]
+pub(crate) fn assert_refused_naming<T>(
+    field: &str,
+    refused: &[&str],
+    parse: impl Fn(&str) -> Result<T, ValidationError>,
+) {
+    for input in refused {
+        match parse(input) {
+            Ok(_) => panic!("{input:?} was taken"),
+            Err(error) => assert_eq!(error.field, field, "{input:?}"),
+        }
+    }
+}
+
 /// Asserts that `T`'s schema in the API description (as a JSON Schema validator applies it:
 /// pattern, lengths) accepts exactly the `candidates` that `accepts` takes: the description
 /// says what the domain refuses.

@@ -138,6 +138,7 @@ fn may_stand_in_a_tag(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::assert_refused_naming;
 
     fn tags(raw: &[&str]) -> Vec<String> {
         Tags::parse(raw)
@@ -173,7 +174,7 @@ mod tests {
         assert!(Tags::parse(&eleven).is_err());
         let ten: Vec<String> = (0..MAX_TAGS).map(|i| format!("t{i}")).collect();
         assert!(Tags::parse(&ten).is_ok());
-        for refused in [
+        let refused = [
             "",
             "   ",
             "a/b",
@@ -185,10 +186,8 @@ mod tests {
             "a\"b",
             "\u{202e}x",
             "a\u{200b}b",
-        ] {
-            let error = Tag::parse(refused).unwrap_err();
-            assert_eq!(error.field, FIELD, "{refused:?}");
-        }
+        ];
+        assert_refused_naming(FIELD, &refused, Tag::parse);
         assert!(Tag::parse(&"x".repeat(MAX_TAG_CHARS)).is_ok());
         assert!(Tag::parse(&"x".repeat(MAX_TAG_CHARS + 1)).is_err());
     }
