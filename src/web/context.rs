@@ -207,6 +207,15 @@ impl PageContext {
         &self.headers
     }
 
+    /// Whether the request asks for JSON (`Accept`): the pages' scripts do, to get an answer
+    /// they can show in place of the page a form would lead to.
+    pub fn asks_for_json(&self) -> bool {
+        self.headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("application/json"))
+    }
+
     pub fn site(&self) -> &Site {
         &self.site
     }

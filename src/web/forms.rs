@@ -12,7 +12,7 @@
 use askama::Template;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -585,12 +585,7 @@ async fn after_like(
     post_id: &PostId,
     liked: bool,
 ) -> FormResult {
-    let wants_json = context
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/json"));
-    if !wants_json {
+    if !context.asks_for_json() {
         return Ok(Redirect::to(&post_href(&context.base, post_id)).into_response());
     }
     let post = blog.get_post(post_id).await?;

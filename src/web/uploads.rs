@@ -6,7 +6,7 @@
 use axum::Extension;
 use axum::extract::multipart::Field;
 use axum::extract::{Multipart, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 
@@ -65,11 +65,7 @@ async fn upload(
 ) -> FormResult {
     let sent = read_form(multipart, state.images.limits().max_bytes).await?;
     // The page's script (paste or drop) asks for JSON: the image's Markdown, or a problem.
-    let wants_json = context
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/json"));
+    let wants_json = context.asks_for_json();
     let caller = match Unsent::check(&context, &sent.form.csrf) {
         Ok(caller) => caller,
         Err(unsent) if wants_json => {
