@@ -12,7 +12,7 @@ use super::{Blog, ListRequest, PageSize};
 use crate::domain::UserId;
 use crate::error::{Error, Result};
 use crate::images::{IMAGE_TYPE, ImageId, ImageItem, ImageKey, ImageRefusal, Images, Scope};
-use crate::store::{Container, Page, PageRequest, Pages, Query, SortOrder, StoreError};
+use crate::store::{Container, Page, PageRequest, Pages, Query, SortOrder, delete_if_present};
 
 /// Every name of an image's bytes: the image and its renditions.
 pub fn image_keys(scope: &Scope, item: &ImageItem) -> Vec<ImageKey> {
@@ -171,14 +171,7 @@ impl Blog {
 
     async fn remove_image(&self, images: &Images, scope: &Scope, item: &ImageItem) -> Result<()> {
         let pk = user_partition(&item.user_id);
-        match self
-            .store
-            .delete_item(Container::Users, &pk, item.id.as_str())
-            .await
-        {
-            Ok(()) | Err(StoreError::NotFound) => {}
-            Err(other) => return Err(other.into()),
-        }
+        delete_if_present(&*self.store, Container::Users, &pk, item.id.as_str()).await?;
         for key in image_keys(scope, item) {
             images.bytes().delete(&key.name()).await?;
         }
