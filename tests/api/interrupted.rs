@@ -59,28 +59,30 @@ enum Refuse {
 
 impl Refuse {
     fn refuses(self, call: &Call<'_>) -> bool {
-        if let Refuse::FeedRefill = self {
-            return call.kind == CallKind::Query
-                && call.container == Container::Users
-                && call.partition.is_none();
-        }
-        call.writes()
-            && match self {
-                Refuse::AuthorCopies => {
-                    call.container == Container::Users
-                        && call
-                            .partition
-                            .is_some_and(|pk| call.ids.iter().any(|id| !is_user_item(pk, id)))
-                }
-                Refuse::ArchiveIndex => {
-                    call.container == Container::Archive
-                        && call.partition == Some(&archive_index_partition())
-                }
-                Refuse::TenantDirectory => {
-                    call.container == Container::Leases && call.ids.contains(&"schedule.tenants")
-                }
-                Refuse::FeedRefill => false,
+        match self {
+            Refuse::AuthorCopies => {
+                call.writes()
+                    && call.container == Container::Users
+                    && call
+                        .partition
+                        .is_some_and(|pk| call.ids.iter().any(|id| !is_user_item(pk, id)))
             }
+            Refuse::ArchiveIndex => {
+                call.writes()
+                    && call.container == Container::Archive
+                    && call.partition == Some(&archive_index_partition())
+            }
+            Refuse::TenantDirectory => {
+                call.writes()
+                    && call.container == Container::Leases
+                    && call.ids.contains(&"schedule.tenants")
+            }
+            Refuse::FeedRefill => {
+                call.kind == CallKind::Query
+                    && call.container == Container::Users
+                    && call.partition.is_none()
+            }
+        }
     }
 }
 
