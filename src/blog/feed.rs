@@ -30,7 +30,12 @@ pub fn feed_query() -> Query {
 /// The feed's copies as the store holds them, in [`feed_query`]'s order: at most
 /// [`FEED_SIZE`], since the change feed trims the rest.
 pub async fn stored_feed(store: &dyn Store) -> StoreResult<Vec<Value>> {
-    let request = PageRequest::first(FEED_SIZE);
+    newest_feed_copies(store, FEED_SIZE).await
+}
+
+/// The feed's `count` newest copies as the store holds them, in [`feed_query`]'s order.
+pub async fn newest_feed_copies(store: &dyn Store, count: u32) -> StoreResult<Vec<Value>> {
+    let request = PageRequest::first(count);
     let page = store.query(Container::Feed, &feed_query(), request).await?;
     Ok(page.items)
 }

@@ -26,7 +26,8 @@ use serde_json::Value;
 
 use combiner::{Change, ChangeOutcome, Combiner, CountDelta};
 pub use feed::{
-    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only, stored_feed,
+    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, newest_feed_copies, published_only,
+    stored_feed,
 };
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};

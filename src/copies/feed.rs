@@ -20,7 +20,9 @@ use serde_json::Value;
 
 use super::partition_write::PartitionWrite;
 use super::shared::{Report, to_value};
-use crate::blog::{FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, published_only};
+use crate::blog::{
+    FEED_SIZE, PUBLISHED_DATE, feed_partition, feed_query, newest_feed_copies, published_only,
+};
 use crate::domain::{Post, PostId};
 use crate::store::{BatchOperation, Container, PageRequest, Query, SortOrder, Store, StoreResult};
 
@@ -46,11 +48,7 @@ pub(super) struct FeedWindow {
 impl FeedWindow {
     pub(super) async fn load(store: &Arc<dyn Store>) -> StoreResult<Self> {
         // One past the bound, to learn whether the feed holds more than it may.
-        let request = PageRequest::first(FEED_SIZE + 1);
-        let mut window = store
-            .query(Container::Feed, &feed_query(), request)
-            .await?
-            .items;
+        let mut window = newest_feed_copies(&**store, FEED_SIZE + 1).await?;
         let over_bound = window.len() > FEED_SIZE as usize;
         window.truncate(FEED_SIZE as usize);
         let mut items = Vec::with_capacity(window.len());
