@@ -16,7 +16,10 @@ use std::time::Duration;
 use cosmos_blog::store::Store;
 
 use crate::generate::Dataset;
-use crate::load::{Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled};
+use crate::load::{
+    Kind, LoadConfig, Observed, Served, Summary, catch_up, phase, serve, settled,
+    visit_every_target,
+};
 use crate::stats::ms;
 
 /// The routes, the health probe (the ceiling) first; then the two pages, each measured
@@ -168,10 +171,12 @@ pub async fn run(
                 "the pump has handled every change ({:.1} s); warming up",
                 waited.as_secs_f64()
             ));
-            // A server that has run a while keeps the pages and items its readers ask for;
-            // a new one has kept nothing yet, so each route first runs unmeasured.
+            // A server that has run a while keeps the pages and items its readers ask for
+            // (within its bound); a new one has kept nothing yet. So each route first reads
+            // every item it may be measured on, once, then runs a while unmeasured.
             for served in &servers {
                 for kind in routes {
+                    visit_every_target(&served.client, &data, *kind, config.concurrency).await?;
                     let mix = [(*kind, 1)];
                     phase(kind.label(), &served.client, &data, &mix, config, turn / 2).await?;
                 }

@@ -192,6 +192,17 @@ impl Client {
     ) -> anyhow::Result<bool> {
         let user = data.users[rng.usize(..data.users.len())].as_str();
         let post = data.published_post(rng).post_id.as_str();
+        self.send_to(kind, Target { user, post }, rng).await
+    }
+
+    /// Sends one request of `kind` to `target` (an image route picks its image with `rng`);
+    /// `Ok(false)` for an unexpected status.
+    async fn send_to(
+        &self,
+        kind: Kind,
+        Target { user, post }: Target<'_>,
+        rng: &mut fastrand::Rng,
+    ) -> anyhow::Result<bool> {
         let base = &self.base;
         let request = match kind {
             Kind::User => self.http.get(format!("{base}/api/users/{user}")),
@@ -291,6 +302,72 @@ impl Client {
             .map(|i| i.id)
             .collect())
     }
+}
+
+/// The user and the post a request is about (each route uses what it needs).
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    user: &'a str,
+    post: &'a str,
+}
+
+/// Which of a data set's items a route of `kind` reads: every user, every published post, or
+/// none of its own (the feed, the health route, the images).
+fn targets_of(kind: Kind, data: &Dataset) -> Vec<Target<'_>> {
+    let any_user = data.users.first().map_or("", |user| user.as_str());
+    let published = data.posts.iter().filter(|post| post.is_published());
+    match kind {
+        Kind::User | Kind::UserPosts => data
+            .users
+            .iter()
+            .map(|user| Target {
+                user: user.as_str(),
+                post: "",
+            })
+            .collect(),
+        Kind::Post | Kind::Comments | Kind::Likes | Kind::PostPage => published
+            .map(|post| Target {
+                user: any_user,
+                post: post.post_id.as_str(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Sends one request of `kind` to each item it reads (every user, or every published post),
+/// `concurrency` at a time, unmeasured: the state of a server whose readers have asked for
+/// each of them once. A random draw over thousands of targets leaves many unread for
+/// minutes (a uniform draw reaches them all only after about `n ln n` requests), so a
+/// short warm-up of random draws measures a server that has just started instead. Returns
+/// how many it sent; a route that reads no item of its own sends none.
+pub async fn visit_every_target(
+    client: &Client,
+    data: &Arc<Dataset>,
+    kind: Kind,
+    concurrency: usize,
+) -> anyhow::Result<usize> {
+    let count = targets_of(kind, data).len();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, data, next) = (client.clone(), Arc::clone(data), Arc::clone(&next));
+        workers.push(tokio::spawn(async move {
+            let targets = targets_of(kind, &data);
+            let mut rng = fastrand::Rng::with_seed(0);
+            loop {
+                let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(target) = targets.get(at) else {
+                    break anyhow::Ok(());
+                };
+                client.send_to(kind, *target, &mut rng).await?;
+            }
+        }));
+    }
+    for worker in workers {
+        worker.await??;
+    }
+    Ok(count)
 }
 
 /// Runs `concurrency` workers for `duration`, each picking a kind from `mix` (weights).
