@@ -608,6 +608,9 @@ impl Blog {
             .lists
             .key::<T>(format_args!("item/{}/{id}", container.name()), 1, None);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
+        if let Some(found) = self.kept_if_unchanged::<T>(kept.as_ref())? {
+            return Ok(first_item(found));
+        }
         let known = kept.as_ref().map(Kept::version);
         let answer = self.store.read_item_json(container, pk, id, known).await?;
         let found = match self.kept_or_read::<T>(answer, kept, key)? {
@@ -654,9 +657,9 @@ impl Blog {
         }
     }
 
-    /// A page of `list`: the one kept in the form `T` if the store answers that its
+    /// A page of `list`: the one kept in the form `T` if the store tells or answers that its
     /// partition is unchanged since, else the page as the store reads it now, `extra` items
-    /// longer than `size` (items the caller takes out). One store request either way.
+    /// longer than `size` (items the caller takes out). At most one store request.
     async fn list_page<T: Listed>(
         &self,
         container: Container,
@@ -667,6 +670,9 @@ impl Blog {
         let ListRequest { size, continuation } = page;
         let key = self.lists.key::<T>(list, size.get(), continuation);
         let kept = key.as_ref().and_then(|key| self.lists.get(key));
+        if let Some(page) = self.kept_if_unchanged::<T>(kept.as_ref())? {
+            return Ok(ListRead::Kept(page));
+        }
         let request = PageRequest {
             max_items: size.get() + extra,
             continuation: continuation
@@ -697,6 +703,18 @@ impl Blog {
             unchanged => unchanged,
         };
         self.kept_or_read(answer, kept, key)
+    }
+
+    /// The kept page, if the store tells without a request that nothing has changed since it
+    /// was read: most reads of a kept page, on a blog read far more than written.
+    fn kept_if_unchanged<T: Listed>(&self, kept: Option<&Kept>) -> Result<Option<Listing<T>>> {
+        match kept {
+            Some(kept) if self.store.holds_unchanged(kept.version()) => kept
+                .page::<T>()
+                .map(Some)
+                .ok_or_else(|| Error::Internal("a page kept in another form than asked".into())),
+            _ => Ok(None),
+        }
     }
 
     /// The kept page if the store's `answer` vouches for it (kept again if the store renewed

@@ -37,6 +37,12 @@ pub trait StoreLayer: Send + Sync + 'static {
     fn tenancy(&self, inner: &dyn Store) -> Tenancy {
         inner.tenancy()
     }
+
+    /// Whether a kept page is unchanged, told without a call: the inner store's word unless
+    /// the layer must see every read (a test's double), for it makes no call to pass through.
+    fn holds_unchanged(&self, inner: &dyn Store, known: &PartitionVersion) -> bool {
+        inner.holds_unchanged(known)
+    }
 }
 
 /// One call as it reaches a layer: the store below, the container and the request, moved
@@ -377,6 +383,10 @@ macro_rules! store_calls {
 
             fn tenancy(&self) -> Tenancy {
                 self.layer.tenancy(&*self.inner)
+            }
+
+            fn holds_unchanged(&self, known: &PartitionVersion) -> bool {
+                self.layer.holds_unchanged(&*self.inner, known)
             }
 
             $(

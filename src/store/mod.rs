@@ -359,6 +359,16 @@ pub trait Store: Send + Sync + 'static {
         Ok(false)
     }
 
+    /// Whether a page read at `known` is still what the store holds, told without any call:
+    /// nothing at all has been committed since, and none of its items has expired. A reader
+    /// that kept the page hands it over at once, with no request and nothing to trace. On
+    /// `false` the reader asks with the page's query, which may still answer
+    /// [`JsonPage::Unchanged`]. A store that keeps no versions never tells.
+    fn holds_unchanged(&self, known: &PartitionVersion) -> bool {
+        let _ = known;
+        false
+    }
+
     /// Resolves when `container` may have new changes, or after `timeout`. Stores that
     /// cannot tell just wait the timeout, which makes the pump poll.
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {

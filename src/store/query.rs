@@ -273,14 +273,23 @@ impl PartitionVersion {
         commits: u64,
         now: i64,
     ) -> bool {
-        self.commits == commits && self.is_of(container, partition, now)
+        self.holds_at(commits, now) && self.is_of(container, partition, now)
+    }
+
+    /// Whether a page read at this version is still what the store answers, whatever its
+    /// query: the store's count of commits is still `commits` (nothing was written anywhere),
+    /// and its items are all still live at `now`.
+    pub(crate) fn holds_at(&self, commits: u64, now: i64) -> bool {
+        self.commits == commits && self.is_live(now)
     }
 
     /// Whether it is a version of this partition, and its page's items are all still live.
     fn is_of(&self, container: Container, partition: &str, now: i64) -> bool {
-        self.container == container
-            && self.partition == partition
-            && self.live_until.is_none_or(|until| now < until)
+        self.container == container && self.partition == partition && self.is_live(now)
+    }
+
+    fn is_live(&self, now: i64) -> bool {
+        self.live_until.is_none_or(|until| now < until)
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
-    BatchOperation, Container, Document, JsonPage, Page, PartitionKey, RawItem, Store, StoreError,
-    StoreResult,
+    BatchOperation, Container, Document, JsonPage, Page, PartitionKey, PartitionVersion, RawItem,
+    Store, StoreError, StoreResult,
 };
 use serde_json::Value;
 
@@ -154,6 +154,11 @@ fn operation_id(operation: &BatchOperation) -> &str {
 impl<H: Hooks> StoreLayer for Hooked<H> {
     fn backend(&self, inner: &dyn Store) -> &'static str {
         self.backend.unwrap_or_else(|| inner.backend())
+    }
+
+    /// A double sees every read its hooks may answer or refuse: no kept page goes past it.
+    fn holds_unchanged(&self, _inner: &dyn Store, _known: &PartitionVersion) -> bool {
+        false
     }
 
     async fn call(&self, call: LayerCall<'_>) -> StoreResult<StoreAnswer> {

@@ -65,3 +65,44 @@ async fn passes_request_units_on_to_the_callers_scope() {
     assert_eq!(charged, 0.0);
     assert_eq!(store.take().requests, 1);
 }
+
+/// A page or an item kept by the blog is handed over with no store request while nothing was
+/// committed, and read again, showing the write, after any commit.
+#[tokio::test]
+async fn a_kept_read_costs_no_request_until_something_is_written() {
+    use cosmos_blog::blog::{Blog, ListCache, ListRequest, PageSize};
+    use cosmos_blog::domain::{Like, PostContent, Title, UserId, Username};
+
+    let dir = tempfile::tempdir().unwrap();
+    let inner = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
+    assert!(inner.keep_partition_versions().await.unwrap());
+    let store = meter(Arc::new(inner));
+    let blog = Blog::with_lists(
+        Arc::new(store.clone()),
+        ListCache::new(1 << 20).scoped(""),
+    );
+    let (ada, bob) = (UserId::parse("ada").unwrap(), UserId::parse("bob").unwrap());
+    for (user, name) in [(&ada, "Ada"), (&bob, "Bob")] {
+        let username = Username::parse(name).unwrap();
+        blog.put_user(user, user.clone(), username).await.unwrap();
+    }
+    let (title, content) = (Title::parse("Kept").unwrap(), PostContent::parse("x").unwrap());
+    let post = blog.create_post(&ada, title, content).await.unwrap();
+    let first_page = || ListRequest::first(PageSize::DEFAULT);
+    let likes = || async { blog.likes::<Like>(&post.id, None, first_page()).await.unwrap() };
+    let read_post = || async { blog.get_post(&post.id).await.unwrap() };
+
+    assert!(likes().await.items.is_empty());
+    read_post().await;
+    store.take();
+    assert!(likes().await.items.is_empty());
+    read_post().await;
+    assert_eq!(store.take().requests, 0, "both kept, nothing written since");
+
+    blog.like_post(&bob, &post.id).await.unwrap();
+    store.take();
+    assert_eq!(likes().await.items.len(), 1, "the like shows at once");
+    assert_eq!(store.take().requests, 1, "read again after a commit");
+    assert_eq!(likes().await.items.len(), 1);
+    assert_eq!(store.take().requests, 0, "kept again");
+}

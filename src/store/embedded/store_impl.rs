@@ -31,6 +31,10 @@ impl Store for EmbeddedStore {
         self.shared.tenancy
     }
 
+    fn holds_unchanged(&self, known: &PartitionVersion) -> bool {
+        self.counts_changes() && known.holds_at(self.shared.versioning.commits(), unix_now())
+    }
+
     async fn read_item(
         &self,
         container: Container,
@@ -549,6 +553,39 @@ mod tests {
             answer(renewed).await,
             None,
             "nothing committed since renewal"
+        );
+    }
+
+    /// Told without a call: a version holds while nothing at all was committed since it was
+    /// read (or renewed), and no longer after any commit, wherever it went.
+    #[tokio::test]
+    async fn a_version_holds_unchanged_only_while_nothing_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = counting(&dir.path().join("db.sqlite3")).await;
+        comment(&store, "p1", "a", json!({})).await;
+        let first = read(&store, "p1", None).await.unwrap();
+        assert!(store.holds_unchanged(&first), "nothing committed since");
+        comment(&store, "p2", "b", json!({})).await;
+        assert!(!store.holds_unchanged(&first), "a commit since, elsewhere");
+        let JsonPage::Unchanged {
+            renewed: Some(renewed),
+        } = store
+            .query_json(
+                Container::Posts,
+                &comments_of("p1"),
+                PageRequest::first(10),
+                Some(&first),
+            )
+            .await
+            .unwrap()
+        else {
+            panic!("p1 was not written: its version is renewed");
+        };
+        assert!(store.holds_unchanged(&renewed), "nothing committed since renewal");
+        let uncounted = EmbeddedStore::open(&dir.path().join("other.sqlite3")).unwrap();
+        assert!(
+            !uncounted.holds_unchanged(&renewed),
+            "a store that counts nothing tells nothing"
         );
     }
 
