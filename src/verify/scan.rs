@@ -38,8 +38,7 @@ pub(super) async fn scan(
         models: BTreeMap::new(),
     };
     scan.users().await?;
-    scan.posts().await?;
-    scan.user_copies().await?;
+    scan.whole_containers().await?;
     scan.feed().await?;
     scan.views().await?;
     Ok(scan.report)
@@ -156,21 +155,6 @@ impl Scan<'_> {
         Ok(())
     }
 
-    /// Reads every item of `container` with `each`, then runs `check` on every model: the
-    /// checks that can only be made once the whole container has been seen.
-    async fn whole_container_then(
-        &mut self,
-        container: Container,
-        pk_field: &str,
-        each: impl FnMut(&mut Model, &mut Scanned, Value) -> Vec<Violation>,
-        check: impl FnMut(&mut Model) -> Vec<Violation>,
-    ) -> StoreResult<()> {
-        self.pages(container, Query::cross_partition(), pk_field, each)
-            .await?;
-        self.each_model(check);
-        Ok(())
-    }
-
     /// Runs `check` on every model, in tenant order, recording what it finds.
     fn each_model(&mut self, mut check: impl FnMut(&mut Model) -> Vec<Violation>) {
         let explained = self.explained;
@@ -204,29 +188,34 @@ impl Scan<'_> {
             .await
     }
 
-    // ---- posts: sources, counts, usernames ---------------------------------------------
+    // ---- posts, then the post copies in users --------------------------------------------
 
-    async fn posts(&mut self) -> StoreResult<()> {
-        self.whole_container_then(
-            Container::Posts,
-            "postId",
-            Model::posts_item,
-            Model::partition_problems,
-        )
-        .await
-    }
-
-    // ---- users: the post copies --------------------------------------------------------
-
-    async fn user_copies(&mut self) -> StoreResult<()> {
-        // Every item of `users`: user items were read before; anything else is checked here.
-        self.whole_container_then(
-            Container::Users,
-            "userId",
-            Model::users_item,
-            Model::missing_user_copies,
-        )
-        .await
+    /// The containers whose checks need the whole container seen first: `posts` (sources,
+    /// counts, usernames), then every item of `users` for the post copies (user items were
+    /// read before; anything else is checked here).
+    async fn whole_containers(&mut self) -> StoreResult<()> {
+        type Each = fn(&mut Model, &mut Scanned, Value) -> Vec<Violation>;
+        type Check = fn(&mut Model) -> Vec<Violation>;
+        let passes: [(Container, &str, Each, Check); 2] = [
+            (
+                Container::Posts,
+                "postId",
+                Model::posts_item,
+                Model::partition_problems,
+            ),
+            (
+                Container::Users,
+                "userId",
+                Model::users_item,
+                Model::missing_user_copies,
+            ),
+        ];
+        for (container, pk_field, each, check) in passes {
+            self.pages(container, Query::cross_partition(), pk_field, each)
+                .await?;
+            self.each_model(check);
+        }
+        Ok(())
     }
 
     // ---- feed ----------------------------------------------------------------------------
