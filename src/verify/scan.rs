@@ -307,6 +307,11 @@ impl Model {
         vec![unreadable(Container::Users, &item, "userId", why)]
     }
 
+    /// Whether the author `authored` names is who the users read so far say.
+    fn author_check(&self, authored: Authored<'_>) -> Option<Violation> {
+        checks::author(&authored, &self.author_of(authored.user_id))
+    }
+
     fn author_of(&self, user_id: &str) -> AuthorState<'_> {
         AuthorState {
             username: self.usernames.get(user_id).map(String::as_str),
@@ -364,15 +369,7 @@ impl Model {
 
     fn source_post(&mut self, post: &Post) -> Vec<Violation> {
         let id = post.id.to_string();
-        let authored = Authored {
-            kind: Post::TYPE,
-            post_id: &id,
-            id: &id,
-            user_id: post.user_id.as_str(),
-            username: &post.user_username,
-            created: post.creation_date,
-        };
-        let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
+        let found = self.author_check(post.into());
         self.views.expect(post);
         if let Some(entry) = ScheduleEntry::of(post) {
             self.wanted_entries.insert(id.clone(), entry);
@@ -385,36 +382,16 @@ impl Model {
     }
 
     fn comment(&mut self, comment: &Comment) -> Vec<Violation> {
-        let (post_id, id) = (comment.post_id.as_str(), comment.id.as_str());
-        let authored = Authored {
-            kind: Comment::TYPE,
-            post_id,
-            id,
-            user_id: comment.user_id.as_str(),
-            username: &comment.user_username,
-            created: comment.creation_date,
-        };
-        let found = checks::author(&authored, &self.author_of(comment.user_id.as_str()));
-        self.child(post_id, id).comments += 1;
+        let found = self.author_check(comment.into());
+        self.child(comment.post_id.as_str(), comment.id.as_str())
+            .comments += 1;
         found.into_iter().collect()
     }
 
     fn like(&mut self, like: &Like) -> Vec<Violation> {
-        let (post_id, id) = (like.post_id.as_str(), like.id.as_str());
-        let authored = Authored {
-            kind: Like::TYPE,
-            post_id,
-            id,
-            user_id: like.user_id.as_str(),
-            username: &like.user_username,
-            created: like.creation_date,
-        };
-        let mut found: Vec<Violation> =
-            checks::author(&authored, &self.author_of(like.user_id.as_str()))
-                .into_iter()
-                .collect();
+        let mut found: Vec<Violation> = self.author_check(like.into()).into_iter().collect();
         found.extend(checks::like_id(like));
-        self.child(post_id, id).likes += 1;
+        self.child(like.post_id.as_str(), like.id.as_str()).likes += 1;
         found
     }
 
