@@ -211,7 +211,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Serve => serve(&cli.settings).await,
         Command::Rebuild => rebuild(store).await,
         Command::Verify { repair } => {
-            return verify_store(store, &cli.settings.images, repair).await;
+            return verify_store(&cli.settings, repair).await;
         }
         Command::Plan(args) => {
             let feed_cache_ms = cli.settings.feed_cache_ms as f64;
@@ -222,8 +222,8 @@ async fn run(cli: Cli) -> ExitCode {
             };
             return plan_workload(&args);
         }
-        Command::Export(args) => export(store, &cli.settings.images, &args).await,
-        Command::Import(args) => import(store, &cli.settings.images, &args).await,
+        Command::Export(args) => export(&cli.settings, &args).await,
+        Command::Import(args) => import(&cli.settings, &args).await,
         Command::Backup(args) => transfer::run_backup(store, &args),
         Command::StopCounting => store::stop_counting(store),
         Command::Functions {
@@ -311,22 +311,14 @@ async fn rebuild(settings: &StoreSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn export(
-    settings: &StoreSettings,
-    images: &cosmos_blog::settings::ImageSettings,
-    args: &transfer::ExportArgs,
-) -> anyhow::Result<()> {
-    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
-    transfer::run_export(settings, &*image_bytes, args).await
+async fn export(settings: &Settings, args: &transfer::ExportArgs) -> anyhow::Result<()> {
+    let image_bytes = settings.open_image_bytes().await?;
+    transfer::run_export(&settings.store, &*image_bytes, args).await
 }
 
-async fn import(
-    settings: &StoreSettings,
-    images: &cosmos_blog::settings::ImageSettings,
-    args: &transfer::ImportArgs,
-) -> anyhow::Result<()> {
-    let image_bytes = images.open_store(&settings.data_dir, settings).await?;
-    let store = transfer::run_import(settings, &*image_bytes, args).await?;
+async fn import(settings: &Settings, args: &transfer::ImportArgs) -> anyhow::Result<()> {
+    let image_bytes = settings.open_image_bytes().await?;
+    let store = transfer::run_import(&settings.store, &*image_bytes, args).await?;
     let verdict = run_verify(&store).await?;
     anyhow::ensure!(verdict.holds(), "the imported store violates the model");
     Ok(())
@@ -337,17 +329,13 @@ const VIOLATIONS_SHOWN: usize = 100;
 /// Exit status of `verify` when the store cannot be read (1 means violations).
 const VERIFY_UNREADABLE: u8 = 2;
 
-async fn verify_store(
-    settings: &StoreSettings,
-    images: &cosmos_blog::settings::ImageSettings,
-    repair: bool,
-) -> ExitCode {
+async fn verify_store(settings: &Settings, repair: bool) -> ExitCode {
     let verdict = async {
         // Only a repair writes: a check opens the store read-only.
         let store = if repair {
-            store::open_existing(settings).await?
+            store::open_existing(&settings.store).await?
         } else {
-            store::open_read_only(settings).await?
+            store::open_read_only(&settings.store).await?
         };
         // Half a store loaded breaks invariants by the hundred; the one thing to say is how to
         // finish the import (a repair cannot: the sources are missing).
@@ -356,7 +344,7 @@ async fn verify_store(
             return Ok(None);
         }
         // The images first, so that the store's verdict is the last line.
-        let image_bytes = images.open_store(&settings.data_dir, settings).await?;
+        let image_bytes = settings.open_image_bytes().await?;
         let images_hold = verify_image_bytes(&store, &*image_bytes, repair).await?;
         let report = if repair {
             run_repair(&store).await?

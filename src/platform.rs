@@ -146,35 +146,41 @@ pub(crate) mod tests {
 
     // Every plan's environment is tested on the binary (tests/api/auth/modes.rs).
 
+    /// Environments, each with what it says: the host's worker variables say a host; App
+    /// Service's own variables say App Service, with no recognised host (the issue's
+    /// reproduction: no FUNCTIONS_WORKER_RUNTIME); a laptop's port and container variables
+    /// say nothing.
     #[test]
-    fn the_host_is_recognised_by_its_worker_variables_alone() {
-        let platform = plan(&[
+    fn the_host_and_app_service_are_recognised_by_their_own_variables() {
+        let host = Platform {
+            functions_host: true,
+            ..Platform::default()
+        };
+        let app_service = Platform {
+            app_service: true,
+            ..Platform::default()
+        };
+        let worker = [
             ("FUNCTIONS_CUSTOMHANDLER_PORT", "40001"),
             ("FUNCTIONS_CUSTOMHANDLER_WORKER_ID", "6a1c0c3e"),
-        ]);
-        assert!(platform.functions_host && !platform.app_service);
-        assert!(platform.hosted());
-    }
-
-    #[test]
-    fn app_service_without_a_recognised_host_is_still_hosted() {
-        // The reproduction: App Service variables, no FUNCTIONS_WORKER_RUNTIME.
-        let platform = plan(&[
+        ];
+        let website = [
             ("WEBSITE_SITE_NAME", "blog-app"),
             ("WEBSITE_SKU", "FlexConsumption"),
-        ]);
-        assert!(!platform.functions_host);
-        assert!(platform.hosted());
-    }
-
-    #[test]
-    fn a_laptop_is_not_hosted_even_with_the_port_variable() {
-        let platform = plan(&[
+        ];
+        let laptop = [
             ("FUNCTIONS_CUSTOMHANDLER_PORT", "7072"),
             ("CONTAINER_NAME", "dev-container"),
-        ]);
-        assert_eq!(platform, Platform::default());
-        assert!(!platform.hosted());
+        ];
+        for (vars, says, hosted) in [
+            (worker, host, true),
+            (website, app_service, true),
+            (laptop, Platform::default(), false),
+        ] {
+            let platform = plan(&vars);
+            assert_eq!(platform, says, "{vars:?}");
+            assert_eq!(platform.hosted(), hosted, "{vars:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod images;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -19,6 +20,7 @@ use clap::{Args, ValueEnum};
 use crate::auth::AuthSettings;
 use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
+use crate::images::ImageStore;
 pub use crate::store::StoreSettings;
 use crate::web::{FormKey, PublicUrl};
 pub use images::ImageSettings;
@@ -274,6 +276,15 @@ pub enum ChangeFeedMode {
 }
 
 impl Settings {
+    /// The store of the images' bytes that goes with the store these settings name (by
+    /// default, files in the same data folder): the server, `verify`, export and import open
+    /// the same one.
+    pub async fn open_image_bytes(&self) -> anyhow::Result<Arc<dyn ImageStore>> {
+        self.images
+            .open_store(&self.store.data_dir, &self.store)
+            .await
+    }
+
     /// [`StoreSettings::contradictions`] and those of the server's own settings.
     pub fn contradictions(&self) -> Vec<String> {
         let mut found = self.store.contradictions();
@@ -373,6 +384,11 @@ mod tests {
         settings: Settings,
     }
 
+    /// The settings `args` give on a developer's machine: no platform variables.
+    fn on_a_laptop(args: &[&str]) -> Settings {
+        settings(args, Platform::default())
+    }
+
     fn settings(args: &[&str], platform: Platform) -> Settings {
         let mut settings =
             Command::try_parse_from(std::iter::once("cosmos-blog").chain(args.iter().copied()))
@@ -396,7 +412,7 @@ mod tests {
         };
         assert!(!settings(&cosmos, flex_without_worker_runtime.clone()).runs_pump());
         assert!(!settings(&cosmos, app_service_only).runs_pump());
-        assert!(settings(&cosmos, Platform::default()).runs_pump());
+        assert!(on_a_laptop(&cosmos).runs_pump());
         // The embedded store has no triggers: the pump runs even under `func start`.
         assert!(settings(&[], flex_without_worker_runtime.clone()).runs_pump());
         let forced = [&cosmos[..], &["--change-feed", "pump"]].concat();
@@ -405,21 +421,18 @@ mod tests {
 
     #[test]
     fn the_blogs_title_and_description_come_from_the_settings_or_default() {
-        let plain = settings(&[], Platform::default());
+        let plain = on_a_laptop(&[]);
         assert_eq!(plain.site.blog_title(), DEFAULT_BLOG_TITLE);
         assert!(plain.site.blog_description().contains(DEFAULT_BLOG_TITLE));
-        let named = settings(
-            &[
-                "--title",
-                "  Field Notes ",
-                "--description",
-                "Weekly notes.",
-            ],
-            Platform::default(),
-        );
+        let named = on_a_laptop(&[
+            "--title",
+            "  Field Notes ",
+            "--description",
+            "Weekly notes.",
+        ]);
         assert_eq!(named.site.blog_title(), "Field Notes");
         assert_eq!(named.site.blog_description(), "Weekly notes.");
-        let blank = settings(&["--title", " ", "--description", ""], Platform::default());
+        let blank = on_a_laptop(&["--title", " ", "--description", ""]);
         assert_eq!(blank.site.blog_title(), DEFAULT_BLOG_TITLE);
         assert!(blank.site.blog_description().contains(DEFAULT_BLOG_TITLE));
     }
@@ -429,7 +442,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let data_arg = data.to_str().expect("a UTF-8 path");
-        let laptop = settings(&["--data-dir", data_arg], Platform::default());
+        let laptop = on_a_laptop(&["--data-dir", data_arg]);
         let (first, source) = laptop.site.form_key(&laptop.store).expect("a key");
         assert_eq!(source, FormKeySource::File);
         let (again, _) = laptop.site.form_key(&laptop.store).expect("the same key");
@@ -444,18 +457,12 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "readable by its owner only");
         }
-        let set = settings(
-            &["--data-dir", data_arg, "--csrf-key", "one secret"],
-            Platform::default(),
-        );
+        let set = on_a_laptop(&["--data-dir", data_arg, "--csrf-key", "one secret"]);
         assert_eq!(
             set.site.form_key(&set.store).expect("a key").1,
             FormKeySource::Setting
         );
-        let cosmos = settings(
-            &["--cosmos-endpoint", "https://blog.documents.azure.com:443/"],
-            Platform::default(),
-        );
+        let cosmos = on_a_laptop(&["--cosmos-endpoint", "https://blog.documents.azure.com:443/"]);
         assert_eq!(
             cosmos.site.form_key(&cosmos.store).expect("a key").1,
             FormKeySource::Process
@@ -466,29 +473,23 @@ mod tests {
 
     #[test]
     fn the_public_address_is_the_setting_else_the_platforms_else_loopback() {
-        let laptop = settings(&[], Platform::default());
+        let laptop = on_a_laptop(&[]);
         assert_eq!(
             laptop.site.public_url(8080).expect("loopback").as_str(),
             "http://127.0.0.1:8080"
         );
-        let set = settings(
-            &["--public-url", "https://blog.example/"],
-            Platform::default(),
-        );
+        let set = on_a_laptop(&["--public-url", "https://blog.example/"]);
         assert_eq!(
             set.site.public_url(8080).expect("set").as_str(),
             "https://blog.example"
         );
-        let mut azure = settings(&[], Platform::default());
+        let mut azure = on_a_laptop(&[]);
         azure.site.website_hostname = Some("blog.azurewebsites.net".into());
         assert_eq!(
             azure.site.public_url(80).expect("the platform's").as_str(),
             "https://blog.azurewebsites.net"
         );
-        let wrong = settings(
-            &["--public-url", "https://blog.example/blog"],
-            Platform::default(),
-        );
+        let wrong = on_a_laptop(&["--public-url", "https://blog.example/blog"]);
         assert!(wrong.site.public_url(80).is_err(), "a path is refused");
     }
 
@@ -515,21 +516,18 @@ mod tests {
             variable("cosmos_binary_encoding").as_deref(),
             Some("AZURE_COSMOS_BINARY_ENCODING_ENABLED")
         );
-        let given = settings(
-            &[
-                "--cosmos-client-id",
-                "6a1c0c3e",
-                "--region-name",
-                "West Europe",
-                "--cosmos-binary-encoding",
-                "false",
-            ],
-            Platform::default(),
-        );
+        let given = on_a_laptop(&[
+            "--cosmos-client-id",
+            "6a1c0c3e",
+            "--region-name",
+            "West Europe",
+            "--cosmos-binary-encoding",
+            "false",
+        ]);
         assert_eq!(given.store.cosmos_client_id.as_deref(), Some("6a1c0c3e"));
         assert_eq!(given.store.region_name.as_deref(), Some("West Europe"));
         assert_eq!(given.store.cosmos_binary_encoding.as_deref(), Some("false"));
-        let defaults = settings(&[], Platform::default());
+        let defaults = on_a_laptop(&[]);
         assert_eq!(defaults.store.region_name, None);
         assert!(!defaults.store.managed_identity, "the platform's to say");
     }
@@ -543,7 +541,7 @@ mod tests {
         };
         let ten_minutes = Duration::from_secs(600);
         assert_eq!(
-            settings(&[], Platform::default()).recheck(),
+            on_a_laptop(&[]).recheck(),
             Recheck::BesideThePump(ten_minutes)
         );
         assert_eq!(

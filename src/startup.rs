@@ -99,10 +99,7 @@ impl Application {
         let images = Images::new(
             settings.images.limits(),
             settings.images.quota_bytes(),
-            settings
-                .images
-                .open_store(&settings.store.data_dir, &settings.store)
-                .await?,
+            settings.open_image_bytes().await?,
         );
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);
         let port = listener

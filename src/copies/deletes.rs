@@ -249,7 +249,7 @@ pub(super) async fn sweep_orphan_copies(
     let mut deleted = 0;
     for (_, view, copies) in tenant::by_model(store, copies).0 {
         for copy in copies.iter() {
-            deleted += delete_if_orphan(&view, container, copy).await?;
+            deleted += delete_if_orphan(&*view, container, copy).await?;
         }
     }
     Ok(deleted)
@@ -258,7 +258,7 @@ pub(super) async fn sweep_orphan_copies(
 /// Deletes a post copy of `container` whose source is not a live post, or, in `users`, is a
 /// post by another user than the partition's (a misplaced copy): one point read of the source.
 pub(crate) async fn delete_if_orphan(
-    store: &Arc<dyn Store>,
+    store: &dyn Store,
     container: Container,
     copy: &Value,
 ) -> StoreResult<usize> {
@@ -277,5 +277,5 @@ pub(crate) async fn delete_if_orphan(
         return Ok(0);
     }
     let pk = container.partition_key_of(copy)?;
-    delete_if_present(&**store, container, &pk, &id).await
+    delete_if_present(store, container, &pk, &id).await
 }

@@ -155,5 +155,5 @@ async fn correct_username(
             Err(e) => return Err(e),
         }
     }
-    rename_item(store, document, username).await
+    rename_item(&**store, document, username).await
 }

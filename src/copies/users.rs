@@ -53,7 +53,7 @@ async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<u
     let mut pages = Pages::new(&**store, Container::Posts, &query, 100);
     while let Some(items) = pages.next().await? {
         written += stream::iter(items)
-            .map(|item| rename_item(store, item, &user.username))
+            .map(|item| rename_item(&**store, item, &user.username))
             .buffer_unordered(FAN_OUT_CONCURRENCY)
             .try_fold(0, |sum, n| async move { Ok(sum + n) })
             .await?;
@@ -64,7 +64,7 @@ async fn rename_everywhere(store: &Arc<dyn Store>, user: &User) -> StoreResult<u
 /// Sets `userUsername` on one item of `posts`, re-reading on a race with a like or comment
 /// (which rewrites the post's counts) so neither write is lost.
 pub(crate) async fn rename_item(
-    store: &Arc<dyn Store>,
+    store: &dyn Store,
     item: Value,
     username: &str,
 ) -> StoreResult<usize> {
@@ -72,22 +72,16 @@ pub(crate) async fn rename_item(
     let Some(id) = item.get("id").and_then(Value::as_str) else {
         return Ok(0);
     };
-    let renamed = rewrite_item(
-        &**store,
-        Container::Posts,
-        &pk,
-        id,
-        |mut current| async move {
-            // A tombstone (the post was deleted since) has no author fields to correct.
-            let authored =
-                is_a::<Post>(&current) || is_a::<Comment>(&current) || is_a::<Like>(&current);
-            if !authored || current.get("userUsername").and_then(Value::as_str) == Some(username) {
-                return Ok(None);
-            }
-            current["userUsername"] = Value::from(username);
-            Ok(Some((current, ())))
-        },
-    )
+    let renamed = rewrite_item(store, Container::Posts, &pk, id, |mut current| async move {
+        // A tombstone (the post was deleted since) has no author fields to correct.
+        let authored =
+            is_a::<Post>(&current) || is_a::<Comment>(&current) || is_a::<Like>(&current);
+        if !authored || current.get("userUsername").and_then(Value::as_str) == Some(username) {
+            return Ok(None);
+        }
+        current["userUsername"] = Value::from(username);
+        Ok(Some((current, ())))
+    })
     .await?;
     Ok(usize::from(renamed.is_some()))
 }

@@ -157,7 +157,10 @@ pub(crate) async fn move_posts(
         }
     }
     let tags = stream::iter(by_tag)
-        .map(|(tag, wanted)| async move { set_tag_copies(store, &tag, wanted).await })
+        .map(|(tag, wanted)| async move {
+            let (written, _) = set_copies(store, ViewPartition::Tag(&tag), &wanted).await?;
+            Ok(written)
+        })
         .buffer_unordered(HANDLER_CONCURRENCY)
         .collect::<Vec<_>>();
     let months = stream::iter(by_month)
@@ -229,24 +232,40 @@ fn copy_operation(
     }
 }
 
-/// Makes the tag's partition hold each wanted copy (or none), in batches.
-async fn set_tag_copies(
-    store: &Arc<dyn Store>,
-    tag: &str,
-    wanted: Vec<Wanted>,
-) -> StoreResult<usize> {
-    let pk = tag_partition(tag);
-    let mut written = 0;
-    for chunk in wanted.chunks(MAX_BATCH_OPERATIONS) {
-        written += write_chunk(store, Container::Tags, &pk, chunk, None)
-            .await?
-            .0;
-    }
-    Ok(written)
+/// A partition of the views: a tag's in `tags`, or a month's in `archive`, which counts its
+/// copies.
+#[derive(Clone, Copy)]
+enum ViewPartition<'a> {
+    Tag(&'a str),
+    Month(&'a Month),
 }
 
-/// Makes the month's partition hold each wanted copy (or none), in batches; copies that come
-/// or go change the month's count in the same batch, and then the index.
+/// Makes the view's partition hold each wanted copy (or none), in batches; in a month's, copies
+/// that come or go change its count in the same batch. Returns the items written and the last
+/// count written.
+async fn set_copies(
+    store: &Arc<dyn Store>,
+    view: ViewPartition<'_>,
+    wanted: &[Wanted],
+) -> StoreResult<(usize, Option<MonthCount>)> {
+    let (container, pk, counted) = match view {
+        ViewPartition::Tag(tag) => (Container::Tags, tag_partition(tag), None),
+        ViewPartition::Month(month) => (Container::Archive, month_partition(month), Some(month)),
+    };
+    // One place in each batch of a month is kept for the count.
+    let batch_size = MAX_BATCH_OPERATIONS - usize::from(counted.is_some());
+    let mut written = 0;
+    let mut last_count = None;
+    for chunk in wanted.chunks(batch_size) {
+        let (n, count) = write_chunk(store, container, &pk, chunk, counted).await?;
+        written += n;
+        last_count = count.or(last_count);
+    }
+    Ok((written, last_count))
+}
+
+/// Makes the month's partition hold each wanted copy (or none), in batches that change the
+/// month's count with the copies that come or go, and then the index.
 ///
 /// The index is brought to the month's count even when this call moved no count: an earlier
 /// delivery of the same batch may have committed the copies and the count and stopped before
@@ -256,15 +275,8 @@ pub(crate) async fn set_archive_copies(
     month: &Month,
     wanted: Vec<Wanted>,
 ) -> StoreResult<usize> {
-    let pk = month_partition(month);
-    let mut written = 0;
-    let mut last_count = None;
-    // One place in each batch is kept for the count.
-    for chunk in wanted.chunks(MAX_BATCH_OPERATIONS - 1) {
-        let (n, counted) = write_chunk(store, Container::Archive, &pk, chunk, Some(month)).await?;
-        written += n;
-        last_count = counted.or(last_count);
-    }
+    let view = ViewPartition::Month(month);
+    let (mut written, last_count) = set_copies(store, view, &wanted).await?;
     let count = match last_count {
         Some(counted) => Some(counted),
         None => match read_count(store, month).await? {
@@ -277,6 +289,7 @@ pub(crate) async fn set_archive_copies(
     }
     Ok(written)
 }
+
 /// Writes one batch's worth of wanted copies to one partition: reads what it holds, writes
 /// what differs as one transactional batch (with the month's count replaced under If-Match
 /// when `counted` names the month and copies come or go), and reads and tries again when

@@ -81,6 +81,21 @@ pub fn is_stored_a<T: Typed>(item: &serde_json::value::RawValue) -> bool {
         .is_ok_and(|tag| tag.kind.as_deref() == Some(T::TYPE))
 }
 
+/// Makes `$item` a [`Typed`] kind whose tag is its `$kind`'s, and names that tag `$item::TYPE`
+/// too, so a query can say `Post::TYPE` without the trait in scope.
+macro_rules! typed {
+    ($item:ident, $kind:ident) => {
+        impl Typed for $item {
+            const TYPE: &'static str = $kind::TAG;
+        }
+
+        impl $item {
+            pub(crate) const TYPE: &'static str = $kind::TAG;
+        }
+    };
+}
+pub(super) use typed;
+
 kind_tag!(UserKind, "user");
 kind_tag!(PostKind, "post");
 kind_tag!(CommentKind, "comment");
@@ -103,13 +118,9 @@ pub struct User {
     pub username: String,
 }
 
-impl Typed for User {
-    const TYPE: &'static str = UserKind::TAG;
-}
+typed!(User, UserKind);
 
 impl User {
-    pub(crate) const TYPE: &'static str = UserKind::TAG;
-
     pub fn new(user_id: UserId, username: Username) -> Self {
         Self {
             id: user_id.clone(),
@@ -173,13 +184,9 @@ pub struct Post {
     pub tags: Vec<String>,
 }
 
-impl Typed for Post {
-    const TYPE: &'static str = PostKind::TAG;
-}
+typed!(Post, PostKind);
 
 impl Post {
-    pub(crate) const TYPE: &'static str = PostKind::TAG;
-
     /// A new published post of `author`, with the id the caller chose for it: generated
     /// ([`PostId::generate`]) or derived from an idempotency key.
     pub fn new(post_id: PostId, author: &User, title: Title, content: PostContent) -> Self {
@@ -308,13 +315,9 @@ pub struct Comment {
     pub creation_date: Timestamp,
 }
 
-impl Typed for Comment {
-    const TYPE: &'static str = CommentKind::TAG;
-}
+typed!(Comment, CommentKind);
 
 impl Comment {
-    pub(crate) const TYPE: &'static str = CommentKind::TAG;
-
     /// A new comment, with the id the caller chose for it (see [`Post::new`]).
     pub fn new(id: CommentId, post_id: PostId, author: &User, content: CommentContent) -> Self {
         Self {
@@ -347,13 +350,9 @@ pub struct Like {
     pub creation_date: Timestamp,
 }
 
-impl Typed for Like {
-    const TYPE: &'static str = LikeKind::TAG;
-}
+typed!(Like, LikeKind);
 
 impl Like {
-    pub(crate) const TYPE: &'static str = LikeKind::TAG;
-
     pub fn new(post_id: PostId, liker: &User) -> Self {
         Self {
             id: LikeId::for_liker(&liker.user_id),

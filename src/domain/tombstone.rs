@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::items::{TombstoneKind, Typed};
+use super::items::{TombstoneKind, Typed, typed};
 use super::{Post, PostId, Timestamp, UserId};
 
 /// How long a tombstone stays before the store purges it: the retention window. It must
@@ -53,13 +53,9 @@ pub struct Tombstone {
 /// Namespace of the ids of account tombstones (a fixed random UUID).
 const ERASURE_NAMESPACE: Uuid = Uuid::from_u128(0x2b7e_91c4_5d0a_4f36_a1e8_7c3f_09d2_6e15);
 
-impl Typed for Tombstone {
-    const TYPE: &'static str = TombstoneKind::TAG;
-}
+typed!(Tombstone, TombstoneKind);
 
 impl Tombstone {
-    pub(crate) const TYPE: &'static str = TombstoneKind::TAG;
-
     /// Replaces `post` in `posts`.
     pub(crate) fn of_post(post: &Post) -> Self {
         Self {

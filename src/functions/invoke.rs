@@ -11,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::time::Duration;
 
 use crate::api::AppState;
 use crate::changefeed::publisher::{self, Publisher};
@@ -141,29 +142,66 @@ pub async fn invoke(source: Source, State(state): State<AppState>, body: Bytes) 
     }
 }
 
-/// Handles one invocation of the re-check's timer: runs the re-check up to the present −
-/// delay within [`recheck::TIMER_BUDGET`] (the next tick goes on if it is behind), and
-/// answers the host's invocation body. The timer's own data (its schedule status) is only
-/// logged: every tick does the same work.
-pub async fn invoke_timer(
-    recheck: Recheck,
-    State(state): State<AppState>,
-    body: Bytes,
-) -> Response {
-    let function = recheck::FUNCTION_NAME;
+/// A timer function of the app, with what its setting says of where its work is done.
+#[derive(Debug, Clone, Copy)]
+pub enum Timer {
+    /// The delayed re-check's.
+    Recheck(Recheck),
+    /// The publisher's of scheduled posts.
+    Publisher(Publisher),
+}
+
+/// What one tick of a timer does here.
+enum Tick {
+    /// Nothing, for the reason given: the work is off, or done by a task of the server.
+    Idle(&'static str),
+    /// The re-check up to the present − this delay.
+    Recheck(Duration),
+    /// Publishes the scheduled posts whose time has come.
+    Publish,
+}
+
+impl Timer {
+    pub fn function_name(self) -> &'static str {
+        match self {
+            Timer::Recheck(_) => recheck::FUNCTION_NAME,
+            Timer::Publisher(_) => publisher::FUNCTION_NAME,
+        }
+    }
+
+    fn tick(self) -> Tick {
+        match self {
+            Timer::Recheck(Recheck::Off) => Tick::Idle("off (BLOG_RECHECK_DELAY_MS=0)"),
+            Timer::Recheck(Recheck::BesideThePump(_)) => {
+                Tick::Idle("runs beside the in-process change-feed pump; nothing to do here")
+            }
+            Timer::Recheck(Recheck::OnTimer(delay)) => Tick::Recheck(delay),
+            Timer::Publisher(Publisher::Off) => Tick::Idle("off (BLOG_PUBLISH_STEP_MS=0)"),
+            Timer::Publisher(Publisher::InProcess(_)) => {
+                Tick::Idle("runs as a task of the server; nothing to do here")
+            }
+            Timer::Publisher(Publisher::OnTimer) => Tick::Publish,
+        }
+    }
+}
+
+/// Handles one invocation of a timer, and answers the host's invocation body with the tick's
+/// log lines. The re-check runs up to the present − delay within [`recheck::TIMER_BUDGET`]
+/// (the next tick goes on if it is behind); the publisher publishes the scheduled posts whose
+/// time has come. The timer's own data (its schedule status) is only logged: every tick does
+/// the same work.
+pub async fn invoke_timer(timer: Timer, State(state): State<AppState>, body: Bytes) -> Response {
+    let function = timer.function_name();
     let invocation: Invocation<Value> = match serde_json::from_slice(&body) {
         Ok(invocation) => invocation,
         Err(why) => return undecodable_timer_invocation(function, why),
     };
-    if past_due(&invocation.data) {
+    if matches!(timer, Timer::Recheck(_)) && past_due(&invocation.data) {
         tracing::info!(function, "the timer is past due");
     }
-    let logs = match recheck {
-        Recheck::Off => vec![format!("{function}: off (BLOG_RECHECK_DELAY_MS=0)")],
-        Recheck::BesideThePump(_) => vec![format!(
-            "{function}: runs beside the in-process change-feed pump; nothing to do here"
-        )],
-        Recheck::OnTimer(delay) => {
+    let logs = match timer.tick() {
+        Tick::Idle(why) => vec![format!("{function}: {why}")],
+        Tick::Recheck(delay) => {
             match recheck::run(state.blogs.store(), delay, recheck::TIMER_BUDGET).await {
                 Ok(report) => report.log_lines(),
                 Err(e) => {
@@ -178,27 +216,7 @@ pub async fn invoke_timer(
                 }
             }
         }
-    };
-    timer_answer(function, logs)
-}
-
-/// Handles one invocation of the publisher's timer: publishes the scheduled posts whose time
-/// has come, when `publisher` says this is where it happens.
-pub async fn invoke_publisher(
-    publisher: Publisher,
-    State(state): State<AppState>,
-    body: Bytes,
-) -> Response {
-    let function = publisher::FUNCTION_NAME;
-    if let Err(why) = serde_json::from_slice::<Invocation<Value>>(&body) {
-        return undecodable_timer_invocation(function, why);
-    }
-    let logs = match publisher {
-        Publisher::Off => vec![format!("{function}: off (BLOG_PUBLISH_STEP_MS=0)")],
-        Publisher::InProcess(_) => vec![format!(
-            "{function}: runs as a task of the server; nothing to do here"
-        )],
-        Publisher::OnTimer => match publisher::publish_due(state.blogs.store()).await {
+        Tick::Publish => match publisher::publish_due(state.blogs.store()).await {
             Ok(done) => vec![publisher::log_line(&done)],
             Err(e) => {
                 // Nothing is lost: the next tick finds the same posts due.

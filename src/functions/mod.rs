@@ -11,6 +11,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::post;
 
+use invoke::Timer;
 pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
 
 use crate::api::AppState;
@@ -38,11 +39,11 @@ pub fn router(recheck: Recheck, publisher: Publisher) -> Router<AppState> {
         })
         .route(
             &format!("/{}", recheck::FUNCTION_NAME),
-            post(move |state, body| invoke::invoke_timer(recheck, state, body)),
+            post(move |state, body| invoke::invoke_timer(Timer::Recheck(recheck), state, body)),
         )
         .route(
             &format!("/{}", publisher::FUNCTION_NAME),
-            post(move |state, body| invoke::invoke_publisher(publisher, state, body)),
+            post(move |state, body| invoke::invoke_timer(Timer::Publisher(publisher), state, body)),
         )
         .route_layer(middleware::from_fn_with_state(
             crate::operations::trigger_for as crate::telemetry::http::FunctionOf,

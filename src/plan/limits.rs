@@ -233,7 +233,7 @@ fn load(
         LimitKind::ServerlessThroughput => {
             // The container nearest its ceiling.
             let stored = storage_gb(w, measured, w.horizon_days);
-            let by_container = ru_per_second_by_container(w, azure, costs, w.peak_factor);
+            let by_container = ru_per_second_by_container(costs, &peak);
             let nearest = by_container
                 .iter()
                 .map(|(c, ru)| {

@@ -31,38 +31,39 @@ pub const APP_FEED_CACHE_MS: u64 = 50;
 #[derive(Debug, Clone, clap::Args)]
 pub struct PlanArgs {
     /// Registered users.
-    #[arg(long, default_value = "100", value_parser = users, allow_negative_numbers = true)]
+    #[arg(long, default_value = "100", value_parser = whole_in(1.0, 1e10), allow_negative_numbers = true)]
     pub users: f64,
     /// New posts a day.
-    #[arg(long, default_value = "5", value_parser = per_day, allow_negative_numbers = true)]
+    #[arg(long, default_value = "5", value_parser = number_in(0.0, 1e9), allow_negative_numbers = true)]
     pub posts_per_day: f64,
     /// Comments a post gets, on average.
-    #[arg(long, default_value = "3", value_parser = per_post, allow_negative_numbers = true)]
+    #[arg(long, default_value = "3", value_parser = number_in(0.0, 1e6), allow_negative_numbers = true)]
     pub comments_per_post: f64,
     /// Likes a post gets, on average.
-    #[arg(long, default_value = "10", value_parser = per_post, allow_negative_numbers = true)]
+    #[arg(long, default_value = "10", value_parser = number_in(0.0, 1e6), allow_negative_numbers = true)]
     pub likes_per_post: f64,
     /// Page views and API reads a day, split by --mix.
-    #[arg(long, default_value = "10000", value_parser = views, allow_negative_numbers = true)]
+    #[arg(long, default_value = "10000", value_parser = number_in(0.0, 1e12), allow_negative_numbers = true)]
     pub views_per_day: f64,
     /// Username changes a day (each rewrites the user's posts, comments and likes).
-    #[arg(long, default_value = "1", value_parser = per_day, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = number_in(0.0, 1e9), allow_negative_numbers = true)]
     pub renames_per_day: f64,
     /// The peak hour's rate over the day's mean (1 to 24).
-    #[arg(long, default_value = "3", value_parser = peak_factor, allow_negative_numbers = true)]
+    // The peak hour is part of the day, so it is at most 24 times the day's mean.
+    #[arg(long, default_value = "3", value_parser = number_in(1.0, 24.0), allow_negative_numbers = true)]
     pub peak_factor: f64,
     /// Azure regions the account replicates to.
-    #[arg(long, default_value = "1", value_parser = regions, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = whole_in(1.0, 50.0), allow_negative_numbers = true)]
     pub regions: f64,
     /// The horizon, in months: the storage it grows to is billed.
-    #[arg(long, default_value = "12", value_parser = months, allow_negative_numbers = true)]
+    #[arg(long, default_value = "12", value_parser = above_zero_to(1200.0), allow_negative_numbers = true)]
     pub months: f64,
     /// Data layout: one blog, or many tenants on hierarchical keys. Not a flag of its own: the
     /// global `--tenancy` (BLOG_TENANCY) of every command says it, and `main` copies it here.
     #[arg(skip = Tenancy::Single)]
     pub tenancy: Tenancy,
     /// Tenants (`multi` only) [default: one per 1,000 users].
-    #[arg(long, value_parser = tenants, allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole_in(1.0, 1e9), allow_negative_numbers = true)]
     pub tenants: Option<f64>,
     /// How views split: `front=40,post=40,likes=5,author=10,user=5` (the default), plus
     /// `users` (a tenant's users, Q7) in `multi`. Shares are scaled to add up to 1.
@@ -74,7 +75,7 @@ pub struct PlanArgs {
     #[arg(skip = APP_FEED_CACHE_MS as f64)]
     pub feed_cache_ms: f64,
     /// Mean duration of one function execution, milliseconds.
-    #[arg(long, default_value = "20", value_parser = function_ms, allow_negative_numbers = true)]
+    #[arg(long, default_value = "20", value_parser = above_zero_to(600_000.0), allow_negative_numbers = true)]
     pub function_ms: f64,
     /// Memory of a Flex Consumption instance, MB (512, 2048 or 4096).
     #[arg(long, default_value = "2048", value_parser = instance_memory_mb, allow_negative_numbers = true)]
@@ -266,41 +267,19 @@ fn whole(text: &str, min: f64, max: f64) -> Result<f64, String> {
     Ok(value)
 }
 
-fn users(text: &str) -> Result<f64, String> {
-    whole(text, 1.0, 1e10)
+/// The parser of a flag that takes a number in `[min, max]`: the bounds stand at the flag.
+fn number_in(min: f64, max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |text| number(text, min, max)
 }
 
-fn per_day(text: &str) -> Result<f64, String> {
-    number(text, 0.0, 1e9)
+/// The parser of a flag that takes a whole number in `[min, max]`.
+fn whole_in(min: f64, max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |text| whole(text, min, max)
 }
 
-fn per_post(text: &str) -> Result<f64, String> {
-    number(text, 0.0, 1e6)
-}
-
-fn views(text: &str) -> Result<f64, String> {
-    number(text, 0.0, 1e12)
-}
-
-/// The peak hour is part of the day, so it is at most 24 times the day's mean.
-fn peak_factor(text: &str) -> Result<f64, String> {
-    number(text, 1.0, 24.0)
-}
-
-fn regions(text: &str) -> Result<f64, String> {
-    whole(text, 1.0, 50.0)
-}
-
-fn months(text: &str) -> Result<f64, String> {
-    above_zero(text, 1200.0)
-}
-
-fn tenants(text: &str) -> Result<f64, String> {
-    whole(text, 1.0, 1e9)
-}
-
-fn function_ms(text: &str) -> Result<f64, String> {
-    above_zero(text, 600_000.0)
+/// The parser of a flag that takes a number above 0 and at most `max`.
+fn above_zero_to(max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |text| above_zero(text, max)
 }
 
 fn instance_memory_mb(text: &str) -> Result<f64, String> {

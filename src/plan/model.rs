@@ -372,19 +372,18 @@ pub(crate) fn ru_per_second_by_operation(
         .collect()
 }
 
-/// RU per second at `rate` times the mean, by container.
+/// RU per second by container: `by_operation` (RU per second by operation id, as
+/// [`ru_per_second_by_operation`] counts them) summed over the containers the RU land in.
 pub(crate) fn ru_per_second_by_container(
-    w: &Workload,
-    azure: &Azure,
     costs: &BTreeMap<String, UnitCost>,
-    rate: f64,
+    by_operation: &BTreeMap<String, f64>,
 ) -> BTreeMap<String, f64> {
     let mut by_container: BTreeMap<String, f64> = ["users", "posts", "feed", "leases"]
         .into_iter()
         .map(|c| (c.to_owned(), 0.0))
         .collect();
-    for (id, ru) in ru_per_second_by_operation(w, azure, costs, rate) {
-        if let Some(cost) = costs.get(&id) {
+    for (id, ru) in by_operation {
+        if let Some(cost) = costs.get(id) {
             *by_container.entry(cost.container.clone()).or_insert(0.0) += ru;
         }
     }

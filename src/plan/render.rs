@@ -11,7 +11,7 @@ use super::data::{Azure, MeasuredCosts};
 use super::limits::{Reached, design_limit_past, walk};
 use super::model::{
     DAYS_PER_MONTH, RuSource, SECONDS_PER_DAY, UnitCost, Workload, operations_per_second,
-    ru_per_second_by_container, storage_gb, unit_costs,
+    ru_per_second_by_container, ru_per_second_by_operation, storage_gb, unit_costs,
 };
 
 /// One operation's line: its cost per run and how often it runs.
@@ -114,10 +114,11 @@ pub fn plan(w: &Workload, azure: &Azure, measured: &MeasuredCosts) -> Plan {
             (id.clone(), line)
         })
         .collect();
-    let mean: f64 = ru_per_second_by_container(w, azure, &costs, 1.0)
-        .values()
-        .sum();
-    let peak_by_container = ru_per_second_by_container(w, azure, &costs, w.peak_factor);
+    let by_container = |rate: f64| {
+        ru_per_second_by_container(&costs, &ru_per_second_by_operation(w, azure, &costs, rate))
+    };
+    let mean: f64 = by_container(1.0).values().sum();
+    let peak_by_container = by_container(w.peak_factor);
     let peak: f64 = peak_by_container.values().sum();
     let storage = StorageGb {
         now: storage_gb(w, measured, DAYS_PER_MONTH.min(w.horizon_days)),

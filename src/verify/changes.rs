@@ -373,15 +373,7 @@ impl Targeted<'_> {
         let (post_id, author_id) = (post.id.as_str(), post.user_id.as_str());
         let summary = PostSummary::of(post);
         let author = self.author(author_id).await?;
-        let authored = Authored {
-            kind: Post::TYPE,
-            post_id,
-            id: post_id,
-            user_id: author_id,
-            username: &post.user_username,
-            created: post.creation_date,
-        };
-        self.report_all(checks::author(&authored, &author.state()));
+        self.report_all(checks::author(&post.into(), &author.state()));
         match self.read(Container::Users, author_id, post_id).await? {
             None => self.report(checks::missing_user_copy(post_id, author_id)),
             Some(copy) => self.report_all(checks::user_copy(

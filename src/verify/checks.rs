@@ -14,7 +14,7 @@ use super::repair::{CopyIn, Repair};
 use super::{Violation, ViolationKind};
 use crate::blog::{FEED_SIZE, SCHEDULE_TYPE};
 use crate::copies::SCHEDULE_DIRECTORY_ID;
-use crate::domain::{Like, LikeId, Post, TenantId, Timestamp};
+use crate::domain::{Comment, Like, LikeId, Post, TenantId, Timestamp};
 use crate::store::Container;
 
 /// What the checks need of a post in `posts`: never its content, only a hash of its short form.
@@ -57,6 +57,27 @@ pub(crate) struct Authored<'a> {
     pub username: &'a str,
     pub created: Timestamp,
 }
+
+/// The author fields of the items that have them, which all name them alike: `$post_id` is
+/// the field that names the item's post (a post's own id).
+macro_rules! authored_from {
+    ($($item:ident by $post_id:ident),*) => {$(
+        impl<'a> From<&'a $item> for Authored<'a> {
+            fn from(item: &'a $item) -> Self {
+                Self {
+                    kind: $item::TYPE,
+                    post_id: item.$post_id.as_str(),
+                    id: item.id.as_str(),
+                    user_id: item.user_id.as_str(),
+                    username: &item.user_username,
+                    created: item.creation_date,
+                }
+            }
+        }
+    )*};
+}
+
+authored_from!(Post by id, Comment by post_id, Like by post_id);
 
 /// What the store holds of an item's author: their current username (`None`: no user item),
 /// and when their account was erased, if it was.

@@ -266,7 +266,7 @@ async fn set_username(
             "user {user_id:?} has no user item"
         )));
     };
-    let n = rename_item(store, current.item, &username).await?;
+    let n = rename_item(&**store, current.item, &username).await?;
     Ok(written(n, |_| format!("userUsername set to {username:?}")))
 }
 
@@ -357,7 +357,7 @@ async fn delete_copy(
     let Some(copy) = read(store, container, partition, id).await? else {
         return Ok(RepairOutcome::Unchanged);
     };
-    let n = delete_if_orphan(store, container, &copy.item).await?;
+    let n = delete_if_orphan(&**store, container, &copy.item).await?;
     Ok(written(n, |_| "removed".to_owned()))
 }
 

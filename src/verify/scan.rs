@@ -38,8 +38,7 @@ pub(super) async fn scan(
         models: BTreeMap::new(),
     };
     scan.users().await?;
-    scan.posts().await?;
-    scan.user_copies().await?;
+    scan.whole_containers().await?;
     scan.feed().await?;
     scan.views().await?;
     Ok(scan.report)
@@ -156,21 +155,6 @@ impl Scan<'_> {
         Ok(())
     }
 
-    /// Reads every item of `container` with `each`, then runs `check` on every model: the
-    /// checks that can only be made once the whole container has been seen.
-    async fn whole_container_then(
-        &mut self,
-        container: Container,
-        pk_field: &str,
-        each: impl FnMut(&mut Model, &mut Scanned, Value) -> Vec<Violation>,
-        check: impl FnMut(&mut Model) -> Vec<Violation>,
-    ) -> StoreResult<()> {
-        self.pages(container, Query::cross_partition(), pk_field, each)
-            .await?;
-        self.each_model(check);
-        Ok(())
-    }
-
     /// Runs `check` on every model, in tenant order, recording what it finds.
     fn each_model(&mut self, mut check: impl FnMut(&mut Model) -> Vec<Violation>) {
         let explained = self.explained;
@@ -204,29 +188,34 @@ impl Scan<'_> {
             .await
     }
 
-    // ---- posts: sources, counts, usernames ---------------------------------------------
+    // ---- posts, then the post copies in users --------------------------------------------
 
-    async fn posts(&mut self) -> StoreResult<()> {
-        self.whole_container_then(
-            Container::Posts,
-            "postId",
-            Model::posts_item,
-            Model::partition_problems,
-        )
-        .await
-    }
-
-    // ---- users: the post copies --------------------------------------------------------
-
-    async fn user_copies(&mut self) -> StoreResult<()> {
-        // Every item of `users`: user items were read before; anything else is checked here.
-        self.whole_container_then(
-            Container::Users,
-            "userId",
-            Model::users_item,
-            Model::missing_user_copies,
-        )
-        .await
+    /// The containers whose checks need the whole container seen first: `posts` (sources,
+    /// counts, usernames), then every item of `users` for the post copies (user items were
+    /// read before; anything else is checked here).
+    async fn whole_containers(&mut self) -> StoreResult<()> {
+        type Each = fn(&mut Model, &mut Scanned, Value) -> Vec<Violation>;
+        type Check = fn(&mut Model) -> Vec<Violation>;
+        let passes: [(Container, &str, Each, Check); 2] = [
+            (
+                Container::Posts,
+                "postId",
+                Model::posts_item,
+                Model::partition_problems,
+            ),
+            (
+                Container::Users,
+                "userId",
+                Model::users_item,
+                Model::missing_user_copies,
+            ),
+        ];
+        for (container, pk_field, each, check) in passes {
+            self.pages(container, Query::cross_partition(), pk_field, each)
+                .await?;
+            self.each_model(check);
+        }
+        Ok(())
     }
 
     // ---- feed ----------------------------------------------------------------------------
@@ -318,6 +307,11 @@ impl Model {
         vec![unreadable(Container::Users, &item, "userId", why)]
     }
 
+    /// Whether the author `authored` names is who the users read so far say.
+    fn author_check(&self, authored: Authored<'_>) -> Option<Violation> {
+        checks::author(&authored, &self.author_of(authored.user_id))
+    }
+
     fn author_of(&self, user_id: &str) -> AuthorState<'_> {
         AuthorState {
             username: self.usernames.get(user_id).map(String::as_str),
@@ -375,15 +369,7 @@ impl Model {
 
     fn source_post(&mut self, post: &Post) -> Vec<Violation> {
         let id = post.id.to_string();
-        let authored = Authored {
-            kind: Post::TYPE,
-            post_id: &id,
-            id: &id,
-            user_id: post.user_id.as_str(),
-            username: &post.user_username,
-            created: post.creation_date,
-        };
-        let found = checks::author(&authored, &self.author_of(post.user_id.as_str()));
+        let found = self.author_check(post.into());
         self.views.expect(post);
         if let Some(entry) = ScheduleEntry::of(post) {
             self.wanted_entries.insert(id.clone(), entry);
@@ -396,36 +382,16 @@ impl Model {
     }
 
     fn comment(&mut self, comment: &Comment) -> Vec<Violation> {
-        let (post_id, id) = (comment.post_id.as_str(), comment.id.as_str());
-        let authored = Authored {
-            kind: Comment::TYPE,
-            post_id,
-            id,
-            user_id: comment.user_id.as_str(),
-            username: &comment.user_username,
-            created: comment.creation_date,
-        };
-        let found = checks::author(&authored, &self.author_of(comment.user_id.as_str()));
-        self.child(post_id, id).comments += 1;
+        let found = self.author_check(comment.into());
+        self.child(comment.post_id.as_str(), comment.id.as_str())
+            .comments += 1;
         found.into_iter().collect()
     }
 
     fn like(&mut self, like: &Like) -> Vec<Violation> {
-        let (post_id, id) = (like.post_id.as_str(), like.id.as_str());
-        let authored = Authored {
-            kind: Like::TYPE,
-            post_id,
-            id,
-            user_id: like.user_id.as_str(),
-            username: &like.user_username,
-            created: like.creation_date,
-        };
-        let mut found: Vec<Violation> =
-            checks::author(&authored, &self.author_of(like.user_id.as_str()))
-                .into_iter()
-                .collect();
+        let mut found: Vec<Violation> = self.author_check(like.into()).into_iter().collect();
         found.extend(checks::like_id(like));
-        self.child(post_id, id).likes += 1;
+        self.child(like.post_id.as_str(), like.id.as_str()).likes += 1;
         found
     }
 
