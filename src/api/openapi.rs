@@ -10,12 +10,13 @@ use std::sync::LazyLock;
 
 use axum::extract::FromRef;
 use utoipa::openapi::link::LinkBuilder;
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
-use utoipa::openapi::{Ref, RefOr, Required};
-use utoipa::{PartialSchema, ToResponse, ToSchema};
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{IntoParams, PartialSchema, ToResponse, ToSchema};
 
 use super::description::{BadRequest, Forbidden, NotFound, PRINCIPAL_SCHEME};
 use super::docs::ServedDocument;
+use super::paths::TenantPath;
 use super::routes;
 use super::state::AppState;
 use crate::domain::TenantId;
@@ -257,19 +258,12 @@ fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
 /// Adds the tenant parameter to a path moved under the tenant prefix (an invalid tenant id is
 /// a 400, which every operation lists).
 fn under_tenant(item: &mut PathItem) {
-    let mut parameters = vec![RefOr::T(tenant_parameter())];
+    let mut parameters: Vec<_> = TenantPath::into_params(|| None)
+        .into_iter()
+        .map(RefOr::T)
+        .collect();
     parameters.extend(item.parameters.take().unwrap_or_default());
     item.parameters = Some(parameters);
-}
-
-fn tenant_parameter() -> Parameter {
-    ParameterBuilder::new()
-        .name("tenantId")
-        .parameter_in(ParameterIn::Path)
-        .required(Required::True)
-        .description(Some("The blog (tenant) addressed."))
-        .schema(Some(Ref::from_schema_name(TenantId::name())))
-        .build()
 }
 
 /// The repository file that holds the document of `tenancy` (`cosmos-blog openapi

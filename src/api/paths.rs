@@ -3,6 +3,10 @@
 //! hands the handler a parsed id. Every route answers the same two problems: a path that
 //! does not decode (invalid UTF-8 after percent-decoding) is a 400 `invalid-path`, and an id
 //! its type refuses is a 400 `invalid-field` naming the parameter.
+//!
+//! The extractors the API's operations take also describe their parameters
+//! ([`utoipa::IntoParams`]), so that an operation says `params(PostPath, ListParams)` and
+//! each parameter's description is written once, next to the code that reads it.
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequestParts, Path};
@@ -11,6 +15,9 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::{Ref, RefOr, Required, schema::Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::domain::{CommentId, Month, PostId, Tag, TenantId, UserId, ValidationError};
 use crate::error::Error;
@@ -40,10 +47,31 @@ async fn params<T: DeserializeOwned + Send>(parts: &mut Parts) -> Result<T, Resp
         .map_err(undecodable)
 }
 
+/// A required path parameter as the API description shows it.
+fn path_parameter(name: &str, description: &str, schema: RefOr<Schema>) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .description(Some(description))
+        .schema(Some(schema))
+        .build()
+}
+
 /// Declares the extractor of a route's one parameter that its type parses (`UserId::parse`):
-/// the extractor's name and type, and the parameter's name in the route.
+/// the extractor's name and type, the parameter's name in the route and its description in
+/// the API's. The parameter's schema is its type's named one, or with `as`, another
+/// type's shown in place (for an id type with no schema of its own).
 macro_rules! id_path {
-    ($(#[$doc:meta])* $name:ident($id:ty) from $param:literal) => {
+    ($(#[$doc:meta])* $name:ident($id:ty) from $param:literal: $description:literal) => {
+        id_path!(@extractor $(#[$doc])* $name($id) from $param: $description,
+            Ref::from_schema_name(<$id as ToSchema>::name()).into());
+    };
+    ($(#[$doc:meta])* $name:ident($id:ty as $shown:ty) from $param:literal: $description:literal) => {
+        id_path!(@extractor $(#[$doc])* $name($id) from $param: $description,
+            <$shown as PartialSchema>::schema());
+    };
+    (@extractor $(#[$doc:meta])* $name:ident($id:ty) from $param:literal: $description:literal, $schema:expr) => {
         $(#[$doc])*
         pub struct $name(pub $id);
 
@@ -60,8 +88,68 @@ macro_rules! id_path {
                 <$id>::parse(&value).map(Self).map_err(refused)
             }
         }
+
+        impl IntoParams for $name {
+            fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+                vec![path_parameter($param, $description, $schema)]
+            }
+        }
     };
 }
+
+/// An extractor of several path parameters: what the route sends, by name and as strings
+/// (`Sent`), and how the extractor is parsed from it.
+trait ParsedPath: Sized {
+    type Sent: DeserializeOwned + Send;
+
+    fn parse(sent: Self::Sent) -> Result<Self, ValidationError>;
+}
+
+/// Makes each [`ParsedPath`] an extractor: one way to read and refuse a path for them all.
+macro_rules! extract_parsed_paths {
+    ($($name:ident),* $(,)?) => {$(
+        impl<S: Send + Sync> FromRequestParts<S> for $name {
+            type Rejection = Response;
+
+            async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+                let sent = params(parts).await?;
+                Self::parse(sent).map_err(refused)
+            }
+        }
+    )*};
+}
+
+extract_parsed_paths!(
+    SluggedPostPath,
+    CommentPath,
+    MonthPath,
+    RenditionPath,
+    FilePath
+);
+
+id_path!(
+    /// `{userId}`: a user's id.
+    UserPath(UserId) from "userId": "The user's id."
+);
+
+id_path!(
+    /// `{userId}` of an operation on the caller's own user (it refuses anyone else's).
+    OwnUserPath(UserId) from "userId": "The caller's own id."
+);
+
+id_path!(
+    /// `{userId}` of a list of the user's posts: their author.
+    AuthorPath(UserId) from "userId": "The author's id."
+);
+
+id_path!(
+    /// `{postId}`: a post's id.
+    PostPath(PostId) from "postId": "The post's id."
+);
+
+/// `{postId}` and `{slug}`: a post's readable address. The slug is taken as it is: the page
+/// compares it with the post's own and moves a reader from any other to that one.
+pub struct SluggedPostPath(pub PostId, pub String);
 
 #[derive(Deserialize)]
 struct SluggedPostParams {
@@ -69,6 +157,17 @@ struct SluggedPostParams {
     post_id: String,
     slug: String,
 }
+
+impl ParsedPath for SluggedPostPath {
+    type Sent = SluggedPostParams;
+
+    fn parse(SluggedPostParams { post_id, slug }: Self::Sent) -> Result<Self, ValidationError> {
+        Ok(Self(PostId::parse(&post_id)?, slug))
+    }
+}
+
+/// `{postId}` and `{commentId}`: a comment of a post.
+pub struct CommentPath(pub PostId, pub CommentId);
 
 #[derive(Deserialize)]
 struct CommentParams {
@@ -78,11 +177,70 @@ struct CommentParams {
     comment_id: String,
 }
 
-#[derive(Deserialize)]
-struct MonthParams {
+impl ParsedPath for CommentPath {
+    type Sent = CommentParams;
+
+    fn parse(sent: Self::Sent) -> Result<Self, ValidationError> {
+        let post_id = PostId::parse(&sent.post_id)?;
+        Ok(Self(post_id, CommentId::parse(&sent.comment_id)?))
+    }
+}
+
+impl IntoParams for CommentPath {
+    fn into_params(in_path: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let comment = Ref::from_schema_name(CommentId::name()).into();
+        let mut params = PostPath::into_params(in_path);
+        params.push(path_parameter("commentId", "The comment's id.", comment));
+        params
+    }
+}
+
+id_path!(
+    /// `{tenantId}`: the blog of a multi-tenant deployment the request addresses.
+    TenantPath(TenantId) from "tenantId": "The blog (tenant) addressed."
+);
+
+id_path!(
+    /// `{tag}`: a tag, normalised as posts' tags are (`Rust` is `rust`).
+    TagPath(Tag) from "tag": "The tag."
+);
+
+/// `{year}` and `{month}`: a month of the archive, four digits and two (`2026`, `11`).
+pub struct MonthPath(pub Month);
+
+/// [`MonthPath`]'s parameters as sent, and as the API description shows them.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MonthParams {
+    /// The year, four digits.
+    #[param(pattern = "^[0-9]{4}$", example = "2026")]
     year: String,
+    /// The month, two digits (01–12).
+    #[param(pattern = "^(0[1-9]|1[0-2])$", example = "11")]
     month: String,
 }
+
+impl ParsedPath for MonthPath {
+    type Sent = MonthParams;
+
+    fn parse(MonthParams { year, month }: Self::Sent) -> Result<Self, ValidationError> {
+        Month::from_path(&year, &month).map(Self)
+    }
+}
+
+impl IntoParams for MonthPath {
+    fn into_params(in_path: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        MonthParams::into_params(in_path)
+    }
+}
+
+id_path!(
+    /// `{imageId}`: an image's id.
+    ImagePath(ImageId as String) from "imageId": "The image's id (a UUID)."
+);
+
+/// `{imageId}` and `{width}`: one of an image's smaller renditions, by its width in pixels.
+pub struct RenditionPath(pub ImageId, pub u32);
 
 #[derive(Deserialize)]
 struct RenditionParams {
@@ -91,93 +249,13 @@ struct RenditionParams {
     width: String,
 }
 
-#[derive(Deserialize)]
-struct FileParams {
-    file: String,
-}
+impl ParsedPath for RenditionPath {
+    type Sent = RenditionParams;
 
-id_path!(
-    /// `{userId}`: a user's id.
-    UserPath(UserId) from "userId"
-);
-
-id_path!(
-    /// `{postId}`: a post's id.
-    PostPath(PostId) from "postId"
-);
-
-/// `{postId}` and `{slug}`: a post's readable address. The slug is taken as it is: the page
-/// compares it with the post's own and moves a reader from any other to that one.
-pub struct SluggedPostPath(pub PostId, pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for SluggedPostPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let SluggedPostParams { post_id, slug } = params(parts).await?;
-        let post_id = PostId::parse(&post_id).map_err(refused)?;
-        Ok(Self(post_id, slug))
-    }
-}
-
-/// `{postId}` and `{commentId}`: a comment of a post.
-pub struct CommentPath(pub PostId, pub CommentId);
-
-impl<S: Send + Sync> FromRequestParts<S> for CommentPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let CommentParams {
-            post_id,
-            comment_id,
-        } = params(parts).await?;
-        let post_id = PostId::parse(&post_id).map_err(refused)?;
-        let comment_id = CommentId::parse(&comment_id).map_err(refused)?;
-        Ok(Self(post_id, comment_id))
-    }
-}
-
-id_path!(
-    /// `{tenantId}`: the blog of a multi-tenant deployment the request addresses.
-    TenantPath(TenantId) from "tenantId"
-);
-
-id_path!(
-    /// `{tag}`: a tag, normalised as posts' tags are (`Rust` is `rust`).
-    TagPath(Tag) from "tag"
-);
-
-/// `{year}` and `{month}`: a month of the archive, four digits and two (`2026`, `11`).
-pub struct MonthPath(pub Month);
-
-impl<S: Send + Sync> FromRequestParts<S> for MonthPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let MonthParams { year, month } = params(parts).await?;
-        Month::from_path(&year, &month).map(Self).map_err(refused)
-    }
-}
-
-id_path!(
-    /// `{imageId}`: an image's id.
-    ImagePath(ImageId) from "imageId"
-);
-
-/// `{imageId}` and `{width}`: one of an image's smaller renditions, by its width in pixels.
-pub struct RenditionPath(pub ImageId, pub u32);
-
-impl<S: Send + Sync> FromRequestParts<S> for RenditionPath {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let RenditionParams { image_id, width } = params(parts).await?;
-        let image_id = ImageId::parse(&image_id).map_err(refused)?;
+    fn parse(RenditionParams { image_id, width }: Self::Sent) -> Result<Self, ValidationError> {
+        let image_id = ImageId::parse(&image_id)?;
         let width = width.parse().map_err(|_| {
-            refused(ValidationError::new(
-                "width",
-                "is not a rendition's width (a number of pixels)",
-            ))
+            ValidationError::new("width", "is not a rendition's width (a number of pixels)")
         })?;
         Ok(Self(image_id, width))
     }
@@ -186,11 +264,15 @@ impl<S: Send + Sync> FromRequestParts<S> for RenditionPath {
 /// `{file}`: a file name, looked up as it is (an unknown one is simply not found).
 pub struct FilePath(pub String);
 
-impl<S: Send + Sync> FromRequestParts<S> for FilePath {
-    type Rejection = Response;
+#[derive(Deserialize)]
+struct FileParams {
+    file: String,
+}
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let FileParams { file } = params(parts).await?;
+impl ParsedPath for FilePath {
+    type Sent = FileParams;
+
+    fn parse(FileParams { file }: Self::Sent) -> Result<Self, ValidationError> {
         Ok(Self(file))
     }
 }
