@@ -144,10 +144,7 @@ pub struct BlogImages {
 impl FromRequestParts<AppState> for BlogImages {
     type Rejection = Infallible;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> std::result::Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
         let tenant = parts.extensions.get::<TenantId>().cloned();
         Ok(BlogImages {
             store: state.images.clone(),

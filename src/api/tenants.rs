@@ -27,10 +27,7 @@ pub struct CurrentScope(pub Arc<BlogScope>);
 impl FromRequestParts<AppState> for CurrentScope {
     type Rejection = Problem;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         state
             .blogs
             .scope(parts.extensions.get::<TenantId>())
@@ -45,10 +42,7 @@ pub struct CurrentBlog(pub Blog);
 impl FromRequestParts<AppState> for CurrentBlog {
     type Rejection = Problem;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         let CurrentScope(scope) = CurrentScope::from_request_parts(parts, state).await?;
         Ok(CurrentBlog(scope.blog.clone()))
     }
@@ -64,10 +58,7 @@ pub struct Command {
 impl FromRequestParts<AppState> for Command {
     type Rejection = Response;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let CurrentBlog(blog) = CurrentBlog::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
@@ -88,10 +79,7 @@ pub struct Reading {
 impl FromRequestParts<AppState> for Reading {
     type Rejection = Problem;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
         let CurrentBlog(blog) = CurrentBlog::from_request_parts(parts, state).await?;
         let Ok(Viewer(viewer)) = Viewer::from_request_parts(parts, state).await;
         Ok(Reading { blog, viewer })
