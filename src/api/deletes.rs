@@ -16,8 +16,7 @@ use crate::error::Result;
 /// before is erased through the change feed.
 #[utoipa::path(
     delete, path = "/users/{userId}", operation_id = "DeleteUser", tag = "users",
-    params(OwnUserPath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(OwnUserPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 202, description = "The account is deleted; its content is being erased."),
         (status = 404, response = NotFound),
@@ -44,8 +43,7 @@ pub(super) async fn delete_user(
 /// comment or like; its copies leave the author's list and the feed through the change feed.
 #[utoipa::path(
     delete, path = "/posts/{postId}", operation_id = "DeletePost", tag = "posts",
-    params(PostPath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses((status = 204, description = "The post is deleted."), AuthorWriteFailures)
 )]
 pub(super) async fn delete_post(
@@ -62,8 +60,7 @@ pub(super) async fn delete_post(
 /// transaction.
 #[utoipa::path(
     delete, path = "/posts/{postId}/comments/{commentId}", operation_id = "DeleteComment", tag = "posts",
-    params(CommentPath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(CommentPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses((status = 204, description = "The comment is deleted."), AuthorWriteFailures)
 )]
 pub(super) async fn delete_comment(
@@ -80,8 +77,7 @@ pub(super) async fn delete_comment(
 /// again afterwards creates a new like.
 #[utoipa::path(
     delete, path = "/posts/{postId}/likes", operation_id = "Unlike", tag = "posts",
-    params(PostPath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses((status = 204, description = "The caller's like is removed."), PostWriteFailures)
 )]
 pub(super) async fn unlike(

@@ -245,8 +245,7 @@ pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
 /// text instead.
 #[utoipa::path(
     delete, path = "/images/{imageId}", operation_id = "DeleteImage", tag = "images",
-    params(ImagePath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(ImagePath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 204, description = "The image is deleted."),
         (status = 404, response = ImageNotFound),
@@ -269,8 +268,7 @@ pub(super) async fn delete_image(
 /// of `users`. Nobody else's.
 #[utoipa::path(
     get, path = "/users/{userId}/images", operation_id = "ListUserImages", tag = "images",
-    params(OwnUserPath, ListParams),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(OwnUserPath, ListParams), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "A page of the caller's images.", body = ImagePage),
         OwnUserFailures,

@@ -133,7 +133,7 @@ id_path!(
 );
 
 id_path!(
-    /// `{userId}` of an operation on the caller's own user (it refuses anyone else's).
+    /// `{userId}` of an operation on the caller's own user (the operation refuses anyone else's).
     OwnUserPath(UserId) from "userId": "The caller's own id."
 );
 
@@ -211,7 +211,7 @@ pub struct MonthPath(pub Month);
 /// [`MonthPath`]'s parameters as sent, and as the API description shows them.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
-pub struct MonthParams {
+struct MonthParams {
     /// The year, four digits.
     #[param(pattern = "^[0-9]{4}$", example = "2026")]
     year: String,

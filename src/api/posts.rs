@@ -82,8 +82,7 @@ pub(super) struct CommentBody {
 /// creates nothing: it answers the post the first request created.
 #[utoipa::path(
     post, path = "/posts", operation_id = "CreatePost", tag = "posts",
-    params(IdempotencyParams), request_body = PostBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(IdempotencyParams), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new post; for a repeated `Idempotency-Key`, the post the first request created, as it is now.", body = Post),
         KeyedCreateFailures,
@@ -108,8 +107,7 @@ pub(super) async fn create_post(
 /// Only the author may edit; the counts stay as they are.
 #[utoipa::path(
     put, path = "/posts/{postId}", operation_id = "EditPost", tag = "posts",
-    params(PostPath), request_body = PostBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(PostPath), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "The edited post.", body = Post),
         AuthorWriteFailures, JsonBodyFailures,
@@ -154,8 +152,7 @@ pub(super) async fn get_post(
 /// created.
 #[utoipa::path(
     post, path = "/posts/{postId}/comments", operation_id = "AddComment", tag = "posts",
-    params(PostPath, IdempotencyParams), request_body = CommentBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(PostPath, IdempotencyParams), request_body = CommentBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new comment; for a repeated `Idempotency-Key`, the comment the first request created.", body = Comment),
         KeyedCreateFailures,
@@ -202,8 +199,7 @@ pub(super) async fn list_comments(
 /// Once per user: a repeated like changes nothing and returns the existing like.
 #[utoipa::path(
     post, path = "/posts/{postId}/likes", operation_id = "LikePost", tag = "posts",
-    params(PostPath),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new like.", body = Like),
         (status = 200, description = "The caller had already liked the post: the existing like.", body = Like),

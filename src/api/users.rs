@@ -29,8 +29,7 @@ pub(super) struct UserBody {
 /// The caller may only write the user whose id is its own.
 #[utoipa::path(
     put, path = "/users/{userId}", operation_id = "PutUser", tag = "users",
-    params(OwnUserPath), request_body = UserBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(OwnUserPath), request_body = UserBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The user was created.", body = User),
         (status = 200, description = "The user existed; it now has this username.", body = User),
@@ -87,8 +86,7 @@ pub(super) async fn user_posts(
 /// Q3): one query of the caller's partition of `users`. Nobody else's.
 #[utoipa::path(
     get, path = "/users/{userId}/drafts", operation_id = "ListUserDrafts", tag = "users",
-    params(OwnUserPath, ListParams),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    params(OwnUserPath, ListParams), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "A page of the caller's drafts and scheduled posts.", body = PostPage),
         (status = 404, response = NotFound),

@@ -10,12 +10,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 
-use super::context::PageContext;
+use super::context::{BlogPage, PageContext};
 use super::forms::{FormResult, PostForm, Unsent, write_page};
 use crate::api::AppState;
 use crate::api::images::image_path;
 use crate::api::paths::PostPath;
-use crate::api::tenants::CurrentBlog;
 use crate::domain::{PostId, TenantId};
 use crate::error::Error;
 use crate::images::{ImageRefusal, Scope};
@@ -34,8 +33,7 @@ struct Sent {
 
 /// `POST /write/image`.
 pub async fn upload_on_write(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     State(state): State<AppState>,
     tenant: Option<Extension<TenantId>>,
     multipart: Multipart,
@@ -45,8 +43,7 @@ pub async fn upload_on_write(
 
 /// `POST /posts/{postId}/edit/image`.
 pub async fn upload_on_edit(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     State(state): State<AppState>,
     tenant: Option<Extension<TenantId>>,
     PostPath(post_id): PostPath,

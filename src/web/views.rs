@@ -9,11 +9,10 @@ use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::context::{FeedLink, Layout, PageContext};
+use super::context::{BlogPage, FeedLink, Layout, PageContext};
 use super::markdown::escape_markup;
 use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
 use crate::api::paths::{MonthPath, TagPath};
-use crate::api::tenants::CurrentBlog;
 use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
 use crate::words::count;
@@ -73,8 +72,7 @@ fn month_href(base: &str, month: &Month) -> String {
 
 /// `/tags/{tag}`: the tag's published posts (Q8), newest first, paged.
 pub async fn tag_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     TagPath(tag): TagPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
@@ -102,10 +100,7 @@ pub async fn tag_page(
 }
 
 /// `/archive`: the months that have posts, newest first, with their counts (one read).
-pub async fn archive_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-) -> Result<Response> {
+pub async fn archive_page(BlogPage(context, blog): BlogPage) -> Result<Response> {
     let months = blog.archive_months().await?;
     let href = format!("{}/archive", context.base);
     let mut l = context.layout(
@@ -130,8 +125,7 @@ pub async fn archive_page(
 
 /// `/archive/{yyyy}/{mm}`: the month's posts (Q9), newest first, paged.
 pub async fn month_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     MonthPath(month): MonthPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
@@ -202,7 +196,7 @@ fn lastmod(post: &Post) -> String {
 /// `/sitemap.xml`: every published post's canonical address with its `lastmod`. Under the
 /// protocol's limits, one file read from the months' partitions; past them, a sitemap index
 /// of one sitemap per month (`/sitemaps/{yyyy}/{mm}`).
-pub async fn sitemap(context: PageContext, CurrentBlog(blog): CurrentBlog) -> Result<Response> {
+pub async fn sitemap(BlogPage(context, blog): BlogPage) -> Result<Response> {
     let months = blog.archive_months().await?;
     let total: u64 = months.iter().map(|m| m.post_count).sum();
     if total < MAX_SITEMAP_URLS {
@@ -241,8 +235,7 @@ fn sitemap_index(context: &PageContext, months: &[MonthCount]) -> String {
 /// `/sitemaps/{yyyy}/{mm}`: one month's posts, the unit of the sitemap index (at most the
 /// protocol's 50,000 addresses: the newest of a month that has more).
 pub async fn month_sitemap(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     MonthPath(month): MonthPath,
 ) -> Result<Response> {
     let mut posts = blog.all_month_posts(&month).await?;
