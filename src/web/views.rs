@@ -15,6 +15,7 @@ use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
 use crate::api::paths::{MonthPath, TagPath};
 use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
+use crate::store::Page;
 use crate::words::count;
 
 /// The sitemaps.org protocol's limits on one file.
@@ -76,27 +77,48 @@ pub async fn tag_page(
     TagPath(tag): TagPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog.tag_posts::<Post>(&tag, paging.request()).await?;
     let href = tag_href(&context.base, tag.as_str());
-    let feed = format!("{href}/feed.atom");
-    let mut l = context.layout(
+    let posts = blog.tag_posts::<Post>(&tag, paging.request()).await?;
+    let heading = (
         format!("#{tag}"),
         format!("Posts tagged {tag}, newest first."),
     );
-    l.feeds.extend(FeedLink::both(
-        &format!("Posts tagged {tag}"),
-        &format!("{href}/feed"),
-    ));
-    l.canonical = context.absolute(&href);
+    let feed = format!("Posts tagged {tag}");
+    Ok(view_list_page(
+        &context,
+        &href,
+        heading,
+        Some(&feed),
+        &posts,
+    ))
+}
+
+/// A view's page of posts (a tag's, a month's) at `href`: its heading and intro, which are
+/// also the page's title and description, and the title of its feeds if it has them
+/// (`{href}/feed.atom` and `.json`).
+fn view_list_page(
+    context: &PageContext,
+    href: &str,
+    (heading, intro): (String, String),
+    feed_title: Option<&str>,
+    posts: &Page<Post>,
+) -> Response {
+    let mut l = context.layout(heading.clone(), intro.clone());
+    let feed = feed_title.map(|title| {
+        l.feeds
+            .extend(FeedLink::both(title, &format!("{href}/feed")));
+        format!("{href}/feed.atom")
+    });
+    l.canonical = context.absolute(href);
     let page = ViewListPage {
         l,
-        heading: format!("#{tag}"),
-        intro: format!("Posts tagged {tag}, newest first."),
-        feed: Some(feed),
+        heading,
+        intro,
+        feed,
         posts: views_of(&posts.items, &context.base),
-        next: next_href(&href, posts.continuation.as_deref()),
+        next: next_href(href, posts.continuation.as_deref()),
     };
-    Ok(context.respond(StatusCode::OK, &page))
+    context.respond(StatusCode::OK, &page)
 }
 
 /// `/archive`: the months that have posts, newest first, with their counts (one read).
@@ -129,23 +151,11 @@ pub async fn month_page(
     MonthPath(month): MonthPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog.month_posts::<Post>(&month, paging.request()).await?;
     let href = month_href(&context.base, &month);
+    let posts = blog.month_posts::<Post>(&month, paging.request()).await?;
     let name = month_name(&month);
-    let mut l = context.layout(
-        name.clone(),
-        format!("Posts published in {name}, newest first."),
-    );
-    l.canonical = context.absolute(&href);
-    let page = ViewListPage {
-        l,
-        heading: name.clone(),
-        intro: format!("Posts published in {name}, newest first."),
-        feed: None,
-        posts: views_of(&posts.items, &context.base),
-        next: next_href(&href, posts.continuation.as_deref()),
-    };
-    Ok(context.respond(StatusCode::OK, &page))
+    let intro = format!("Posts published in {name}, newest first.");
+    Ok(view_list_page(&context, &href, (name, intro), None, &posts))
 }
 
 fn views_of(posts: &[Post], base: &str) -> Vec<PostView> {
