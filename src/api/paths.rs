@@ -97,35 +97,70 @@ macro_rules! id_path {
     };
 }
 
-/// An extractor of several path parameters: what the route sends, by name and as strings
-/// (`Sent`), and how the extractor is parsed from it.
-trait ParsedPath: Sized {
-    type Sent: DeserializeOwned + Send;
-
-    fn parse(sent: Self::Sent) -> Result<Self, ValidationError>;
-}
-
-/// Makes each [`ParsedPath`] an extractor: one way to read and refuse a path for them all.
+/// Makes extractors of several path parameters, each parsed from what the route sends (its
+/// `TryFrom` the parameters by name, as strings): one way to read and refuse a path for them
+/// all.
 macro_rules! extract_parsed_paths {
-    ($($name:ident),* $(,)?) => {$(
+    ($($name:ident from $sent:ty),* $(,)?) => {$(
         impl<S: Send + Sync> FromRequestParts<S> for $name {
             type Rejection = Response;
 
             async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-                let sent = params(parts).await?;
-                Self::parse(sent).map_err(refused)
+                let sent: $sent = params(parts).await?;
+                Self::try_from(sent).map_err(refused)
             }
         }
     )*};
 }
 
 extract_parsed_paths!(
-    SluggedPostPath,
-    CommentPath,
-    MonthPath,
-    RenditionPath,
-    FilePath
+    SluggedPostPath from SluggedPostParams,
+    CommentPath from CommentParams,
+    MonthPath from MonthParams,
+    RenditionPath from RenditionParams,
+    FilePath from FileParams,
 );
+
+// What the routes of those extractors send.
+
+#[derive(Deserialize)]
+struct SluggedPostParams {
+    #[serde(rename = "postId")]
+    post_id: String,
+    slug: String,
+}
+
+#[derive(Deserialize)]
+struct CommentParams {
+    #[serde(rename = "postId")]
+    post_id: String,
+    #[serde(rename = "commentId")]
+    comment_id: String,
+}
+
+#[derive(Deserialize)]
+struct RenditionParams {
+    #[serde(rename = "imageId")]
+    image_id: String,
+    width: String,
+}
+
+#[derive(Deserialize)]
+struct FileParams {
+    file: String,
+}
+
+/// [`MonthPath`]'s parameters as sent, and as the API description shows them.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct MonthParams {
+    /// The year, four digits.
+    #[param(pattern = "^[0-9]{4}$", example = "2026")]
+    year: String,
+    /// The month, two digits (01–12).
+    #[param(pattern = "^(0[1-9]|1[0-2])$", example = "11")]
+    month: String,
+}
 
 id_path!(
     /// `{userId}`: a user's id.
@@ -151,36 +186,21 @@ id_path!(
 /// compares it with the post's own and moves a reader from any other to that one.
 pub struct SluggedPostPath(pub PostId, pub String);
 
-#[derive(Deserialize)]
-struct SluggedPostParams {
-    #[serde(rename = "postId")]
-    post_id: String,
-    slug: String,
-}
+impl TryFrom<SluggedPostParams> for SluggedPostPath {
+    type Error = ValidationError;
 
-impl ParsedPath for SluggedPostPath {
-    type Sent = SluggedPostParams;
-
-    fn parse(SluggedPostParams { post_id, slug }: Self::Sent) -> Result<Self, ValidationError> {
-        Ok(Self(PostId::parse(&post_id)?, slug))
+    fn try_from(sent: SluggedPostParams) -> Result<Self, ValidationError> {
+        Ok(Self(PostId::parse(&sent.post_id)?, sent.slug))
     }
 }
 
 /// `{postId}` and `{commentId}`: a comment of a post.
 pub struct CommentPath(pub PostId, pub CommentId);
 
-#[derive(Deserialize)]
-struct CommentParams {
-    #[serde(rename = "postId")]
-    post_id: String,
-    #[serde(rename = "commentId")]
-    comment_id: String,
-}
+impl TryFrom<CommentParams> for CommentPath {
+    type Error = ValidationError;
 
-impl ParsedPath for CommentPath {
-    type Sent = CommentParams;
-
-    fn parse(sent: Self::Sent) -> Result<Self, ValidationError> {
+    fn try_from(sent: CommentParams) -> Result<Self, ValidationError> {
         let post_id = PostId::parse(&sent.post_id)?;
         Ok(Self(post_id, CommentId::parse(&sent.comment_id)?))
     }
@@ -208,22 +228,10 @@ id_path!(
 /// `{year}` and `{month}`: a month of the archive, four digits and two (`2026`, `11`).
 pub struct MonthPath(pub Month);
 
-/// [`MonthPath`]'s parameters as sent, and as the API description shows them.
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Path)]
-struct MonthParams {
-    /// The year, four digits.
-    #[param(pattern = "^[0-9]{4}$", example = "2026")]
-    year: String,
-    /// The month, two digits (01–12).
-    #[param(pattern = "^(0[1-9]|1[0-2])$", example = "11")]
-    month: String,
-}
+impl TryFrom<MonthParams> for MonthPath {
+    type Error = ValidationError;
 
-impl ParsedPath for MonthPath {
-    type Sent = MonthParams;
-
-    fn parse(MonthParams { year, month }: Self::Sent) -> Result<Self, ValidationError> {
+    fn try_from(MonthParams { year, month }: MonthParams) -> Result<Self, ValidationError> {
         Month::from_path(&year, &month).map(Self)
     }
 }
@@ -242,19 +250,12 @@ id_path!(
 /// `{imageId}` and `{width}`: one of an image's smaller renditions, by its width in pixels.
 pub struct RenditionPath(pub ImageId, pub u32);
 
-#[derive(Deserialize)]
-struct RenditionParams {
-    #[serde(rename = "imageId")]
-    image_id: String,
-    width: String,
-}
+impl TryFrom<RenditionParams> for RenditionPath {
+    type Error = ValidationError;
 
-impl ParsedPath for RenditionPath {
-    type Sent = RenditionParams;
-
-    fn parse(RenditionParams { image_id, width }: Self::Sent) -> Result<Self, ValidationError> {
-        let image_id = ImageId::parse(&image_id)?;
-        let width = width.parse().map_err(|_| {
+    fn try_from(sent: RenditionParams) -> Result<Self, ValidationError> {
+        let image_id = ImageId::parse(&sent.image_id)?;
+        let width = sent.width.parse().map_err(|_| {
             ValidationError::new("width", "is not a rendition's width (a number of pixels)")
         })?;
         Ok(Self(image_id, width))
@@ -264,15 +265,10 @@ impl ParsedPath for RenditionPath {
 /// `{file}`: a file name, looked up as it is (an unknown one is simply not found).
 pub struct FilePath(pub String);
 
-#[derive(Deserialize)]
-struct FileParams {
-    file: String,
-}
+impl TryFrom<FileParams> for FilePath {
+    type Error = ValidationError;
 
-impl ParsedPath for FilePath {
-    type Sent = FileParams;
-
-    fn parse(FileParams { file }: Self::Sent) -> Result<Self, ValidationError> {
+    fn try_from(FileParams { file }: FileParams) -> Result<Self, ValidationError> {
         Ok(Self(file))
     }
 }
