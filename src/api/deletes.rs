@@ -1,18 +1,13 @@
 //! The delete routes: posts, comments, likes and whole accounts (soft delete plus
 //! time-to-live; see `blog::deletes`).
 
-use axum::Extension;
-use axum::extract::State;
 use axum::http::StatusCode;
 
-use super::description::{BadRequest, Conflict, Forbidden, NotFound, StoreFailures, Unauthorized};
-use super::extract::Caller;
-use super::paths::{CommentPath, PostPath, UserPath};
-use super::state::AppState;
-use super::tenants::CurrentBlog;
-use crate::domain::{CommentId, PostId, TenantId, UserId};
+use super::description::{AuthorWriteFailures, NotFound, OwnUserFailures, PostWriteFailures};
+use super::images::BlogImages;
+use super::paths::{CommentPath, OwnUserPath, PostPath};
+use super::tenants::Command;
 use crate::error::Result;
-use crate::images::Scope;
 
 /// Delete an account
 ///
@@ -20,32 +15,23 @@ use crate::images::Scope;
 /// 404, the caller can no longer write until registering again); everything they wrote
 /// before is erased through the change feed.
 #[utoipa::path(
-    delete,
-    path = "/users/{userId}",
-    operation_id = "DeleteUser",
-    tag = "users",
-    params(("userId" = UserId, Path, description = "The caller's own id.")),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    delete, path = "/users/{userId}", operation_id = "DeleteUser", tag = "users",
+    params(OwnUserPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 202, description = "The account is deleted; its content is being erased."),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        StoreFailures,
+        OwnUserFailures,
     )
 )]
 pub(super) async fn delete_user(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    tenant: Option<Extension<TenantId>>,
-    State(state): State<AppState>,
-    UserPath(user_id): UserPath,
+    Command { blog, caller }: Command,
+    images: BlogImages,
+    OwnUserPath(user_id): OwnUserPath,
 ) -> Result<StatusCode> {
     if caller == user_id {
         // The images go first, items and bytes: nothing of them outlives the account.
-        let scope = Scope::of(tenant.as_ref().map(|Extension(t)| t));
-        blog.erase_images(&state.images, &scope, &user_id).await?;
+        blog.erase_images(&images.store, &images.scope, &user_id)
+            .await?;
     }
     blog.delete_user(&caller, &user_id).await?;
     Ok(StatusCode::ACCEPTED)
@@ -56,25 +42,12 @@ pub(super) async fn delete_user(
 /// The author only. The post answers 404 at once, and so do its comments, likes and any new
 /// comment or like; its copies leave the author's list and the feed through the change feed.
 #[utoipa::path(
-    delete,
-    path = "/posts/{postId}",
-    operation_id = "DeletePost",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
-    responses(
-        (status = 204, description = "The post is deleted."),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        StoreFailures,
-    )
+    delete, path = "/posts/{postId}", operation_id = "DeletePost", tag = "posts",
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses((status = 204, description = "The post is deleted."), AuthorWriteFailures)
 )]
 pub(super) async fn delete_post(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
     blog.delete_post(&caller, &post_id).await?;
@@ -86,28 +59,12 @@ pub(super) async fn delete_post(
 /// By the comment's author or the post's author; `commentCount` goes down in the same
 /// transaction.
 #[utoipa::path(
-    delete,
-    path = "/posts/{postId}/comments/{commentId}",
-    operation_id = "DeleteComment",
-    tag = "posts",
-    params(
-        ("postId" = PostId, Path, description = "The post's id."),
-        ("commentId" = CommentId, Path, description = "The comment's id."),
-    ),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
-    responses(
-        (status = 204, description = "The comment is deleted."),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        StoreFailures,
-    )
+    delete, path = "/posts/{postId}/comments/{commentId}", operation_id = "DeleteComment", tag = "posts",
+    params(CommentPath), security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses((status = 204, description = "The comment is deleted."), AuthorWriteFailures)
 )]
 pub(super) async fn delete_comment(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     CommentPath(post_id, comment_id): CommentPath,
 ) -> Result<StatusCode> {
     blog.delete_comment(&caller, &post_id, &comment_id).await?;
@@ -119,24 +76,12 @@ pub(super) async fn delete_comment(
 /// Removes the caller's own like; `likeCount` goes down in the same transaction. Liking
 /// again afterwards creates a new like.
 #[utoipa::path(
-    delete,
-    path = "/posts/{postId}/likes",
-    operation_id = "Unlike",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
-    responses(
-        (status = 204, description = "The caller's like is removed."),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        StoreFailures,
-    )
+    delete, path = "/posts/{postId}/likes", operation_id = "Unlike", tag = "posts",
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
+    responses((status = 204, description = "The caller's like is removed."), PostWriteFailures)
 )]
 pub(super) async fn unlike(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     PostPath(post_id): PostPath,
 ) -> Result<StatusCode> {
     blog.unlike(&caller, &post_id).await?;

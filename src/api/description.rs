@@ -188,19 +188,33 @@ impl<'s> ToResponse<'s> for TooManyRequests {
     }
 }
 
+/// A group's own responses with those of the groups it takes in.
+fn joined(
+    mut own: BTreeMap<String, RefOr<Response>>,
+    taken_in: impl IntoIterator<Item = BTreeMap<String, RefOr<Response>>>,
+) -> BTreeMap<String, RefOr<Response>> {
+    own.extend(taken_in.into_iter().flatten());
+    own
+}
+
 /// Declares a group of the named responses above that operations list together:
-/// `responses((status = 200, ...), JsonBodyFailures, StoreFailures)`.
+/// `responses((status = 200, ...), JsonBodyFailures, StoreFailures)`. A group may take in
+/// other groups (`+ StoreFailures`), so that each set of refusals is written once.
 macro_rules! response_group {
-    ($(#[$doc:meta])* $group:ident { $($status:literal => $response:ident),* $(,)? }) => {
+    (
+        $(#[$doc:meta])*
+        $group:ident { $($status:literal => $response:ident),* $(,)? } $(+ $more:ident)*
+    ) => {
         $(#[$doc])*
         pub struct $group;
 
         impl IntoResponses for $group {
             fn responses() -> BTreeMap<String, RefOr<Response>> {
-                BTreeMap::from([$((
+                let own = BTreeMap::from([$((
                     $status.to_string(),
                     Ref::from_response_name(<$response as ToResponse>::response().0).into(),
-                )),*])
+                )),*]);
+                joined(own, [$(<$more as IntoResponses>::responses()),*])
             }
         }
     };
@@ -222,6 +236,52 @@ response_group!(
         413 => PayloadTooLarge,
         415 => UnsupportedMediaType,
     }
+);
+
+response_group!(
+    /// What every public read may answer: a request it cannot read, or a store that fails.
+    ReadFailures { 400 => BadRequest } + StoreFailures
+);
+
+response_group!(
+    /// What reading a user or a post (or what hangs off it) by its id may answer: also that
+    /// it does not exist.
+    ItemReadFailures { 404 => NotFound } + ReadFailures
+);
+
+response_group!(
+    /// What every operation of an authenticated caller may answer.
+    CommandFailures {
+        400 => BadRequest,
+        401 => Unauthorized,
+    } + StoreFailures
+);
+
+response_group!(
+    /// What an operation on the caller's own user, or what is theirs, may answer: anyone
+    /// else's is forbidden.
+    OwnUserFailures { 403 => Forbidden } + CommandFailures
+);
+
+response_group!(
+    /// What a write to a post or what hangs off it may answer: the post (or the caller's
+    /// user) does not exist, or the post changes too often at once.
+    PostWriteFailures {
+        404 => NotFound,
+        409 => Conflict,
+    } + CommandFailures
+);
+
+response_group!(
+    /// What a change only an author may make (edit or delete a post, delete a comment) may
+    /// answer.
+    AuthorWriteFailures { 403 => Forbidden } + PostWriteFailures
+);
+
+response_group!(
+    /// What a creation that takes an `Idempotency-Key` and a JSON body (a post, a comment)
+    /// may answer.
+    KeyedCreateFailures { 422 => UnprocessableContent } + PostWriteFailures + JsonBodyFailures
 );
 
 problem_responses!(

@@ -22,13 +22,8 @@ const ASSET_CACHE_CONTROL: &str = "public, max-age=86400";
 ///
 /// The same document as `openapi.json` in the repository.
 #[utoipa::path(
-    get,
-    path = "/openapi.json",
-    operation_id = "GetOpenApi",
-    tag = "documentation",
-    responses(
-        (status = 200, description = "An OpenAPI 3.1 document.", body = Object, content_type = "application/json"),
-    )
+    get, path = "/openapi.json", operation_id = "GetOpenApi", tag = "documentation",
+    responses((status = 200, description = "An OpenAPI 3.1 document.", body = Object, content_type = "application/json"))
 )]
 pub(super) async fn openapi_json(
     State(ServedDocument(json)): State<ServedDocument>,
@@ -38,13 +33,8 @@ pub(super) async fn openapi_json(
 
 /// A page to read and try the API (Swagger UI)
 #[utoipa::path(
-    get,
-    path = "/docs",
-    operation_id = "GetApiDocs",
-    tag = "documentation",
-    responses(
-        (status = 200, description = "An HTML page.", body = String, content_type = "text/html"),
-    )
+    get, path = "/docs", operation_id = "GetApiDocs", tag = "documentation",
+    responses((status = 200, description = "An HTML page.", body = String, content_type = "text/html"))
 )]
 pub(super) async fn docs_page() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE)
@@ -52,13 +42,8 @@ pub(super) async fn docs_page() -> impl IntoResponse {
 
 /// Swagger UI's style sheet, for the docs page
 #[utoipa::path(
-    get,
-    path = "/docs/swagger-ui.css",
-    operation_id = "GetApiDocsStyles",
-    tag = "documentation",
-    responses(
-        (status = 200, description = "A CSS style sheet.", body = String, content_type = "text/css"),
-    )
+    get, path = "/docs/swagger-ui.css", operation_id = "GetApiDocsStyles", tag = "documentation",
+    responses((status = 200, description = "A CSS style sheet.", body = String, content_type = "text/css"))
 )]
 pub(super) async fn docs_styles() -> Response {
     asset("text/css; charset=utf-8", SWAGGER_UI_CSS)
@@ -66,13 +51,8 @@ pub(super) async fn docs_styles() -> Response {
 
 /// Swagger UI's script, for the docs page
 #[utoipa::path(
-    get,
-    path = "/docs/swagger-ui-bundle.js",
-    operation_id = "GetApiDocsScript",
-    tag = "documentation",
-    responses(
-        (status = 200, description = "A JavaScript program.", body = String, content_type = "text/javascript"),
-    )
+    get, path = "/docs/swagger-ui-bundle.js", operation_id = "GetApiDocsScript", tag = "documentation",
+    responses((status = 200, description = "A JavaScript program.", body = String, content_type = "text/javascript"))
 )]
 pub(super) async fn docs_script() -> Response {
     asset("text/javascript; charset=utf-8", SWAGGER_UI_JS)

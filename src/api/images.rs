@@ -1,25 +1,28 @@
 //! The routes of images in posts: upload, list one's own, delete. The bytes themselves are
 //! served at `/images/{imageId}` by the pages (`web`), where a browser finds them.
 
+use std::convert::Infallible;
+
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Extension;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::description::{
-    BadRequest, Forbidden, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge,
-    NotFound, StoreFailures, Unauthorized,
+    CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, NotFound,
+    OwnUserFailures,
 };
-use super::extract::{Caller, List, ListParams};
-use super::paths::{ImagePath, UserPath};
+use super::extract::{List, ListParams};
+use super::paths::{ImagePath, OwnUserPath};
 use super::state::AppState;
-use super::tenants::CurrentBlog;
-use crate::domain::{TenantId, UserId};
+use super::tenants::Command;
+use crate::domain::TenantId;
 use crate::error::{Error, Result};
-use crate::images::{ImageId, ImageItem, ImageRefusal, Scope};
+use crate::images::{ImageId, ImageItem, ImageRefusal, Images, Scope};
 
 /// An image as the API answers it: where it is served and what it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -129,11 +132,26 @@ impl ImageView {
     }
 }
 
-/// The tenant a request addresses, if any.
-type Tenant = Option<Extension<TenantId>>;
+/// The images of the blog a request addresses: the deployment's images (the limits of an
+/// upload and the store of their bytes), the scope of the blog's names in that store, and the
+/// tenant whose prefix their URLs are under.
+pub struct BlogImages {
+    pub store: Images,
+    pub scope: Scope,
+    pub tenant: Option<TenantId>,
+}
 
-fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
-    tenant.as_ref().map(|Extension(tenant)| tenant)
+impl FromRequestParts<AppState> for BlogImages {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
+        let tenant = parts.extensions.get::<TenantId>().cloned();
+        Ok(BlogImages {
+            store: state.images.clone(),
+            scope: Scope::of(tenant.as_ref()),
+            tenant,
+        })
+    }
 }
 
 /// Upload an image
@@ -143,10 +161,7 @@ fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
 /// so that none of its metadata (EXIF, XMP, GPS, comments) is kept; wide images get smaller
 /// renditions. Signed-in callers only, never from another site's page.
 #[utoipa::path(
-    post,
-    path = "/images",
-    operation_id = "UploadImage",
-    tag = "images",
+    post, path = "/images", operation_id = "UploadImage", tag = "images",
     request_body(
         description = "The image's bytes: PNG, JPEG, GIF or WebP, at most the upload limit (5 MiB by default).",
         content(
@@ -160,20 +175,16 @@ fn tenant_of(tenant: &Tenant) -> Option<&TenantId> {
     responses(
         (status = 201, description = "The image is stored; `url` serves it.", body = ImageView,
             headers(("Location" = String, description = "The image's `url`."))),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
         (status = 404, response = NotFound),
         (status = 409, response = ImageQuotaExceeded),
         (status = 413, response = ImageTooLarge),
         (status = 415, response = ImageNotTaken),
-        StoreFailures,
+        CommandFailures,
     )
 )]
 pub(super) async fn upload_image(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    tenant: Tenant,
-    axum::extract::State(state): axum::extract::State<AppState>,
+    Command { blog, caller }: Command,
+    images: BlogImages,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
@@ -193,13 +204,11 @@ pub(super) async fn upload_image(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let upload = read_upload(body, state.images.limits().max_bytes).await?;
-    let tenant = tenant_of(&tenant);
-    let scope = Scope::of(tenant);
+    let upload = read_upload(body, images.store.limits().max_bytes).await?;
     let item = blog
-        .upload_image(&state.images, &scope, &caller, declared, upload)
+        .upload_image(&images.store, &images.scope, &caller, declared, upload)
         .await?;
-    let view = ImageView::of(&item, tenant);
+    let view = ImageView::of(&item, images.tenant.as_ref());
     let mut response = (StatusCode::CREATED, Json(&view)).into_response();
     if let Ok(location) = HeaderValue::from_str(&view.url) {
         response.headers_mut().insert(header::LOCATION, location);
@@ -235,29 +244,20 @@ pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
 /// The owner's alone. Its URL answers 404 from then on; a post that shows it shows its alt
 /// text instead.
 #[utoipa::path(
-    delete,
-    path = "/images/{imageId}",
-    operation_id = "DeleteImage",
-    tag = "images",
-    params(("imageId" = String, Path, description = "The image's id (a UUID).")),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    delete, path = "/images/{imageId}", operation_id = "DeleteImage", tag = "images",
+    params(ImagePath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 204, description = "The image is deleted."),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
         (status = 404, response = ImageNotFound),
-        StoreFailures,
+        CommandFailures,
     )
 )]
 pub(super) async fn delete_image(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    tenant: Tenant,
-    axum::extract::State(state): axum::extract::State<AppState>,
+    Command { blog, caller }: Command,
+    images: BlogImages,
     ImagePath(image_id): ImagePath,
 ) -> Result<StatusCode> {
-    let scope = Scope::of(tenant_of(&tenant));
-    blog.delete_image(&state.images, &scope, &caller, &image_id)
+    blog.delete_image(&images.store, &images.scope, &caller, &image_id)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -267,29 +267,21 @@ pub(super) async fn delete_image(
 /// The caller's images, newest first, a page at a time: one query of the caller's partition
 /// of `users`. Nobody else's.
 #[utoipa::path(
-    get,
-    path = "/users/{userId}/images",
-    operation_id = "ListUserImages",
-    tag = "images",
-    params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    get, path = "/users/{userId}/images", operation_id = "ListUserImages", tag = "images",
+    params(OwnUserPath, ListParams), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "A page of the caller's images.", body = ImagePage),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        StoreFailures,
+        OwnUserFailures,
     )
 )]
 pub(super) async fn user_images(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    tenant: Tenant,
-    UserPath(user_id): UserPath,
+    Command { blog, caller }: Command,
+    images: BlogImages,
+    OwnUserPath(user_id): OwnUserPath,
     list: List,
 ) -> Result<Json<ImagePage>> {
     let page = blog.user_images(&caller, &user_id, list.request()).await?;
-    let tenant = tenant_of(&tenant);
+    let tenant = images.tenant.as_ref();
     Ok(Json(ImagePage {
         items: page
             .items

@@ -10,12 +10,13 @@ use std::sync::LazyLock;
 
 use axum::extract::FromRef;
 use utoipa::openapi::link::LinkBuilder;
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
-use utoipa::openapi::{Ref, RefOr, Required};
-use utoipa::{PartialSchema, ToResponse, ToSchema};
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{IntoParams, PartialSchema, ToResponse, ToSchema};
 
 use super::description::{BadRequest, Forbidden, NotFound, PRINCIPAL_SCHEME};
 use super::docs::ServedDocument;
+use super::paths::TenantPath;
 use super::routes;
 use super::state::AppState;
 use crate::domain::TenantId;
@@ -90,8 +91,12 @@ const ANSWERS: [(&str, &str, Answer); 15] = [
 /// expressions on the answer.
 type LinkTo = (&'static str, &'static str, Vec<(&'static str, String)>);
 
+/// The runtime expression of a field of the answer a link follows.
+fn body(pointer: &str) -> String {
+    format!("$response.body#/{pointer}")
+}
+
 fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
-    let body = |pointer: &str| format!("$response.body#/{pointer}");
     match answer {
         Answer::User => {
             let user = || vec![("userId", body("id"))];
@@ -122,26 +127,12 @@ fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
             ]
         }
         Answer::Comment => {
-            let post = || vec![("postId", body("postId"))];
-            vec![
-                ("GetPost", "GetPost", post()),
-                ("ListComments", "ListComments", post()),
-                (
-                    "DeleteComment",
-                    "DeleteComment",
-                    vec![("postId", body("postId")), ("commentId", body("id"))],
-                ),
-                ("GetAuthor", "GetUser", vec![("userId", body("userId"))]),
-            ]
+            let comment = vec![("postId", body("postId")), ("commentId", body("id"))];
+            links_of_post_item("ListComments", ("DeleteComment", comment), "GetAuthor")
         }
         Answer::Like => {
-            let post = || vec![("postId", body("postId"))];
-            vec![
-                ("GetPost", "GetPost", post()),
-                ("ListLikes", "ListLikes", post()),
-                ("Unlike", "Unlike", post()),
-                ("GetLiker", "GetUser", vec![("userId", body("userId"))]),
-            ]
+            let like = vec![("postId", body("postId"))];
+            links_of_post_item("ListLikes", ("Unlike", like), "GetLiker")
         }
         // No link to a page's first item: an empty page has none to follow.
         Answer::Page(list) => {
@@ -150,6 +141,23 @@ fn links_of(operation_id: &'static str, answer: Answer) -> Vec<LinkTo> {
             vec![("NextPage", operation_id, next)]
         }
     }
+}
+
+/// The links of what hangs off a post (a comment, a like): to the post, to the post's list of
+/// them (`list`), to removing this one (`remove`, with its parameters) and to the user who
+/// made it (named `user`).
+fn links_of_post_item(
+    list: &'static str,
+    (remove, removed): (&'static str, Vec<(&'static str, String)>),
+    user: &'static str,
+) -> Vec<LinkTo> {
+    let post = || vec![("postId", body("postId"))];
+    vec![
+        ("GetPost", "GetPost", post()),
+        (list, list, post()),
+        (remove, remove, removed),
+        (user, "GetUser", vec![("userId", body("userId"))]),
+    ]
 }
 
 /// The operations of a path.
@@ -257,19 +265,12 @@ fn add_links(document: &mut utoipa::openapi::OpenApi, tenancy: Tenancy) {
 /// Adds the tenant parameter to a path moved under the tenant prefix (an invalid tenant id is
 /// a 400, which every operation lists).
 fn under_tenant(item: &mut PathItem) {
-    let mut parameters = vec![RefOr::T(tenant_parameter())];
+    let mut parameters: Vec<_> = TenantPath::into_params(|| None)
+        .into_iter()
+        .map(RefOr::T)
+        .collect();
     parameters.extend(item.parameters.take().unwrap_or_default());
     item.parameters = Some(parameters);
-}
-
-fn tenant_parameter() -> Parameter {
-    ParameterBuilder::new()
-        .name("tenantId")
-        .parameter_in(ParameterIn::Path)
-        .required(Required::True)
-        .description(Some("The blog (tenant) addressed."))
-        .schema(Some(Ref::from_schema_name(TenantId::name())))
-        .build()
 }
 
 /// The repository file that holds the document of `tenancy` (`cosmos-blog openapi

@@ -10,18 +10,18 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::description::{
-    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
-    UnprocessableContent,
+    AuthorWriteFailures, ItemReadFailures, JsonBodyFailures, KeyedCreateFailures,
+    PostWriteFailures, ReadFailures,
 };
 use super::extract::{
-    Caller, FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams, Viewer,
+    FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
 };
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage, created_or_existing};
 use super::paths::PostPath;
-use super::tenants::{CurrentBlog, CurrentScope};
+use super::tenants::{Command, CurrentScope, Reading};
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostId, PostStatus, Publication, Tags,
-    Timestamp, Title,
+    Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Timestamp,
+    Title,
 };
 use crate::error::Result;
 
@@ -81,26 +81,15 @@ pub(super) struct CommentBody {
 /// The caller is the author and must have a user item. With an `Idempotency-Key`, a retry
 /// creates nothing: it answers the post the first request created.
 #[utoipa::path(
-    post,
-    path = "/posts",
-    operation_id = "CreatePost",
-    tag = "posts",
-    params(IdempotencyParams),
-    request_body = PostBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    post, path = "/posts", operation_id = "CreatePost", tag = "posts",
+    params(IdempotencyParams), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new post; for a repeated `Idempotency-Key`, the post the first request created, as it is now.", body = Post),
-        (status = 401, response = Unauthorized),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 422, response = UnprocessableContent),
-        JsonBodyFailures,
-        StoreFailures,
+        KeyedCreateFailures,
     )
 )]
 pub(super) async fn create_post(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<(StatusCode, Json<Post>)> {
@@ -117,26 +106,15 @@ pub(super) async fn create_post(
 ///
 /// Only the author may edit; the counts stay as they are.
 #[utoipa::path(
-    put,
-    path = "/posts/{postId}",
-    operation_id = "EditPost",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
-    request_body = PostBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    put, path = "/posts/{postId}", operation_id = "EditPost", tag = "posts",
+    params(PostPath), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "The edited post.", body = Post),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        JsonBodyFailures,
-        StoreFailures,
+        AuthorWriteFailures, JsonBodyFailures,
     )
 )]
 pub(super) async fn edit_post(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     PostPath(post_id): PostPath,
     JsonBody(body): JsonBody<PostBody>,
 ) -> Result<Json<Post>> {
@@ -154,21 +132,12 @@ pub(super) async fn edit_post(
 /// scheduled post is its author's alone: anyone else gets 404, as for a post that does not
 /// exist.
 #[utoipa::path(
-    get,
-    path = "/posts/{postId}",
-    operation_id = "GetPost",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
-    responses(
-        (status = 200, description = "The post.", body = Post),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        StoreFailures,
-    )
+    get, path = "/posts/{postId}", operation_id = "GetPost", tag = "posts",
+    params(PostPath),
+    responses((status = 200, description = "The post.", body = Post), ItemReadFailures)
 )]
 pub(super) async fn get_post(
-    CurrentBlog(blog): CurrentBlog,
-    Viewer(viewer): Viewer,
+    Reading { blog, viewer }: Reading,
     PostPath(post_id): PostPath,
 ) -> Result<WireItem<Post>> {
     Ok(WireItem(
@@ -182,26 +151,15 @@ pub(super) async fn get_post(
 /// `Idempotency-Key`, a retry creates nothing: it answers the comment the first request
 /// created.
 #[utoipa::path(
-    post,
-    path = "/posts/{postId}/comments",
-    operation_id = "AddComment",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id."), IdempotencyParams),
-    request_body = CommentBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    post, path = "/posts/{postId}/comments", operation_id = "AddComment", tag = "posts",
+    params(PostPath, IdempotencyParams), request_body = CommentBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new comment; for a repeated `Idempotency-Key`, the comment the first request created.", body = Comment),
-        (status = 401, response = Unauthorized),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        (status = 422, response = UnprocessableContent),
-        JsonBodyFailures,
-        StoreFailures,
+        KeyedCreateFailures,
     )
 )]
 pub(super) async fn add_comment(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     PostPath(post_id): PostPath,
     IdempotencyKeyHeader(key): IdempotencyKeyHeader,
     JsonBody(body): JsonBody<CommentBody>,
@@ -218,21 +176,15 @@ pub(super) async fn add_comment(
 /// Oldest first, each with its author's username, a page at a time. A draft's or a
 /// scheduled post's comments are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
-    get,
-    path = "/posts/{postId}/comments",
-    operation_id = "ListComments",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id."), ListParams),
+    get, path = "/posts/{postId}/comments", operation_id = "ListComments", tag = "posts",
+    params(PostPath, ListParams),
     responses(
         (status = 200, description = "A page of the post's comments.", body = CommentPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        StoreFailures,
+        ItemReadFailures,
     )
 )]
 pub(super) async fn list_comments(
-    CurrentBlog(blog): CurrentBlog,
-    Viewer(viewer): Viewer,
+    Reading { blog, viewer }: Reading,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Comment>> {
@@ -246,25 +198,16 @@ pub(super) async fn list_comments(
 ///
 /// Once per user: a repeated like changes nothing and returns the existing like.
 #[utoipa::path(
-    post,
-    path = "/posts/{postId}/likes",
-    operation_id = "LikePost",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id.")),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    post, path = "/posts/{postId}/likes", operation_id = "LikePost", tag = "posts",
+    params(PostPath), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The new like.", body = Like),
         (status = 200, description = "The caller had already liked the post: the existing like.", body = Like),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 404, response = NotFound),
-        (status = 409, response = Conflict),
-        StoreFailures,
+        PostWriteFailures,
     )
 )]
 pub(super) async fn like_post(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
+    Command { blog, caller }: Command,
     PostPath(post_id): PostPath,
 ) -> Result<(StatusCode, Json<Like>)> {
     let (like, outcome) = blog.like_post(&caller, &post_id).await?;
@@ -276,21 +219,15 @@ pub(super) async fn like_post(
 /// Oldest first, each with the liker's username, a page at a time. A draft's or a
 /// scheduled post's likes are its author's alone: anyone else gets 404, as from Q2.
 #[utoipa::path(
-    get,
-    path = "/posts/{postId}/likes",
-    operation_id = "ListLikes",
-    tag = "posts",
-    params(("postId" = PostId, Path, description = "The post's id."), ListParams),
+    get, path = "/posts/{postId}/likes", operation_id = "ListLikes", tag = "posts",
+    params(PostPath, ListParams),
     responses(
         (status = 200, description = "A page of the post's likes.", body = LikePage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        StoreFailures,
+        ItemReadFailures,
     )
 )]
 pub(super) async fn list_likes(
-    CurrentBlog(blog): CurrentBlog,
-    Viewer(viewer): Viewer,
+    Reading { blog, viewer }: Reading,
     PostPath(post_id): PostPath,
     list: List,
 ) -> Result<WirePage<Like>> {
@@ -304,19 +241,12 @@ pub(super) async fn list_likes(
 ///
 /// The most recent posts in short form, newest first; `continuation` is always `null`.
 #[utoipa::path(
-    get,
-    path = "/feed",
-    operation_id = "GetFeed",
-    tag = "feed",
+    get, path = "/feed", operation_id = "GetFeed", tag = "feed",
     params((
         "limit" = Option<u32>, Query, minimum = 1, maximum = 100,
         description = "How many of the most recent posts, 1–100 (100 when left out)."
     )),
-    responses(
-        (status = 200, description = "The most recent posts.", body = PostPage),
-        (status = 400, response = BadRequest),
-        StoreFailures,
-    )
+    responses((status = 200, description = "The most recent posts.", body = PostPage), ReadFailures)
 )]
 pub(super) async fn feed(
     CurrentScope(scope): CurrentScope,

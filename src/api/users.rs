@@ -8,13 +8,13 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::description::{
-    BadRequest, Conflict, Forbidden, JsonBodyFailures, NotFound, StoreFailures, Unauthorized,
+    Conflict, ItemReadFailures, JsonBodyFailures, NotFound, OwnUserFailures, ReadFailures,
 };
-use super::extract::{Caller, JsonBody, List, ListParams};
+use super::extract::{JsonBody, List, ListParams};
 use super::pages::{PostPage, UserPage, WireItem, WirePage, created_or_existing};
-use super::paths::UserPath;
-use super::tenants::CurrentBlog;
-use crate::domain::{Post, User, UserId, Username};
+use super::paths::{AuthorPath, OwnUserPath, UserPath};
+use super::tenants::{Command, CurrentBlog};
+use crate::domain::{Post, User, Username};
 use crate::error::{Error, Result};
 
 #[derive(Deserialize, ToSchema)]
@@ -28,27 +28,18 @@ pub(super) struct UserBody {
 ///
 /// The caller may only write the user whose id is its own.
 #[utoipa::path(
-    put,
-    path = "/users/{userId}",
-    operation_id = "PutUser",
-    tag = "users",
-    params(("userId" = UserId, Path, description = "The caller's own id.")),
-    request_body = UserBody,
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    put, path = "/users/{userId}", operation_id = "PutUser", tag = "users",
+    params(OwnUserPath), request_body = UserBody, security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 201, description = "The user was created.", body = User),
         (status = 200, description = "The user existed; it now has this username.", body = User),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
         (status = 409, response = Conflict),
-        JsonBodyFailures,
-        StoreFailures,
+        OwnUserFailures, JsonBodyFailures,
     )
 )]
 pub(super) async fn put_user(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    UserPath(user_id): UserPath,
+    Command { blog, caller }: Command,
+    OwnUserPath(user_id): OwnUserPath,
     JsonBody(body): JsonBody<UserBody>,
 ) -> Result<(StatusCode, Json<User>)> {
     let username = Username::parse(&body.username)?;
@@ -58,17 +49,9 @@ pub(super) async fn put_user(
 
 /// Retrieve a user (Q1)
 #[utoipa::path(
-    get,
-    path = "/users/{userId}",
-    operation_id = "GetUser",
-    tag = "users",
-    params(("userId" = UserId, Path, description = "The user's id.")),
-    responses(
-        (status = 200, description = "The user.", body = User),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        StoreFailures,
-    )
+    get, path = "/users/{userId}", operation_id = "GetUser", tag = "users",
+    params(UserPath),
+    responses((status = 200, description = "The user.", body = User), ItemReadFailures)
 )]
 pub(super) async fn get_user(
     CurrentBlog(blog): CurrentBlog,
@@ -81,21 +64,16 @@ pub(super) async fn get_user(
 ///
 /// Short posts (content cut to 200 characters), newest first, a page at a time.
 #[utoipa::path(
-    get,
-    path = "/users/{userId}/posts",
-    operation_id = "ListUserPosts",
-    tag = "users",
-    params(("userId" = UserId, Path, description = "The author's id."), ListParams),
+    get, path = "/users/{userId}/posts", operation_id = "ListUserPosts", tag = "users",
+    params(AuthorPath, ListParams),
     responses(
         (status = 200, description = "A page of the user's posts.", body = PostPage),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        StoreFailures,
+        ItemReadFailures,
     )
 )]
 pub(super) async fn user_posts(
     CurrentBlog(blog): CurrentBlog,
-    UserPath(user_id): UserPath,
+    AuthorPath(user_id): AuthorPath,
     list: List,
 ) -> Result<WirePage<Post>> {
     let page = blog.user_posts(&user_id, list.request()).await?;
@@ -107,25 +85,17 @@ pub(super) async fn user_posts(
 /// The caller's own unpublished posts in short form, newest first, a page at a time (like
 /// Q3): one query of the caller's partition of `users`. Nobody else's.
 #[utoipa::path(
-    get,
-    path = "/users/{userId}/drafts",
-    operation_id = "ListUserDrafts",
-    tag = "users",
-    params(("userId" = UserId, Path, description = "The caller's own id."), ListParams),
-    security(("principalHeader" = []), ("bearerJwt" = [])),
+    get, path = "/users/{userId}/drafts", operation_id = "ListUserDrafts", tag = "users",
+    params(OwnUserPath, ListParams), security(("principalHeader" = []), ("bearerJwt" = [])),
     responses(
         (status = 200, description = "A page of the caller's drafts and scheduled posts.", body = PostPage),
-        (status = 400, response = BadRequest),
-        (status = 401, response = Unauthorized),
-        (status = 403, response = Forbidden),
         (status = 404, response = NotFound),
-        StoreFailures,
+        OwnUserFailures,
     )
 )]
 pub(super) async fn user_drafts(
-    CurrentBlog(blog): CurrentBlog,
-    Caller(caller): Caller,
-    UserPath(user_id): UserPath,
+    Command { blog, caller }: Command,
+    OwnUserPath(user_id): OwnUserPath,
     list: List,
 ) -> Result<WirePage<Post>> {
     if user_id != caller {
@@ -141,15 +111,11 @@ pub(super) async fn user_drafts(
 /// store's order: one query on the tenant's key prefix, which Cosmos DB sends only to the
 /// partitions holding it.
 #[utoipa::path(
-    get,
-    path = "/users",
-    operation_id = "ListUsers",
-    tag = "users",
+    get, path = "/users", operation_id = "ListUsers", tag = "users",
     params(ListParams),
     responses(
         (status = 200, description = "A page of the tenant's users.", body = UserPage),
-        (status = 400, response = BadRequest),
-        StoreFailures,
+        ReadFailures,
     )
 )]
 pub(super) async fn list_users(

@@ -6,12 +6,12 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::description::{BadRequest, StoreFailures};
+use super::description::ReadFailures;
 use super::extract::{List, ListParams};
 use super::pages::{PostPage, WirePage};
 use super::paths::{MonthPath, TagPath};
 use super::tenants::CurrentBlog;
-use crate::domain::{ArchiveMonth, Post, Tag};
+use crate::domain::{ArchiveMonth, Post};
 use crate::error::Result;
 
 /// The archive's months: `{"items": [...], "continuation": null}`, like the feed.
@@ -30,15 +30,11 @@ pub(super) struct ArchiveMonths {
 /// page at a time. The tag is normalised as posts' tags are (`Rust` lists `rust`); a tag no
 /// post carries lists nothing.
 #[utoipa::path(
-    get,
-    path = "/tags/{tag}/posts",
-    operation_id = "ListTagPosts",
-    tag = "views",
-    params(("tag" = Tag, Path, description = "The tag."), ListParams),
+    get, path = "/tags/{tag}/posts", operation_id = "ListTagPosts", tag = "views",
+    params(TagPath, ListParams),
     responses(
         (status = 200, description = "A page of the tag's posts.", body = PostPage),
-        (status = 400, response = BadRequest),
-        StoreFailures,
+        ReadFailures,
     )
 )]
 pub(super) async fn tag_posts(
@@ -54,19 +50,11 @@ pub(super) async fn tag_posts(
 ///
 /// The posts published in the month (UTC), newest first, in short form, a page at a time.
 #[utoipa::path(
-    get,
-    path = "/archive/{year}/{month}/posts",
-    operation_id = "ListMonthPosts",
-    tag = "views",
-    params(
-        ("year" = String, Path, pattern = "^[0-9]{4}$", example = "2026", description = "The year, four digits."),
-        ("month" = String, Path, pattern = "^(0[1-9]|1[0-2])$", example = "11", description = "The month, two digits (01–12)."),
-        ListParams,
-    ),
+    get, path = "/archive/{year}/{month}/posts", operation_id = "ListMonthPosts", tag = "views",
+    params(MonthPath, ListParams),
     responses(
         (status = 200, description = "A page of the month's posts.", body = PostPage),
-        (status = 400, response = BadRequest),
-        StoreFailures,
+        ReadFailures,
     )
 )]
 pub(super) async fn month_posts(
@@ -82,13 +70,10 @@ pub(super) async fn month_posts(
 ///
 /// Every month that has published posts, newest first, with its count: one read.
 #[utoipa::path(
-    get,
-    path = "/archive",
-    operation_id = "GetArchive",
-    tag = "views",
+    get, path = "/archive", operation_id = "GetArchive", tag = "views",
     responses(
         (status = 200, description = "The months and their counts.", body = ArchiveMonths),
-        StoreFailures,
+        ReadFailures,
     )
 )]
 pub(super) async fn archive(CurrentBlog(blog): CurrentBlog) -> Result<Json<ArchiveMonths>> {

@@ -7,12 +7,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 
-use super::context::{Identity, Layout, PageContext, encode};
+use super::context::{BlogPage, Identity, Layout, PageContext, encode};
 use super::forms::{
     FormBody, FormResult, Unsent, button_writer, checked_token, home, local_path, signed_in,
     token_holds,
 };
-use crate::api::tenants::CurrentBlog;
 use crate::auth::DEVELOPMENT_CALLER_COOKIE;
 use crate::domain::{UserId, Username};
 use crate::error::Error;
@@ -56,8 +55,7 @@ pub struct ReturnTo {
 /// `GET /account`: the username (C1's form), and the way to delete the account. A caller
 /// without a user item is asked to choose a username first.
 pub async fn account_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     Query(query): Query<ReturnTo>,
 ) -> FormResult {
     let caller = signed_in(&context)?;
@@ -87,8 +85,7 @@ pub struct AccountForm {
 
 /// `POST /account`: C1 (create or rename), then where the reader was going, or the account.
 pub async fn rename(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     FormBody(form): FormBody<AccountForm>,
 ) -> FormResult {
     let caller = button_writer(&context)?;
@@ -159,8 +156,7 @@ pub struct DeleteAccountForm {
 /// `POST /account/delete`: with the confirmation ticked, the account is deleted (and the
 /// development sign-in forgotten); then the front page.
 pub async fn delete_account(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     FormBody(form): FormBody<DeleteAccountForm>,
 ) -> FormResult {
     let caller = button_writer(&context)?;

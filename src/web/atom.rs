@@ -23,8 +23,9 @@ use super::context::PageBase;
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, tag_href, user_href};
 use super::site::Site;
+use crate::api::AppState;
 use crate::api::paths::{TagPath, UserPath};
-use crate::api::tenants::{CurrentBlog, CurrentScope};
+use crate::api::tenants::CurrentScope;
 use crate::blog::{Blog, ListRequest, PageSize};
 use crate::domain::{Post, Tag, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
@@ -55,28 +56,20 @@ impl FeedFormat for Atom {
 }
 
 /// `/feed.{atom,json}`: the front page's latest posts, from the feed cache (Q6).
-pub async fn front_feed<F: FeedFormat>(feeds: Feeds, scope: CurrentScope) -> Result<Response> {
-    let list = feeds.front(&scope).await?;
+pub async fn front_feed<F: FeedFormat>(feeds: Feeds) -> Result<Response> {
+    let list = feeds.front().await?;
     answer::<F>(&feeds, &list)
 }
 
 /// `/users/{userId}/feed.{atom,json}`: the author's latest posts, from one Q3 page.
-pub async fn author_feed<F: FeedFormat>(
-    feeds: Feeds,
-    CurrentBlog(blog): CurrentBlog,
-    UserPath(user_id): UserPath,
-) -> Result<Response> {
-    let list = feeds.author(&blog, &user_id).await?;
+pub async fn author_feed<F: FeedFormat>(feeds: Feeds, UserPath(id): UserPath) -> Result<Response> {
+    let list = feeds.author(&id).await?;
     answer::<F>(&feeds, &list)
 }
 
 /// `/tags/{tag}/feed.{atom,json}`: the tag's newest published posts, from one Q8 page.
-pub async fn tag_feed<F: FeedFormat>(
-    feeds: Feeds,
-    CurrentBlog(blog): CurrentBlog,
-    TagPath(tag): TagPath,
-) -> Result<Response> {
-    let list = feeds.tag(&blog, &tag).await?;
+pub async fn tag_feed<F: FeedFormat>(feeds: Feeds, TagPath(tag): TagPath) -> Result<Response> {
+    let list = feeds.tag(&tag).await?;
     answer::<F>(&feeds, &list)
 }
 
@@ -101,33 +94,39 @@ fn date(at: Timestamp) -> FixedDateTime {
     FixedDateTime::parse_from_rfc3339(&at.to_string()).unwrap_or_default()
 }
 
-/// A blog's feeds: where the site is, the blog's base path and its tenant (from the request's
-/// extensions, which the router sets).
+/// A blog's feeds: the blog (its operations and its feed cache), where the site is, the blog's
+/// base path and its tenant (from the request's extensions, which the router sets).
 pub struct Feeds {
     pub site: Arc<Site>,
     pub base: String,
     pub tenant: Option<TenantId>,
+    scope: CurrentScope,
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Feeds {
-    type Rejection = Error;
+impl FromRequestParts<AppState> for Feeds {
+    type Rejection = Response;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let site = Site::of(&parts.extensions).ok_or_else(|| {
-            Error::Internal("a feed was served without the site's settings".into())
+            Error::Internal("a feed was served without the site's settings".into()).into_response()
         })?;
+        let scope = CurrentScope::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
         let tenant = parts.extensions.get::<TenantId>().cloned();
         Ok(Self {
             site,
             base: PageBase::of(tenant.as_ref()).0,
             tenant,
+            scope,
         })
     }
 }
 
 impl Feeds {
     /// The front page's feed: the feed cache's newest posts, like Q6.
-    pub async fn front(&self, CurrentScope(scope): &CurrentScope) -> Result<FeedList> {
+    pub async fn front(&self) -> Result<FeedList> {
+        let CurrentScope(scope) = &self.scope;
         let items = scope.feed.items(&scope.blog).await?;
         let posts = items
             .iter()
@@ -144,8 +143,9 @@ impl Feeds {
     }
 
     /// An author's feed: one Q3 page.
-    pub async fn author(&self, blog: &Blog, user_id: &UserId) -> Result<FeedList> {
-        let page = blog
+    pub async fn author(&self, user_id: &UserId) -> Result<FeedList> {
+        let page = self
+            .blog()
             .user_posts::<Post>(user_id, ListRequest::first(FEED_ENTRIES))
             .await?;
         let author_page = user_href(&self.base, user_id);
@@ -163,8 +163,9 @@ impl Feeds {
     }
 
     /// A tag's feed: one Q8 page.
-    pub async fn tag(&self, blog: &Blog, tag: &Tag) -> Result<FeedList> {
-        let page = blog
+    pub async fn tag(&self, tag: &Tag) -> Result<FeedList> {
+        let page = self
+            .blog()
             .tag_posts::<Post>(tag, ListRequest::first(FEED_ENTRIES))
             .await?;
         let tag_page = tag_href(&self.base, tag.as_str());
@@ -175,6 +176,10 @@ impl Feeds {
             stem: format!("{tag_page}/feed"),
             page: tag_page,
         })
+    }
+
+    fn blog(&self) -> &Blog {
+        &self.scope.0.blog
     }
 
     pub fn url(&self, path: &str) -> String {

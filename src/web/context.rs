@@ -17,6 +17,7 @@ use super::site::Site;
 use crate::api::AppState;
 use crate::api::tenants::CurrentBlog;
 use crate::auth::Authenticator;
+use crate::blog::Blog;
 use crate::domain::{TenantId, UserId};
 use crate::problem::Problem;
 
@@ -85,6 +86,20 @@ pub struct PageContext {
     headers: HeaderMap,
     /// The form token, once a page with a form asked for it.
     csrf: Option<(String, Option<HeaderValue>)>,
+}
+
+/// A page of a blog: what every page needs ([`PageContext`]) and the blog's operations, which
+/// every page and form of a blog takes together.
+pub struct BlogPage(pub PageContext, pub Blog);
+
+impl FromRequestParts<AppState> for BlogPage {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let context = PageContext::from_request_parts(parts, state).await?;
+        let CurrentBlog(blog) = CurrentBlog::from_request_parts(parts, state).await?;
+        Ok(BlogPage(context, blog))
+    }
 }
 
 impl FromRequestParts<AppState> for PageContext {

@@ -17,11 +17,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::context::{Identity, Layout, PageContext, encode};
+use super::context::{BlogPage, Identity, Layout, PageContext, encode};
 use super::guard;
 use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
 use crate::api::paths::{CommentPath, PostPath};
-use crate::api::tenants::CurrentBlog;
 use crate::domain::{
     CommentContent, Post, PostContent, PostId, Publication, Tags, Timestamp, Title, UserId,
     ValidationError,
@@ -365,7 +364,7 @@ pub(super) fn write_page(
 }
 
 /// `GET /write`.
-pub async fn write_page_get(context: PageContext, CurrentBlog(blog): CurrentBlog) -> FormResult {
+pub async fn write_page_get(BlogPage(context, blog): BlogPage) -> FormResult {
     let caller = signed_in(&context)?;
     match blog.get_user(&caller).await {
         Err(Error::NotFound { .. }) => return Ok(choose_username_first(&context, &context.here)),
@@ -389,8 +388,7 @@ fn unsent_post_form(
 
 /// `POST /write`: C2, then the new post's page.
 pub async fn create_post(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
     let caller = match Unsent::check(&context, &form.csrf) {
@@ -415,8 +413,7 @@ pub async fn create_post(
 
 /// `GET /posts/{postId}/edit`: the author's form, filled with the post.
 pub async fn edit_post_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
 ) -> FormResult {
     let caller = signed_in(&context)?;
@@ -432,8 +429,7 @@ pub async fn edit_post_page(
 
 /// `POST /posts/{postId}/edit`: C2's edit, then the post's page.
 pub async fn edit_post(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
     FormBody(form): FormBody<PostForm>,
 ) -> FormResult {
@@ -461,8 +457,7 @@ pub async fn edit_post(
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.
 pub async fn delete_post(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
@@ -484,8 +479,7 @@ pub struct CommentForm {
 /// `POST /posts/{postId}/comments`: C3, then the post's comments. A refused comment comes
 /// back on the post page, beside the comment field.
 pub async fn add_comment(
-    mut context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(mut context, blog): BlogPage,
     PostPath(post_id): PostPath,
     FormBody(form): FormBody<CommentForm>,
 ) -> FormResult {
@@ -528,8 +522,7 @@ async fn refused_comment(
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: by the comment's or the post's author.
 pub async fn delete_comment(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     CommentPath(post_id, comment_id): CommentPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
@@ -544,8 +537,7 @@ pub async fn delete_comment(
 
 /// `POST /posts/{postId}/like`: C4, then the post (or, for the page's script, the count).
 pub async fn like(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {
@@ -562,8 +554,7 @@ pub async fn like(
 
 /// `POST /posts/{postId}/unlike`: the caller's like is removed.
 pub async fn unlike(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
     FormBody(form): FormBody<Button>,
 ) -> FormResult {

@@ -2,17 +2,14 @@
 //! smaller rendition): the exact type, cached for good (a name's bytes never change), a
 //! conditional GET answered without reading them, and a policy that lets nothing in them run.
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
 
-use crate::api::AppState;
+use crate::api::images::BlogImages;
 use crate::api::paths::{ImagePath, RenditionPath};
-use crate::domain::TenantId;
 use crate::error::Error;
-use crate::images::{ImageFormat, ImageId, ImageKey, Scope};
+use crate::images::{ImageFormat, ImageId, ImageKey};
 use crate::problem::Problem;
 
 /// An image's response policy: nothing loads, nothing runs, nothing frames it, even if a
@@ -24,24 +21,20 @@ const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// `GET /images/{imageId}`.
 pub async fn serve_image(
-    State(state): State<AppState>,
-    tenant: Option<Extension<TenantId>>,
+    images: BlogImages,
     headers: HeaderMap,
     ImagePath(id): ImagePath,
 ) -> Response {
-    let tenant = tenant.map(|Extension(t)| t);
-    serve(&state, tenant.as_ref(), &headers, id, None).await
+    serve(&images, &headers, id, None).await
 }
 
 /// `GET /images/{imageId}/{width}`: a smaller rendition.
 pub async fn serve_rendition(
-    State(state): State<AppState>,
-    tenant: Option<Extension<TenantId>>,
+    images: BlogImages,
     headers: HeaderMap,
     RenditionPath(id, width): RenditionPath,
 ) -> Response {
-    let tenant = tenant.map(|Extension(t)| t);
-    serve(&state, tenant.as_ref(), &headers, id, Some(width)).await
+    serve(&images, &headers, id, Some(width)).await
 }
 
 fn no_image() -> Response {
@@ -54,14 +47,13 @@ fn no_image() -> Response {
 }
 
 async fn serve(
-    state: &AppState,
-    tenant: Option<&TenantId>,
+    images: &BlogImages,
     headers: &HeaderMap,
     id: ImageId,
     width: Option<u32>,
 ) -> Response {
     let key = ImageKey {
-        scope: Scope::of(tenant),
+        scope: images.scope.clone(),
         id,
         width,
     };
@@ -73,7 +65,7 @@ async fn serve(
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|tag| tag.trim().trim_start_matches("W/") == etag);
-    let bytes = match state.images.bytes().get(&key.name()).await {
+    let bytes = match images.store.bytes().get(&key.name()).await {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return no_image(),
         Err(failed) => return Error::from(failed).into_response(),

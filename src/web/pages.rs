@@ -11,14 +11,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::context::{FeedLink, Layout, PageContext, encode};
+use super::context::{BlogPage, FeedLink, Layout, PageContext, encode};
 use super::excerpt::{DESCRIPTION_CHARS, LIST_EXCERPT_CHARS, excerpt, excerpt_of_short};
 use super::markdown;
 use super::meta::{self, OpenGraph, Posting};
 use super::page_caches::FrontList;
 use crate::api::feed_cache::FeedItems;
 use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
-use crate::api::tenants::{CurrentBlog, CurrentScope};
+use crate::api::tenants::CurrentScope;
 use crate::blog::{Blog, ListRequest, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
@@ -339,8 +339,7 @@ async fn own_images(blog: &Blog, post: &Post) -> Result<HashMap<ImageId, ImageIt
 /// that is not the title's (an older title's, a mistyped one) answers `301` to the canonical
 /// address, its query kept.
 pub async fn post_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     SluggedPostPath(post_id, slug): SluggedPostPath,
     Query(paging): Query<CommentPaging>,
 ) -> Result<Response> {
@@ -366,8 +365,7 @@ pub async fn post_page(
 
 /// `/posts/{postId}`: `301` to the post's canonical address (one read of the post, Q2).
 pub async fn post_without_slug(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
 ) -> Result<Response> {
     let post = blog
@@ -505,8 +503,7 @@ struct LikesPage {
 /// `/posts/{postId}/likes`: a page of the post's likes (Q5). The post's title comes from
 /// the post (Q2), read beside it.
 pub async fn likes_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     PostPath(post_id): PostPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
@@ -560,8 +557,7 @@ struct AuthorPage {
 /// `/users/{userId}`: the author's posts (Q3), newest first, and their username, which every
 /// post carries; an author without posts costs the user's read (Q1) that Q3 makes anyway.
 pub async fn author_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     UserPath(user_id): UserPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {

@@ -9,7 +9,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::routing::{MethodRouter, get, post};
 
-use super::{account, assets, atom, forms, images, json_feed, pages, uploads, views};
+use super::atom::{Atom, author_feed, front_feed, tag_feed};
+use super::json_feed::JsonFeed;
+use super::{account, assets, forms, images, pages, uploads, views};
 use crate::api::AppState;
 
 /// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
@@ -120,106 +122,43 @@ impl PageTable {
 }
 
 /// Every page and form of one blog, relative to the blog's root.
+#[rustfmt::skip]
 pub fn blog_pages() -> PageTable {
     PageTable::new(PageScope::Blog)
         .get("FrontPage", "/", pages::front_page)
-        .get(
-            "FrontPageFeed",
-            "/feed.atom",
-            atom::front_feed::<atom::Atom>,
-        )
-        .get(
-            "FrontPageJsonFeed",
-            "/feed.json",
-            atom::front_feed::<json_feed::JsonFeed>,
-        )
+        .get("FrontPageFeed", "/feed.atom", front_feed::<Atom>)
+        .get("FrontPageJsonFeed", "/feed.json", front_feed::<JsonFeed>)
         .get("PostPage", "/posts/{postId}/{slug}", pages::post_page)
-        .get(
-            "PostPageWithoutSlug",
-            "/posts/{postId}",
-            pages::post_without_slug,
-        )
+        .get("PostPageWithoutSlug", "/posts/{postId}", pages::post_without_slug)
         .get("PostLikesPage", "/posts/{postId}/likes", pages::likes_page)
         .post("LikeForm", "/posts/{postId}/like", forms::like)
         .post("UnlikeForm", "/posts/{postId}/unlike", forms::unlike)
-        .post(
-            "CommentForm",
-            "/posts/{postId}/comments",
-            forms::add_comment,
-        )
-        .post(
-            "DeleteCommentForm",
-            "/posts/{postId}/comments/{commentId}/delete",
-            forms::delete_comment,
-        )
-        .get(
-            "EditPostPage",
-            "/posts/{postId}/edit",
-            forms::edit_post_page,
-        )
+        .post("CommentForm", "/posts/{postId}/comments", forms::add_comment)
+        .post("DeleteCommentForm", "/posts/{postId}/comments/{commentId}/delete", forms::delete_comment)
+        .get("EditPostPage", "/posts/{postId}/edit", forms::edit_post_page)
         .post("EditPostForm", "/posts/{postId}/edit", forms::edit_post)
-        .post(
-            "DeletePostForm",
-            "/posts/{postId}/delete",
-            forms::delete_post,
-        )
-        .upload(
-            "EditImageForm",
-            "/posts/{postId}/edit/image",
-            uploads::upload_on_edit,
-        )
+        .post("DeletePostForm", "/posts/{postId}/delete", forms::delete_post)
+        .upload("EditImageForm", "/posts/{postId}/edit/image", uploads::upload_on_edit)
         .upload("WriteImageForm", "/write/image", uploads::upload_on_write)
         .get("ImageFile", "/images/{imageId}", images::serve_image)
-        .get(
-            "ImageRendition",
-            "/images/{imageId}/{width}",
-            images::serve_rendition,
-        )
+        .get("ImageRendition", "/images/{imageId}/{width}", images::serve_rendition)
         .get("AuthorPage", "/users/{userId}", pages::author_page)
-        .get(
-            "AuthorFeed",
-            "/users/{userId}/feed.atom",
-            atom::author_feed::<atom::Atom>,
-        )
-        .get(
-            "AuthorJsonFeed",
-            "/users/{userId}/feed.json",
-            atom::author_feed::<json_feed::JsonFeed>,
-        )
+        .get("AuthorFeed", "/users/{userId}/feed.atom", author_feed::<Atom>)
+        .get("AuthorJsonFeed", "/users/{userId}/feed.json", author_feed::<JsonFeed>)
         .get("TagPage", "/tags/{tag}", views::tag_page)
-        .get(
-            "TagFeed",
-            "/tags/{tag}/feed.atom",
-            atom::tag_feed::<atom::Atom>,
-        )
-        .get(
-            "TagJsonFeed",
-            "/tags/{tag}/feed.json",
-            atom::tag_feed::<json_feed::JsonFeed>,
-        )
+        .get("TagFeed", "/tags/{tag}/feed.atom", tag_feed::<Atom>)
+        .get("TagJsonFeed", "/tags/{tag}/feed.json", tag_feed::<JsonFeed>)
         .get("ArchivePage", "/archive", views::archive_page)
         .get("MonthPage", "/archive/{year}/{month}", views::month_page)
         .get("Sitemap", "/sitemap.xml", views::sitemap)
-        .get(
-            "MonthSitemap",
-            "/sitemaps/{year}/{month}",
-            views::month_sitemap,
-        )
+        .get("MonthSitemap", "/sitemaps/{year}/{month}", views::month_sitemap)
         .get("RobotsTxt", "/robots.txt", views::robots)
         .get("WritePage", "/write", forms::write_page_get)
         .post("WriteForm", "/write", forms::create_post)
         .get("AccountPage", "/account", account::account_page)
         .post("AccountForm", "/account", account::rename)
-        .get(
-            "DeleteAccountPage",
-            "/account/delete",
-            account::delete_account_page,
-        )
-        .post(
-            "DeleteAccountForm",
-            "/account/delete",
-            account::delete_account,
-        )
+        .get("DeleteAccountPage", "/account/delete", account::delete_account_page)
+        .post("DeleteAccountForm", "/account/delete", account::delete_account)
 }
 
 /// The pages that belong to the site rather than to one blog: sign-in, the assets and the

@@ -3,22 +3,19 @@
 //! typed so far with the image. The image is stored as `POST /api/images` stores it, and the
 //! page comes back with the same text and the image's Markdown added at its end.
 
-use axum::Extension;
+use axum::extract::Multipart;
 use axum::extract::multipart::Field;
-use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 
-use super::context::PageContext;
+use super::context::{BlogPage, PageContext};
 use super::forms::{FormResult, PostForm, Unsent, write_page};
-use crate::api::AppState;
-use crate::api::images::image_path;
+use crate::api::images::{BlogImages, image_path};
 use crate::api::paths::PostPath;
-use crate::api::tenants::CurrentBlog;
-use crate::domain::{PostId, TenantId};
+use crate::domain::PostId;
 use crate::error::Error;
-use crate::images::{ImageRefusal, Scope};
+use crate::images::ImageRefusal;
 use crate::problem::Problem;
 
 /// The text fields of the form, together, at most (the post's own limit, with room to spare).
@@ -34,36 +31,31 @@ struct Sent {
 
 /// `POST /write/image`.
 pub async fn upload_on_write(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-    State(state): State<AppState>,
-    tenant: Option<Extension<TenantId>>,
+    BlogPage(context, blog): BlogPage,
+    images: BlogImages,
     multipart: Multipart,
 ) -> FormResult {
-    upload(context, blog, state, tenant, None, multipart).await
+    upload(context, blog, images, None, multipart).await
 }
 
 /// `POST /posts/{postId}/edit/image`.
 pub async fn upload_on_edit(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-    State(state): State<AppState>,
-    tenant: Option<Extension<TenantId>>,
+    BlogPage(context, blog): BlogPage,
+    images: BlogImages,
     PostPath(post_id): PostPath,
     multipart: Multipart,
 ) -> FormResult {
-    upload(context, blog, state, tenant, Some(post_id), multipart).await
+    upload(context, blog, images, Some(post_id), multipart).await
 }
 
 async fn upload(
     context: PageContext,
     blog: crate::blog::Blog,
-    state: AppState,
-    tenant: Option<Extension<TenantId>>,
+    images: BlogImages,
     editing: Option<PostId>,
     multipart: Multipart,
 ) -> FormResult {
-    let sent = read_form(multipart, state.images.limits().max_bytes).await?;
+    let sent = read_form(multipart, images.store.limits().max_bytes).await?;
     // The page's script (paste or drop) asks for JSON: the image's Markdown, or a problem.
     let wants_json = context.asks_for_json();
     let caller = match Unsent::check(&context, &sent.form.csrf) {
@@ -95,14 +87,13 @@ async fn upload(
             Some(problem),
         ));
     };
-    let tenant = tenant.map(|Extension(t)| t);
-    let scope = Scope::of(tenant.as_ref());
+    let tenant = images.tenant.as_ref();
     match blog
-        .upload_image(&state.images, &scope, &caller, declared, bytes)
+        .upload_image(&images.store, &images.scope, &caller, declared, bytes)
         .await
     {
         Ok(item) if wants_json => {
-            let url = image_path(tenant.as_ref(), &item.id, None);
+            let url = image_path(tenant, &item.id, None);
             let answer = serde_json::json!({
                 "id": item.id,
                 "markdown": image_markdown(&sent.alt, &url),
@@ -111,7 +102,7 @@ async fn upload(
             Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
         }
         Ok(item) => {
-            let url = image_path(tenant.as_ref(), &item.id, None);
+            let url = image_path(tenant, &item.id, None);
             let mut form = sent.form;
             form.content = with_image(&form.content, &sent.alt, &url);
             Ok(again(StatusCode::OK, &form, None))

@@ -9,13 +9,13 @@ use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::context::{FeedLink, Layout, PageContext};
+use super::context::{BlogPage, FeedLink, Layout, PageContext};
 use super::markdown::escape_markup;
 use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
 use crate::api::paths::{MonthPath, TagPath};
-use crate::api::tenants::CurrentBlog;
 use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
+use crate::store::Page;
 use crate::words::count;
 
 /// The sitemaps.org protocol's limits on one file.
@@ -73,39 +73,56 @@ fn month_href(base: &str, month: &Month) -> String {
 
 /// `/tags/{tag}`: the tag's published posts (Q8), newest first, paged.
 pub async fn tag_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     TagPath(tag): TagPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog.tag_posts::<Post>(&tag, paging.request()).await?;
     let href = tag_href(&context.base, tag.as_str());
-    let feed = format!("{href}/feed.atom");
-    let mut l = context.layout(
+    let posts = blog.tag_posts::<Post>(&tag, paging.request()).await?;
+    let heading = (
         format!("#{tag}"),
         format!("Posts tagged {tag}, newest first."),
     );
-    l.feeds.extend(FeedLink::both(
-        &format!("Posts tagged {tag}"),
-        &format!("{href}/feed"),
-    ));
-    l.canonical = context.absolute(&href);
+    let feed = format!("Posts tagged {tag}");
+    Ok(view_list_page(
+        &context,
+        &href,
+        heading,
+        Some(&feed),
+        &posts,
+    ))
+}
+
+/// A view's page of posts (a tag's, a month's) at `href`: its heading and intro, which are
+/// also the page's title and description, and the title of its feeds if it has them
+/// (`{href}/feed.atom` and `.json`).
+fn view_list_page(
+    context: &PageContext,
+    href: &str,
+    (heading, intro): (String, String),
+    feed_title: Option<&str>,
+    posts: &Page<Post>,
+) -> Response {
+    let mut l = context.layout(heading.clone(), intro.clone());
+    let feed = feed_title.map(|title| {
+        l.feeds
+            .extend(FeedLink::both(title, &format!("{href}/feed")));
+        format!("{href}/feed.atom")
+    });
+    l.canonical = context.absolute(href);
     let page = ViewListPage {
         l,
-        heading: format!("#{tag}"),
-        intro: format!("Posts tagged {tag}, newest first."),
-        feed: Some(feed),
+        heading,
+        intro,
+        feed,
         posts: views_of(&posts.items, &context.base),
-        next: next_href(&href, posts.continuation.as_deref()),
+        next: next_href(href, posts.continuation.as_deref()),
     };
-    Ok(context.respond(StatusCode::OK, &page))
+    context.respond(StatusCode::OK, &page)
 }
 
 /// `/archive`: the months that have posts, newest first, with their counts (one read).
-pub async fn archive_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
-) -> Result<Response> {
+pub async fn archive_page(BlogPage(context, blog): BlogPage) -> Result<Response> {
     let months = blog.archive_months().await?;
     let href = format!("{}/archive", context.base);
     let mut l = context.layout(
@@ -130,28 +147,15 @@ pub async fn archive_page(
 
 /// `/archive/{yyyy}/{mm}`: the month's posts (Q9), newest first, paged.
 pub async fn month_page(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     MonthPath(month): MonthPath,
     Query(paging): Query<Paging>,
 ) -> Result<Response> {
-    let posts = blog.month_posts::<Post>(&month, paging.request()).await?;
     let href = month_href(&context.base, &month);
+    let posts = blog.month_posts::<Post>(&month, paging.request()).await?;
     let name = month_name(&month);
-    let mut l = context.layout(
-        name.clone(),
-        format!("Posts published in {name}, newest first."),
-    );
-    l.canonical = context.absolute(&href);
-    let page = ViewListPage {
-        l,
-        heading: name.clone(),
-        intro: format!("Posts published in {name}, newest first."),
-        feed: None,
-        posts: views_of(&posts.items, &context.base),
-        next: next_href(&href, posts.continuation.as_deref()),
-    };
-    Ok(context.respond(StatusCode::OK, &page))
+    let intro = format!("Posts published in {name}, newest first.");
+    Ok(view_list_page(&context, &href, (name, intro), None, &posts))
 }
 
 fn views_of(posts: &[Post], base: &str) -> Vec<PostView> {
@@ -202,7 +206,7 @@ fn lastmod(post: &Post) -> String {
 /// `/sitemap.xml`: every published post's canonical address with its `lastmod`. Under the
 /// protocol's limits, one file read from the months' partitions; past them, a sitemap index
 /// of one sitemap per month (`/sitemaps/{yyyy}/{mm}`).
-pub async fn sitemap(context: PageContext, CurrentBlog(blog): CurrentBlog) -> Result<Response> {
+pub async fn sitemap(BlogPage(context, blog): BlogPage) -> Result<Response> {
     let months = blog.archive_months().await?;
     let total: u64 = months.iter().map(|m| m.post_count).sum();
     if total < MAX_SITEMAP_URLS {
@@ -241,8 +245,7 @@ fn sitemap_index(context: &PageContext, months: &[MonthCount]) -> String {
 /// `/sitemaps/{yyyy}/{mm}`: one month's posts, the unit of the sitemap index (at most the
 /// protocol's 50,000 addresses: the newest of a month that has more).
 pub async fn month_sitemap(
-    context: PageContext,
-    CurrentBlog(blog): CurrentBlog,
+    BlogPage(context, blog): BlogPage,
     MonthPath(month): MonthPath,
 ) -> Result<Response> {
     let mut posts = blog.all_month_posts(&month).await?;
