@@ -77,19 +77,23 @@ async fn a_kept_read_costs_no_request_until_something_is_written() {
     let inner = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
     assert!(inner.keep_partition_versions().await.unwrap());
     let store = meter(Arc::new(inner));
-    let blog = Blog::with_lists(
-        Arc::new(store.clone()),
-        ListCache::new(1 << 20).scoped(""),
-    );
+    let blog = Blog::with_lists(Arc::new(store.clone()), ListCache::new(1 << 20).scoped(""));
     let (ada, bob) = (UserId::parse("ada").unwrap(), UserId::parse("bob").unwrap());
     for (user, name) in [(&ada, "Ada"), (&bob, "Bob")] {
         let username = Username::parse(name).unwrap();
         blog.put_user(user, user.clone(), username).await.unwrap();
     }
-    let (title, content) = (Title::parse("Kept").unwrap(), PostContent::parse("x").unwrap());
+    let (title, content) = (
+        Title::parse("Kept").unwrap(),
+        PostContent::parse("x").unwrap(),
+    );
     let post = blog.create_post(&ada, title, content).await.unwrap();
     let first_page = || ListRequest::first(PageSize::DEFAULT);
-    let likes = || async { blog.likes::<Like>(&post.id, None, first_page()).await.unwrap() };
+    let likes = || async {
+        blog.likes::<Like>(&post.id, None, first_page())
+            .await
+            .unwrap()
+    };
     let read_post = || async { blog.get_post(&post.id).await.unwrap() };
 
     assert!(likes().await.items.is_empty());

@@ -581,7 +581,10 @@ mod tests {
         else {
             panic!("p1 was not written: its version is renewed");
         };
-        assert!(store.holds_unchanged(&renewed), "nothing committed since renewal");
+        assert!(
+            store.holds_unchanged(&renewed),
+            "nothing committed since renewal"
+        );
         let uncounted = EmbeddedStore::open(&dir.path().join("other.sqlite3")).unwrap();
         assert!(
             !uncounted.holds_unchanged(&renewed),
