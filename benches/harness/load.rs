@@ -241,10 +241,13 @@ impl Client {
                 self.http.get(format!("{base}{url}"))
             }
         };
-        let response = request.send().await?;
+        let mut response = request.send().await?;
         let ok = response.status().is_success();
-        // Read the whole body: a response is only served once it is all through.
-        response.bytes().await?;
+        // Read the whole body: a response is only served once it is all through. Chunk by
+        // chunk, dropping each: gathering them into one buffer would copy every answer once
+        // more on the cores the server shares, a cost of the client's that grows with the
+        // answer's size.
+        while response.chunk().await?.is_some() {}
         Ok(ok)
     }
 
