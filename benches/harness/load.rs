@@ -13,6 +13,7 @@ use cosmos_blog::store::Store;
 use cosmos_blog::telemetry::export::{Export, Schedule};
 use cosmos_blog::telemetry::sampling::Sampling;
 use cosmos_blog::telemetry::{self, Telemetry};
+use futures::{StreamExt, TryStreamExt, stream};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -342,35 +343,23 @@ fn targets_of(kind: Kind, data: &Dataset) -> Vec<Target<'_>> {
 /// `concurrency` at a time, unmeasured: the state of a server whose readers have asked for
 /// each of them once. A random draw over thousands of targets leaves many unread for
 /// minutes (a uniform draw reaches them all only after about `n ln n` requests), so a
-/// short warm-up of random draws measures a server that has just started instead. Returns
-/// how many it sent; a route that reads no item of its own sends none.
+/// short warm-up of random draws measures a server that has just started instead. A route
+/// that reads no item of its own sends nothing.
 pub async fn visit_every_target(
     client: &Client,
-    data: &Arc<Dataset>,
+    data: &Dataset,
     kind: Kind,
     concurrency: usize,
-) -> anyhow::Result<usize> {
-    let count = targets_of(kind, data).len();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, data, next) = (client.clone(), Arc::clone(data), Arc::clone(&next));
-        workers.push(tokio::spawn(async move {
-            let targets = targets_of(kind, &data);
+) -> anyhow::Result<()> {
+    stream::iter(targets_of(kind, data))
+        .map(|target| async move {
+            // Only the image route draws: none of these.
             let mut rng = fastrand::Rng::with_seed(0);
-            loop {
-                let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(target) = targets.get(at) else {
-                    break anyhow::Ok(());
-                };
-                client.send_to(kind, *target, &mut rng).await?;
-            }
-        }));
-    }
-    for worker in workers {
-        worker.await??;
-    }
-    Ok(count)
+            client.send_to(kind, target, &mut rng).await
+        })
+        .buffer_unordered(concurrency)
+        .try_for_each(|_| async { Ok(()) })
+        .await
 }
 
 /// Runs `concurrency` workers for `duration`, each picking a kind from `mix` (weights).

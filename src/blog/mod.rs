@@ -709,10 +709,7 @@ impl Blog {
     /// was read: most reads of a kept page, on a blog read far more than written.
     fn kept_if_unchanged<T: Listed>(&self, kept: Option<&Kept>) -> Result<Option<Listing<T>>> {
         match kept {
-            Some(kept) if self.store.holds_unchanged(kept.version()) => kept
-                .page::<T>()
-                .map(Some)
-                .ok_or_else(|| Error::Internal("a page kept in another form than asked".into())),
+            Some(kept) if self.store.holds_unchanged(kept.version()) => kept_as(kept).map(Some),
             _ => Ok(None),
         }
     }
@@ -730,9 +727,7 @@ impl Blog {
                 let kept = kept.ok_or_else(|| {
                     Error::Internal("the store vouched for a page not kept".into())
                 })?;
-                let page = kept.page::<T>().ok_or_else(|| {
-                    Error::Internal("the store vouched for a page kept in another form".into())
-                })?;
+                let page = kept_as::<T>(&kept)?;
                 if let (Some(key), Some(renewed)) = (key, renewed) {
                     self.lists.renew(key, kept, renewed);
                 }
@@ -761,4 +756,11 @@ impl Blog {
         }
         Ok(page)
     }
+}
+
+/// The kept page in the form `T` it is asked in: a list's pages are kept in one form per key,
+/// so any other is a fault of the caller's key.
+fn kept_as<T: Listed>(kept: &Kept) -> Result<Listing<T>> {
+    kept.page::<T>()
+        .ok_or_else(|| Error::Internal("a kept page was asked for in another form".into()))
 }

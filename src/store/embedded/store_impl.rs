@@ -525,35 +525,36 @@ mod tests {
         let store = counting(&dir.path().join("db.sqlite3")).await;
         comment(&store, "p1", "a", json!({})).await;
         let first = read(&store, "p1", None).await.unwrap();
-        let answer = |known: PartitionVersion| {
-            let store = store.clone();
-            async move {
-                match store
-                    .query_json(
-                        Container::Posts,
-                        &comments_of("p1"),
-                        PageRequest::first(10),
-                        Some(&known),
-                    )
-                    .await
-                    .unwrap()
-                {
-                    JsonPage::Unchanged { renewed } => renewed,
-                    JsonPage::Read { .. } => panic!("p1 was not written"),
-                }
-            }
-        };
-        assert_eq!(answer(first.clone()).await, None, "nothing committed since");
+        let answer = |known| renewal(&store, "p1", known);
+        assert_eq!(answer(&first).await, None, "nothing committed since");
         comment(&store, "p2", "b", json!({})).await;
-        let renewed = answer(first.clone())
+        let renewed = answer(&first)
             .await
             .expect("a commit since: vouched for by p1's count, and renewed");
         assert_ne!(renewed, first);
         assert_eq!(
-            answer(renewed).await,
+            answer(&renewed).await,
             None,
             "nothing committed since renewal"
         );
+    }
+
+    /// The renewed version the store answers for `post`'s unwritten comments, handed `known`:
+    /// `None` when it vouched for `known` as it is.
+    async fn renewal(
+        store: &EmbeddedStore,
+        post: &str,
+        known: &PartitionVersion,
+    ) -> Option<PartitionVersion> {
+        let page = PageRequest::first(10);
+        match store
+            .query_json(Container::Posts, &comments_of(post), page, Some(known))
+            .await
+            .unwrap()
+        {
+            JsonPage::Unchanged { renewed } => renewed,
+            JsonPage::Read { .. } => panic!("{post} was not written"),
+        }
     }
 
     /// Told without a call: a version holds while nothing at all was committed since it was
@@ -567,20 +568,9 @@ mod tests {
         assert!(store.holds_unchanged(&first), "nothing committed since");
         comment(&store, "p2", "b", json!({})).await;
         assert!(!store.holds_unchanged(&first), "a commit since, elsewhere");
-        let JsonPage::Unchanged {
-            renewed: Some(renewed),
-        } = store
-            .query_json(
-                Container::Posts,
-                &comments_of("p1"),
-                PageRequest::first(10),
-                Some(&first),
-            )
+        let renewed = renewal(&store, "p1", &first)
             .await
-            .unwrap()
-        else {
-            panic!("p1 was not written: its version is renewed");
-        };
+            .expect("p1 was not written: its version is renewed");
         assert!(
             store.holds_unchanged(&renewed),
             "nothing committed since renewal"
