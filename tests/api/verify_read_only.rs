@@ -36,8 +36,13 @@ fn untouched_state(dir: &std::path::Path) -> (Vec<u8>, std::time::SystemTime, Ve
 
 /// `verify` of the store in `data` as an ordinary user: where the tests run as root, which
 /// permissions do not stop, as `nobody` (through `runuser`), whom they do; `None` when no
-/// such user can be taken on.
-fn verify_as_an_ordinary_user(data: &std::path::Path) -> Option<Output> {
+/// such user can be taken on. `nobody` runs a copy of the binary in `reachable` (a folder
+/// open to all): the checkout's own may sit in a folder only its owner enters, such as one
+/// made by `mktemp -d`.
+fn verify_as_an_ordinary_user(
+    data: &std::path::Path,
+    reachable: &std::path::Path,
+) -> Option<Output> {
     use std::os::unix::fs::MetadataExt;
     let root = std::fs::metadata("/proc/self").ok()?.uid() == 0;
     let mut command = if root {
@@ -45,8 +50,11 @@ fn verify_as_an_ordinary_user(data: &std::path::Path) -> Option<Output> {
         if !runuser.exists() {
             return None;
         }
+        let binary = reachable.join("cosmos-blog");
+        std::fs::copy(env!("CARGO_BIN_EXE_cosmos-blog"), &binary).expect("a copy of the binary");
+        set_mode(&binary, 0o755);
         let mut command = std::process::Command::new(runuser);
-        command.args(["-u", "nobody", "--", env!("CARGO_BIN_EXE_cosmos-blog")]);
+        command.args(["-u", "nobody", "--"]).arg(binary);
         command
     } else {
         std::process::Command::new(env!("CARGO_BIN_EXE_cosmos-blog"))
@@ -82,7 +90,7 @@ async fn a_read_only_copy_verifies_and_exports_without_a_write() {
     let before = untouched_state(&read_only);
 
     // Where permissions hold, SQLite cannot create the -shm file: the file is read immutable.
-    if let Some(ordinary) = verify_as_an_ordinary_user(&read_only) {
+    if let Some(ordinary) = verify_as_an_ordinary_user(&read_only, copy.path()) {
         assert_eq!(ordinary.status.code(), Some(0), "{ordinary:?}");
         assert!(stdout_lines(&ordinary)[0].starts_with("verify: OK"));
     }
