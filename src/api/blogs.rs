@@ -2,7 +2,7 @@
 //! operations and its front-page cache.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use super::feed_cache::FeedCache;
@@ -65,7 +65,9 @@ pub struct Blogs {
     caches: Caches,
     /// The blog of a `single` store.
     single: Option<Arc<BlogScope>>,
-    tenants: Mutex<HashMap<TenantId, Arc<BlogScope>>>,
+    /// Every request of a `multi` deployment looks its tenant up here: readers share the
+    /// lock, and only a tenant's first request in a while takes it alone.
+    tenants: RwLock<HashMap<TenantId, Arc<BlogScope>>>,
 }
 
 impl Blogs {
@@ -76,7 +78,7 @@ impl Blogs {
             store,
             caches,
             single,
-            tenants: Mutex::default(),
+            tenants: RwLock::default(),
         }
     }
 
@@ -101,9 +103,18 @@ impl Blogs {
     /// The tenant's blog. Concurrent requests of a tenant share one, so its comments and
     /// likes are combined and its feed cached.
     pub fn of_tenant(&self, tenant: &TenantId) -> Arc<BlogScope> {
+        let known = self
+            .tenants
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(tenant)
+            .map(Arc::clone);
+        if let Some(scope) = known {
+            return scope;
+        }
         let mut tenants = self
             .tenants
-            .lock()
+            .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(scope) = tenants.get(tenant) {
             return Arc::clone(scope);
@@ -144,6 +155,6 @@ mod tests {
             "in use: kept"
         );
         assert!(idle.upgrade().is_none(), "idle: dropped");
-        assert!(blogs.tenants.lock().unwrap().len() <= MAX_KEPT_TENANTS);
+        assert!(blogs.tenants.read().unwrap().len() <= MAX_KEPT_TENANTS);
     }
 }
