@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::storage::user_partition;
-use super::{Blog, ListRequest, Listed, Listing, Seen};
+use super::{Addressed, Blog, ListRequest, Listed, Listing, Seen};
 use crate::domain::{Post, PostId, PostStatus, UserId};
 use crate::error::{Error, Result};
 use crate::store::{FilterOp, Query, SortOrder};
@@ -13,14 +13,14 @@ use crate::store::{FilterOp, Query, SortOrder};
 impl Blog {
     /// Q2 as `viewer` (the caller, if any) may see it: an unpublished post is its author's
     /// alone, and anyone else is told that there is no such post, as for one that never was.
-    pub async fn get_post_seen_by<T: Listed<Item = Post> + Seen>(
+    pub async fn get_post_seen_by<T: Listed<Item = Post>>(
         &self,
         post_id: &PostId,
         viewer: Option<&UserId>,
     ) -> Result<T> {
-        let post = self.get_post_as::<T>(post_id).await?;
-        if post.is_seen_by(viewer)? {
-            Ok(post)
+        let read = self.get_post_as::<Addressed<T>>(post_id).await?;
+        if read.is_seen_by(viewer)? {
+            Ok(read.post)
         } else {
             Err(Error::not_found("post", post_id.as_str()))
         }

@@ -164,13 +164,35 @@ pub trait Seen {
 
 impl Seen for Post {
     fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
-        Ok(self.is_published() || viewer == Some(&self.user_id))
+        Ok(Audience::of_post(self).includes(viewer))
     }
 }
 
 impl Seen for WireJson<Post> {
-    /// Reads the two fields from the JSON (the content is skipped, not copied).
     fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
+        Ok(Audience::of_json(&self.json)?.includes(viewer))
+    }
+}
+
+/// Who may see a post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Audience {
+    Everyone,
+    /// A draft or a scheduled post: its author's alone.
+    Author(String),
+}
+
+impl Audience {
+    fn of_post(post: &Post) -> Self {
+        if post.is_published() {
+            Self::Everyone
+        } else {
+            Self::Author(post.user_id.as_str().to_owned())
+        }
+    }
+
+    /// Reads the two fields from a post's JSON (the content is skipped, not copied).
+    fn of_json(json: &[u8]) -> Result<Self> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Visibility<'a> {
@@ -179,9 +201,54 @@ impl Seen for WireJson<Post> {
             #[serde(borrow)]
             user_id: std::borrow::Cow<'a, str>,
         }
-        let post: Visibility<'_> = serde_json::from_slice(&self.json)?;
-        Ok(post.status == PostStatus::Published
-            || viewer.is_some_and(|viewer| viewer.as_str() == post.user_id))
+        let post: Visibility<'_> = serde_json::from_slice(json)?;
+        Ok(if post.status == PostStatus::Published {
+            Self::Everyone
+        } else {
+            Self::Author(post.user_id.into_owned())
+        })
+    }
+
+    fn includes(&self, viewer: Option<&UserId>) -> bool {
+        match self {
+            Self::Everyone => true,
+            Self::Author(author) => viewer.is_some_and(|viewer| viewer.as_str() == author),
+        }
+    }
+}
+
+/// A post in the form `T`, with who may see it, read once from the stored post: a kept post
+/// is then checked for each reader without reading its text again.
+#[derive(Debug, Clone)]
+pub struct Addressed<T> {
+    pub post: T,
+    audience: Audience,
+}
+
+impl<T> Seen for Addressed<T> {
+    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
+        Ok(self.audience.includes(viewer))
+    }
+}
+
+impl<T: Listed<Item = Post>> Listed for Addressed<T> {
+    type Item = Post;
+
+    fn from_stored(stored: &RawValue) -> Result<Self> {
+        Ok(Self {
+            post: T::from_stored(stored)?,
+            audience: Audience::of_json(stored.get().as_bytes())?,
+        })
+    }
+
+    fn from_stored_of_kind(stored: &RawValue) -> Result<Option<Self>> {
+        let Some(post) = T::from_stored_of_kind(stored)? else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            post,
+            audience: Audience::of_json(stored.get().as_bytes())?,
+        }))
     }
 }
 
@@ -202,6 +269,38 @@ mod tests {
             "userUsername": "Ada", "title": "Hello", "content": content,
             "commentCount": 2, "likeCount": 0, "creationDate": "2026-11-26T10:00:00.0000000Z"
         })
+    }
+
+    /// A post's audience is the same read from the parsed post, from its wire form, and once
+    /// with the post: everyone for a published post; for a draft, its author alone.
+    #[test]
+    fn a_post_is_seen_by_the_same_readers_in_every_form() {
+        let ada = UserId::parse("ada").expect("id");
+        let bob = UserId::parse("bob").expect("id");
+        let published = post("out");
+        let mut draft = post("not yet");
+        draft["status"] = json!("draft");
+        for (item, seen_by) in [
+            (published, [true, true, true]),
+            (draft, [false, true, false]),
+        ] {
+            let raw = stored(&item);
+            let parsed = Post::from_stored(&raw).expect("post");
+            let wire = WireJson::<Post>::from_stored(&raw).expect("post");
+            let addressed = Addressed::<WireJson<Post>>::from_stored_of_kind(&raw)
+                .expect("post")
+                .expect("a post");
+            assert_eq!(addressed.post, wire);
+            for (viewer, expected) in [None, Some(&ada), Some(&bob)].into_iter().zip(seen_by) {
+                for verdict in [
+                    parsed.is_seen_by(viewer),
+                    wire.is_seen_by(viewer),
+                    addressed.is_seen_by(viewer),
+                ] {
+                    assert_eq!(verdict.expect("checked"), expected, "{item} by {viewer:?}");
+                }
+            }
+        }
     }
 
     /// Both forms take a post, copied or (for a text the copy refuses) parsed, and give the

@@ -31,6 +31,7 @@ pub use feed::{
 };
 pub use list_cache::{BlogLists, ListCache, ListPage, Listing};
 use list_cache::{Kept, ListKey, first_item};
+use listed::Addressed;
 pub use listed::{Listed, Seen, WireJson, page_json};
 pub use paging::{ListRequest, PageSize, decode_continuation, encode_continuation};
 pub use schedule::{
