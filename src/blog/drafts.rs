@@ -13,7 +13,7 @@ use crate::store::{FilterOp, Query, SortOrder};
 impl Blog {
     /// Q2 as `viewer` (the caller, if any) may see it: an unpublished post is its author's
     /// alone, and anyone else is told that there is no such post, as for one that never was.
-    pub async fn get_post_seen_by<T: Listed<Item = Post>>(
+    pub async fn get_post_seen_by<T: Listed<Item = Post> + Seen>(
         &self,
         post_id: &PostId,
         viewer: Option<&UserId>,

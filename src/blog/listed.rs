@@ -159,24 +159,28 @@ impl<T: Serialize + DeserializeOwned> WireJson<T> {
 /// A form of a post that tells who may see it: everyone when it is published, its author
 /// alone otherwise.
 pub trait Seen {
-    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool>;
+    fn audience(&self) -> Result<Audience>;
+
+    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
+        Ok(self.audience()?.includes(viewer))
+    }
 }
 
 impl Seen for Post {
-    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
-        Ok(Audience::of_post(self).includes(viewer))
+    fn audience(&self) -> Result<Audience> {
+        Ok(Audience::of_post(self))
     }
 }
 
 impl Seen for WireJson<Post> {
-    fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
-        Ok(Audience::of_json(&self.json)?.includes(viewer))
+    fn audience(&self) -> Result<Audience> {
+        Audience::of_json(&self.json)
     }
 }
 
 /// Who may see a post.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Audience {
+pub enum Audience {
     Everyone,
     /// A draft or a scheduled post: its author's alone.
     Author(String),
@@ -217,38 +221,40 @@ impl Audience {
     }
 }
 
-/// A post in the form `T`, with who may see it, read once from the stored post: a kept post
-/// is then checked for each reader without reading its text again.
+/// A post in the form `T`, with who may see it, worked out once when the post is read: a kept
+/// post is then checked for each reader without reading its text again.
 #[derive(Debug, Clone)]
 pub struct Addressed<T> {
     pub post: T,
     audience: Audience,
 }
 
+impl<T: Seen> Addressed<T> {
+    fn new(post: T) -> Result<Self> {
+        let audience = post.audience()?;
+        Ok(Self { post, audience })
+    }
+}
+
 impl<T> Seen for Addressed<T> {
+    fn audience(&self) -> Result<Audience> {
+        Ok(self.audience.clone())
+    }
+
     fn is_seen_by(&self, viewer: Option<&UserId>) -> Result<bool> {
         Ok(self.audience.includes(viewer))
     }
 }
 
-impl<T: Listed<Item = Post>> Listed for Addressed<T> {
+impl<T: Listed<Item = Post> + Seen> Listed for Addressed<T> {
     type Item = Post;
 
     fn from_stored(stored: &RawValue) -> Result<Self> {
-        Ok(Self {
-            post: T::from_stored(stored)?,
-            audience: Audience::of_json(stored.get().as_bytes())?,
-        })
+        Self::new(T::from_stored(stored)?)
     }
 
     fn from_stored_of_kind(stored: &RawValue) -> Result<Option<Self>> {
-        let Some(post) = T::from_stored_of_kind(stored)? else {
-            return Ok(None);
-        };
-        Ok(Some(Self {
-            post,
-            audience: Audience::of_json(stored.get().as_bytes())?,
-        }))
+        T::from_stored_of_kind(stored)?.map(Self::new).transpose()
     }
 }
 
