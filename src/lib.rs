@@ -37,7 +37,7 @@
 //! model, written once and used by the API, the checks, the pump and the Functions triggers
 //! alike; whatever decides *when* something runs (a request, a trigger, a timer, a command)
 //! sits above what it runs. A floor's module can then be read, and changed, knowing only the
-//! floors below it. `tests/layers.rs` reads this list and fails on an import that runs
+//! floors below it. `tests/api/layers.rs` reads this list and fails on an import that runs
 //! upward or sideways, or on files that import each other in a loop.
 
 pub mod api;

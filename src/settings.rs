@@ -19,6 +19,7 @@ use clap::{Args, ValueEnum};
 
 use crate::auth::AuthSettings;
 use crate::changefeed::publisher::{self, Publisher};
+use crate::changefeed::pump;
 use crate::changefeed::recheck::{self, Recheck};
 use crate::images::ImageStore;
 pub use crate::store::StoreSettings;
@@ -97,6 +98,13 @@ pub struct Settings {
     /// App Service, with Cosmos DB).
     #[arg(long, env = "BLOG_CHANGE_FEED", value_enum, default_value_t = ChangeFeedMode::Auto, global = true)]
     pub change_feed: ChangeFeedMode,
+
+    /// How often (ms) the idle pump looks for changes it was not told of: this process's own
+    /// writes wake it at once, so this bounds how late it sees other processes' writes (other
+    /// instances on one Cosmos DB account). Each look is one change-feed read per source
+    /// container.
+    #[arg(long, env = "BLOG_CHANGE_FEED_POLL_MS", default_value_t = pump::DEFAULT_POLL_MS, value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub change_feed_poll_ms: u64,
 
     #[command(flatten)]
     pub auth: AuthSettings,
@@ -319,6 +327,11 @@ impl Settings {
             ms if self.runs_pump() => Recheck::BesideThePump(Duration::from_millis(ms)),
             ms => Recheck::OnTimer(Duration::from_millis(ms)),
         }
+    }
+
+    /// How often the idle change-feed pump polls (see `change_feed_poll_ms`).
+    pub fn change_feed_poll(&self) -> Duration {
+        Duration::from_millis(self.change_feed_poll_ms)
     }
 
     /// Where this process publishes scheduled posts: in a task beside its pump, or when the

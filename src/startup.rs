@@ -113,7 +113,7 @@ impl Application {
             &settings.auth.cors_origins,
             site,
         );
-        let start_pump = || Pump::start(Arc::clone(&traced));
+        let start_pump = || Pump::start(Arc::clone(&traced), settings.change_feed_poll());
         let pump = match &telemetry {
             Some(own) => {
                 let scope = own.clone();

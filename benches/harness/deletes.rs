@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::report::{section, table_head};
+use crate::markdown::{section, table_head};
 use cosmos_blog::blog::Blog;
 use cosmos_blog::copies::{on_post_changed, on_user_changed};
 use cosmos_blog::domain::{

@@ -18,7 +18,7 @@ use cosmos_blog::verify::{VerifyReport, ViolationKind};
 
 use crate::generate::{GenConfig, generate};
 use crate::load::{LoadConfig, Phase};
-use crate::report::{section, table_head};
+use crate::markdown::{section, table_head};
 use testkit::emulator::{
     Fault, FaultInjectionErrorType, FaultPlan, Faults, faulty_emulator_store,
     on_each_data_operation,

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::report::{section, table_head};
-use cosmos_blog::changefeed::Pump;
+use crate::markdown::{section, table_head};
+use cosmos_blog::changefeed::{Pump, pump};
 use cosmos_blog::store::{Container, Store};
 use cosmos_blog::verify::{VerifyReport, Violation, ViolationKind, verify_with_progress};
 use indicatif::ProgressBar;
@@ -96,7 +96,10 @@ pub async fn after_generation(store: &Arc<dyn Store>, progress: bool) -> anyhow:
 /// still holds, and the check passes as soon as `verify` does.
 pub async fn after_load(store: &Arc<dyn Store>, progress: bool) -> anyhow::Result<Check> {
     let started = Instant::now();
-    let pump = Pump::start(Arc::clone(store));
+    let pump = Pump::start(
+        Arc::clone(store),
+        Duration::from_millis(pump::DEFAULT_POLL_MS),
+    );
     let check = loop {
         let (report, scan) = scan(store, progress).await?;
         let check = Check {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use cosmos_blog::store::Tenancy;
 
 use crate::layouts::{BackendRun, LAYOUTS, LayoutOp, LayoutRow, LayoutsReport, UsersWalk};
-use crate::report::table_head;
+use crate::markdown::table_head;
 use crate::stats::ms;
 use crate::tenants::SKEW_RULE;
 

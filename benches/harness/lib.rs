@@ -2,7 +2,7 @@
 //! operations under the three models through a `MeteredStore`, load-tests the real
 //! application over loopback HTTP, times the binary's start-up, and writes `REPORT.md` and
 //! `chart.svg`. `benches/harness.rs` runs it (`cargo bench --bench harness -- --help`), and
-//! `tests/harness_smoke.rs` runs it at a tiny scale so that it cannot rot.
+//! `tests/api/harness_smoke.rs` runs it at a tiny scale so that it cannot rot.
 
 #![allow(
     clippy::unwrap_used,
@@ -18,6 +18,7 @@ pub mod invariants;
 pub mod layouts;
 pub mod layouts_report;
 pub mod load;
+pub mod markdown;
 pub mod plan;
 pub mod plan_check;
 pub mod profile;

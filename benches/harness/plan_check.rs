@@ -9,8 +9,8 @@ use cosmos_blog::plan::{
     Azure, CostPoint, MeasuredCosts, Mix, RuSource, Tenancy, Workload, plan, svg_chart,
 };
 
+use crate::markdown::table_head;
 use crate::plan::{Rig, comment_text, post_text, prepare};
-use crate::report::table_head;
 
 /// How far the measured RU may be from the prediction.
 pub const TOLERANCE: f64 = 0.10;

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::report::{section, table_head};
+use crate::markdown::{section, table_head};
 use cosmos_blog::changefeed::recheck;
 use cosmos_blog::store::Store;
 use testkit::metered::{Metrics, meter};

@@ -9,6 +9,7 @@ use crate::deletes::DeleteCost;
 use crate::generate::Dataset;
 use crate::hotpost::HotPostRun;
 use crate::load::{LoadReport, Summary};
+use crate::markdown::{note, table_head, titled_table};
 use crate::profile::Row;
 use crate::startup::StartupReport;
 use crate::stats::ms;
@@ -740,28 +741,4 @@ fn short_num(v: f64) -> String {
         .trim_end_matches('0')
         .trim_end_matches('.')
         .to_owned()
-}
-
-/// Writes a Markdown table's header row (`columns`: the names between ` | `) and the rule
-/// under it, one `---` a column.
-pub fn table_head(out: &mut String, columns: &str) {
-    let _ = writeln!(out, "| {columns} |");
-    let _ = writeln!(out, "|{}", "---|".repeat(columns.split(" | ").count()));
-}
-
-/// A `### title` and the head of the table under it.
-pub fn titled_table(out: &mut String, title: &str, columns: &str) {
-    let _ = writeln!(out, "### {title}\n");
-    table_head(out, columns);
-}
-
-/// A paragraph of its own after a table: how to read its figures.
-pub fn note(out: &mut String, text: &str) {
-    let _ = writeln!(out, "\n{text}\n");
-}
-
-/// Opens a report section: its `## heading` and the paragraph that says what it measures.
-pub fn section(out: &mut String, heading: &str, intro: &str) {
-    let _ = writeln!(out, "\n## {heading}\n");
-    let _ = writeln!(out, "{intro}\n");
 }

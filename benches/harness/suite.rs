@@ -1,5 +1,5 @@
 //! The whole harness run: generate, profile, load, start-up, report. Shared by the bench
-//! binary (`cargo bench --bench harness`) and the CI smoke test (`tests/harness_smoke.rs`).
+//! binary (`cargo bench --bench harness`) and the CI smoke test (`tests/api/harness_smoke.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

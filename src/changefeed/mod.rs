@@ -4,7 +4,7 @@
 
 mod backlog;
 pub mod publisher;
-mod pump;
+pub mod pump;
 pub mod recheck;
 mod task;
 

@@ -22,8 +22,10 @@ use crate::telemetry::{self, metrics};
 /// Documents handed to a handler at once (the Functions trigger's default `maxItemsPerInvocation`
 /// is unbounded; 100 keeps one batch's retry cheap).
 const BATCH_SIZE: usize = 100;
-/// With no change signal (Cosmos DB), poll this often.
-const IDLE_WAIT: Duration = Duration::from_millis(500);
+/// How often (ms) an idle pump looks at a change log by default. A write of this process
+/// wakes it at once (both stores); the poll is how it sees the writes of other processes:
+/// other instances on one Cosmos DB account, or a command writing the embedded file.
+pub const DEFAULT_POLL_MS: u64 = 500;
 
 /// The pump's checkpoint of `source` in `leases`, apart from the triggers' and the re-check's.
 pub(super) fn lease_id(source: Source) -> String {
@@ -36,11 +38,14 @@ pub struct Pump {
 }
 
 impl Pump {
-    /// Starts a task per source, logging and tracing to the current subscriber.
-    pub fn start(store: Arc<dyn Store>) -> Self {
+    /// Starts a task per source, logging and tracing to the current subscriber; an idle task
+    /// looks at its change log every `poll`, or at once when this process writes to it.
+    pub fn start(store: Arc<dyn Store>, poll: Duration) -> Self {
         let tasks = Source::ALL
             .into_iter()
-            .map(|source| tokio::spawn(run(Arc::clone(&store), source).with_current_subscriber()))
+            .map(|source| {
+                tokio::spawn(run(Arc::clone(&store), source, poll).with_current_subscriber())
+            })
             .collect();
         Self { tasks }
     }
@@ -57,14 +62,14 @@ impl Pump {
     }
 }
 
-async fn run(store: Arc<dyn Store>, source: Source) {
+async fn run(store: Arc<dyn Store>, source: Source, poll: Duration) {
     let container = source.container();
     let mut checkpoint = loop {
         match load_checkpoint(&store, &lease_id(source)).await {
             Ok(checkpoint) => break checkpoint,
             Err(e) => {
                 tracing::warn!(source = source.function_name(), error = %e, "cannot read checkpoint; retrying");
-                tokio::time::sleep(IDLE_WAIT).await;
+                tokio::time::sleep(poll).await;
             }
         }
     };
@@ -75,7 +80,7 @@ async fn run(store: Arc<dyn Store>, source: Source) {
                 checkpoint = Some(next);
                 backoff = retry_policy();
             }
-            Ok(None) => store.wait_for_changes(container, IDLE_WAIT).await,
+            Ok(None) => store.wait_for_changes(container, poll).await,
             Err(e) => {
                 let delay = backoff.next().unwrap_or(Duration::from_secs(30));
                 tracing::warn!(

@@ -202,7 +202,7 @@ fn storage_grows_with_the_horizon() {
 #[test]
 fn its_json_keys_stay_as_listed() {
     let answer = json(&planned(&community())).unwrap();
-    // The top-level keys are the command's promise, kept by `tests/plan.rs`; these are the
+    // The top-level keys are the command's promise, kept by `tests/api/plan.rs`; these are the
     // figures inside them.
     let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
     for op in [

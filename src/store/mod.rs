@@ -11,6 +11,7 @@ mod open;
 mod partition_key;
 mod query;
 mod settings;
+mod signal;
 pub mod tenant;
 
 use std::time::Duration;
@@ -24,6 +25,7 @@ pub use query::{
     Filter, FilterOp, JsonPage, Page, PageRequest, PartitionVersion, Query, QueryScope, SortOrder,
 };
 pub use settings::StoreSettings;
+pub use signal::ChangeSignal;
 
 /// The data layout of a deployment, chosen once: the containers' partition keys depend on it
 /// and cannot change after they exist.
@@ -94,6 +96,18 @@ impl Container {
         Container::Archive,
         Container::Leases,
     ];
+
+    /// Its place in [`Container::ALL`]: what tables of one thing per container index.
+    pub fn index(self) -> usize {
+        match self {
+            Container::Users => 0,
+            Container::Posts => 1,
+            Container::Feed => 2,
+            Container::Tags => 3,
+            Container::Archive => 4,
+            Container::Leases => 5,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {

@@ -39,6 +39,7 @@ use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanExporter,
 };
 
+use crate::connection_string;
 use crate::platform::Platform;
 
 /// The service name when neither `OTEL_SERVICE_NAME` nor `OTEL_RESOURCE_ATTRIBUTES` gives one
@@ -144,20 +145,13 @@ fn entra_credential(
     authentication: &str,
     managed_identity: bool,
 ) -> anyhow::Result<Arc<dyn TokenCredential>> {
-    let mut authorization = None;
-    let mut client_id = None;
-    for pair in authentication.split(';').filter(|p| !p.trim().is_empty()) {
-        let (key, value) = pair
-            .split_once('=')
-            .context("APPLICATIONINSIGHTS_AUTHENTICATION_STRING: expected key=value pairs")?;
-        match key.trim().to_ascii_lowercase().as_str() {
-            "authorization" => authorization = Some(value.trim().to_owned()),
-            "clientid" => client_id = Some(value.trim().to_owned()),
-            _ => {}
-        }
-    }
+    let mut fields =
+        connection_string::fields(authentication, "APPLICATIONINSIGHTS_AUTHENTICATION_STRING")?;
+    let client_id = fields.remove("clientid");
     anyhow::ensure!(
-        authorization.is_some_and(|a| a.eq_ignore_ascii_case("aad")),
+        fields
+            .get("authorization")
+            .is_some_and(|a| a.eq_ignore_ascii_case("aad")),
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING: only Authorization=AAD is supported"
     );
     crate::platform::azure_credential(managed_identity, client_id)
@@ -330,12 +324,9 @@ fn resource() -> Resource {
 /// test's receiver). The exporter turns every endpoint into HTTPS; this one is sent as
 /// written. A remote endpoint always gets HTTPS: the instrumentation key goes with it.
 fn local_plain_endpoint(connection_string: &str) -> Option<String> {
-    let endpoint = connection_string.split(';').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        key.trim()
-            .eq_ignore_ascii_case("IngestionEndpoint")
-            .then(|| value.trim().to_owned())
-    })?;
+    let endpoint = connection_string::fields(connection_string, "connection string")
+        .ok()?
+        .remove("ingestionendpoint")?;
     let uri: Uri = endpoint.parse().ok()?;
     let local = matches!(uri.host(), Some("localhost" | "[::1]"))
         || uri.host().is_some_and(|h| h.starts_with("127."));

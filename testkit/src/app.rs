@@ -143,6 +143,7 @@ pub fn settings(data_dir: std::path::PathBuf, change_feed: ChangeFeedMode) -> Se
         // No publisher either: tests of scheduled posts start one with a short step.
         publish_step_ms: 0,
         change_feed,
+        change_feed_poll_ms: cosmos_blog::changefeed::pump::DEFAULT_POLL_MS,
         auth: Default::default(),
         site: Default::default(),
         images: Default::default(),
@@ -753,7 +754,21 @@ macro_rules! operation_tests {
     };
 }
 
-/// Runs each named test body (`async fn name(app: TestApp)`) as [`operation_tests!`] does,
+/// Runs each named test body (`async fn name(app: TestApp)`) twice: on the embedded store in
+/// `single` (`embedded`) and on the emulator in `multi` (`multi_cosmos`), the app addressing
+/// [`OPERATION_TENANT`]. Each store once and each layout once, at half the cost of
+/// [`operation_tests!`]: for what sits above the store's addressing (refusals, pages, forms,
+/// feeds as documents, image checks), which every store and layout reach through the same
+/// operations. The rule for choosing is in docs/testing.md.
+#[macro_export]
+macro_rules! surface_tests {
+    ($($name:ident),* $(,)?) => {
+        $crate::test_module!(embedded, ($crate::app!(Embedded, Single)): $($name),*);
+        $crate::test_module!(multi_cosmos, ($crate::app!(Cosmos, Multi)): $($name),*);
+    };
+}
+
+/// Runs each named test body (`async fn name(app: TestApp)`) as [`surface_tests!`] does,
 /// with the images' bytes in files beside the store, and twice more with them in Azure Blob
 /// Storage on Azurite: `blob` (the embedded store, `single`) and `multi_blob` (Cosmos DB,
 /// `multi`). One image store trait, two implementations, the same tests. Where Azurite cannot
@@ -761,7 +776,7 @@ macro_rules! operation_tests {
 #[macro_export]
 macro_rules! image_tests {
     ($($name:ident),* $(,)?) => {
-        $crate::operation_tests!($($name),*);
+        $crate::surface_tests!($($name),*);
         $crate::test_module!(blob, ($crate::blob_app!(Embedded, Single)): $($name),*);
         $crate::test_module!(multi_blob, ($crate::blob_app!(Cosmos, Multi)): $($name),*);
     };

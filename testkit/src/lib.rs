@@ -1,5 +1,5 @@
-//! What the test crates of cosmos-blog share (`tests/api`, `tests/functions`,
-//! `tests/harness_smoke.rs`) and the benchmark harness (`benches/harness`) uses:
+//! What the test suite of cosmos-blog (`tests/api`, the one integration binary) and the
+//! benchmark harness (`benches/harness`) use:
 //! - [`TestApp::spawn`]: the application in this process, on a store of either backend;
 //! - [`binary!`]: the real binary, run to the end or serving;
 //! - [`double::Double`]: a store that forwards to a real one through a test's hooks;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cosmos_blog::changefeed::{Pump, backlog};
+use cosmos_blog::changefeed::{Pump, backlog, pump};
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, Store};
 use cosmos_blog::verify::{VerifyReport, ViolationKind, verify, verify_explained};
@@ -44,7 +44,10 @@ async fn pump_until_nothing_is_left(store: &Arc<dyn Store>) {
         (caught_up && verify(store).await.ok()?.holds()).then_some(())
     };
     for _ in 0..10 {
-        let pump = Pump::start(Arc::clone(store));
+        let pump = Pump::start(
+            Arc::clone(store),
+            Duration::from_millis(pump::DEFAULT_POLL_MS),
+        );
         eventually(Duration::from_secs(30), nothing_left).await;
         pump.stop().await;
         if nothing_left().await.is_some() {

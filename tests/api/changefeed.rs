@@ -9,7 +9,7 @@ use cosmos_blog::store::{Container, PageRequest, PartitionKey, Query, Store, Ten
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use testkit::{Backend, TestApp, eventually, ids, operation_tests};
+use testkit::{Backend, TestApp, eventually, ids, on_every_backend, operation_tests};
 
 operation_tests!(
     a_username_change_reaches_every_item_and_copy,
@@ -221,5 +221,29 @@ async fn rebuild_rederives_every_copy_from_the_sources(backend: Backend, tenancy
     assert_eq!(ids(&mine), created);
     let again = rebuild(&app.whole_store).await.unwrap();
     assert_eq!(again.written, 0, "a second rebuild finds nothing to do");
+    app.assert_verifies().await;
+}
+
+on_every_backend!(pump_wakes, pump_wakes_cosmos: a_write_wakes_the_idle_pump);
+
+/// The pump polls for other processes' writes only once an hour here, so the copy can only
+/// appear within the wait if the server's own write woke the pump.
+async fn a_write_wakes_the_idle_pump(backend: Backend) {
+    let app = TestApp::spawn(backend)
+        .settings(|settings| settings.change_feed_poll_ms = 3_600_000)
+        .start()
+        .await;
+    app.register("ada", "Ada").await;
+    // Past the pump's first look at the empty logs: it is asleep now.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let post = app.new_post("ada", "Woken", "text").await;
+    let post_id = post["id"].as_str().unwrap().to_owned();
+    eventually(Duration::from_secs(30), || async {
+        let feed = app.get_json("/api/feed").await;
+        ids(feed["items"].as_array().unwrap())
+            .contains(&post_id)
+            .then_some(())
+    })
+    .await;
     app.assert_verifies().await;
 }

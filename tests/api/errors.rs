@@ -7,9 +7,9 @@ use cosmos_blog::store::{Container, PageRequest, Query};
 use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
-use testkit::{TestApp, eventually, operation_tests};
+use testkit::{TestApp, eventually, surface_tests};
 
-operation_tests!(
+surface_tests!(
     refusals_are_problem_documents_and_write_nothing,
     bodies_over_the_limit_are_413_and_every_text_the_fields_take_fits,
     ids_that_cosmos_cannot_address_are_400,

@@ -9,9 +9,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::errors::{assert_problem, everything};
-use testkit::{TestApp, eventually, operation_tests};
+use testkit::{TestApp, eventually, surface_tests};
 
-operation_tests!(
+surface_tests!(
     hostile_requests_are_refused_precisely_and_write_nothing,
     what_the_rules_allow_still_passes,
 );

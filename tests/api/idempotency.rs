@@ -8,9 +8,9 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::errors::{assert_problem, everything};
-use testkit::{TestApp, ids, operation_tests};
+use testkit::{TestApp, ids, surface_tests};
 
-operation_tests!(
+surface_tests!(
     a_repeated_post_creates_nothing_and_answers_the_first,
     a_repeated_comment_creates_nothing_and_answers_the_first,
     a_key_sent_with_another_body_is_422_and_writes_nothing,

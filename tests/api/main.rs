@@ -1,5 +1,8 @@
-//! The platform's integration suite: one test binary that spawns the real application per
-//! test and drives it over HTTP, plus the contract tests of the storage backends.
+//! The platform's integration suite, one test binary (one link, and every test in one pool of
+//! threads): the real application spawned per test and driven over HTTP, the contract tests of
+//! the storage backends, the Functions host's payloads (`functions`), the pages in a real
+//! browser (`browser`), and the checks of the tree itself: its layers, the release build's
+//! features, the planner's and the harness's commands.
 
 #![allow(
     clippy::unwrap_used,
@@ -9,6 +12,7 @@
 mod archive;
 mod auth;
 mod backlog;
+mod browser;
 mod changefeed;
 mod copy_batches;
 mod deletes;
@@ -17,6 +21,8 @@ mod erasure_restart;
 mod errors;
 mod faults;
 mod feed;
+mod functions;
+mod harness_smoke;
 mod hostile;
 mod hot_posts;
 mod idempotency;
@@ -28,9 +34,11 @@ mod interactions;
 mod interrupted;
 mod interrupted_import;
 mod kept_pages;
+mod layers;
 mod metered;
 mod openapi;
 mod operations;
+mod plan;
 mod posts;
 mod recheck;
 mod rename_race;
@@ -38,6 +46,7 @@ mod response_bytes;
 mod restart;
 mod schedule_restart;
 mod schedule_verify;
+mod shipped_build;
 mod storm;
 mod tags;
 mod telemetry;

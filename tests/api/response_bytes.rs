@@ -9,9 +9,9 @@ use cosmos_blog::domain::{Comment, Like, Post, User};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use testkit::{TestApp, content_type, eventually, operation_tests};
+use testkit::{TestApp, content_type, eventually, surface_tests};
 
-operation_tests!(every_query_route_answers_the_bytes_of_its_types);
+surface_tests!(every_query_route_answers_the_bytes_of_its_types);
 
 /// The API's page of items, as it serialises it.
 #[derive(Serialize, Deserialize)]

@@ -7,9 +7,9 @@ use reqwest::{Method, StatusCode};
 use scraper::{Html, Selector};
 use serde_json::{Value, json};
 
-use testkit::{TestApp, eventually, operation_tests};
+use testkit::{TestApp, eventually, surface_tests};
 
-operation_tests!(tags_and_the_archive_are_reached_by_links_and_drafts_are_in_no_page_or_sitemap,);
+surface_tests!(tags_and_the_archive_are_reached_by_links_and_drafts_are_in_no_page_or_sitemap,);
 
 fn page_path(app: &TestApp, path: &str) -> String {
     match &app.tenant {

@@ -12,7 +12,7 @@ use reqwest::{Method, Response, StatusCode};
 use scraper::{Html, Selector};
 use serde_json::Value;
 
-use testkit::{TestApp, eventually, operation_tests};
+use testkit::{TestApp, eventually, surface_tests};
 
 const WITHIN: Duration = Duration::from_secs(20);
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::faults::sdk_operation_options;
 use super::provisioning::prepare_container;
 use crate::connection_string;
-use crate::store::{Container, StoreSettings, Tenancy};
+use crate::store::{ChangeSignal, Container, StoreSettings, Tenancy};
 
 /// A Cosmos DB database holding the four containers. Cheap to clone: the SDK clients share
 /// one connection pool.
@@ -26,6 +26,9 @@ pub struct CosmosStore {
     /// In the order of [`Container::ALL`].
     containers: [ContainerClient; 6],
     pub(super) tenancy: Tenancy,
+    /// Wakes this process's pump after this process's writes (through any clone of the
+    /// store); other instances' writes are seen when it polls.
+    pub(super) changes: Arc<ChangeSignal>,
 }
 
 impl CosmosStore {
@@ -81,15 +84,12 @@ impl CosmosStore {
         Ok(Self {
             containers,
             tenancy,
+            changes: Arc::default(),
         })
     }
 
     pub(super) fn client(&self, container: Container) -> &ContainerClient {
-        let index = Container::ALL
-            .iter()
-            .position(|c| *c == container)
-            .unwrap_or(0);
-        &self.containers[index]
+        &self.containers[container.index()]
     }
 }
 

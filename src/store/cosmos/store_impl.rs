@@ -1,7 +1,7 @@
 //! The [`Store`] contract on Azure Cosmos DB: point operations, transactional batches,
 //! paged queries and the change feed, each retried and observed as `faults` says.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
@@ -114,7 +114,9 @@ impl Store for CosmosStore {
         let key = sdk_partition_key(pk)?;
         let client = self.client(container);
         let request = || client.delete_item(key.clone(), id, None);
-        item_request("delete_item", request).await.map(|_| ())
+        item_request("delete_item", request).await?;
+        self.changes.notify(container);
+        Ok(())
     }
 
     async fn execute_batch(
@@ -203,6 +205,7 @@ impl Store for CosmosStore {
                 results.results().len()
             )));
         }
+        self.changes.notify(container);
         // A delete leaves no item, hence no etag (the service may still send one).
         Ok(results
             .results()
@@ -247,6 +250,10 @@ impl Store for CosmosStore {
             self.read_changes_once(container, since, max_items)
         })
         .await
+    }
+
+    async fn wait_for_changes(&self, container: Container, timeout: Duration) {
+        self.changes.wait(container, timeout).await;
     }
 }
 
@@ -296,6 +303,7 @@ impl CosmosStore {
             }
         };
         let response = item_request(write.operation(), request).await?;
+        self.changes.notify(container);
         etag_from(response.headers().etag())
     }
 

@@ -24,9 +24,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
-use super::{Container, StoreError, StoreResult, Tenancy};
+use super::{ChangeSignal, StoreError, StoreResult, Tenancy};
 
 pub use backup::backup;
 use commits::{ForeignCommits, Versioning};
@@ -60,7 +60,7 @@ struct Shared {
     readers: Vec<Mutex<Reader>>,
     /// One permit per reader: a read holding one finds a reader free.
     free_readers: Arc<Semaphore>,
-    changes: [Notify; 6],
+    changes: ChangeSignal,
     tenancy: Tenancy,
     /// Opened by [`EmbeddedStore::open_read_only`]: there is no writer, and writes are
     /// refused.
@@ -298,11 +298,7 @@ fn immutable_uri(path: &Path) -> String {
 }
 
 impl EmbeddedStore {
-    fn notifier(&self, container: Container) -> &Notify {
-        let index = Container::ALL
-            .iter()
-            .position(|c| *c == container)
-            .unwrap_or(0);
-        &self.shared.changes[index]
+    fn changes(&self) -> &ChangeSignal {
+        &self.shared.changes
     }
 }

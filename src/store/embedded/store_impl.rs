@@ -254,7 +254,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn wait_for_changes(&self, container: Container, timeout: Duration) {
-        let _ = tokio::time::timeout(timeout, self.notifier(container).notified()).await;
+        self.changes().wait(container, timeout).await;
     }
 }
 

@@ -49,7 +49,7 @@ impl EmbeddedStore {
     ) -> StoreResult<T> {
         let result = self.on_writer(work).await;
         if result.is_ok() {
-            self.notifier(container).notify_one();
+            self.changes().notify(container);
         }
         result
     }

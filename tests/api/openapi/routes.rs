@@ -59,7 +59,7 @@ async fn each_document_describes_every_route_and_method_of_its_layout_and_nothin
         let documented = operations(&doc);
 
         // The operations are the layout's HTTP functions (operationId = function name), which
-        // tests/functions/ shows are exactly the router's routes, the health probe among
+        // tests/api/functions/ shows are exactly the router's routes, the health probe among
         // them (at `/api/health` in every layout).
         let operation_ids: BTreeMap<(String, String), String> = documented
             .iter()

@@ -112,4 +112,4 @@ async fn a_writer_drafts_previews_schedules_and_publishes_through_the_forms(app:
     app.assert_verifies().await;
 }
 
-operation_tests!(a_writer_drafts_previews_schedules_and_publishes_through_the_forms,);
+surface_tests!(a_writer_drafts_previews_schedules_and_publishes_through_the_forms,);

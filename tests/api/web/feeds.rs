@@ -74,4 +74,4 @@ fn assert_entries_are(atom: &atom_syndication::Feed, items: &[Value], app: &Test
     }
 }
 
-operation_tests!(the_atom_feeds_hold_q6_and_q3);
+surface_tests!(the_atom_feeds_hold_q6_and_q3);

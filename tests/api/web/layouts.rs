@@ -98,7 +98,7 @@ async fn the_front_page_is_light(app: TestApp) {
     );
 }
 
-operation_tests!(
+surface_tests!(
     assets_are_immutable_and_the_front_door_is_the_front_page,
     a_form_past_the_body_limit_is_413_in_the_apps_words,
     the_front_page_is_light,

@@ -219,7 +219,7 @@ async fn errors_are_pages_with_their_status_and_code(app: TestApp) {
     );
 }
 
-operation_tests!(
+surface_tests!(
     front_page_shows_the_feed_with_links_counts_and_escaped_text,
     pages_carry_the_security_headers_and_answer_conditional_gets,
     the_post_page_renders_sanitised_markdown_pages_comments_and_links_likes,

@@ -336,7 +336,7 @@ async fn nothing_can_be_written_cross_site(app: TestApp) {
     assert_eq!(own.status(), StatusCode::CREATED);
 }
 
-operation_tests!(
+surface_tests!(
     a_reader_writes_comments_likes_edits_and_deletes_through_the_forms,
     the_development_sign_in_sets_the_cookie_pages_and_the_api_read,
     nothing_can_be_written_cross_site,

@@ -11,7 +11,7 @@ use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 use serde_json::Value;
 use testkit::poll::poll_for;
 
-use crate::pages::Visitor;
+use super::pages::Visitor;
 
 /// Wide enough for one smaller rendition (480 pixels).
 const WIDTH: u32 = 640;

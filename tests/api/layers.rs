@@ -9,11 +9,6 @@
 //! its own children are not edges of the loop check: they are the door the rest of the crate
 //! comes in by, not something the module's code uses.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test: a failed unwrap is a failed test, with its message"
-)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use testkit::TestApp;
 
-use crate::blog;
-use crate::pages::Visitor;
+use super::blog;
+use super::pages::Visitor;
 
 const SCREENSHOTS: &str = "BLOG_SCREENSHOTS";
 

@@ -2,8 +2,8 @@
 //! and off: sign in, write, read on the front page, comment, like and unlike, rename, delete
 //! a comment and the post, and erase an account.
 
-use crate::chromium::Script;
-use crate::pages::Visitor;
+use super::chromium::Script;
+use super::pages::Visitor;
 
 const TITLE: &str = "Notes from the field";
 const CONTENT: &str = "A post in **Markdown**, with a [link](https://example.com/notes).";

@@ -10,7 +10,7 @@ use fantoccini::{Client, Locator};
 use testkit::TestApp;
 use testkit::poll::poll_for;
 
-use crate::chromium::Script;
+use super::chromium::Script;
 
 /// How long a page may take to show what the change feed derives (generous: a loaded CI
 /// machine; the real lag is measured by the benchmark, never asserted here).

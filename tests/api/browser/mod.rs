@@ -3,11 +3,6 @@
 //! another origin's forms are refused. Without Chromium these tests say how to install it and
 //! skip (they fail where `CI` is set). One browser session per test.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test: a failed unwrap is a failed test, with its message"
-)]
-
 mod axe;
 mod blog;
 mod chromium;

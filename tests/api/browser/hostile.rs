@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use crate::chromium::Script;
-use crate::pages::Visitor;
+use super::chromium::Script;
+use super::pages::Visitor;
 
 /// A user id may hold neither `/` nor `?` nor `#`, so no closing tag: attribute breaking.
 const USER_ID: &str = "mallory\"'><img src=x onerror=alert(1)>";

@@ -4,11 +4,6 @@
 //! over every package a build selects, so a test crate among the workspace's default members
 //! would switch them on in the shipped binary too.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test: a failed unwrap is a failed test, with its message"
-)]
-
 use std::process::Command;
 
 /// Features of the Cosmos DB SDK that only the tests and the harness may turn on.

@@ -5,14 +5,14 @@
 //! The write page's first submit button is the image upload's, so every button is pressed by
 //! its `intent`. The `datetime-local` field holds minutes (its step is a minute), so the post is
 //! scheduled for the first whole minute at least a few seconds ahead; the application
-//! publishes on a short step (`BLOG_PUBLISH_STEP_MS`, set by [`crate::blog::spawn_publishing`]).
+//! publishes on a short step (`BLOG_PUBLISH_STEP_MS`, set by [`super::blog::spawn_publishing`]).
 
 use std::time::Duration;
 
 use testkit::poll::poll_for;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
-use crate::pages::Visitor;
+use super::pages::Visitor;
 
 const TITLE: &str = "Field notes, scheduled";
 const SLUG: &str = "field-notes-scheduled";

@@ -3,11 +3,6 @@
 //! It checks the shapes the product promises (which model wins each operation, as in the
 //! case study's figures), never timings: those are reported.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test: a failed unwrap is a failed test, with its message"
-)]
-
 use std::path::Path;
 use std::time::Duration;
 

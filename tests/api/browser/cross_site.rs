@@ -11,9 +11,9 @@ use fantoccini::Locator;
 
 use testkit::TestApp;
 
-use crate::blog;
-use crate::chromium::Script;
-use crate::pages::Visitor;
+use super::blog;
+use super::chromium::Script;
+use super::pages::Visitor;
 
 pub async fn a_form_from_another_origin_is_refused(v: Visitor, app: &TestApp) {
     app.register("alice", "Alice").await;

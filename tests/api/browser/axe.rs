@@ -19,8 +19,8 @@ use fantoccini::wd::WebDriverCompatibleCommand;
 use serde_json::{Value, json};
 use testkit::TestApp;
 
-use crate::blog;
-use crate::pages::Visitor;
+use super::blog;
+use super::pages::Visitor;
 
 const INSTALL_HINT: &str = "npm install --no-save axe-core (at the project's root)";
 

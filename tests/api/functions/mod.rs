@@ -5,11 +5,6 @@
 //! and its forwarded HTTP requests as it sends them; the metadata of both data layouts is
 //! checked against the router, and the staged script root is inspected.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "a test: a failed unwrap is a failed test, with its message"
-)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
