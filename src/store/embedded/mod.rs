@@ -214,7 +214,10 @@ pub fn stop_counting(path: &Path) -> StoreResult<bool> {
     }
     let conn =
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sql_error)?;
-    // Exclusive from the first read on, and no wait: an open server is refused at once.
+    // Exclusive from the first read on, and no wait (rusqlite's connections wait 5 s for a
+    // lock by default): an open server is refused at once.
+    conn.busy_timeout(std::time::Duration::ZERO)
+        .map_err(sql_error)?;
     conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
         .map_err(sql_error)?;
     let in_use = |e: rusqlite::Error| match e.sqlite_error_code() {
