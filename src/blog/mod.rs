@@ -119,6 +119,19 @@ where
         })
 }
 
+/// Lets `caller` go on as the author of `post`. Anyone else is refused: with 403 where they
+/// see the post (it is published), else with the 404 its reads answer them, so that a write
+/// tells no more than a read of whether an unpublished post exists.
+fn author_only(post: &Post, caller: &UserId, refusal: &'static str) -> Result<()> {
+    if &post.user_id == caller {
+        Ok(())
+    } else if post.is_published() {
+        Err(Error::Forbidden(refusal))
+    } else {
+        Err(Error::not_found("post", post.post_id.as_str()))
+    }
+}
+
 /// A [`Change`]'s `refused` for an item whose id says what it is (a like, derived from the
 /// liker; a comment, from an idempotency key): a conflict means it is there already.
 fn already_there(cause: &StoreError) -> Result<()> {
@@ -371,9 +384,7 @@ impl Blog {
         let pk = post_partition(post_id);
         until_not_stale(|| async {
             let (mut post, etag) = self.existing_post(post_id).await?;
-            if &post.user_id != caller {
-                return Err(Error::Forbidden("only the author of a post can edit it").into());
-            }
+            author_only(&post, caller, "only the author of a post can edit it")?;
             let publication = publication.unwrap_or_else(|| post.publication());
             let tags =
                 tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
@@ -512,6 +523,7 @@ impl Blog {
                             other => Err(other.clone().into()),
                         }
                     },
+                    asked_by: Some(caller.clone()),
                 };
                 Ok((comment, change))
             })
@@ -550,6 +562,7 @@ impl Blog {
                     delta: CountDelta::ONE_LIKE,
                     // The like's id comes from the liker: it exists when they liked before.
                     refused: already_there,
+                    asked_by: Some(caller.clone()),
                 };
                 Ok((like, change))
             })
