@@ -20,8 +20,7 @@ use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage, created_
 use super::paths::PostPath;
 use super::tenants::{Command, CurrentScope, Reading};
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Timestamp,
-    Title,
+    Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Title,
 };
 use crate::error::Result;
 
@@ -60,11 +59,7 @@ impl PostBody {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
-            Publication::parse(
-                self.status.as_deref(),
-                self.publish_at.as_deref(),
-                Timestamp::now(),
-            )?,
+            Publication::parse(self.status.as_deref(), self.publish_at.as_deref())?,
             self.tags.as_deref().map(Tags::parse).transpose()?,
         ))
     }
@@ -79,7 +74,8 @@ pub(super) struct CommentBody {
 /// Create a post (C2)
 ///
 /// The caller is the author and must have a user item. With an `Idempotency-Key`, a retry
-/// creates nothing: it answers the post the first request created.
+/// creates nothing: it answers the post the first request created, even once that post's
+/// `publishAt` has passed.
 #[utoipa::path(
     post, path = "/posts", operation_id = "CreatePost", tag = "posts",
     params(IdempotencyParams), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),

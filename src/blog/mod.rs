@@ -278,7 +278,9 @@ impl Blog {
             .await
     }
 
-    /// [`Blog::create_post_with_key`] of a post with its title, content and tags.
+    /// [`Blog::create_post_with_key`] of a post with its title, content and tags. A schedule
+    /// must lie in the future, except for the retry of a request answered before: with a key,
+    /// a `publishAt` past by now is checked only once no post of the key answers the retry.
     pub async fn create_tagged_post(
         &self,
         caller: &UserId,
@@ -287,7 +289,9 @@ impl Blog {
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
         let author = self.registered(caller).await?;
+        let timely = publication.ahead_of(Timestamp::now());
         let Some(key) = key else {
+            let publication = timely?;
             let post =
                 Post::with_publication(PostId::generate(), &author, title, content, publication)
                     .tagged(tags);
@@ -312,13 +316,16 @@ impl Blog {
         };
         let id = PostId::for_key(caller, key);
         let post = Post::with_publication(id, &author, title, content, publication).tagged(tags);
-        self.create_post_once(post).await
+        match timely {
+            Ok(_) => self.create_post_once(post).await,
+            // Its time has passed since the first request: that request's post answers a
+            // retry, and only a request new to the key is refused.
+            Err(late) => self.post_of_key(&post).await?.ok_or_else(|| late.into()),
+        }
     }
 
     /// Creates `wanted`, whose id the key derived; when the store already holds that id, the
-    /// post there answers: the same post for a repeat (as stored, its counts and username as
-    /// they are now, and its publication as it is now: it may have been published since),
-    /// 422 for a different title or content, 409 once it was deleted.
+    /// post there answers (see [`Blog::post_of_key`]).
     async fn create_post_once(&self, wanted: Post) -> Result<Post> {
         let pk = post_partition(&wanted.post_id);
         until_not_stale(|| async {
@@ -327,35 +334,45 @@ impl Blog {
                 .create_item(Container::Posts, &pk, to_item(&wanted)?)
                 .await;
             match created {
-                Ok(_) => return Ok(wanted.clone()),
-                Err(StoreError::Conflict) => {}
-                Err(e) => return Err(e.into()),
-            }
-            let stored = self
-                .store
-                .read_item(Container::Posts, &pk, wanted.id.as_str())
-                .await?;
-            match stored {
+                Ok(_) => Ok(wanted.clone()),
                 // Gone again (a tombstone's time ran out): the id is free.
-                None => Err(Attempt::Stale),
-                Some(document) if is_a::<Tombstone>(&document.item) => {
-                    Err(Error::KeyPostDeleted.into())
-                }
-                Some(document) => {
-                    let stored: Post = from_item(document.item)?;
-                    let same = stored.user_id == wanted.user_id
-                        && stored.title == wanted.title
-                        && stored.content == wanted.content
-                        && stored.tags == wanted.tags;
-                    if same {
-                        Ok(stored)
-                    } else {
-                        Err(Error::KeyReused("post").into())
-                    }
-                }
+                Err(StoreError::Conflict) => self.post_of_key(&wanted).await?.ok_or(Attempt::Stale),
+                Err(e) => Err(e.into()),
             }
         })
         .await
+    }
+
+    /// What the store holds at `wanted`'s id, which a key derived, as the answer to a repeat
+    /// of the request that made it: the same post (as stored, its counts and username as they
+    /// are now, and its publication as it is now: it may have been published since), 422 for
+    /// a different title, content or tags, 409 once it was deleted; `None` when it holds
+    /// nothing there.
+    async fn post_of_key(&self, wanted: &Post) -> Result<Option<Post>> {
+        let stored = self
+            .store
+            .read_item(
+                Container::Posts,
+                &post_partition(&wanted.post_id),
+                wanted.id.as_str(),
+            )
+            .await?;
+        let Some(document) = stored else {
+            return Ok(None);
+        };
+        if is_a::<Tombstone>(&document.item) {
+            return Err(Error::KeyPostDeleted);
+        }
+        let stored: Post = from_item(document.item)?;
+        let same = stored.user_id == wanted.user_id
+            && stored.title == wanted.title
+            && stored.content == wanted.content
+            && stored.tags == wanted.tags;
+        if same {
+            Ok(Some(stored))
+        } else {
+            Err(Error::KeyReused("post"))
+        }
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
@@ -373,7 +390,8 @@ impl Blog {
             .await
     }
 
-    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are).
+    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are). A
+    /// schedule must lie in the future.
     pub async fn edit_tagged_post(
         &self,
         caller: &UserId,
@@ -381,6 +399,9 @@ impl Blog {
         (title, content, tags): (Title, PostContent, Option<&Tags>),
         publication: Option<Publication>,
     ) -> Result<Post> {
+        let publication = publication
+            .map(|asked| asked.ahead_of(Timestamp::now()))
+            .transpose()?;
         let pk = post_partition(post_id);
         until_not_stale(|| async {
             let (mut post, etag) = self.existing_post(post_id).await?;
