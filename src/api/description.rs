@@ -138,8 +138,8 @@ problem_responses!(
         a header the API reads sent twice, an invalid `Idempotency-Key`, or a principal header \
         that is no user id), an undecodable path (`invalid-path`), a query parameter the \
         operation does not take or cannot read (`invalid-query`; `field` names an unknown one), \
-        `limit` out of range (`invalid-field`) or a continuation token not issued for this list \
-        (`invalid-continuation`).",
+        `limit` out of range (`invalid-field`) or a continuation token that this server did not \
+        issue and sign for this list (`invalid-continuation`).",
     Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
         Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
         bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \

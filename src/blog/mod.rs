@@ -46,6 +46,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
+use crate::signing::ServerKey;
 use crate::store::{
     BatchOperation, Container, Document, ETag, JsonPage, Page, PageRequest, PartitionKey,
     PartitionVersion, Query, RawItem, SortOrder, Store, StoreError,
@@ -65,6 +66,8 @@ pub struct Blog {
     combiner: Combiner,
     /// Pages of lists read lately, served again while their partition is unchanged.
     lists: BlogLists,
+    /// Signs the lists' continuation tokens (see [`paging`]).
+    key: ServerKey,
 }
 
 /// A page of a list: the one kept, its partition unchanged, or one just read.
@@ -142,17 +145,20 @@ fn already_there(cause: &StoreError) -> Result<()> {
 }
 
 impl Blog {
-    /// The blog on `store`, every read sent to the store.
+    /// The blog on `store`, every read sent to the store, its continuation tokens signed with
+    /// a key of this process alone: for the commands that write and the tests, not a server.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self::with_lists(store, ListCache::none().scoped(""))
+        Self::with_lists(store, ListCache::none().scoped(""), ServerKey::drawn())
     }
 
-    /// The blog on `store`, keeping its lists' pages in `lists`.
-    pub fn with_lists(store: Arc<dyn Store>, lists: BlogLists) -> Self {
+    /// The blog on `store`, keeping its lists' pages in `lists`, its continuation tokens
+    /// signed with the server's `key`.
+    pub fn with_lists(store: Arc<dyn Store>, lists: BlogLists, key: ServerKey) -> Self {
         Self {
             combiner: Combiner::new(Arc::clone(&store)),
             store,
             lists,
+            key,
         }
     }
 
@@ -711,7 +717,7 @@ impl Blog {
         let request = PageRequest {
             max_items: size.get() + extra,
             continuation: continuation
-                .map(|token| decode_continuation(list, token))
+                .map(|token| decode_continuation(&self.key, list, token))
                 .transpose()?,
         };
         let known = kept.as_ref().map(Kept::version);
@@ -731,7 +737,7 @@ impl Blog {
                     items: page.items,
                     continuation: page
                         .continuation
-                        .map(|token| encode_continuation(list, &token)),
+                        .map(|token| encode_continuation(&self.key, list, &token)),
                 },
                 version,
             },

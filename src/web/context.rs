@@ -214,7 +214,7 @@ impl PageContext {
         let headers = &self.headers;
         &self
             .csrf
-            .get_or_insert_with(|| guard::form_token(headers, &self.site.form_key))
+            .get_or_insert_with(|| guard::form_token(headers, &self.site.key))
             .0
     }
 

@@ -11,7 +11,6 @@
 //! - Headers: a strict Content-Security-Policy (nothing inline, nothing from other origins,
 //!   no framing), `nosniff` and a referrer policy on every response outside `/api`.
 
-use aws_lc_rs::hmac;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -20,9 +19,10 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::site::{FormKey, Site};
+use super::site::Site;
 use crate::auth::cookie;
 use crate::problem::Problem;
+use crate::signing::{Purpose, ServerKey};
 
 /// The cookie and the form field that carry the CSRF token.
 pub const CSRF_COOKIE: &str = "blog_csrf";
@@ -37,26 +37,26 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 pub struct AllowedOrigins(pub Vec<String>);
 
 /// A CSRF token: a random nonce and its signature.
-fn new_token(key: &FormKey) -> String {
+fn new_token(key: &ServerKey) -> String {
     let mut nonce = [0u8; 18];
     let _ = SystemRandom::new().fill(&mut nonce);
     let nonce = URL_SAFE_NO_PAD.encode(nonce);
-    let tag = hmac::sign(key.key(), nonce.as_bytes());
-    format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+    let signature = key.sign(Purpose::FormToken, nonce.as_bytes());
+    format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
-fn is_signed(token: &str, key: &FormKey) -> bool {
-    let Some((nonce, tag)) = token.split_once('.') else {
+fn is_signed(token: &str, key: &ServerKey) -> bool {
+    let Some((nonce, signature)) = token.split_once('.') else {
         return false;
     };
     URL_SAFE_NO_PAD
-        .decode(tag)
-        .is_ok_and(|tag| hmac::verify(key.key(), nonce.as_bytes(), &tag).is_ok())
+        .decode(signature)
+        .is_ok_and(|signature| key.verifies(Purpose::FormToken, nonce.as_bytes(), &signature))
 }
 
 /// The token a page's forms carry: the request's own cookie when it is one of ours, else a
 /// new one with the `Set-Cookie` that stores it.
-pub fn form_token(headers: &HeaderMap, key: &FormKey) -> (String, Option<HeaderValue>) {
+pub fn form_token(headers: &HeaderMap, key: &ServerKey) -> (String, Option<HeaderValue>) {
     if let Some(existing) = cookie(headers, CSRF_COOKIE).filter(|t| is_signed(t, key)) {
         return (existing, None);
     }
@@ -69,7 +69,7 @@ pub fn form_token(headers: &HeaderMap, key: &FormKey) -> (String, Option<HeaderV
 }
 
 /// Whether a posted form's token is the one in its cookie, signed by this server.
-pub fn token_matches(headers: &HeaderMap, posted: &str, key: &FormKey) -> bool {
+pub fn token_matches(headers: &HeaderMap, posted: &str, key: &ServerKey) -> bool {
     cookie(headers, CSRF_COOKIE).is_some_and(|stored| stored == posted && is_signed(&stored, key))
 }
 
@@ -235,7 +235,7 @@ mod tests {
     fn site(public_url: &str, trusts_forwarded_host: bool) -> Site {
         Site::new(
             PublicUrl::parse(public_url).unwrap(),
-            FormKey::drawn(),
+            ServerKey::drawn(),
             trusts_forwarded_host,
             "Cosmos Blog".to_owned(),
             String::new(),
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_token_passes_only_with_its_own_signed_cookie() {
-        let key = FormKey::drawn();
+        let key = ServerKey::drawn();
         let (token, set_cookie) = form_token(&HeaderMap::new(), &key);
         assert!(set_cookie.is_some());
         let cookie_header = HeaderValue::from_str(&format!("a=b; {CSRF_COOKIE}={token}")).unwrap();
@@ -275,7 +275,7 @@ mod tests {
         assert!(!token_matches(&with_cookie, "other", &key));
         assert!(!token_matches(&HeaderMap::new(), &token, &key), "no cookie");
         assert!(
-            !token_matches(&with_cookie, &token, &FormKey::drawn()),
+            !token_matches(&with_cookie, &token, &ServerKey::drawn()),
             "another key's token"
         );
         let unsigned = "abc.def";
