@@ -44,12 +44,14 @@ pub(super) struct PostBody {
     #[serde(default)]
     #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
     publish_at: Option<String>,
-    /// Up to 10 tags. Each is trimmed, lower-cased and has its inner white space turned into
-    /// `-`; the first of two that come out alike is kept. A tag holds 1–50 letters (of any
-    /// script, with their combining marks), decimal digits, `-` and `_`: anything else
-    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes...) is refused with 400. Left out on an edit,
-    /// the post keeps its tags; `[]` removes them.
-    #[schema(max_items = 10, example = json!(["Rust", "Cosmos DB"]))]
+    /// Up to 10 distinct tags. Each is trimmed, case-folded (the whole tag at once, with
+    /// Unicode's full folding) and has its inner white space turned into `-`; the first of two
+    /// that come out alike is kept, and the limit counts what is left (eleven that come out
+    /// as ten are ten). A tag holds 1–50 letters (of any script, with their combining marks),
+    /// decimal digits, `-` and `_`, at least one of them a letter or digit: anything else
+    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes, only `-`...) is refused with 400. Left out on an
+    /// edit, the post keeps its tags; `[]` removes them.
+    #[schema(example = json!(["Rust", "Cosmos DB"]))]
     tags: Option<Vec<String>>,
 }
 
