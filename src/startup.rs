@@ -80,7 +80,11 @@ impl Application {
         telemetry: Option<Telemetry>,
     ) -> anyhow::Result<Self> {
         // Settings that would let anyone act as anyone stop the server before it listens.
-        let auth = Authenticator::from_settings(&settings.auth, settings.bind_address).await?;
+        // The development sign-in's cookie is named as every cookie of the site: by the scheme
+        // of its public address, which the port (the loopback default's alone) does not change.
+        let cookies = settings.site.public_url(settings.port)?.cookies();
+        let auth =
+            Authenticator::from_settings(&settings.auth, settings.bind_address, cookies).await?;
         let address = SocketAddr::new(settings.bind_address, settings.port);
         let listener = TcpListener::bind(address)
             .await

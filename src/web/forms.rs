@@ -88,7 +88,7 @@ pub struct Button {
 
 /// Whether a form's token is the one its page carried, signed with this site's key.
 pub(super) fn token_holds(context: &PageContext, posted_token: &str) -> bool {
-    guard::token_matches(context.headers(), posted_token, &context.site().key)
+    guard::token_matches(context.headers(), posted_token, context.site())
 }
 
 /// Refuses a form whose token is not the one its page carried.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::http::Extensions;
 
 use super::page_caches::PageCaches;
+use crate::auth::SiteCookies;
 use crate::signing::ServerKey;
 
 /// The site's public origin (`https://blog.example`, no path, no trailing slash).
@@ -52,6 +53,12 @@ impl PublicUrl {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// How a site at this address sets its cookies: `Secure`, with the `__Host-` prefix, on
+    /// HTTPS.
+    pub fn cookies(&self) -> SiteCookies {
+        SiteCookies::new(self.0.starts_with("https://"))
+    }
 }
 
 /// What the pages know of the site (see the module's comment), and what they keep of it in
@@ -61,6 +68,8 @@ pub struct Site {
     pub public_url: PublicUrl,
     /// The server's key, which signs the forms' tokens (and the lists' continuation tokens).
     pub key: ServerKey,
+    /// How the site names and marks its cookies, from its public address.
+    pub cookies: SiteCookies,
     /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
     /// Service's front end sets it); elsewhere anyone may send it.
     pub trusts_forwarded_host: bool,
@@ -83,6 +92,7 @@ impl Site {
         description: String,
     ) -> Self {
         Self {
+            cookies: public_url.cookies(),
             public_url,
             key,
             trusts_forwarded_host,
