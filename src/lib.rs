@@ -6,10 +6,10 @@
 //! Every module sits on a floor, and **a module imports only from the floors below it**: never
 //! from a neighbour on its own floor, never from above. Ground floor first:
 //!
-//! 1. `domain`, `platform`, `retry`, `words`, `connection_string`: what users, posts, comments
-//!    and likes are, with their validation; which host the process runs on; how to wait before
-//!    trying again; how the commands say a count and print what they say; how an Azure
-//!    connection string is read.
+//! 1. `domain`, `platform`, `retry`, `words`, `connection_string`, `signing`: what users,
+//!    posts, comments and likes are, with their validation; which host the process runs on; how
+//!    to wait before trying again; how the commands say a count and print what they say; how an
+//!    Azure connection string is read; the server's key, which signs the tokens it hands out.
 //! 2. `store`, `images`: the storage contract, its two backends (embedded SQLite, Azure Cosmos
 //!    DB), the layer that scopes it to a tenant, its settings and `open`; images in posts
 //!    (what an upload must be, what is kept of it, and the store of their bytes).
@@ -56,6 +56,7 @@ pub mod platform;
 pub mod problem;
 pub mod retry;
 pub mod settings;
+pub mod signing;
 pub mod startup;
 pub mod store;
 pub mod telemetry;

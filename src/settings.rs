@@ -22,8 +22,9 @@ use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::pump;
 use crate::changefeed::recheck::{self, Recheck};
 use crate::images::ImageStore;
+use crate::signing::{ServerKey, random_secret};
 pub use crate::store::StoreSettings;
-use crate::web::{FormKey, PublicUrl};
+use crate::web::PublicUrl;
 pub use images::ImageSettings;
 
 /// The feed may be served from memory this long (ms) by default: a fraction of the
@@ -131,10 +132,11 @@ pub struct SiteSettings {
     #[arg(long, env = "WEBSITE_HOSTNAME", hide = true)]
     pub website_hostname: Option<String>,
 
-    /// The key the pages' form tokens are signed with (any long random text): the same on
-    /// every instance, so that a form one instance served is taken by another, and after a
-    /// restart. Default: a key kept in the file `form-key` beside the embedded store, or on
-    /// Cosmos DB one drawn per process (said at start-up on a hosting platform).
+    /// The server's key (any long random text), which signs the pages' form tokens and the
+    /// lists' continuation tokens: the same on every instance, so that a form or a token one
+    /// instance handed out is taken by another, and after a restart. Default: a key kept in
+    /// the file `form-key` beside the embedded store, or on Cosmos DB one drawn per process
+    /// (said at start-up on a hosting platform).
     #[arg(long, env = CSRF_KEY_SETTING, hide_env_values = true)]
     pub csrf_key: Option<String>,
 
@@ -155,12 +157,13 @@ pub(crate) const CSRF_KEY_SETTING: &str = "BLOG_CSRF_KEY";
 /// The blog's title when `BLOG_TITLE` gives none.
 pub(crate) const DEFAULT_BLOG_TITLE: &str = "Cosmos Blog";
 
-/// Where the embedded store's folder keeps the forms' key when no setting gives one.
-pub(crate) const FORM_KEY_FILE: &str = "form-key";
+/// Where the embedded store's folder keeps the server's key when no setting gives one (named
+/// when the key signed the forms' tokens alone).
+pub(crate) const KEY_FILE: &str = "form-key";
 
-/// Where the forms' key came from.
+/// Where the server's key came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FormKeySource {
+pub(crate) enum KeySource {
     Setting,
     /// The file beside the embedded store (drawn there on the first start).
     File,
@@ -218,38 +221,38 @@ impl SiteSettings {
             .any(|v| v.as_deref().is_some_and(|v| !v.trim().is_empty()))
     }
 
-    /// The forms' key: the setting; else, on the embedded store, the one kept beside it
+    /// The server's key: the setting; else, on the embedded store, the one kept beside it
     /// (drawn and written there on the first start); else one for this process.
-    pub(crate) fn form_key(
+    pub(crate) fn server_key(
         &self,
         store: &StoreSettings,
-    ) -> anyhow::Result<(FormKey, FormKeySource)> {
+    ) -> anyhow::Result<(ServerKey, KeySource)> {
         if let Some(key) = self.csrf_key.as_deref().filter(|k| !k.is_empty()) {
-            return Ok((FormKey::from_secret(key.as_bytes()), FormKeySource::Setting));
+            return Ok((ServerKey::from_secret(key.as_bytes()), KeySource::Setting));
         }
         if store.uses_cosmos() {
-            return Ok((FormKey::drawn(), FormKeySource::Process));
+            return Ok((ServerKey::drawn(), KeySource::Process));
         }
-        let secret = kept_form_key(&store.data_dir)?;
-        Ok((FormKey::from_secret(&secret), FormKeySource::File))
+        let secret = kept_key(&store.data_dir)?;
+        Ok((ServerKey::from_secret(&secret), KeySource::File))
     }
 }
 
 /// The least a kept key may hold (bytes): less is not a key drawn here.
 const MIN_KEPT_KEY_BYTES: usize = 32;
 
-/// The key kept in `data_dir`'s [`FORM_KEY_FILE`], drawn and written (readable by its owner
+/// The key kept in `data_dir`'s [`KEY_FILE`], drawn and written (readable by its owner
 /// only) when there is none. Two processes starting at once on one folder agree: only one
 /// creates the file, the other reads it.
-fn kept_form_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
-    let path = data_dir.join(FORM_KEY_FILE);
+fn kept_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
+    let path = data_dir.join(KEY_FILE);
     let read = |path: &Path| -> anyhow::Result<Vec<u8>> {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the forms' key {}", path.display()))?;
+            .with_context(|| format!("cannot read the server's key {}", path.display()))?;
         let key = text.trim().as_bytes().to_vec();
         anyhow::ensure!(
             key.len() >= MIN_KEPT_KEY_BYTES,
-            "the forms' key {} is too short to be one: delete it, and a new one is drawn",
+            "the server's key {} is too short to be one: delete it, and a new one is drawn",
             path.display()
         );
         Ok(key)
@@ -265,15 +268,15 @@ fn kept_form_key(data_dir: &Path) -> anyhow::Result<Vec<u8>> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(&path) {
         Ok(mut file) => {
-            let text = URL_SAFE_NO_PAD.encode(crate::web::site::random_secret());
+            let text = URL_SAFE_NO_PAD.encode(random_secret());
             file.write_all(format!("{text}\n").as_bytes())
                 .and_then(|()| file.sync_all())
-                .with_context(|| format!("cannot write the forms' key {}", path.display()))?;
+                .with_context(|| format!("cannot write the server's key {}", path.display()))?;
             Ok(text.into_bytes())
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
         Err(e) => {
-            Err(e).with_context(|| format!("cannot create the forms' key {}", path.display()))
+            Err(e).with_context(|| format!("cannot create the server's key {}", path.display()))
         }
     }
 }
@@ -346,13 +349,14 @@ impl Settings {
 
     /// What start-up says about the site's settings where they are unsafe or incomplete:
     /// forms that fail between instances, links that name a machine no reader reaches.
-    pub(crate) fn site_warnings(&self, key_source: FormKeySource) -> Vec<String> {
+    pub(crate) fn site_warnings(&self, key_source: KeySource) -> Vec<String> {
         let mut said = Vec::new();
-        if self.auth.platform.hosted() && key_source != FormKeySource::Setting {
+        if self.auth.platform.hosted() && key_source != KeySource::Setting {
             said.push(format!(
                 "{CSRF_KEY_SETTING} is not set: with more than one instance, or after a \
                  restart, forms are refused once (what was typed comes back to be sent \
-                 again); set it to one secret for all instances (the template does)"
+                 again) and continuation tokens are refused (400 invalid-continuation); set \
+                 it to one secret for all instances (the template does)"
             ));
         }
         if !self.site.names_public_url() && !self.bind_address.is_loopback() {
@@ -453,20 +457,21 @@ mod tests {
     }
 
     #[test]
-    fn the_forms_key_is_kept_beside_the_embedded_store_unless_a_setting_gives_one() {
+    fn the_servers_key_is_kept_beside_the_embedded_store_unless_a_setting_gives_one() {
+        use crate::signing::Purpose;
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let data_arg = data.to_str().expect("a UTF-8 path");
         let laptop = on_a_laptop(&["--data-dir", data_arg]);
-        let (first, source) = laptop.site.form_key(&laptop.store).expect("a key");
-        assert_eq!(source, FormKeySource::File);
-        let (again, _) = laptop.site.form_key(&laptop.store).expect("the same key");
-        let signed = aws_lc_rs::hmac::sign(first.key(), b"nonce");
-        assert!(aws_lc_rs::hmac::verify(again.key(), b"nonce", signed.as_ref()).is_ok());
+        let (first, source) = laptop.site.server_key(&laptop.store).expect("a key");
+        assert_eq!(source, KeySource::File);
+        let (again, _) = laptop.site.server_key(&laptop.store).expect("the same key");
+        let signed = first.sign(Purpose::FormToken, b"nonce");
+        assert!(again.verifies(Purpose::FormToken, b"nonce", &signed));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(data.join(FORM_KEY_FILE))
+            let mode = std::fs::metadata(data.join(KEY_FILE))
                 .expect("the key file")
                 .permissions()
                 .mode();
@@ -474,16 +479,16 @@ mod tests {
         }
         let set = on_a_laptop(&["--data-dir", data_arg, "--csrf-key", "one secret"]);
         assert_eq!(
-            set.site.form_key(&set.store).expect("a key").1,
-            FormKeySource::Setting
+            set.site.server_key(&set.store).expect("a key").1,
+            KeySource::Setting
         );
         let cosmos = on_a_laptop(&["--cosmos-endpoint", "https://blog.documents.azure.com:443/"]);
         assert_eq!(
-            cosmos.site.form_key(&cosmos.store).expect("a key").1,
-            FormKeySource::Process
+            cosmos.site.server_key(&cosmos.store).expect("a key").1,
+            KeySource::Process
         );
-        std::fs::write(data.join(FORM_KEY_FILE), "short").expect("written");
-        assert!(laptop.site.form_key(&laptop.store).is_err(), "not a key");
+        std::fs::write(data.join(KEY_FILE), "short").expect("written");
+        assert!(laptop.site.server_key(&laptop.store).is_err(), "not a key");
     }
 
     #[test]

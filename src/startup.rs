@@ -26,7 +26,8 @@ use crate::functions;
 use crate::images::Images;
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
-use crate::settings::Settings;
+use crate::settings::{KeySource, Settings};
+use crate::signing::ServerKey;
 use crate::store::{self, Store};
 use crate::telemetry::Telemetry;
 use crate::telemetry::traced::TracedStore;
@@ -79,7 +80,11 @@ impl Application {
         telemetry: Option<Telemetry>,
     ) -> anyhow::Result<Self> {
         // Settings that would let anyone act as anyone stop the server before it listens.
-        let auth = Authenticator::from_settings(&settings.auth, settings.bind_address).await?;
+        // The development sign-in's cookie is named as every cookie of the site: by the scheme
+        // of its public address, which the port (the loopback default's alone) does not change.
+        let cookies = settings.site.public_url(settings.port)?.cookies();
+        let auth =
+            Authenticator::from_settings(&settings.auth, settings.bind_address, cookies).await?;
         let address = SocketAddr::new(settings.bind_address, settings.port);
         let listener = TcpListener::bind(address)
             .await
@@ -101,12 +106,15 @@ impl Application {
             settings.images.quota_bytes(),
             settings.open_image_bytes().await?,
         );
-        let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);
+        // One key signs the forms' tokens and the lists' continuation tokens.
+        let (key, key_source) = settings.site.server_key(&settings.store)?;
+        let state = AppState::new(Arc::clone(&traced), caches(settings), key.clone(), auth)
+            .with_images(images);
         let port = listener
             .local_addr()
             .map(|a| a.port())
             .unwrap_or(settings.port);
-        let site = site(settings, port)?;
+        let site = site(settings, port, (key, key_source))?;
         let mut router = app(
             state,
             trigger_routes(settings),
@@ -295,20 +303,24 @@ fn caches(settings: &Settings) -> api::Caches {
     )
 }
 
-/// What the pages know of the site (its public address, the forms' key), from the settings;
-/// `port`: the one this server listens on. Unsafe or incomplete settings are said here.
-fn site(settings: &Settings, port: u16) -> anyhow::Result<web::Site> {
+/// What the pages know of the site (its public address, the server's key and where it came
+/// from), from the settings; `port`: the one this server listens on. Unsafe or incomplete
+/// settings are said here.
+fn site(
+    settings: &Settings,
+    port: u16,
+    (key, key_source): (ServerKey, KeySource),
+) -> anyhow::Result<web::Site> {
     let public_url = settings.site.public_url(port)?;
-    let (form_key, key_source) = settings.site.form_key(&settings.store)?;
     for warning in settings.site_warnings(key_source) {
         tracing::warn!("{warning}");
     }
-    tracing::info!(public_url = public_url.as_str(), form_key = ?key_source, "site");
+    tracing::info!(public_url = public_url.as_str(), key = ?key_source, "site");
     // App Service's front end sets `X-Forwarded-Host`; elsewhere anyone may send it.
     let trusts_forwarded_host = settings.auth.platform.app_service;
     Ok(web::Site::new(
         public_url,
-        form_key,
+        key,
         trusts_forwarded_host,
         settings.site.blog_title(),
         settings.site.blog_description(),

@@ -87,7 +87,8 @@ var appSettings = [
   { name: 'BLOG_AUTH', value: 'easyauth' }
   // The front page is a function at the site's root: the host's own home page must not answer there.
   { name: 'AzureWebJobsDisableHomepage', value: 'true' }
-  // One signing key for the form tokens on every instance the plan scales out to.
+  // One signing key for the form tokens and the continuation tokens on every instance the plan
+  // scales out to.
   { name: 'BLOG_CSRF_KEY', value: csrfKey }
 ]
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::feed_cache::FeedCache;
 use crate::blog::{Blog, ListCache};
 use crate::domain::TenantId;
+use crate::signing::ServerKey;
 use crate::store::tenant::TenantStore;
 use crate::store::{Store, Tenancy};
 
@@ -23,9 +24,9 @@ pub struct BlogScope {
 
 impl BlogScope {
     /// `tenant`: the blog's tenant, or `""` for the one blog of a `single` store.
-    fn new(store: Arc<dyn Store>, caches: &Caches, tenant: &str) -> Self {
+    fn new(store: Arc<dyn Store>, caches: &Caches, tenant: &str, key: &ServerKey) -> Self {
         Self {
-            blog: Blog::with_lists(store, caches.lists.scoped(tenant)),
+            blog: Blog::with_lists(store, caches.lists.scoped(tenant), key.clone()),
             feed: FeedCache::new(caches.feed_ttl),
         }
     }
@@ -63,6 +64,8 @@ pub struct Blogs {
     /// The whole store: what the change-feed triggers read and write.
     store: Arc<dyn Store>,
     caches: Caches,
+    /// The server's key, which every blog signs its continuation tokens with.
+    key: ServerKey,
     /// The blog of a `single` store.
     single: Option<Arc<BlogScope>>,
     /// Every request of a `multi` deployment looks its tenant up here: readers share the
@@ -71,12 +74,13 @@ pub struct Blogs {
 }
 
 impl Blogs {
-    pub fn new(store: Arc<dyn Store>, caches: Caches) -> Self {
+    pub fn new(store: Arc<dyn Store>, caches: Caches, key: ServerKey) -> Self {
         let single = (store.tenancy() == Tenancy::Single)
-            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), &caches, "")));
+            .then(|| Arc::new(BlogScope::new(Arc::clone(&store), &caches, "", &key)));
         Self {
             store,
             caches,
+            key,
             single,
             tenants: RwLock::default(),
         }
@@ -125,7 +129,12 @@ impl Blogs {
         }
         let store: Arc<dyn Store> =
             Arc::new(TenantStore::new(Arc::clone(&self.store), tenant.clone()));
-        let scope = Arc::new(BlogScope::new(store, &self.caches, tenant.as_str()));
+        let scope = Arc::new(BlogScope::new(
+            store,
+            &self.caches,
+            tenant.as_str(),
+            &self.key,
+        ));
         tenants.insert(tenant.clone(), Arc::clone(&scope));
         scope
     }
@@ -141,7 +150,7 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let store =
             EmbeddedStore::open_with(&dir.path().join("blog.sqlite3"), Tenancy::Multi).unwrap();
-        let blogs = Blogs::new(Arc::new(store), Caches::none());
+        let blogs = Blogs::new(Arc::new(store), Caches::none(), ServerKey::drawn());
         let tenant = |n: usize| TenantId::parse(&format!("t{n}")).unwrap();
         assert!(blogs.scope(None).is_none(), "multi needs a tenant");
         let busy = blogs.of_tenant(&tenant(0));

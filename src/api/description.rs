@@ -138,8 +138,8 @@ problem_responses!(
         a header the API reads sent twice, an invalid `Idempotency-Key`, or a principal header \
         that is no user id), an undecodable path (`invalid-path`), a query parameter the \
         operation does not take or cannot read (`invalid-query`; `field` names an unknown one), \
-        `limit` out of range (`invalid-field`) or a continuation token not issued for this list \
-        (`invalid-continuation`).",
+        `limit` out of range (`invalid-field`) or a continuation token that this server did not \
+        issue and sign for this list (`invalid-continuation`).",
     Unauthorized => "No authenticated caller: no identity sent (`unauthenticated`), App \
         Service Authentication is off under `BLOG_AUTH=easyauth` (`easyauth-disabled`), or the \
         bearer token was refused under `BLOG_AUTH=jwt` (`invalid-token`, with \
@@ -147,7 +147,9 @@ problem_responses!(
     Forbidden => "The caller may not do this (`forbidden`).",
     NotFound => "The user or post does not exist (`user-not-found`, `post-not-found`), or the \
         comment or like to delete does not (`not-found`); on commands, also when the caller \
-        has no user item yet (`user-not-found`).",
+        has no user item yet (`user-not-found`). A draft or scheduled post is its author's \
+        alone: to anyone else every read and write of it answers as for a post that does not \
+        exist.",
     Conflict => "Too many concurrent changes to the same item; try again (`conflict`). On \
         `POST /api/posts` with an `Idempotency-Key`: the post that key created has been \
         deleted since (`post-deleted`); a new post needs a new key.",

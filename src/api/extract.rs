@@ -195,8 +195,9 @@ pub struct ListParams {
     #[param(minimum = 1, maximum = 100, default = 50, nullable = false)]
     pub limit: Option<u32>,
     /// Opaque: the `continuation` of the previous page of this same list, passed back
-    /// unchanged; leave it out (or empty) for the first page. Any other value, a token of another list
-    /// included, is a 400 (`invalid-continuation`).
+    /// unchanged; leave it out (or empty) for the first page. Tokens are signed by the server:
+    /// any other value, a token of another list or with a character changed included, is a
+    /// 400 (`invalid-continuation`).
     #[param(nullable = false, pattern = "^[A-Za-z0-9_-]*$")]
     pub continuation: Option<String>,
 }

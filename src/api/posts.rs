@@ -20,8 +20,7 @@ use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage, created_
 use super::paths::PostPath;
 use super::tenants::{Command, CurrentScope, Reading};
 use crate::domain::{
-    Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Timestamp,
-    Title,
+    Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Title,
 };
 use crate::error::Result;
 
@@ -45,12 +44,14 @@ pub(super) struct PostBody {
     #[serde(default)]
     #[schema(value_type = Option<String>, format = DateTime, nullable = false)]
     publish_at: Option<String>,
-    /// Up to 10 tags. Each is trimmed, lower-cased and has its inner white space turned into
-    /// `-`; the first of two that come out alike is kept. A tag holds 1–50 letters (of any
-    /// script, with their combining marks), decimal digits, `-` and `_`: anything else
-    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes...) is refused with 400. Left out on an edit,
-    /// the post keeps its tags; `[]` removes them.
-    #[schema(max_items = 10, example = json!(["Rust", "Cosmos DB"]))]
+    /// Up to 10 distinct tags. Each is trimmed, case-folded (the whole tag at once, with
+    /// Unicode's full folding) and has its inner white space turned into `-`; the first of two
+    /// that come out alike is kept, and the limit counts what is left (eleven that come out
+    /// as ten are ten). A tag holds 1–50 letters (of any script, with their combining marks),
+    /// decimal digits, `-` and `_`, at least one of them a letter or digit: anything else
+    /// (`/`, `?`, `#`, `%`, `.`, `<`, quotes, only `-`...) is refused with 400. Left out on an
+    /// edit, the post keeps its tags; `[]` removes them.
+    #[schema(example = json!(["Rust", "Cosmos DB"]))]
     tags: Option<Vec<String>>,
 }
 
@@ -60,11 +61,7 @@ impl PostBody {
         Ok((
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
-            Publication::parse(
-                self.status.as_deref(),
-                self.publish_at.as_deref(),
-                Timestamp::now(),
-            )?,
+            Publication::parse(self.status.as_deref(), self.publish_at.as_deref())?,
             self.tags.as_deref().map(Tags::parse).transpose()?,
         ))
     }
@@ -79,7 +76,8 @@ pub(super) struct CommentBody {
 /// Create a post (C2)
 ///
 /// The caller is the author and must have a user item. With an `Idempotency-Key`, a retry
-/// creates nothing: it answers the post the first request created.
+/// creates nothing: it answers the post the first request created, even once that post's
+/// `publishAt` has passed.
 #[utoipa::path(
     post, path = "/posts", operation_id = "CreatePost", tag = "posts",
     params(IdempotencyParams), request_body = PostBody, security(("principalHeader" = []), ("bearerJwt" = [])),

@@ -7,6 +7,7 @@ use axum::extract::FromRef;
 use super::blogs::{Blogs, Caches};
 use crate::auth::Authenticator;
 use crate::images::Images;
+use crate::signing::ServerKey;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -19,11 +20,11 @@ pub struct AppState {
 
 impl AppState {
     /// `store`: the whole store, whose layout decides the routes (one blog, or one per
-    /// tenant); `caches`: what is kept in memory for readers; `auth`: who the caller of a
-    /// command is.
-    pub fn new(store: Arc<dyn Store>, caches: Caches, auth: Authenticator) -> Self {
+    /// tenant); `caches`: what is kept in memory for readers; `key`: the server's, which signs
+    /// the lists' continuation tokens; `auth`: who the caller of a command is.
+    pub fn new(store: Arc<dyn Store>, caches: Caches, key: ServerKey, auth: Authenticator) -> Self {
         Self {
-            blogs: Arc::new(Blogs::new(store, caches)),
+            blogs: Arc::new(Blogs::new(store, caches, key)),
             auth: Arc::new(auth),
             images: Images::unconfigured(),
         }

@@ -11,6 +11,7 @@
 //! Start-up resolves the settings and the platform's environment into one [`Authenticator`];
 //! the `Caller` extractor asks it for the caller of every command.
 
+mod cookies;
 mod error;
 pub mod jwt;
 mod settings;
@@ -19,6 +20,7 @@ use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 
+pub use self::cookies::SiteCookies;
 pub use self::error::{AuthError, HeaderSource, PRINCIPAL_HEADER};
 pub use self::settings::{AuthMode, AuthSettings, Resolved};
 use crate::domain::UserId;
@@ -32,8 +34,8 @@ pub(crate) const DEVELOPMENT_CALLER_COOKIE: &str = "blog_dev_user";
 /// Answers "who is calling?" for every command, in the mode resolved at start-up.
 pub enum Authenticator {
     /// `header` mode (development): the principal header as sent, or else (when the header is
-    /// absent) the development sign-in's cookie.
-    DevelopmentHeader,
+    /// absent) the development sign-in's cookie, named as the site names its cookies.
+    DevelopmentHeader(SiteCookies),
     /// `easyauth` with App Service Authentication on: the principal header, which the platform
     /// sets and strips from clients.
     TrustedHeader,
@@ -43,19 +45,24 @@ pub enum Authenticator {
 }
 
 impl Authenticator {
-    /// Resolves the settings, loads the JWT keys if needed, and logs the mode in force.
+    /// Resolves the settings, loads the JWT keys if needed, and logs the mode in force;
+    /// `cookies`: how the site names the development sign-in's cookie.
     pub(crate) async fn from_settings(
         settings: &AuthSettings,
         bind: IpAddr,
+        cookies: SiteCookies,
     ) -> anyhow::Result<Self> {
         let resolved = settings.resolve(bind)?;
         log_mode(&resolved, bind);
-        Self::from_resolved(resolved).await
+        Self::from_resolved(resolved, cookies).await
     }
 
-    pub(crate) async fn from_resolved(resolved: Resolved) -> anyhow::Result<Self> {
+    pub(crate) async fn from_resolved(
+        resolved: Resolved,
+        cookies: SiteCookies,
+    ) -> anyhow::Result<Self> {
         Ok(match resolved {
-            Resolved::Header { .. } => Self::DevelopmentHeader,
+            Resolved::Header { .. } => Self::DevelopmentHeader(cookies),
             Resolved::EasyAuth { enabled: true } => Self::TrustedHeader,
             Resolved::EasyAuth { enabled: false } => Self::EasyAuthDisabled,
             Resolved::Jwt(config) => Self::Jwt(Box::new(JwtVerifier::start(config).await?)),
@@ -66,10 +73,10 @@ impl Authenticator {
     pub async fn caller(&self, headers: &HeaderMap) -> Result<UserId, AuthError> {
         match self {
             Self::TrustedHeader => principal(headers, HeaderSource::EasyAuth),
-            Self::DevelopmentHeader if headers.contains_key(PRINCIPAL_HEADER) => {
+            Self::DevelopmentHeader(_) if headers.contains_key(PRINCIPAL_HEADER) => {
                 principal(headers, HeaderSource::Client)
             }
-            Self::DevelopmentHeader => development_cookie(headers),
+            Self::DevelopmentHeader(cookies) => development_cookie(headers, cookies),
             Self::EasyAuthDisabled => Err(AuthError::EasyAuthDisabled),
             Self::Jwt(verifier) => verifier.caller(headers).await,
         }
@@ -104,28 +111,12 @@ fn principal(headers: &HeaderMap, source: HeaderSource) -> Result<UserId, AuthEr
     UserId::parse(&id).map_err(|invalid| AuthError::InvalidPrincipal(invalid.reason))
 }
 
-/// The caller's id in the [`DEVELOPMENT_CALLER_COOKIE`] cookie.
-fn development_cookie(headers: &HeaderMap) -> Result<UserId, AuthError> {
-    cookie(headers, DEVELOPMENT_CALLER_COOKIE)
-        .and_then(|value| {
-            let id = percent_encoding::percent_decode_str(&value)
-                .decode_utf8()
-                .ok()?;
-            UserId::parse(&id).ok()
-        })
+/// The caller's id in the [`DEVELOPMENT_CALLER_COOKIE`] cookie (percent-decoded as read).
+fn development_cookie(headers: &HeaderMap, cookies: &SiteCookies) -> Result<UserId, AuthError> {
+    cookies
+        .read(headers, DEVELOPMENT_CALLER_COOKIE)
+        .and_then(|id| UserId::parse(&id).ok())
         .ok_or(AuthError::MissingPrincipal(HeaderSource::Client))
-}
-
-/// The value of the cookie `name` in the request's `Cookie` headers (the first one sent).
-pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim_matches('"').to_owned())
 }
 
 fn log_mode(resolved: &Resolved, bind: IpAddr) {

@@ -44,7 +44,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::storage::{from_item, post_partition, to_item};
-use crate::domain::{Post, PostId, is_a};
+use crate::domain::{Post, PostId, UserId, is_a};
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
 use crate::store::{BatchOperation, Container, ETag, Store, StoreError};
@@ -104,6 +104,24 @@ pub struct Change {
     /// item is already as the change wants it (a repeated like; answered with the stored
     /// item, the counts untouched), or the writer's error.
     pub refused: fn(&StoreError) -> Result<()>,
+    /// Who asks for it: on an unpublished post, anyone but its author is answered that there
+    /// is no such post, as every read answers them. `None`: the system's own change (an
+    /// erasure removing a user's comments and likes), which goes through whoever sees the post.
+    pub asked_by: Option<UserId>,
+}
+
+impl Change {
+    /// Whether the change goes through on `post` while it is unpublished: a delete the system
+    /// asks for, or its author. (A group's writers share one item, so the lead speaks for
+    /// them: only creates, refused here anyway, are grouped.)
+    fn goes_through_unpublished(&self, post: &Post) -> bool {
+        let deletes = !matches!(self.operation, BatchOperation::Create { .. });
+        deletes
+            && self
+                .asked_by
+                .as_ref()
+                .is_none_or(|asker| asker == &post.user_id)
+    }
 }
 
 /// What became of a change.
@@ -568,14 +586,15 @@ impl Worker {
                 }
             };
             // Nobody but its author sees an unpublished post, so nobody comments on it or
-            // likes it: as for a post that does not exist. (Deletes still go through: an
-            // erasure removes its user's comments from a post unpublished since.)
+            // likes it, and nobody else removes a like or a comment of it: as for a post that
+            // does not exist. (The system's deletes still go through: an erasure removes its
+            // user's comments from a post unpublished since.)
             if !post.is_published() {
-                let (creates, others): (Vec<Group>, Vec<Group>) = groups
+                let (refused, others): (Vec<Group>, Vec<Group>) = groups
                     .into_iter()
-                    .partition(|g| matches!(g.lead().operation, BatchOperation::Create { .. }));
+                    .partition(|g| !g.lead().goes_through_unpublished(&post));
                 let missing = Err(Error::not_found("post", self.post_id.as_str()));
-                creates.into_iter().for_each(|g| g.answer_all(&missing));
+                refused.into_iter().for_each(|g| g.answer_all(&missing));
                 groups = others;
                 if groups.is_empty() {
                     break;

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::combiner::{Change, CountDelta};
 use super::storage::{post_partition, to_item, user_partition};
-use super::{Attempt, Blog, until_not_stale};
+use super::{Attempt, Blog, author_only, until_not_stale};
 use crate::domain::{Comment, CommentId, LikeId, PostId, Tombstone, User, UserId};
 use crate::error::{Error, Result};
 use crate::store::{BatchOperation, Container, StoreError};
@@ -19,9 +19,7 @@ impl Blog {
     pub async fn delete_post(&self, caller: &UserId, post_id: &PostId) -> Result<()> {
         until_not_stale(|| async {
             let (post, etag) = self.existing_post(post_id).await?;
-            if &post.user_id != caller {
-                return Err(Error::Forbidden("only the author of a post can delete it").into());
-            }
+            author_only(&post, caller, "only the author of a post can delete it")?;
             let tombstone = to_item(&Tombstone::of_post(&post))?;
             let pk = post_partition(post_id);
             match self
@@ -55,20 +53,25 @@ impl Blog {
         comment_id: &CommentId,
     ) -> Result<()> {
         let pk = post_partition(post_id);
+        let missing = || Error::not_found("comment", comment_id.as_str());
         // Side by side with the combiner's read of the post (a missing or deleted post is its
-        // 404); only the post's author, not the comment's, needs the post here.
+        // 404, and so is an unpublished one to anyone but its author); only the post's
+        // author, not the comment's, needs the post here.
         let allowed = async {
             let (comment, _) = self
                 .read::<Comment>(Container::Posts, &pk, comment_id.as_str())
                 .await?
-                .ok_or_else(|| Error::not_found("comment", comment_id.as_str()))?;
-            if &comment.user_id != caller && &self.existing_post(post_id).await?.0.user_id != caller
-            {
-                return Err(Error::Forbidden(
-                    "only the comment's author or the post's author can delete a comment",
-                ));
+                .ok_or_else(missing)?;
+            if &comment.user_id == caller {
+                return Ok(());
             }
-            Ok(())
+            let (post, _) = self.existing_post(post_id).await?;
+            match author_only(&post, caller, COMMENT_DELETERS) {
+                // Someone else's comment on a post the caller may not see is as absent to
+                // them as the post: the answer a post that never was gives.
+                Err(Error::NotFound { .. }) => Err(missing()),
+                other => other,
+            }
         };
         let comment = Child {
             kind: "comment",
@@ -76,7 +79,7 @@ impl Blog {
             named_by: comment_id.as_str(),
             delta: CountDelta::ONE_COMMENT,
         };
-        self.delete_child(post_id, comment, allowed).await
+        self.delete_child(post_id, comment, caller, allowed).await
     }
 
     /// `DELETE /api/posts/{postId}/likes`: the caller's own like; `likeCount` goes down in
@@ -88,15 +91,17 @@ impl Blog {
             named_by: caller.as_str(),
             delta: CountDelta::ONE_LIKE,
         };
-        self.delete_child(post_id, like, async { Ok(()) }).await
+        self.delete_child(post_id, like, caller, async { Ok(()) })
+            .await
     }
 
     /// Deletes `child` in the batch that lowers its post's counts (through the combiner),
-    /// once `allowed` has let the caller.
+    /// once `allowed` has let `caller`.
     async fn delete_child(
         &self,
         post_id: &PostId,
         child: Child<'_>,
+        caller: &UserId,
         allowed: impl Future<Output = Result<()>>,
     ) -> Result<()> {
         let Child {
@@ -112,6 +117,7 @@ impl Blog {
                     operation: BatchOperation::Delete { id: item_id },
                     delta: delta.negated(),
                     refused: gone_meanwhile,
+                    asked_by: Some(caller.clone()),
                 };
                 Ok(((), change))
             })
@@ -172,6 +178,10 @@ impl Blog {
         }
     }
 }
+
+/// Who may delete a comment, as a refusal says it.
+const COMMENT_DELETERS: &str =
+    "only the comment's author or the post's author can delete a comment";
 
 /// A comment or like to delete.
 struct Child<'a> {

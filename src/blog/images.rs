@@ -106,7 +106,7 @@ impl Blog {
         }
         let list = format!("images:{user_id}");
         let store_token = continuation
-            .map(|token| decode_continuation(&list, token))
+            .map(|token| decode_continuation(&self.key, &list, token))
             .transpose()?;
         let query = Query::in_partition(user_partition(user_id))
             .of_type(IMAGE_TYPE)
@@ -130,7 +130,7 @@ impl Blog {
                 .collect::<Result<_>>()?,
             continuation: page
                 .continuation
-                .map(|token| encode_continuation(&list, &token)),
+                .map(|token| encode_continuation(&self.key, &list, &token)),
         })
     }
 

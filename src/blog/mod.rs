@@ -46,6 +46,7 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 use crate::retry::Backoff;
+use crate::signing::ServerKey;
 use crate::store::{
     BatchOperation, Container, Document, ETag, JsonPage, Page, PageRequest, PartitionKey,
     PartitionVersion, Query, RawItem, SortOrder, Store, StoreError,
@@ -65,6 +66,8 @@ pub struct Blog {
     combiner: Combiner,
     /// Pages of lists read lately, served again while their partition is unchanged.
     lists: BlogLists,
+    /// Signs the lists' continuation tokens (see [`paging`]).
+    key: ServerKey,
 }
 
 /// A page of a list: the one kept, its partition unchanged, or one just read.
@@ -119,6 +122,19 @@ where
         })
 }
 
+/// Lets `caller` go on as the author of `post`. Anyone else is refused: with 403 where they
+/// see the post (it is published), else with the 404 its reads answer them, so that a write
+/// tells no more than a read of whether an unpublished post exists.
+fn author_only(post: &Post, caller: &UserId, refusal: &'static str) -> Result<()> {
+    if &post.user_id == caller {
+        Ok(())
+    } else if post.is_published() {
+        Err(Error::Forbidden(refusal))
+    } else {
+        Err(Error::not_found("post", post.post_id.as_str()))
+    }
+}
+
 /// A [`Change`]'s `refused` for an item whose id says what it is (a like, derived from the
 /// liker; a comment, from an idempotency key): a conflict means it is there already.
 fn already_there(cause: &StoreError) -> Result<()> {
@@ -129,17 +145,20 @@ fn already_there(cause: &StoreError) -> Result<()> {
 }
 
 impl Blog {
-    /// The blog on `store`, every read sent to the store.
+    /// The blog on `store`, every read sent to the store, its continuation tokens signed with
+    /// a key of this process alone: for the commands that write and the tests, not a server.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self::with_lists(store, ListCache::none().scoped(""))
+        Self::with_lists(store, ListCache::none().scoped(""), ServerKey::drawn())
     }
 
-    /// The blog on `store`, keeping its lists' pages in `lists`.
-    pub fn with_lists(store: Arc<dyn Store>, lists: BlogLists) -> Self {
+    /// The blog on `store`, keeping its lists' pages in `lists`, its continuation tokens
+    /// signed with the server's `key`.
+    pub fn with_lists(store: Arc<dyn Store>, lists: BlogLists, key: ServerKey) -> Self {
         Self {
             combiner: Combiner::new(Arc::clone(&store)),
             store,
             lists,
+            key,
         }
     }
 
@@ -265,7 +284,9 @@ impl Blog {
             .await
     }
 
-    /// [`Blog::create_post_with_key`] of a post with its title, content and tags.
+    /// [`Blog::create_post_with_key`] of a post with its title, content and tags. A schedule
+    /// must lie in the future, except for the retry of a request answered before: with a key,
+    /// a `publishAt` past by now is checked only once no post of the key answers the retry.
     pub async fn create_tagged_post(
         &self,
         caller: &UserId,
@@ -274,7 +295,9 @@ impl Blog {
         key: Option<&IdempotencyKey>,
     ) -> Result<Post> {
         let author = self.registered(caller).await?;
+        let timely = publication.ahead_of(Timestamp::now());
         let Some(key) = key else {
+            let publication = timely?;
             let post =
                 Post::with_publication(PostId::generate(), &author, title, content, publication)
                     .tagged(tags);
@@ -299,13 +322,16 @@ impl Blog {
         };
         let id = PostId::for_key(caller, key);
         let post = Post::with_publication(id, &author, title, content, publication).tagged(tags);
-        self.create_post_once(post).await
+        match timely {
+            Ok(_) => self.create_post_once(post).await,
+            // Its time has passed since the first request: that request's post answers a
+            // retry, and only a request new to the key is refused.
+            Err(late) => self.post_of_key(&post).await?.ok_or_else(|| late.into()),
+        }
     }
 
     /// Creates `wanted`, whose id the key derived; when the store already holds that id, the
-    /// post there answers: the same post for a repeat (as stored, its counts and username as
-    /// they are now, and its publication as it is now: it may have been published since),
-    /// 422 for a different title or content, 409 once it was deleted.
+    /// post there answers (see [`Blog::post_of_key`]).
     async fn create_post_once(&self, wanted: Post) -> Result<Post> {
         let pk = post_partition(&wanted.post_id);
         until_not_stale(|| async {
@@ -314,35 +340,45 @@ impl Blog {
                 .create_item(Container::Posts, &pk, to_item(&wanted)?)
                 .await;
             match created {
-                Ok(_) => return Ok(wanted.clone()),
-                Err(StoreError::Conflict) => {}
-                Err(e) => return Err(e.into()),
-            }
-            let stored = self
-                .store
-                .read_item(Container::Posts, &pk, wanted.id.as_str())
-                .await?;
-            match stored {
+                Ok(_) => Ok(wanted.clone()),
                 // Gone again (a tombstone's time ran out): the id is free.
-                None => Err(Attempt::Stale),
-                Some(document) if is_a::<Tombstone>(&document.item) => {
-                    Err(Error::KeyPostDeleted.into())
-                }
-                Some(document) => {
-                    let stored: Post = from_item(document.item)?;
-                    let same = stored.user_id == wanted.user_id
-                        && stored.title == wanted.title
-                        && stored.content == wanted.content
-                        && stored.tags == wanted.tags;
-                    if same {
-                        Ok(stored)
-                    } else {
-                        Err(Error::KeyReused("post").into())
-                    }
-                }
+                Err(StoreError::Conflict) => self.post_of_key(&wanted).await?.ok_or(Attempt::Stale),
+                Err(e) => Err(e.into()),
             }
         })
         .await
+    }
+
+    /// What the store holds at `wanted`'s id, which a key derived, as the answer to a repeat
+    /// of the request that made it: the same post (as stored, its counts and username as they
+    /// are now, and its publication as it is now: it may have been published since), 422 for
+    /// a different title, content or tags, 409 once it was deleted; `None` when it holds
+    /// nothing there.
+    async fn post_of_key(&self, wanted: &Post) -> Result<Option<Post>> {
+        let stored = self
+            .store
+            .read_item(
+                Container::Posts,
+                &post_partition(&wanted.post_id),
+                wanted.id.as_str(),
+            )
+            .await?;
+        let Some(document) = stored else {
+            return Ok(None);
+        };
+        if is_a::<Tombstone>(&document.item) {
+            return Err(Error::KeyPostDeleted);
+        }
+        let stored: Post = from_item(document.item)?;
+        let same = stored.user_id == wanted.user_id
+            && stored.title == wanted.title
+            && stored.content == wanted.content
+            && stored.tags == wanted.tags;
+        if same {
+            Ok(Some(stored))
+        } else {
+            Err(Error::KeyReused("post"))
+        }
     }
 
     /// C2 (edit): only the author may edit; the counts are kept as they are, even when
@@ -360,7 +396,8 @@ impl Blog {
             .await
     }
 
-    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are).
+    /// [`Blog::edit_post`], with the post's new tags (`None`: its tags as they are). A
+    /// schedule must lie in the future.
     pub async fn edit_tagged_post(
         &self,
         caller: &UserId,
@@ -368,12 +405,13 @@ impl Blog {
         (title, content, tags): (Title, PostContent, Option<&Tags>),
         publication: Option<Publication>,
     ) -> Result<Post> {
+        let publication = publication
+            .map(|asked| asked.ahead_of(Timestamp::now()))
+            .transpose()?;
         let pk = post_partition(post_id);
         until_not_stale(|| async {
             let (mut post, etag) = self.existing_post(post_id).await?;
-            if &post.user_id != caller {
-                return Err(Error::Forbidden("only the author of a post can edit it").into());
-            }
+            author_only(&post, caller, "only the author of a post can edit it")?;
             let publication = publication.unwrap_or_else(|| post.publication());
             let tags =
                 tags.map_or_else(|| post.tags.clone(), |tags| post.clone().tagged(tags).tags);
@@ -512,6 +550,7 @@ impl Blog {
                             other => Err(other.clone().into()),
                         }
                     },
+                    asked_by: Some(caller.clone()),
                 };
                 Ok((comment, change))
             })
@@ -550,6 +589,7 @@ impl Blog {
                     delta: CountDelta::ONE_LIKE,
                     // The like's id comes from the liker: it exists when they liked before.
                     refused: already_there,
+                    asked_by: Some(caller.clone()),
                 };
                 Ok((like, change))
             })
@@ -677,7 +717,7 @@ impl Blog {
         let request = PageRequest {
             max_items: size.get() + extra,
             continuation: continuation
-                .map(|token| decode_continuation(list, token))
+                .map(|token| decode_continuation(&self.key, list, token))
                 .transpose()?,
         };
         let known = kept.as_ref().map(Kept::version);
@@ -697,7 +737,7 @@ impl Blog {
                     items: page.items,
                     continuation: page
                         .continuation
-                        .map(|token| encode_continuation(list, &token)),
+                        .map(|token| encode_continuation(&self.key, list, &token)),
                 },
                 version,
             },

@@ -1,12 +1,14 @@
 //! Paging parameters of the list operations: a bounded page size and an opaque continuation
 //! token. The token wraps the store's own continuation together with the list it belongs
-//! to, so a token from one list is refused by another instead of confusing the store.
+//! to, signed with the server's key, so a token from one list is refused by another, and a
+//! token the server did not issue by every list, instead of reaching the store.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use crate::domain::ValidationError;
 use crate::error::Error;
+use crate::signing::{Purpose, SIGNATURE_BYTES, ServerKey};
 
 /// 1–100 items, 50 unless the caller asks otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,22 +57,36 @@ impl<'a> ListRequest<'a> {
     }
 }
 
-/// Wraps a store continuation for `list` (e.g. `"comments:<post-id>"`).
-pub fn encode_continuation(list: &str, store_token: &str) -> String {
-    let payload = serde_json::json!([list, store_token]).to_string();
-    URL_SAFE_NO_PAD.encode(payload)
+/// Wraps a store continuation for `list` (e.g. `"comments:<post-id>"`), signed with the
+/// server's `key`: the list and the store's position, as JSON, then their signature, all in
+/// base64url. The store's continuation is the store's own business: no client may make one
+/// up, nor edit one (a date, a quote) to see what the store makes of it.
+pub fn encode_continuation(key: &ServerKey, list: &str, store_token: &str) -> String {
+    let payload = serde_json::json!([list, store_token])
+        .to_string()
+        .into_bytes();
+    let signature = key.sign(Purpose::Continuation, &payload);
+    URL_SAFE_NO_PAD.encode([payload.as_slice(), &signature].concat())
 }
 
-/// Unwraps a continuation made by [`encode_continuation`] for the same `list`: exactly as it
-/// was issued (its bytes are what encoding its content gives again), or refused. The store
-/// then checks every field of its own token (it refuses a position it could not have issued).
-pub fn decode_continuation(list: &str, token: &str) -> Result<String, Error> {
+/// Unwraps a continuation made by [`encode_continuation`] with the same `key` for the same
+/// `list`: signed by the key, or refused, whatever it holds (so a server given a new key
+/// refuses the tokens it signed with the old one).
+pub fn decode_continuation(key: &ServerKey, list: &str, token: &str) -> Result<String, Error> {
     let bytes = URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| Error::InvalidContinuation)?;
+    let at = bytes
+        .len()
+        .checked_sub(SIGNATURE_BYTES)
+        .ok_or(Error::InvalidContinuation)?;
+    let (payload, signature) = bytes.split_at(at);
+    if !key.verifies(Purpose::Continuation, payload, signature) {
+        return Err(Error::InvalidContinuation);
+    }
     let (owner, store_token): (String, String) =
-        serde_json::from_slice(&bytes).map_err(|_| Error::InvalidContinuation)?;
-    if owner != list || encode_continuation(&owner, &store_token) != token {
+        serde_json::from_slice(payload).map_err(|_| Error::InvalidContinuation)?;
+    if owner != list {
         return Err(Error::InvalidContinuation);
     }
     Ok(store_token)
@@ -92,18 +108,29 @@ mod tests {
     }
 
     #[test]
-    fn continuation_round_trips_for_its_own_list_only() {
-        let token = encode_continuation("likes:p1", "store-token");
+    fn continuation_round_trips_signed_for_its_own_list_only() {
+        let key = ServerKey::drawn();
+        let token = encode_continuation(&key, "likes:p1", "store-token");
         assert_eq!(
-            decode_continuation("likes:p1", &token).unwrap(),
+            decode_continuation(&key, "likes:p1", &token).unwrap(),
             "store-token"
         );
-        assert!(decode_continuation("likes:p2", &token).is_err());
-        assert!(decode_continuation("likes:p1", "%%%").is_err());
-        assert!(decode_continuation("likes:p1", "bm90IGpzb24").is_err());
-        // The same content spelled otherwise (spaces in its JSON) was not issued.
-        let respelled = URL_SAFE_NO_PAD.encode(r#"[ "likes:p1", "store-token" ]"#);
-        assert!(decode_continuation("likes:p1", &respelled).is_err());
-        assert!(decode_continuation("likes:p1", &format!(" {token}")).is_err());
+        assert!(decode_continuation(&key, "likes:p2", &token).is_err());
+        assert!(decode_continuation(&ServerKey::drawn(), "likes:p1", &token).is_err());
+        assert!(decode_continuation(&key, "likes:p1", "%%%").is_err());
+        assert!(decode_continuation(&key, "likes:p1", "bm90IGpzb24").is_err());
+        assert!(decode_continuation(&key, "likes:p1", "").is_err());
+        // Unsigned, as tokens were once: refused.
+        let unsigned = URL_SAFE_NO_PAD.encode(r#"["likes:p1","store-token"]"#);
+        assert!(decode_continuation(&key, "likes:p1", &unsigned).is_err());
+        // Any byte changed, in the position or in the signature: refused.
+        let bytes = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        for at in [2, bytes.len() - 1] {
+            let mut edited = bytes.clone();
+            edited[at] ^= 1;
+            let edited = URL_SAFE_NO_PAD.encode(edited);
+            assert!(decode_continuation(&key, "likes:p1", &edited).is_err());
+        }
+        assert!(decode_continuation(&key, "likes:p1", &format!(" {token}")).is_err());
     }
 }

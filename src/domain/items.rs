@@ -266,9 +266,13 @@ impl Post {
         };
     }
 
-    /// When the post last changed as readers see it: its last edit, else its creation.
+    /// When the post last changed as readers see it: its last edit or its publication,
+    /// whichever came later (a draft written long ago, or a scheduled post, is new to its
+    /// readers when it is published), else its creation. Never before its publication.
     pub fn updated(&self) -> Timestamp {
-        self.modified_date.unwrap_or(self.creation_date)
+        let written = self.modified_date.unwrap_or(self.creation_date);
+        self.published_date()
+            .map_or(written, |published| written.max(published))
     }
 
     /// The copy that lists show: the same item with its content cut to

@@ -47,8 +47,10 @@ impl PostStatus {
     }
 }
 
-/// What a writer asks of a post's publication (C2's `status` and `publishAt`), validated:
-/// a schedule is always in the future of the moment it was asked.
+/// What a writer asks of a post's publication (C2's `status` and `publishAt`). Its form is
+/// checked as it is read ([`Publication::parse`]); that a schedule lies in the future is
+/// checked by the command that takes it ([`Publication::ahead_of`]), once it knows whether
+/// the request is new or the retry of one answered before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Publication {
     Publish,
@@ -57,14 +59,13 @@ pub enum Publication {
 }
 
 impl Publication {
-    /// Reads `status` and `publishAt` as sent at `now`. `publishAt` belongs to `scheduled`
-    /// alone (it is refused beside another status rather than silently dropped), and must be
-    /// an ISO-8601 date after `now`. Without a `status`, `None`: the caller decides (a new post
-    /// is published; an edit keeps the post's publication).
+    /// Reads `status` and `publishAt` as sent. `publishAt` belongs to `scheduled` alone (it is
+    /// refused beside another status rather than silently dropped), and must be an ISO-8601
+    /// date. Without a `status`, `None`: the caller decides (a new post is published; an edit
+    /// keeps the post's publication).
     pub fn parse(
         status: Option<&str>,
         publish_at: Option<&str>,
-        now: Timestamp,
     ) -> Result<Option<Self>, ValidationError> {
         let status = status.map(PostStatus::parse).transpose()?;
         match (status, publish_at) {
@@ -73,12 +74,6 @@ impl Publication {
                 let at = Timestamp::parse(raw).ok_or_else(|| {
                     ValidationError::new("publishAt", format!("not an ISO-8601 date-time: {raw:?}"))
                 })?;
-                if at <= now {
-                    return Err(ValidationError::new(
-                        "publishAt",
-                        format!("must be in the future (it is {now} now)"),
-                    ));
-                }
                 Ok(Some(Publication::Schedule(at)))
             }
             (Some(PostStatus::Scheduled), None) => Err(ValidationError::new(
@@ -91,6 +86,17 @@ impl Publication {
             )),
             (Some(PostStatus::Published), None) => Ok(Some(Publication::Publish)),
             (Some(PostStatus::Draft), None) => Ok(Some(Publication::Draft)),
+        }
+    }
+
+    /// The publication as asked at `now`: a schedule must lie after it.
+    pub fn ahead_of(self, now: Timestamp) -> Result<Self, ValidationError> {
+        match self {
+            Publication::Schedule(at) if at <= now => Err(ValidationError::new(
+                "publishAt",
+                format!("must be in the future (it is {now} now)"),
+            )),
+            asked => Ok(asked),
         }
     }
 
@@ -120,7 +126,11 @@ mod tests {
 
     #[test]
     fn status_and_publish_at_are_read_together() {
-        let parse = |status, at| Publication::parse(status, at, now());
+        let parse = |status, at| {
+            Publication::parse(status, at)?
+                .map(|asked| asked.ahead_of(now()))
+                .transpose()
+        };
         assert_eq!(parse(None, None), Ok(None));
         assert_eq!(
             parse(Some("published"), None),

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use icu_casemap::CaseMapper;
 use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
@@ -15,10 +16,10 @@ pub const MAX_TAG_CHARS: usize = 50;
 
 const FIELD: &str = "tags";
 
-/// One tag, normalised: trimmed, in NFC, lower-case, each run of inner white space one `-`.
+/// One tag, normalised: trimmed, case-folded, in NFC, each run of inner white space one `-`.
 /// It holds letters and combining marks of any script, decimal digits, `-` and `_`: what a
 /// path segment carries as it is and a reader can type, never `/`, `?`, `#`, `%`, `.`, `<`,
-/// quotes or white space.
+/// quotes or white space; and at least one letter or digit, so that it shows.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tag(String);
 
@@ -27,6 +28,12 @@ impl Tag {
         let normal = normalise(raw);
         if normal.is_empty() {
             return Err(ValidationError::new(FIELD, "a tag must not be empty"));
+        }
+        if !normal.chars().any(is_letter_or_digit) {
+            return Err(ValidationError::new(
+                FIELD,
+                format!("a tag needs a letter or a digit; {normal:?} has none"),
+            ));
         }
         if normal.chars().count() > MAX_TAG_CHARS {
             return Err(ValidationError::new(
@@ -55,13 +62,19 @@ impl Tag {
 impl utoipa::PartialSchema for Tag {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         static PATTERN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            format!("^{}+$", super::pattern::class(may_stand_in_a_tag))
+            format!(
+                "^(?=[\\s\\S]*{}){}+$",
+                super::pattern::class(is_letter_or_digit),
+                super::pattern::class(may_stand_in_a_tag)
+            )
         });
         utoipa::openapi::schema::ObjectBuilder::new()
             .schema_type(utoipa::openapi::schema::Type::String)
             .description(Some(
-                "A tag, normalised: trimmed, lower-case, each run of inner white space one \
-                 `-`. Letters and combining marks of any script, decimal digits, `-` and `_`.",
+                "A tag, normalised: trimmed, case-folded (Unicode's full folding of the whole \
+                 tag: `ΣΊΣΥΦΟΣ` and `Σίσυφος` are `σίσυφοσ`), in NFC, each run of inner white \
+                 space one `-`. Letters and combining marks of any script, decimal digits, `-` \
+                 and `_`, with at least one letter or digit.",
             ))
             .min_length(Some(1))
             .max_length(Some(MAX_TAG_CHARS))
@@ -80,24 +93,25 @@ impl fmt::Display for Tag {
 }
 
 /// A post's tags, in the order given, each once (the first of two that normalise alike is
-/// kept), at most [`MAX_TAGS`].
+/// kept), at most [`MAX_TAGS`] once normalised: eleven that come out as ten are ten.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tags(Vec<Tag>);
 
 impl Tags {
     pub fn parse<S: AsRef<str>>(raw: &[S]) -> Result<Self, ValidationError> {
-        if raw.len() > MAX_TAGS {
-            return Err(ValidationError::new(
-                FIELD,
-                format!("a post carries at most {MAX_TAGS} tags"),
-            ));
-        }
-        let mut tags: Vec<Tag> = Vec::with_capacity(raw.len());
+        let mut tags: Vec<Tag> = Vec::with_capacity(raw.len().min(MAX_TAGS));
         for one in raw {
             let tag = Tag::parse(one.as_ref())?;
-            if !tags.contains(&tag) {
-                tags.push(tag);
+            if tags.contains(&tag) {
+                continue;
             }
+            if tags.len() == MAX_TAGS {
+                return Err(ValidationError::new(
+                    FIELD,
+                    format!("a post carries at most {MAX_TAGS} distinct tags"),
+                ));
+            }
+            tags.push(tag);
         }
         Ok(Self(tags))
     }
@@ -111,28 +125,39 @@ impl Tags {
     }
 }
 
-/// Trimmed, NFC, lower-case, inner white space runs as one `-`.
+/// Trimmed, case-folded, NFC, inner white space runs as one `-`. The whole text is folded
+/// at once with Unicode's full case folding, which lower-casing a character at a time is not:
+/// a final sigma (`ς`) folds as `σ`, `ß` as `ss`. Folding may leave text out of NFC (a
+/// precomposed letter can fold to a letter and a combining mark), so NFC comes after it.
 fn normalise(raw: &str) -> String {
-    let lower: String = raw.trim().nfc().flat_map(char::to_lowercase).collect();
-    lower.split_whitespace().collect::<Vec<_>>().join("-")
+    let composed: String = raw.trim().nfc().collect();
+    let folded: String = CaseMapper::new().fold_string(&composed).nfc().collect();
+    folded.split_whitespace().collect::<Vec<_>>().join("-")
 }
 
 fn may_stand_in_a_tag(c: char) -> bool {
     use GeneralCategory::*;
     c == '-'
         || c == '_'
+        || is_letter_or_digit(c)
         || matches!(
             get_general_category(c),
-            UppercaseLetter
-                | LowercaseLetter
-                | TitlecaseLetter
-                | ModifierLetter
-                | OtherLetter
-                | NonspacingMark
-                | SpacingMark
-                | EnclosingMark
-                | DecimalNumber
+            NonspacingMark | SpacingMark | EnclosingMark
         )
+}
+
+/// What makes a tag show: `-`, `_` and combining marks alone draw nothing to read.
+fn is_letter_or_digit(c: char) -> bool {
+    use GeneralCategory::*;
+    matches!(
+        get_general_category(c),
+        UppercaseLetter
+            | LowercaseLetter
+            | TitlecaseLetter
+            | ModifierLetter
+            | OtherLetter
+            | DecimalNumber
+    )
 }
 
 #[cfg(test)]
@@ -169,6 +194,27 @@ mod tests {
     }
 
     #[test]
+    fn a_tag_is_folded_whole_not_a_character_at_a_time() {
+        assert_eq!(
+            tags(&["ΣΊΣΥΦΟΣ", "Σίσυφος", "σίσυφοσ"]),
+            ["σίσυφοσ"],
+            "final sigma"
+        );
+        assert_eq!(tags(&["Straße", "STRASSE"]), ["strasse"]);
+        // U+0390 folds to ι with two combining marks, composed again.
+        assert_eq!(tags(&["\u{0390}"]), ["\u{0390}"]);
+    }
+
+    #[test]
+    fn the_count_is_of_distinct_tags() {
+        let mut eleven: Vec<String> = (0..MAX_TAGS).map(|i| format!("t{i}")).collect();
+        eleven.push("T0".to_owned());
+        assert_eq!(Tags::parse(&eleven).unwrap().iter().count(), MAX_TAGS);
+        eleven.push("t10".to_owned());
+        assert!(Tags::parse(&eleven).is_err());
+    }
+
+    #[test]
     fn too_many_empty_long_or_unsafe_tags_are_refused() {
         let eleven: Vec<String> = (0..=MAX_TAGS).map(|i| format!("t{i}")).collect();
         assert!(Tags::parse(&eleven).is_err());
@@ -177,6 +223,11 @@ mod tests {
         let refused = [
             "",
             "   ",
+            "-",
+            "_",
+            "-_-",
+            "\u{0301}",
+            "\u{0301}\u{0302}-",
             "a/b",
             "a?b",
             "a#b",
@@ -190,6 +241,27 @@ mod tests {
         assert_refused_naming(FIELD, &refused, Tag::parse);
         assert!(Tag::parse(&"x".repeat(MAX_TAG_CHARS)).is_ok());
         assert!(Tag::parse(&"x".repeat(MAX_TAG_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn the_schema_takes_what_a_stored_tag_may_be() {
+        let long = "x".repeat(MAX_TAG_CHARS);
+        let candidates = [
+            "rust",
+            "cosmos-db",
+            "σίσυφοσ",
+            "日本語",
+            "naïve_bayes",
+            "a\u{301}",
+            "7",
+            long.as_str(),
+            "-",
+            "_",
+            "-_-",
+            "\u{301}",
+            "a/b",
+        ];
+        crate::domain::assert_schema_agrees::<Tag>(&candidates, |c| Tag::parse(c).is_ok());
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use askama::Template;
 use axum::extract::Query;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use cookie::SameSite;
 use serde::Deserialize;
 
 use super::context::{BlogPage, Identity, Layout, PageContext, encode};
@@ -174,9 +175,7 @@ pub async fn delete_account(
     let home = format!("{}?done=account-deleted", home(&context));
     let mut response = Redirect::to(&home).into_response();
     if context.identity == Identity::Development {
-        response
-            .headers_mut()
-            .append(header::SET_COOKIE, forget_development_caller());
+        forget_development_caller(&context, &mut response);
     }
     Ok(response)
 }
@@ -271,12 +270,13 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
             return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    let cookie = format!(
-        "{DEVELOPMENT_CALLER_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax",
-        encode(user_id.as_str())
-    );
+    let cookie =
+        context
+            .site()
+            .cookies
+            .set(DEVELOPMENT_CALLER_COOKIE, user_id.as_str(), SameSite::Lax);
     let mut response = Redirect::to(&return_to).into_response();
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
+    if let Some(value) = cookie {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     Ok(response)
@@ -286,12 +286,17 @@ pub async fn sign_in(mut context: PageContext, FormBody(form): FormBody<SignInFo
 pub async fn sign_out(context: PageContext, FormBody(form): FormBody<SignInForm>) -> FormResult {
     checked_token(&context, &form.csrf)?;
     let mut response = Redirect::to(&local_path(Some(&form.return_to), "/")).into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, forget_development_caller());
+    forget_development_caller(&context, &mut response);
     Ok(response)
 }
 
-fn forget_development_caller() -> HeaderValue {
-    HeaderValue::from_static("blog_dev_user=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0")
+/// Adds to `response` the `Set-Cookie` that removes the development sign-in's cookie.
+fn forget_development_caller(context: &PageContext, response: &mut Response) {
+    let removal = context
+        .site()
+        .cookies
+        .remove(DEVELOPMENT_CALLER_COOKIE, SameSite::Lax);
+    if let Some(value) = removal {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
 }

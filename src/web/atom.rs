@@ -21,6 +21,7 @@ use axum::http::request::Parts;
 
 use super::context::PageBase;
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
+use super::page_caches::FeedChange;
 use super::pages::{canonical_post_href, tag_href, user_href};
 use super::site::Site;
 use crate::api::AppState;
@@ -41,7 +42,8 @@ pub const CONTENT_TYPE: &str = "application/atom+xml; charset=utf-8";
 pub trait FeedFormat {
     const CONTENT_TYPE: &'static str;
 
-    fn body(feeds: &Feeds, list: &FeedList) -> Result<String>;
+    /// The feed of `list`, which last changed at `updated` ([`Feeds::changed_at`]).
+    fn body(feeds: &Feeds, list: &FeedList, updated: Timestamp) -> Result<String>;
 }
 
 /// Atom (RFC 4287).
@@ -50,8 +52,8 @@ pub struct Atom;
 impl FeedFormat for Atom {
     const CONTENT_TYPE: &'static str = CONTENT_TYPE;
 
-    fn body(feeds: &Feeds, list: &FeedList) -> Result<String> {
-        Ok(feeds.atom(list).to_string())
+    fn body(feeds: &Feeds, list: &FeedList, updated: Timestamp) -> Result<String> {
+        Ok(feeds.atom(list, updated).to_string())
     }
 }
 
@@ -209,20 +211,36 @@ impl Feeds {
         }
     }
 
-    /// `list` as an Atom feed.
-    fn atom(&self, list: &FeedList) -> Feed {
-        let updated = list
+    /// When `list` last changed as this server has seen it: the first time it served the list
+    /// as it is now (a digest of its posts tells), and never before its newest post's
+    /// `updated`. So the date moves with every change a reader would see: a post published
+    /// (however long ago it was written), edited, deleted or unpublished, an author renamed;
+    /// and an empty feed is dated too. A server that has not served the list before (just
+    /// started, or another instance) dates it from then: a reader's conditional GET is then
+    /// answered in full once, never `304` for a list it has not seen.
+    pub fn changed_at(&self, list: &FeedList) -> Timestamp {
+        let digest = digest_of(list);
+        let changes = &self.site.caches.feed_changes;
+        if let Some(seen) = changes.get(&list.id).filter(|seen| seen.digest == digest) {
+            return seen.at;
+        }
+        let now = Timestamp::now();
+        let at = list
             .posts
             .iter()
             .map(Post::updated)
-            .max()
-            .map(date)
-            .unwrap_or_default();
+            .fold(now, Timestamp::max);
+        changes.insert(list.id.clone(), FeedChange { digest, at });
+        at
+    }
+
+    /// `list` as an Atom feed, last changed at `updated`.
+    fn atom(&self, list: &FeedList, updated: Timestamp) -> Feed {
         FeedBuilder::default()
             .id(list.id.clone())
             .title(Text::plain(list.title.clone()))
             .subtitle(Some(Text::plain(self.site.description.clone())))
-            .updated(updated)
+            .updated(date(updated))
             .links(vec![
                 LinkBuilder::default()
                     .href(self.url(&format!("{}.atom", list.stem)))
@@ -255,7 +273,8 @@ impl Feeds {
             .title(Text::plain(post.title.clone()))
             .authors(vec![author])
             .published(Some(date(post.list_date())))
-            // An edit moves it: readers show the post again.
+            // An edit moves it (readers show the post again), and it is never before the
+            // post's publication.
             .updated(date(post.updated()))
             .summary(Some(Text::plain(excerpt_of_short(
                 &post.short().content,
@@ -272,10 +291,11 @@ impl Feeds {
     }
 }
 
-/// The feed as the response, in its format, with its `Last-Modified` (its newest entry's
-/// `updated`, to the second, as HTTP dates go); the pages' conditional layer adds the `ETag`
-/// and answers `If-None-Match` and `If-Modified-Since`.
+/// The feed as the response, in its format, with its `Last-Modified` (when it last changed,
+/// [`Feeds::changed_at`]); the pages' conditional layer adds the `ETag` and answers
+/// `If-None-Match` and `If-Modified-Since`.
 fn answer<F: FeedFormat>(feeds: &Feeds, list: &FeedList) -> Result<Response> {
+    let updated = feeds.changed_at(list);
     let mut response = (
         StatusCode::OK,
         [
@@ -285,17 +305,32 @@ fn answer<F: FeedFormat>(feeds: &Feeds, list: &FeedList) -> Result<Response> {
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        F::body(feeds, list)?,
+        F::body(feeds, list, updated)?,
     )
         .into_response();
-    if let Some(value) = last_modified(&list.posts) {
+    if let Some(value) = last_modified(updated) {
         response.headers_mut().insert(header::LAST_MODIFIED, value);
     }
     Ok(response)
 }
 
-/// A feed's `Last-Modified`: its newest post's last change, to the second, as HTTP dates go.
-pub fn last_modified(posts: &[Post]) -> Option<HeaderValue> {
-    let newest = posts.iter().map(Post::updated).max().map(date)?;
-    HeaderValue::from_str(&newest.to_rfc2822().replace("+0000", "GMT")).ok()
+/// `at` as a `Last-Modified`: an HTTP date, to the second.
+fn last_modified(at: Timestamp) -> Option<HeaderValue> {
+    HeaderValue::from_str(&date(at).to_rfc2822().replace("+0000", "GMT")).ok()
+}
+
+/// A digest of what `list` shows: its title and its posts as the store holds their copies
+/// (every field a feed may show, and their dates).
+fn digest_of(list: &FeedList) -> [u8; 32] {
+    let mut context = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    context.update(list.title.as_bytes());
+    for post in &list.posts {
+        // Serialising a post cannot fail (strings, numbers and dates); one that did would
+        // count as empty, and the list's other posts still tell it apart.
+        context.update(&[0]);
+        context.update(&serde_json::to_vec(post).unwrap_or_default());
+    }
+    let mut digest = [0u8; 32];
+    digest.copy_from_slice(context.finish().as_ref());
+    digest
 }

@@ -64,7 +64,7 @@ pub enum Identity {
 impl Identity {
     fn of(auth: &Authenticator) -> Self {
         match auth {
-            Authenticator::DevelopmentHeader => Self::Development,
+            Authenticator::DevelopmentHeader(_) => Self::Development,
             Authenticator::TrustedHeader | Authenticator::EasyAuthDisabled => Self::EasyAuth,
             Authenticator::Jwt(_) => Self::ReadOnly,
         }
@@ -214,7 +214,7 @@ impl PageContext {
         let headers = &self.headers;
         &self
             .csrf
-            .get_or_insert_with(|| guard::form_token(headers, &self.site.form_key))
+            .get_or_insert_with(|| guard::form_token(headers, &self.site))
             .0
     }
 

@@ -22,8 +22,7 @@ use super::guard;
 use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
 use crate::api::paths::{CommentPath, PostPath};
 use crate::domain::{
-    CommentContent, Post, PostContent, PostId, Publication, Tags, Timestamp, Title, UserId,
-    ValidationError,
+    CommentContent, Post, PostContent, PostId, Publication, Tags, Title, UserId, ValidationError,
 };
 use crate::error::Error;
 use crate::problem::Problem;
@@ -89,7 +88,7 @@ pub struct Button {
 
 /// Whether a form's token is the one its page carried, signed with this site's key.
 pub(super) fn token_holds(context: &PageContext, posted_token: &str) -> bool {
-    guard::token_matches(context.headers(), posted_token, &context.site().form_key)
+    guard::token_matches(context.headers(), posted_token, context.site())
 }
 
 /// Refuses a form whose token is not the one its page carried.
@@ -293,7 +292,7 @@ impl PostForm {
             Title::parse(&self.title)?,
             PostContent::parse(&self.content)?,
             Tags::parse(&tags)?,
-            Publication::parse(intent, publish_at.as_deref(), Timestamp::now())?,
+            Publication::parse(intent, publish_at.as_deref())?,
         ))
     }
 
@@ -397,18 +396,29 @@ pub async fn create_post(
     };
     let (title, content, tags, publication) = match form.parse() {
         Ok(parsed) => parsed,
-        Err(refused) => {
-            let page = write_page(&context, None, &form, Some(refused));
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
-        }
+        Err(refused) => return Ok(refused_post_form(&context, None, &form, refused)),
     };
     let publication = publication.unwrap_or(Publication::Publish);
     let written = blog
         .create_tagged_post(&caller, (title, content, &tags), publication, None)
         .await;
+    if let Err(Error::Validation(refused)) = written {
+        return Ok(refused_post_form(&context, None, &form, refused));
+    }
     unless_unregistered(&context, written, &context.here, |post| {
         Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
     })
+}
+
+/// The post's form again, with what was typed and the field C2 refused beside it.
+fn refused_post_form(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    refused: ValidationError,
+) -> Response {
+    let page = write_page(context, editing, form, Some(refused));
+    context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page)
 }
 
 /// `GET /posts/{postId}/edit`: the author's form, filled with the post.
@@ -439,10 +449,7 @@ pub async fn edit_post(
     };
     let (title, content, tags, publication) = match form.parse() {
         Ok(parsed) => parsed,
-        Err(refused) => {
-            let page = write_page(&context, Some(&post_id), &form, Some(refused));
-            return Ok(context.respond(StatusCode::UNPROCESSABLE_ENTITY, &page));
-        }
+        Err(refused) => return Ok(refused_post_form(&context, Some(&post_id), &form, refused)),
     };
     let edited = blog
         .edit_tagged_post(
@@ -451,8 +458,16 @@ pub async fn edit_post(
             (title, content, Some(&tags)),
             publication,
         )
-        .await?;
-    Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
+        .await;
+    match edited {
+        Ok(edited) => {
+            Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
+        }
+        Err(Error::Validation(refused)) => {
+            Ok(refused_post_form(&context, Some(&post_id), &form, refused))
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.

@@ -11,7 +11,6 @@
 //! - Headers: a strict Content-Security-Policy (nothing inline, nothing from other origins,
 //!   no framing), `nosniff` and a referrer policy on every response outside `/api`.
 
-use aws_lc_rs::hmac;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -19,12 +18,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use cookie::SameSite;
 
-use super::site::{FormKey, Site};
-use crate::auth::cookie;
+use super::site::Site;
 use crate::problem::Problem;
+use crate::signing::{Purpose, ServerKey};
 
-/// The cookie and the form field that carry the CSRF token.
+/// The cookie (named as the site names its cookies: `__Host-blog_csrf` on HTTPS) and the form
+/// field that carry the CSRF token.
 pub const CSRF_COOKIE: &str = "blog_csrf";
 pub const CSRF_FIELD: &str = "csrf";
 
@@ -37,40 +38,44 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 pub struct AllowedOrigins(pub Vec<String>);
 
 /// A CSRF token: a random nonce and its signature.
-fn new_token(key: &FormKey) -> String {
+fn new_token(key: &ServerKey) -> String {
     let mut nonce = [0u8; 18];
     let _ = SystemRandom::new().fill(&mut nonce);
     let nonce = URL_SAFE_NO_PAD.encode(nonce);
-    let tag = hmac::sign(key.key(), nonce.as_bytes());
-    format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
+    let signature = key.sign(Purpose::FormToken, nonce.as_bytes());
+    format!("{nonce}.{}", URL_SAFE_NO_PAD.encode(signature))
 }
 
-fn is_signed(token: &str, key: &FormKey) -> bool {
-    let Some((nonce, tag)) = token.split_once('.') else {
+fn is_signed(token: &str, key: &ServerKey) -> bool {
+    let Some((nonce, signature)) = token.split_once('.') else {
         return false;
     };
     URL_SAFE_NO_PAD
-        .decode(tag)
-        .is_ok_and(|tag| hmac::verify(key.key(), nonce.as_bytes(), &tag).is_ok())
+        .decode(signature)
+        .is_ok_and(|signature| key.verifies(Purpose::FormToken, nonce.as_bytes(), &signature))
 }
 
 /// The token a page's forms carry: the request's own cookie when it is one of ours, else a
 /// new one with the `Set-Cookie` that stores it.
-pub fn form_token(headers: &HeaderMap, key: &FormKey) -> (String, Option<HeaderValue>) {
-    if let Some(existing) = cookie(headers, CSRF_COOKIE).filter(|t| is_signed(t, key)) {
+pub fn form_token(headers: &HeaderMap, site: &Site) -> (String, Option<HeaderValue>) {
+    let key = &site.key;
+    if let Some(existing) = site
+        .cookies
+        .read(headers, CSRF_COOKIE)
+        .filter(|t| is_signed(t, key))
+    {
         return (existing, None);
     }
     let token = new_token(key);
-    let set_cookie = HeaderValue::from_str(&format!(
-        "{CSRF_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
-    ))
-    .ok();
+    let set_cookie = site.cookies.set(CSRF_COOKIE, &token, SameSite::Strict);
     (token, set_cookie)
 }
 
 /// Whether a posted form's token is the one in its cookie, signed by this server.
-pub fn token_matches(headers: &HeaderMap, posted: &str, key: &FormKey) -> bool {
-    cookie(headers, CSRF_COOKIE).is_some_and(|stored| stored == posted && is_signed(&stored, key))
+pub fn token_matches(headers: &HeaderMap, posted: &str, site: &Site) -> bool {
+    site.cookies
+        .read(headers, CSRF_COOKIE)
+        .is_some_and(|stored| stored == posted && is_signed(&stored, &site.key))
 }
 
 pub fn forged_form() -> Problem {
@@ -235,7 +240,7 @@ mod tests {
     fn site(public_url: &str, trusts_forwarded_host: bool) -> Site {
         Site::new(
             PublicUrl::parse(public_url).unwrap(),
-            FormKey::drawn(),
+            ServerKey::drawn(),
             trusts_forwarded_host,
             "Cosmos Blog".to_owned(),
             String::new(),
@@ -260,30 +265,54 @@ mod tests {
 
     #[test]
     fn a_token_passes_only_with_its_own_signed_cookie() {
-        let key = FormKey::drawn();
-        let (token, set_cookie) = form_token(&HeaderMap::new(), &key);
-        assert!(set_cookie.is_some());
-        let cookie_header = HeaderValue::from_str(&format!("a=b; {CSRF_COOKIE}={token}")).unwrap();
-        let mut with_cookie = HeaderMap::new();
-        with_cookie.insert(header::COOKIE, cookie_header);
-        assert!(token_matches(&with_cookie, &token, &key));
-        assert_eq!(
-            form_token(&with_cookie, &key),
-            (token.clone(), None),
-            "reused"
-        );
-        assert!(!token_matches(&with_cookie, "other", &key));
-        assert!(!token_matches(&HeaderMap::new(), &token, &key), "no cookie");
-        assert!(
-            !token_matches(&with_cookie, &token, &FormKey::drawn()),
-            "another key's token"
-        );
-        let unsigned = "abc.def";
-        let mut forged = HeaderMap::new();
-        forged.insert(
+        for (address, name) in [
+            ("http://127.0.0.1:8080", "blog_csrf"),
+            ("https://blog.example", "__Host-blog_csrf"),
+        ] {
+            let site = site(address, false);
+            let (token, set_cookie) = form_token(&HeaderMap::new(), &site);
+            let set_cookie = set_cookie.expect("a new token's cookie");
+            let set_cookie = set_cookie.to_str().unwrap();
+            assert!(
+                set_cookie.starts_with(&format!("{name}={token};")),
+                "{set_cookie}"
+            );
+            assert_eq!(set_cookie.contains("Secure"), address.starts_with("https"));
+            let cookie_header = HeaderValue::from_str(&format!("a=b; {name}={token}")).unwrap();
+            let mut with_cookie = HeaderMap::new();
+            with_cookie.insert(header::COOKIE, cookie_header);
+            assert!(token_matches(&with_cookie, &token, &site));
+            assert_eq!(
+                form_token(&with_cookie, &site),
+                (token.clone(), None),
+                "reused"
+            );
+            assert!(!token_matches(&with_cookie, "other", &site));
+            assert!(
+                !token_matches(&HeaderMap::new(), &token, &site),
+                "no cookie"
+            );
+            assert!(
+                !token_matches(&with_cookie, &token, &self::site(address, false)),
+                "another key's token"
+            );
+            let unsigned = "abc.def";
+            let mut forged = HeaderMap::new();
+            forged.insert(
+                header::COOKIE,
+                HeaderValue::from_str(&format!("{name}={unsigned}")).unwrap(),
+            );
+            assert!(!token_matches(&forged, unsigned, &site), "not signed by us");
+        }
+        // On HTTPS, a plain-named cookie (which another host of the domain could set) is not
+        // the site's.
+        let secure = site("https://blog.example", false);
+        let (token, _) = form_token(&HeaderMap::new(), &secure);
+        let mut plain = HeaderMap::new();
+        plain.insert(
             header::COOKIE,
-            HeaderValue::from_str(&format!("{CSRF_COOKIE}={unsigned}")).unwrap(),
+            HeaderValue::from_str(&format!("blog_csrf={token}")).unwrap(),
         );
-        assert!(!token_matches(&forged, unsigned, &key), "not signed by us");
+        assert!(!token_matches(&plain, &token, &secure));
     }
 }

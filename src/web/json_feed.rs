@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::atom::{FeedFormat, FeedList, Feeds};
 use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::pages::{canonical_post_href, user_href};
-use crate::domain::Post;
+use crate::domain::{Post, Timestamp};
 use crate::error::Result;
 
 pub const CONTENT_TYPE: &str = "application/feed+json; charset=utf-8";
@@ -21,7 +21,8 @@ pub struct JsonFeed;
 impl FeedFormat for JsonFeed {
     const CONTENT_TYPE: &'static str = CONTENT_TYPE;
 
-    fn body(feeds: &Feeds, list: &FeedList) -> Result<String> {
+    /// JSON Feed has no date of the feed's own: `updated` is in its `Last-Modified` alone.
+    fn body(feeds: &Feeds, list: &FeedList, _updated: Timestamp) -> Result<String> {
         Ok(serde_json::to_string(&document(feeds, list))?)
     }
 }
@@ -82,6 +83,7 @@ fn item(feeds: &Feeds, post: &Post) -> Item {
         content_text: text.clone(),
         summary: text,
         date_published: post.list_date().to_string(),
+        // Never before its publication (see `Post::updated`).
         date_modified: post.updated().to_string(),
         authors: vec![Author {
             name: post.user_username.clone(),

@@ -43,7 +43,7 @@ use crate::store::Tenancy;
 use crate::telemetry;
 pub use context::{PageBase, PageContext};
 pub use guard::AllowedOrigins;
-pub use site::{FormKey, PublicUrl, Site};
+pub use site::{PublicUrl, Site};
 
 /// Where a tenant's pages are in the `multi` layout.
 pub const TENANT_PAGES_PREFIX: &str = "/tenants/{tenantId}";
@@ -62,7 +62,7 @@ async fn method_not_allowed() -> Problem {
 /// The whole application: the pages, and `api` (the API application, with its own layers)
 /// for every request no page answers. `allowed`: the origins whose pages may call the API
 /// (`BLOG_CORS_ORIGINS`); `site`: what the pages know of the site (its public address, the
-/// forms' key), handed to every request.
+/// server's key), handed to every request.
 pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site) -> Router {
     let site = Arc::new(site);
     let blog = match state.blogs.tenancy() {

@@ -8,10 +8,15 @@ use quick_cache::sync::Cache;
 
 use super::markdown::RenderedPosts;
 use crate::api::feed_cache::FeedItems;
+use crate::domain::Timestamp;
 
 /// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
 /// tenants').
 const FRONT_LISTS_KEPT: usize = 256;
+
+/// How many feeds' last changes are known (the front page's, and each author's and tag's
+/// read lately); a feed forgotten is dated anew when next read.
+const FEED_CHANGES_KEPT: usize = 4096;
 
 /// What the pages keep (see the module's comment).
 pub struct PageCaches {
@@ -22,6 +27,9 @@ pub struct PageCaches {
     /// feed rather than on every request; an entry serves only the very feed it was made
     /// from.
     pub front_lists: Cache<String, Arc<FrontList>>,
+    /// When each feed, by its id, last changed as this server has seen it (see
+    /// [`FeedChange`]).
+    pub feed_changes: Cache<String, FeedChange>,
 }
 
 impl Default for PageCaches {
@@ -29,6 +37,7 @@ impl Default for PageCaches {
         Self {
             posts: RenderedPosts::default(),
             front_lists: Cache::new(FRONT_LISTS_KEPT),
+            feed_changes: Cache::new(FEED_CHANGES_KEPT),
         }
     }
 }
@@ -46,4 +55,14 @@ pub struct FrontList {
     pub feed: FeedItems,
     pub html: Arc<str>,
     pub empty: bool,
+}
+
+/// A feed as this server last served it: a digest of what it lists, and when this server
+/// first served it so. What a feed lists changes without a date of its own when a post leaves
+/// it (deleted, unpublished) or its author is renamed; the first time the server serves the
+/// new list is a time after that change, which its `Last-Modified` can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedChange {
+    pub digest: [u8; 32],
+    pub at: Timestamp,
 }

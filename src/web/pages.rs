@@ -423,9 +423,7 @@ pub fn post_page_of(
         url,
         site_name: context.site().title.clone(),
         published_time: view.date.clone(),
-        modified_time: post
-            .modified_date
-            .map_or_else(|| view.date.clone(), |at| time_element(at).0),
+        modified_time: time_element(post.updated()).0,
         tags: post.tags.clone(),
     };
     l.json_ld = Some(meta::json_ld(&Posting {

@@ -1,16 +1,16 @@
 //! What the pages know of the site that no request may tell them: its public address, which
-//! every absolute URL (feeds, canonical links, Open Graph tags) starts with, and the key that
-//! signs the forms' tokens. Both come from the settings at start-up and reach the handlers
+//! every absolute URL (feeds, canonical links, Open Graph tags) starts with, and the server's
+//! key, which signs the forms' tokens. Both come from the settings at start-up and reach the handlers
 //! with every request ([`Site`] is a request extension the router adds), never from a
 //! request's `Host` or `X-Forwarded-Host`, which a client or a cache's visitor can forge.
 
 use std::sync::Arc;
 
-use aws_lc_rs::hmac;
-use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use axum::http::Extensions;
 
 use super::page_caches::PageCaches;
+use crate::auth::SiteCookies;
+use crate::signing::ServerKey;
 
 /// The site's public origin (`https://blog.example`, no path, no trailing slash).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,40 +53,12 @@ impl PublicUrl {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-}
 
-/// The key the forms' CSRF tokens are signed with (HMAC-SHA256).
-#[derive(Clone)]
-pub struct FormKey(Arc<hmac::Key>);
-
-impl std::fmt::Debug for FormKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FormKey(…)")
+    /// How a site at this address sets its cookies: `Secure`, with the `__Host-` prefix, on
+    /// HTTPS.
+    pub fn cookies(&self) -> SiteCookies {
+        SiteCookies::new(self.0.starts_with("https://"))
     }
-}
-
-impl FormKey {
-    pub fn from_secret(secret: &[u8]) -> Self {
-        Self(Arc::new(hmac::Key::new(hmac::HMAC_SHA256, secret)))
-    }
-
-    /// A key of this process alone (forms it served fail on another process).
-    pub fn drawn() -> Self {
-        Self::from_secret(&random_secret())
-    }
-
-    pub fn key(&self) -> &hmac::Key {
-        &self.0
-    }
-}
-
-/// 32 random bytes: a new key's secret.
-pub fn random_secret() -> [u8; 32] {
-    let mut drawn = [0u8; 32];
-    // The system's generator failing is a broken machine: a zero key would still be unknown
-    // to other sites' pages, which is all a form token has to be.
-    let _ = SystemRandom::new().fill(&mut drawn);
-    drawn
 }
 
 /// What the pages know of the site (see the module's comment), and what they keep of it in
@@ -94,7 +66,10 @@ pub fn random_secret() -> [u8; 32] {
 #[derive(Debug, Clone)]
 pub struct Site {
     pub public_url: PublicUrl,
-    pub form_key: FormKey,
+    /// The server's key, which signs the forms' tokens (and the lists' continuation tokens).
+    pub key: ServerKey,
+    /// How the site names and marks its cookies, from its public address.
+    pub cookies: SiteCookies,
     /// Whether the platform in front of this server vouches for `X-Forwarded-Host` (Azure App
     /// Service's front end sets it); elsewhere anyone may send it.
     pub trusts_forwarded_host: bool,
@@ -107,18 +82,19 @@ pub struct Site {
 }
 
 impl Site {
-    /// The site at `public_url` whose forms are signed with `form_key`, named `title` and
+    /// The site at `public_url` whose forms are signed with `key`, named `title` and
     /// described by `description`, with nothing kept yet.
     pub fn new(
         public_url: PublicUrl,
-        form_key: FormKey,
+        key: ServerKey,
         trusts_forwarded_host: bool,
         title: String,
         description: String,
     ) -> Self {
         Self {
+            cookies: public_url.cookies(),
             public_url,
-            form_key,
+            key,
             trusts_forwarded_host,
             title,
             description,

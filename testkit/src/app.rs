@@ -51,14 +51,16 @@ pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
     response.json().await.expect("JSON body")
 }
 
-/// The form token an answer of the site sets in its `blog_csrf` cookie, if it sets one: what
-/// a browser sends back beside a form's `csrf` field.
+/// The form token an answer of the site sets in its `blog_csrf` cookie (`__Host-blog_csrf` on
+/// an HTTPS address), if it sets one: what a browser sends back beside a form's `csrf` field.
 pub fn form_token(headers: &reqwest::header::HeaderMap) -> Option<String> {
     headers
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
         .find_map(|value| {
-            let rest = value.to_str().ok()?.strip_prefix("blog_csrf=")?;
+            let value = value.to_str().ok()?;
+            let rest = value.strip_prefix("__Host-").unwrap_or(value);
+            let rest = rest.strip_prefix("blog_csrf=")?;
             rest.split(';').next().map(str::to_owned)
         })
 }

@@ -15,6 +15,7 @@ operation_tests!(
     an_edit_publishes_unpublishes_or_keeps_the_status,
     an_unpublished_posts_comments_and_likes_are_its_authors_alone,
     a_later_page_outlives_no_unpublishing_and_no_delete,
+    strangers_writes_to_an_unpublished_post_answer_as_for_no_post,
 );
 
 /// A date-time `seconds` from now, in the canonical form.
@@ -143,16 +144,117 @@ async fn an_edit_publishes_unpublishes_or_keeps_the_status(app: TestApp) {
     assert_eq!(unpublished["status"], "draft");
     assert!(unpublished.get("publishedDate").is_none());
 
-    // Another user may not change the status either.
+    // Another user may not change the status either: of a draft, which is not theirs to
+    // see, they are told there is no such post; of a published post, that it is not theirs.
     app.register("bob", "Bob").await;
-    let refused = app
-        .edit_post(
-            "bob",
-            post_id,
-            json!({"title": "t3", "content": "c", "status": "published"}),
-        )
-        .await;
+    let body = json!({"title": "t3", "content": "c", "status": "published"});
+    let refused = app.edit_post("bob", post_id, body.clone()).await;
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+    set_status(&app, post_id, "t3", "published").await;
+    let refused = app.edit_post("bob", post_id, body).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+}
+
+/// What a stranger's write about post `target` is answered: its status and problem code.
+async fn strangers_writes(
+    app: &TestApp,
+    target: &str,
+    comment_id: &str,
+) -> Vec<(String, StatusCode, Value)> {
+    let post = format!("/api/posts/{target}");
+    let writes = [
+        (
+            Method::PUT,
+            post.clone(),
+            Some(json!({"title": "t", "content": "c"})),
+        ),
+        (Method::DELETE, post.clone(), None),
+        (Method::POST, format!("{post}/likes"), None),
+        (Method::DELETE, format!("{post}/likes"), None),
+        (
+            Method::POST,
+            format!("{post}/comments"),
+            Some(json!({"content": "hi"})),
+        ),
+        (
+            Method::DELETE,
+            format!("{post}/comments/{comment_id}"),
+            None,
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (method, path, body) in writes {
+        let response = app.send(method.clone(), &path, Some("bob"), body).await;
+        let status = response.status();
+        let problem: Value = response.json().await.unwrap_or(Value::Null);
+        answers.push((format!("{method} {path}"), status, problem["code"].clone()));
+    }
+    answers
+}
+
+/// A stranger's writes to a draft or scheduled post (edit, delete, like, unlike, comment,
+/// delete the author's comment) are answered exactly as for a post that never was, so that
+/// no write tells more than a read; and none of them changes anything.
+async fn strangers_writes_to_an_unpublished_post_answer_as_for_no_post(app: TestApp) {
+    app.register("ada", "Ada").await;
+    app.register("bob", "Bob").await;
+    let post = new_post(&app, "ada", "soon hidden", json!({})).await;
+    let id = post["id"].as_str().unwrap().to_owned();
+    let authors = app.commented("ada", &id, "the author's remark").await;
+    let authors = authors["id"].as_str().unwrap().to_owned();
+    let bobs = app.commented("bob", &id, "a remark of bob's").await;
+    let bobs = bobs["id"].as_str().unwrap().to_owned();
+    app.liked("bob", &id).await;
+    let never = "3f0c7e3e-8a5b-4e59-9d3c-2f4d1c6a7b80";
+    let unpublished = [
+        json!({"status": "draft"}),
+        json!({"status": "scheduled", "publishAt": in_seconds(3_600)}),
+    ];
+    for status in unpublished {
+        let mut body = json!({"title": "soon hidden", "content": "soon hidden body"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(status.as_object().unwrap().clone());
+        app.edited("ada", &id, body).await;
+        let on_hidden = strangers_writes(&app, &id, &authors).await;
+        let on_nothing = strangers_writes(&app, never, &authors).await;
+        for ((write, status, code), (_, never_status, never_code)) in
+            on_hidden.iter().zip(&on_nothing)
+        {
+            assert_eq!(*status, StatusCode::NOT_FOUND, "{write}: {code}");
+            assert_eq!(
+                (status, code),
+                (never_status, never_code),
+                "{write} as for no post"
+            );
+        }
+        // Bob's own comment is his to know of, but not the post: still no such post.
+        let own = app
+            .delete_as("bob", &format!("/api/posts/{id}/comments/{bobs}"))
+            .await;
+        assert_eq!(own.status(), StatusCode::NOT_FOUND);
+        let problem: Value = own.json().await.unwrap();
+        assert_eq!(problem["code"], "post-not-found", "{problem}");
+        // Nothing changed: the post, its two comments and bob's like are as they were.
+        let seen = app.get_json_as("ada", &format!("/api/posts/{id}")).await;
+        assert_eq!(
+            (&seen["title"], &seen["commentCount"], &seen["likeCount"]),
+            (&json!("soon hidden"), &json!(2), &json!(1)),
+            "{seen}"
+        );
+    }
+    // Published again, the post is bob's to see: his like is his to take back, and the post
+    // is not his to edit.
+    set_status(&app, &id, "soon hidden", "published").await;
+    let unlike = app
+        .delete_as("bob", &format!("/api/posts/{id}/likes"))
+        .await;
+    assert_eq!(unlike.status(), StatusCode::NO_CONTENT);
+    let edit = app
+        .edit_post("bob", &id, json!({"title": "t", "content": "c"}))
+        .await;
+    assert_eq!(edit.status(), StatusCode::FORBIDDEN);
+    app.assert_verifies().await;
 }
 
 /// Runs each named test body on both backends in both layouts, on an application that

@@ -2,6 +2,9 @@
 //! ambiguous failure creates nothing, answers what the first request created, and a key
 //! sent with another body, or an invalid one, is refused with nothing written.
 
+use std::time::Duration;
+
+use cosmos_blog::domain::Timestamp;
 use cosmos_blog::store::{Container, PageRequest, Query};
 use futures::future::join_all;
 use reqwest::{Method, Response, StatusCode};
@@ -19,6 +22,7 @@ surface_tests!(
     an_invalid_key_is_400_and_writes_nothing,
     the_key_of_a_deleted_post_is_409,
     concurrent_repeats_of_one_key_create_one_item_and_counts_stay_exact,
+    a_retry_after_its_publish_at_has_passed_answers_the_first,
 );
 
 const KEY: &str = "8e03978e-40d5-43e8-bc93-6894a57f9324";
@@ -312,5 +316,36 @@ async fn concurrent_repeats_of_one_key_create_one_item_and_counts_stay_exact(app
         .await;
     assert_eq!(listed.len(), users.len() * 3);
     assert_eq!(stored_posts_of(&app, "ada").await, 2, "Hello and Once");
+    app.assert_verifies().await;
+}
+
+/// A scheduled post retried with its key once its `publishAt` has passed: the retry is
+/// answered with the post the first request made, as the store holds it, and only a request
+/// new to its key is refused for a time that is past.
+async fn a_retry_after_its_publish_at_has_passed_answers_the_first(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let at = crate::drafts::in_seconds(2);
+    let body = json!({
+        "title": "Soon",
+        "content": "written once",
+        "status": "scheduled",
+        "publishAt": at,
+    });
+    let first = created(send_with_key(&app, "/api/posts", "ada", KEY, body.clone()).await).await;
+    assert_eq!(first["status"], "scheduled");
+    let publish_at = Timestamp::parse(&at).unwrap();
+    testkit::eventually(Duration::from_secs(30), || async {
+        (Timestamp::now() > publish_at).then_some(())
+    })
+    .await;
+    let again = created(send_with_key(&app, "/api/posts", "ada", KEY, body.clone()).await).await;
+    assert_eq!(again, first, "the first request's post, as stored");
+    let other_key = send_with_key(&app, "/api/posts", "ada", "another-key", body).await;
+    let problem = assert_problem(other_key, StatusCode::BAD_REQUEST, "invalid-field").await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("publishAt"),
+        "{problem}"
+    );
+    assert_eq!(stored_posts_of(&app, "ada").await, 1);
     app.assert_verifies().await;
 }

@@ -1,12 +1,14 @@
 //! C3, Q4, C4, Q5: comments and likes, their counts, and concurrency.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use cosmos_blog::store::Tenancy;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use testkit::{TestApp, ids, operation_tests};
+use testkit::{Backend, TestApp, ids, operation_tests};
 
 operation_tests!(
     comments_count_and_list_oldest_first_with_paging,
@@ -16,6 +18,8 @@ operation_tests!(
     comments_and_likes_need_an_existing_post,
     a_bad_continuation_token_is_a_400,
 );
+
+testkit::on_every_backend!(keyed_embedded, keyed_cosmos: a_token_is_taken_by_every_instance_with_the_servers_key);
 
 async fn post_by_ada(app: &TestApp) -> String {
     app.register("ada", "Ada").await;
@@ -202,17 +206,30 @@ async fn a_bad_continuation_token_is_a_400(app: TestApp) {
     }
 }
 
-/// Tokens made from `token` that the server did not issue: its content spelled otherwise,
-/// and, where the store's own token inside is the embedded store's position (sort value,
-/// partition key, id), each of its fields changed: a date of `0000-01-01`, a quote, another
-/// post's partition, an id no store holds.
+/// Tokens made from `token` that the server did not issue, each with `token`'s signature:
+/// its content spelled otherwise, the store's own token inside with a character changed or a
+/// quote put in (whichever store made it), and, where that token is the embedded store's
+/// position (sort value, partition key, id), each of its fields changed: a date of
+/// `0000-01-01`, a quote, another post's partition, an id no store holds. And the token as
+/// tokens once were, unsigned.
 fn tampered(token: &str) -> Vec<String> {
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-    let (list, inner): (String, String) =
-        serde_json::from_slice(&B64.decode(token).expect("base64url")).expect("[list, token]");
-    let wrap = |inner: &str| B64.encode(serde_json::json!([list, inner]).to_string());
-    let mut tokens = vec![B64.encode(format!("[ {:?}, {:?} ]", list, inner))];
+    let bytes = B64.decode(token).expect("base64url");
+    let (payload, signature) = bytes.split_at(bytes.len() - 32);
+    let (list, inner): (String, String) = serde_json::from_slice(payload).expect("[list, token]");
+    let signed = |payload: &[u8]| B64.encode([payload, signature].concat());
+    let wrap = |inner: &str| signed(serde_json::json!([list, inner]).to_string().as_bytes());
+    let mut changed = inner.clone();
+    let last = changed.pop().expect("a store token");
+    changed.push(if last == 'A' { 'B' } else { 'A' });
+    let quoted = format!("\"{}", &inner[1..]);
+    let mut tokens = vec![
+        signed(format!("[ {:?}, {:?} ]", list, inner).as_bytes()),
+        wrap(&changed),
+        wrap(&quoted),
+        B64.encode(payload),
+    ];
     let position = B64
         .decode(&inner)
         .ok()
@@ -229,4 +246,49 @@ fn tampered(token: &str) -> Vec<String> {
         }
     }
     tokens
+}
+
+/// A continuation token is signed with the server's key: another instance with the same key
+/// (`BLOG_CSRF_KEY`) takes it, on the same store, and one with another key refuses it.
+async fn a_token_is_taken_by_every_instance_with_the_servers_key(backend: Backend) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let store = testkit::open_backend(backend, Tenancy::Single, &dir).await;
+    let instance = |key: &'static str| {
+        TestApp::spawn_on(Arc::clone(&store))
+            .without_pump()
+            .settings(move |settings| settings.site.csrf_key = Some(key.to_owned()))
+            .start()
+    };
+    let first = instance("one secret for every instance of the blog").await;
+    let second = instance("one secret for every instance of the blog").await;
+    let elsewhere = instance("the secret of another deployment, as long").await;
+    let post_id = post_by_ada(&first).await;
+    first.register("bob", "Bob").await;
+    for n in 0..3 {
+        first
+            .commented("bob", &post_id, &format!("remark {n}"))
+            .await;
+    }
+    let path = format!("/api/posts/{post_id}/comments");
+    let page = first.get_json(&format!("{path}?limit=2")).await;
+    let token = page["continuation"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let next_page = |app: &TestApp| {
+        app.client
+            .get(app.url(&path))
+            .query(&[("limit", "2"), ("continuation", token.as_str())])
+            .send()
+    };
+    for app in [&first, &second] {
+        let response = next_page(app).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let page: Value = response.json().await.unwrap();
+        assert_eq!(page["items"].as_array().unwrap().len(), 1);
+    }
+    let refused = next_page(&elsewhere).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["code"], "invalid-continuation", "{problem}");
 }

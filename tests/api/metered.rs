@@ -77,7 +77,11 @@ async fn a_kept_read_costs_no_request_until_something_is_written() {
     let inner = EmbeddedStore::open(&dir.path().join("db.sqlite3")).unwrap();
     assert!(inner.keep_partition_versions().await.unwrap());
     let store = meter(Arc::new(inner));
-    let blog = Blog::with_lists(Arc::new(store.clone()), ListCache::new(1 << 20).scoped(""));
+    let blog = Blog::with_lists(
+        Arc::new(store.clone()),
+        ListCache::new(1 << 20).scoped(""),
+        cosmos_blog::signing::ServerKey::drawn(),
+    );
     let (ada, bob) = (UserId::parse("ada").unwrap(), UserId::parse("bob").unwrap());
     for (user, name) in [(&ada, "Ada"), (&bob, "Bob")] {
         let username = Username::parse(name).unwrap();

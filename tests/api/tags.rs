@@ -12,6 +12,7 @@ operation_tests!(
     tags_are_normalised_and_bad_ones_refused_with_nothing_stored,
     a_tags_posts_are_listed_newest_first_and_paged,
     tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list,
+    tags_are_folded_whole_must_show_and_are_counted_once_normalised,
 );
 
 pub(crate) async fn tagged_post(app: &TestApp, caller: &str, title: &str, tags: Value) -> Value {
@@ -204,5 +205,51 @@ async fn tag_edits_renames_comments_likes_and_deletes_reach_the_tag_list(app: Te
     )
     .await;
     tag_list_becomes(&app, "web", &[]).await;
+    app.assert_verifies().await;
+}
+
+/// A tag is case-folded as a whole (a final sigma is a sigma), so a word in capitals and
+/// in lower case is one tag, in the post and in a path; a tag of only `-`, `_` or combining
+/// marks is refused; and the ten-tag limit counts the tags left once normalised.
+async fn tags_are_folded_whole_must_show_and_are_counted_once_normalised(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let post = tagged_post(&app, "ada", "myth", json!(["ΣΊΣΥΦΟΣ", "Σίσυφος", "Straße"])).await;
+    assert_eq!(post["tags"], json!(["σίσυφοσ", "strasse"]));
+    let id = post["id"].as_str().unwrap().to_owned();
+    for path_tag in ["Σίσυφος", "ΣΊΣΥΦΟΣ", "STRASSE"] {
+        tag_list_becomes(&app, path_tag, std::slice::from_ref(&id)).await;
+    }
+
+    // Eleven that come out as ten are ten; eleven distinct ones are refused.
+    let mut eleven: Vec<String> = (0..10).map(|n| format!("t{n}")).collect();
+    eleven.push("T0".to_owned());
+    let ten = tagged_post(&app, "ada", "ten", json!(eleven)).await;
+    assert_eq!(ten["tags"].as_array().unwrap().len(), 10);
+    eleven.push("t10".to_owned());
+    let refused = [
+        json!(eleven),
+        json!(["-"]),
+        json!(["_"]),
+        json!(["-_-"]),
+        json!(["\u{0301}"]),
+        json!(["\u{0301}\u{0308}_"]),
+        json!(["rust", "--"]),
+    ];
+    for tags in refused {
+        let body = json!({"title": "refused", "content": "x", "tags": tags});
+        let response = app.write_post("ada", body.clone()).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{tags}");
+        let problem: Value = response.json().await.unwrap();
+        assert_eq!(problem["code"], "invalid-field", "{problem}");
+        let edit = app.edit_post("ada", &id, body).await;
+        assert_eq!(edit.status(), StatusCode::BAD_REQUEST, "{tags}");
+    }
+    for path_tag in ["-", "_", "%CC%81"] {
+        let response = app.get(&format!("/api/tags/{path_tag}/posts")).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path_tag}");
+    }
+    // Nothing refused was stored: the two posts, as written.
+    let read = app.get_json(&format!("/api/posts/{id}")).await;
+    assert_eq!(read["tags"], json!(["σίσυφοσ", "strasse"]));
     app.assert_verifies().await;
 }

@@ -46,13 +46,17 @@ impl<'a> Browser<'a> {
         page_url(self.app, path)
     }
 
+    /// The cookies sent, under both names a site gives them (`__Host-` ones on an HTTPS
+    /// address, plain ones on a plain-HTTP one): the site reads its own and leaves the other.
     fn cookies(&self) -> Option<String> {
         let mut cookies = Vec::new();
-        if let Some(user) = &self.user {
-            cookies.push(format!("blog_dev_user={}", encode(user)));
-        }
-        if let Some(token) = &self.csrf {
-            cookies.push(format!("blog_csrf={token}"));
+        for prefix in ["", "__Host-"] {
+            if let Some(user) = &self.user {
+                cookies.push(format!("{prefix}blog_dev_user={}", encode(user)));
+            }
+            if let Some(token) = &self.csrf {
+                cookies.push(format!("{prefix}blog_csrf={token}"));
+            }
         }
         (!cookies.is_empty()).then(|| cookies.join("; "))
     }

@@ -151,6 +151,7 @@ async fn every_route_of_the_router_is_in_the_table_and_only_they() {
             .with_state(AppState::new(
                 h.dyn_store(),
                 Caches::none(),
+                ServerKey::drawn(),
                 Authenticator::EasyAuthDisabled,
             ));
         let mut served = BTreeSet::new();

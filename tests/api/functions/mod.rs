@@ -21,6 +21,7 @@ use cosmos_blog::auth::Authenticator;
 use cosmos_blog::changefeed::Recheck;
 use cosmos_blog::copies::Source;
 use cosmos_blog::functions::{self, metadata, stage};
+use cosmos_blog::signing::ServerKey;
 use cosmos_blog::store::embedded::EmbeddedStore;
 use cosmos_blog::store::{Container, PartitionKey, Store, StoreError, StoreResult, Tenancy};
 use cosmos_blog::telemetry;
@@ -85,10 +86,10 @@ impl Harness {
 
     /// The application as `startup` builds it, authenticating callers with `auth`.
     fn app_with(&self, auth: Authenticator) -> Router {
-        let state = AppState::new(self.dyn_store(), Caches::none(), auth);
+        let state = AppState::new(self.dyn_store(), Caches::none(), ServerKey::drawn(), auth);
         let site = web::Site::new(
             web::PublicUrl::parse("https://blog.example").expect("an origin"),
-            web::FormKey::drawn(),
+            ServerKey::drawn(),
             true,
             "Cosmos Blog".to_owned(),
             "A blog.".to_owned(),

@@ -166,7 +166,8 @@ async fn forwarded_page_requests_sign_in_through_easy_auth_and_post_forms() {
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains("/.auth/logout"), "Easy Auth's sign-out");
     let token = testkit::form_token(&headers).expect("the form token's cookie");
-    let cookie = format!("blog_csrf={token}");
+    // The site's address is HTTPS: its cookies carry the `__Host-` prefix.
+    let cookie = format!("__Host-blog_csrf={token}");
     let mut post = forwarded_page_request(
         Method::POST,
         "/write",

@@ -2,7 +2,7 @@
 
 use super::*;
 
-async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp) {
+async fn assets_are_immutable_and_the_front_door_is_the_front_page_and_no_probe(app: TestApp) {
     // Every client that takes HTML gets the front page: curl's `*/*`, none at all, a crawler's.
     for accept in [Some("*/*"), None, Some("text/*;q=0.9, application/json")] {
         let mut request = app.client.get(app.raw_url("/"));
@@ -23,10 +23,30 @@ async fn assets_are_immutable_and_the_front_door_is_the_front_page(app: TestApp)
             );
         }
     }
-    // Probes have a route of their own, the same in every layout.
-    let health = app.get_raw("/api/health").await;
-    assert_eq!(health.status(), StatusCode::OK);
-    assert_eq!(health.text().await.unwrap(), "ok");
+    // `/` is no probe: a client that takes no HTML gets the API's answer for a path it has
+    // no route for, in every layout.
+    for accept in ["text/plain", "application/json"] {
+        let root = app
+            .client
+            .get(app.raw_url("/"))
+            .header(header::ACCEPT, accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(root.status(), StatusCode::NOT_FOUND, "{accept}");
+        let problem: Value = root.json().await.unwrap();
+        assert_eq!(problem["code"], "route-not-found", "{accept}: {problem}");
+    }
+    // Probes have a route of their own, the same in every layout, whatever they accept.
+    for accept in [None, Some("text/plain"), Some("application/json")] {
+        let mut request = app.client.get(app.raw_url("/api/health"));
+        if let Some(accept) = accept {
+            request = request.header(header::ACCEPT, accept);
+        }
+        let health = request.send().await.unwrap();
+        assert_eq!(health.status(), StatusCode::OK, "{accept:?}");
+        assert_eq!(health.text().await.unwrap(), "ok");
+    }
     let mut reader = Browser::new(&app, None);
     let (_, page, _) = reader.get("/").await;
     let css = select_attr(&page, "link[rel=stylesheet]", "href");
@@ -99,7 +119,7 @@ async fn the_front_page_is_light(app: TestApp) {
 }
 
 surface_tests!(
-    assets_are_immutable_and_the_front_door_is_the_front_page,
+    assets_are_immutable_and_the_front_door_is_the_front_page_and_no_probe,
     a_form_past_the_body_limit_is_413_in_the_apps_words,
     the_front_page_is_light,
 );

@@ -28,6 +28,7 @@ mod nu_checker;
 testkit::embedded_single_and_cosmos_multi!(
     absolute_urls_come_from_the_public_address_never_from_the_request,
     feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry,
+    feeds_and_the_sitemap_move_with_every_publication_edit_and_delete,
     a_signed_out_reader_is_sent_to_sign_in_and_back,
     visits_to_a_forms_address_and_over_long_ids_get_error_pages,
     user_text_is_laid_out_in_its_own_direction,
@@ -221,13 +222,7 @@ async fn feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry(
     let before = fetch_with(&reader, "/feed.atom", &[]).await;
     let last_modified = before.headers()[header::LAST_MODIFIED].clone();
     // An HTTP date counts whole seconds: the edit comes in a later one.
-    let created =
-        atom_syndication::FixedDateTime::parse_from_rfc3339(post["creationDate"].as_str().unwrap())
-            .unwrap();
-    eventually(WITHIN, || async {
-        (chrono_now_seconds() > created.timestamp()).then_some(())
-    })
-    .await;
+    after_the_second_of(last_modified_of(&before)).await;
     let edited = app
         .edited(
             "ada",
@@ -269,11 +264,209 @@ async fn feeds_answer_both_conditional_gets_and_an_edit_moves_its_entry(
     assert!(select_text(&page, "article .meta")[0].contains("edited"));
 }
 
-fn chrono_now_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
+/// A response's `Last-Modified`.
+fn last_modified_of(response: &Response) -> std::time::SystemTime {
+    let value = response.headers()[header::LAST_MODIFIED].to_str().unwrap();
+    httpdate::parse_http_date(value).expect("an HTTP date")
+}
+
+/// Returns once the second of `second` (a `Last-Modified`) has passed: an HTTP date counts
+/// whole seconds, so a change a test makes then is dated in a later one.
+async fn after_the_second_of(second: std::time::SystemTime) {
+    eventually(WITHIN, || async {
+        (std::time::SystemTime::now() >= second + Duration::from_secs(1)).then_some(())
+    })
+    .await;
+}
+
+// ---- feeds and the sitemap move with every change a reader sees ----------------------------
+
+/// What a reader of `path` last saw: the response's `Last-Modified` and `ETag`.
+struct Seen {
+    path: &'static str,
+    last_modified: String,
+    etag: String,
+}
+
+impl Seen {
+    fn last_modified(&self) -> std::time::SystemTime {
+        httpdate::parse_http_date(&self.last_modified).expect("an HTTP date")
+    }
+}
+
+/// What a reader sees of `path` once its body shows `text`, and the body.
+async fn seen_showing(reader: &Browser<'_>, path: &'static str, text: &str) -> (Seen, String) {
+    eventually(WITHIN, || async {
+        let response = fetch_with(reader, path, &[]).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let header = |name| response.headers()[name].to_str().unwrap().to_owned();
+        let seen = Seen {
+            path,
+            last_modified: header(header::LAST_MODIFIED),
+            etag: header(header::ETAG),
+        };
+        let body = response.text().await.unwrap();
+        body.contains(text).then_some((seen, body))
+    })
+    .await
+}
+
+/// Waits until each of `seen`'s feeds answers a conditional GET with what its reader saw in
+/// full, with a body where `shows` holds, and a later `Last-Modified` (and each validator
+/// alone gets the full answer: `If-Modified-Since`, then `If-None-Match`).
+async fn moved(reader: &Browser<'_>, seen: &[Seen], shows: impl Fn(&str) -> bool) {
+    for before in seen {
+        let path = before.path;
+        let body = eventually(WITHIN, || async {
+            let since = [("if-modified-since", before.last_modified.as_str())];
+            let response = fetch_with(reader, path, &since).await;
+            if response.status() != StatusCode::OK {
+                assert_eq!(response.status(), StatusCode::NOT_MODIFIED, "{path}");
+                return None;
+            }
+            let later = last_modified_of(&response) > before.last_modified();
+            let body = response.text().await.unwrap();
+            (later && shows(&body)).then_some(body)
+        })
+        .await;
+        let matching = [("if-none-match", before.etag.as_str())];
+        let response = fetch_with(reader, path, &matching).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}: {body}");
+    }
+}
+
+/// Every entry's `updated` (Atom) and `date_modified` (JSON Feed) of the feeds at `paths`,
+/// with its `published`: none is before it. Answers the Atom entries by title.
+async fn entries_are_updated_after_published(
+    reader: &Browser<'_>,
+) -> Vec<(String, atom_syndication::Entry)> {
+    let atom = parse_atom(&reader.html("/feed.atom").await);
+    for entry in atom.entries() {
+        let published = entry.published().copied().expect("a published date");
+        assert!(entry.updated() >= &published, "{}", entry.title().as_str());
+    }
+    let json: Value = serde_json::from_str(&reader.html("/feed.json").await).unwrap();
+    for item in json["items"].as_array().unwrap() {
+        let published = item["date_published"].as_str().unwrap();
+        assert!(
+            item["date_modified"].as_str().unwrap() >= published,
+            "{item}"
+        );
+    }
+    atom.entries()
+        .iter()
+        .map(|entry| (entry.title().as_str().to_owned(), entry.clone()))
+        .collect()
+}
+
+async fn feeds_and_the_sitemap_move_with_every_publication_edit_and_delete(
+    backend: Backend,
+    tenancy: Tenancy,
+) {
+    let app = TestApp::spawn(backend)
+        .layout(tenancy)
+        .settings(|settings| {
+            settings.site.public_url = Some(PUBLIC.to_owned());
+            settings.publish_step_ms = 200;
+        })
+        .start()
+        .await;
+    app.register("ada", "Ada").await;
+    let reader = Browser::new(&app, None);
+    let feeds = ["/feed.atom", "/feed.json", "/users/ada/feed.atom"];
+
+    // Empty feeds are dated from when they were served, not 1970.
+    let a_year_ago = std::time::SystemTime::now() - Duration::from_secs(365 * 24 * 3600);
+    for path in feeds {
+        let (seen, body) = seen_showing(&reader, path, "").await;
+        assert!(seen.last_modified() > a_year_ago, "{path}");
+        if path.ends_with(".atom") {
+            let feed = parse_atom(&body);
+            assert!(feed.entries().is_empty(), "{path}");
+            assert!(feed.updated().timestamp() > 1_700_000_000, "{path}");
+        }
+    }
+
+    // An old draft, and a published post the readers see.
+    let draft = app
+        .written(
+            "ada",
+            json!({"title": "Old draft", "content": "written long ago", "status": "draft"}),
+        )
+        .await;
+    let draft_id = draft["id"].as_str().unwrap().to_owned();
+    let first = post_in_feed(&app, "ada", "First", "c").await;
+    let mut before = Vec::new();
+    for path in feeds {
+        before.push(seen_showing(&reader, path, "First").await.0);
+    }
+    for seen in &before {
+        after_the_second_of(seen.last_modified()).await;
+    }
+
+    // The draft is published: every feed moves, and its entry is dated by its publication.
+    let published = app
+        .edited(
+            "ada",
+            &draft_id,
+            json!({"title": "Old draft", "content": "written long ago", "status": "published"}),
+        )
+        .await;
+    let published_date = published["publishedDate"].as_str().unwrap().to_owned();
+    assert!(published_date.as_str() > draft["creationDate"].as_str().unwrap());
+    moved(&reader, &before, |body| body.contains("Old draft")).await;
+    let entries = entries_are_updated_after_published(&reader).await;
+    let (_, entry) = entries.iter().find(|(t, _)| t == "Old draft").unwrap();
+    let at = |date: &str| atom_syndication::FixedDateTime::parse_from_rfc3339(date).unwrap();
+    assert_eq!(entry.published().copied(), Some(at(&published_date)));
+    assert!(entry.updated() >= &at(&published_date));
+
+    // A scheduled post publishes itself: its entry is dated by its publication too.
+    let publish_at = crate::drafts::in_seconds(2);
+    let scheduled = app
+        .written(
+            "ada",
+            json!({"title": "Scheduled", "content": "soon", "status": "scheduled",
+                   "publishAt": publish_at}),
+        )
+        .await;
+    let entries = eventually(WITHIN, || async {
+        let html = reader.html("/feed.atom").await;
+        html.contains("Scheduled").then_some(())?;
+        Some(entries_are_updated_after_published(&reader).await)
+    })
+    .await;
+    let (_, entry) = entries.iter().find(|(t, _)| t == "Scheduled").unwrap();
+    assert_eq!(entry.published().copied(), Some(at(&publish_at)));
+    assert!(entry.updated() > &at(scheduled["creationDate"].as_str().unwrap()));
+
+    // The sitemap dates the late-published draft by its publication, not its writing.
+    let draft_url = format!("{PUBLIC}{}", readable_path(&app, &published));
+    let lastmod = eventually(WITHIN, || async {
+        let sitemap = reader.html("/sitemap.xml").await;
+        let (_, after) = sitemap.split_once(&format!("<loc>{draft_url}</loc><lastmod>"))?;
+        after
+            .split_once("</lastmod>")
+            .map(|(lastmod, _)| lastmod.to_owned())
+    })
+    .await;
+    assert_eq!(lastmod, format!("{}Z", &published_date[..19]));
+
+    // A post deleted (the oldest, so no other entry's date moves) moves every feed as well.
+    let mut before = Vec::new();
+    for path in feeds {
+        before.push(seen_showing(&reader, path, "Scheduled").await.0);
+    }
+    for seen in &before {
+        after_the_second_of(seen.last_modified()).await;
+    }
+    let first_id = first["id"].as_str().unwrap();
+    let deleted = app
+        .delete_as("ada", &format!("/api/posts/{first_id}"))
+        .await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    moved(&reader, &before, |body| !body.contains("First")).await;
+    app.assert_verifies().await;
 }
 
 // ---- item 3: signing in and back ------------------------------------------------------------

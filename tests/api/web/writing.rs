@@ -234,6 +234,10 @@ async fn the_development_sign_in_sets_the_cookie_pages_and_the_api_read(app: Tes
     for attribute in ["blog_dev_user=ada", "HttpOnly", "SameSite=Lax", "Path=/"] {
         assert!(cookie.contains(attribute), "{cookie}");
     }
+    // A plain-HTTP address (a laptop's loopback): no `Secure`, which would keep the browser
+    // from sending it back, and so no `__Host-` prefix either.
+    assert!(cookie.starts_with("blog_dev_user="), "{cookie}");
+    assert!(!cookie.contains("Secure"), "{cookie}");
     // The API takes the caller from the cookie too.
     let post = app
         .client
@@ -341,3 +345,106 @@ surface_tests!(
     the_development_sign_in_sets_the_cookie_pages_and_the_api_read,
     nothing_can_be_written_cross_site,
 );
+
+/// On an HTTPS public address every cookie the site sets is `Secure`, for the whole host and
+/// named with the `__Host-` prefix: the form token's, the development sign-in's, and its
+/// removal at sign-out; a cookie under the plain name (which another host of the domain could
+/// set) is not read, by the pages or the API.
+mod cookies_on_https {
+    use super::*;
+    use cosmos_blog::store::Tenancy;
+    use testkit::Backend;
+
+    testkit::embedded_single_and_cosmos_multi!(the_sites_cookies_are_secure_host_cookies);
+
+    /// The `Set-Cookie` of `response` for the cookie `name` (without its prefix), checked to
+    /// be a secure host cookie: `__Host-{name}`, `Secure`, `HttpOnly`, `Path=/`, no `Domain`.
+    fn secure_cookie(response: &Response, name: &str) -> String {
+        let set = response
+            .headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .map(|value| value.to_str().unwrap().to_owned())
+            .find(|value| value.contains(name))
+            .unwrap_or_else(|| panic!("a {name} cookie: {:?}", response.headers()));
+        assert!(set.starts_with(&format!("__Host-{name}=")), "{set}");
+        for attribute in ["Secure", "HttpOnly", "Path=/"] {
+            assert!(set.contains(attribute), "{attribute}: {set}");
+        }
+        assert!(!set.contains("Domain"), "{set}");
+        set
+    }
+
+    async fn the_sites_cookies_are_secure_host_cookies(backend: Backend, tenancy: Tenancy) {
+        let app = TestApp::spawn(backend)
+            .layout(tenancy)
+            .settings(|settings| settings.site.public_url = Some("https://blog.example".into()))
+            .start()
+            .await;
+        app.register("ada", "Ada").await;
+        // The form token's cookie, set by a page with a form.
+        let mut browser = Browser::new(&app, None);
+        let page = browser
+            .request(Method::GET, format!("{}/sign-in", app.address))
+            .send()
+            .await
+            .unwrap();
+        let csrf = secure_cookie(&page, "blog_csrf");
+        assert!(csrf.contains("SameSite=Strict"), "{csrf}");
+        browser.keep_token(page.headers());
+        let token = select_attr(&parsed(page).await, "input[name=csrf]", "value");
+
+        // The same token under the plain name only: not the site's cookie, so no form.
+        let plain = app
+            .client
+            .post(format!("{}/sign-in", app.address))
+            .header(header::ACCEPT, "text/html")
+            .header("sec-fetch-site", "same-origin")
+            .header(header::COOKIE, format!("blog_csrf={token}"))
+            .form(&[("csrf", token.as_str()), ("user_id", "ada")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(plain.status(), StatusCode::FORBIDDEN);
+        assert!(
+            plain
+                .headers()
+                .get(header::SET_COOKIE)
+                .is_none_or(|set| { !set.to_str().unwrap().contains("blog_dev_user") })
+        );
+
+        // Signing in and out: a secure host cookie, and its removal.
+        let sign = |path: &'static str| {
+            browser
+                .request(Method::POST, format!("{}{path}", app.address))
+                .form(&[
+                    ("csrf", token.as_str()),
+                    ("user_id", "ada"),
+                    ("return", "/"),
+                ])
+                .send()
+        };
+        let signed_in = sign("/sign-in").await.unwrap();
+        assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+        let user = secure_cookie(&signed_in, "blog_dev_user");
+        assert!(user.starts_with("__Host-blog_dev_user=ada;"), "{user}");
+        assert!(user.contains("SameSite=Lax"), "{user}");
+        let signed_out = sign("/sign-out").await.unwrap();
+        assert_eq!(signed_out.status(), StatusCode::SEE_OTHER);
+        let removal = secure_cookie(&signed_out, "blog_dev_user");
+        assert!(removal.contains("Max-Age=0"), "{removal}");
+
+        // The API reads the caller from the secure cookie alone.
+        let write_as = |cookie: &'static str| {
+            app.client
+                .post(app.url("/api/posts"))
+                .header(header::COOKIE, cookie)
+                .json(&serde_json::json!({"title": "by cookie", "content": "c"}))
+                .send()
+        };
+        let plain = write_as("blog_dev_user=ada").await.unwrap();
+        assert_eq!(plain.status(), StatusCode::UNAUTHORIZED);
+        let secure = write_as("__Host-blog_dev_user=ada").await.unwrap();
+        assert_eq!(secure.status(), StatusCode::CREATED);
+    }
+}
