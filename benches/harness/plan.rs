@@ -1,12 +1,12 @@
 //! The planner's phases, on the Cosmos DB emulator (its RU model), through the real
 //! application over loopback HTTP with the change-feed handlers run after every write:
 //! - `--only plan-costs` measures what each operation costs (requests, logical partitions,
-//!   RU), every change-feed copy a write causes split by the container it lands in, and the
-//!   stored size of each kind of item; it writes `src/plan/costs.json`, the planner's table,
-//!   and the chart of `docs/capacity.md`.
-//! - `--only plan` runs a day of a workload through the application, sums the RU charged,
-//!   and compares the sum with what `cosmos-blog plan` predicts for the same workload from the
-//!   checked-in table: they must agree within ±10 %.
+//!   RU), every change-feed copy a write causes split by the container it lands in (the
+//!   views' `tags` per tag copy), and the stored size of each kind of item; it writes
+//!   `src/plan/costs.json`, the planner's table.
+//! - `--only plan` runs a day of a workload through the application, sums the RU charged and
+//!   the bytes the views grew by, and compares them with what `cosmos-blog plan` predicts for
+//!   the same workload from the checked-in table: they must agree within ±10 %.
 //!
 //! The handlers run after each write, as a trigger that keeps up does: one change at a time,
 //! each read of the change feed and checkpoint counted. Reads that find nothing (the
@@ -18,13 +18,14 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use cosmos_blog::auth::AuthMode;
+use cosmos_blog::blog::feed_partition;
 use cosmos_blog::copies::Source;
 use cosmos_blog::plan::{ItemBytes, MeasuredCosts, MeasuredOp};
 use cosmos_blog::settings::ChangeFeedMode;
 use cosmos_blog::startup::Application;
 use cosmos_blog::store::layer::{LayerCall, Layered, StoreAnswer, StoreLayer, StoreRequest};
 use cosmos_blog::store::{
-    Checkpoint, Container, PageRequest, PartitionKey, Query, QueryScope, Store, StoreResult,
+    Checkpoint, Container, PageRequest, Pages, PartitionKey, Query, QueryScope, Store, StoreResult,
     Tenancy,
 };
 use serde_json::{Value, json};
@@ -33,11 +34,19 @@ const PRINCIPAL: &str = "x-ms-client-principal-id";
 /// Posts of the author who fills the feed before anything is measured, so that every new post
 /// pushes one out, as on a blog in use.
 const FEED_FILL: usize = 100;
-pub const CONTAINERS: [Container; 4] = [
-    Container::Users,
-    Container::Posts,
-    Container::Feed,
-    Container::Leases,
+/// Tags each post of the table's measurement carries: its rows of `tags` are these figures
+/// over it, per tag copy.
+const MEASURED_TAGS: usize = 2;
+/// The tags posts draw theirs from.
+const TAG_POOL: [&str; 8] = [
+    "rust",
+    "cosmos-db",
+    "azure",
+    "serverless",
+    "web",
+    "design",
+    "travel",
+    "books",
 ];
 
 /// What one container was asked for.
@@ -88,6 +97,10 @@ impl StoreLayer for ByContainer {
             request,
             StoreRequest::Query { .. } | StoreRequest::QueryJson { .. }
         );
+        // A query of the feed's window partition (the feed container also holds the
+        // schedule's partition, whose query is no window read).
+        let window = container == Container::Feed
+            && partition.as_deref() == Some(feed_partition().to_json_array().as_str());
         let (result, exchange) = call.send_measured().await;
         let mut tallies = self.lock();
         let tally = tallies.entry(container).or_default();
@@ -111,7 +124,7 @@ impl StoreLayer for ByContainer {
             }
             (None, Err(_)) => {}
         }
-        if query && container == Container::Feed {
+        if query && window {
             tally.feed_queries += 1;
         }
         result
@@ -242,8 +255,14 @@ impl Rig {
             .map(|_| ())
     }
 
-    pub async fn post(&self, author: &str, content: &str) -> anyhow::Result<String> {
-        let body = json!({"title": "A day on the blog", "content": content});
+    /// A new post (published), with `tags`.
+    pub async fn post(
+        &self,
+        author: &str,
+        content: &str,
+        tags: &[String],
+    ) -> anyhow::Result<String> {
+        let body = json!({"title": "A day on the blog", "content": content, "tags": tags});
         let post = self
             .send(reqwest::Method::POST, "/posts", author, Some(body))
             .await?;
@@ -284,9 +303,30 @@ impl Rig {
         Ok(())
     }
 
-    /// RU charged since the last take, every container together.
-    pub fn take_ru(&self) -> f64 {
-        self.meter.take().values().map(|t| t.ru).sum()
+    /// RU charged since the last take, by container.
+    pub fn take_ru(&self) -> BTreeMap<&'static str, f64> {
+        self.meter
+            .take()
+            .into_iter()
+            .map(|(container, tally)| (container.name(), tally.ru))
+            .collect()
+    }
+
+    /// Bytes of the posts' copies `container` holds (compact JSON with the system
+    /// properties, as the table's item sizes), read page by page; not metered.
+    pub async fn copy_bytes(&self, container: Container) -> anyhow::Result<f64> {
+        let before = self.meter.snapshot();
+        let query = Query::cross_partition().of_type("post");
+        let mut pages = Pages::new(&*self.store, container, &query, 1_000);
+        let mut bytes = 0;
+        while let Some(items) = pages.next().await? {
+            bytes += items
+                .iter()
+                .map(|item| item.to_string().len())
+                .sum::<usize>();
+        }
+        self.meter.restore(before);
+        Ok(bytes as f64)
     }
 
     /// The sizes of the stored items, by kind.
@@ -313,6 +353,8 @@ impl Rig {
             post_copy: mean(Container::Users, "post").await?,
             comment: mean(Container::Posts, "comment").await?,
             like: mean(Container::Posts, "like").await?,
+            tag_copy: mean(Container::Tags, "post").await?,
+            archive_copy: mean(Container::Archive, "post").await?,
         })
     }
 }
@@ -351,6 +393,23 @@ pub fn comment_text(rng: &mut fastrand::Rng) -> String {
     words(rng, 20, 400)
 }
 
+/// `count` distinct tags of `rng`'s choosing (at most the pool's).
+pub fn tags(rng: &mut fastrand::Rng, count: usize) -> Vec<String> {
+    let mut pool = TAG_POOL.to_vec();
+    rng.shuffle(&mut pool);
+    pool.into_iter().take(count).map(str::to_owned).collect()
+}
+
+/// The API's route of the current month's posts (Q9): the month the posts written now are in.
+pub fn this_month_posts() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "/api/archive/{:04}/{:02}/posts",
+        now.year(),
+        u8::from(now.month())
+    )
+}
+
 /// Users `user-0000`… and the feed filled by an author of its own, handlers run; nothing of
 /// it counted.
 pub async fn prepare(
@@ -363,7 +422,7 @@ pub async fn prepare(
         rig.put_user(id, id).await?;
     }
     for _ in 0..FEED_FILL {
-        rig.post("archive", &post_text(rng)).await?;
+        rig.post("archive", &post_text(rng), &[]).await?;
     }
     rig.drain().await?;
     rig.meter.take();
@@ -434,7 +493,7 @@ impl Sums {
     /// One line per container, `<id>.<container>`.
     fn split(&self, id: &str, what: &str, per: &str, into: &mut BTreeMap<String, MeasuredOp>) {
         let n = self.runs.max(1) as f64;
-        for container in CONTAINERS {
+        for container in Container::ALL {
             let f = self.in_container(container);
             into.insert(
                 format!("{id}.{}", container.name()),
@@ -460,7 +519,7 @@ impl Sums {
             runs: self.runs,
             ..Sums::default()
         };
-        for container in CONTAINERS {
+        for container in Container::ALL {
             let a = self.in_container(container);
             let b = fixed.in_container(container);
             let f = |x: f64, y: f64| ((x / n - y / m) * n).max(0.0);
@@ -494,7 +553,8 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
     for i in 0..samples {
         let author = &users[i % users.len()];
         let reader = &users[(i + 1) % users.len()];
-        let post = rig.post(author, &post_text(&mut rng)).await?;
+        let tagged = tags(&mut rng, MEASURED_TAGS);
+        let post = rig.post(author, &post_text(&mut rng), &tagged).await?;
         sums.entry("C2").or_default().add(&rig.meter.take(), 1.0);
         rig.drain().await?;
         copies.entry("C2").or_default().add(&rig.meter.take(), 1.0);
@@ -513,6 +573,8 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
             ("Q4", format!("/api/posts/{post}/comments")),
             ("Q5", format!("/api/posts/{post}/likes")),
             ("Q6", "/api/feed".to_owned()),
+            ("Q8", format!("/api/tags/{}/posts", tagged[0])),
+            ("Q9", this_month_posts()),
         ] {
             rig.get(&path).await?;
             sums.entry(id).or_default().add(&rig.meter.take(), 1.0);
@@ -531,7 +593,8 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
         }
         let mut posts = Vec::new();
         for _ in 0..3 {
-            posts.push(rig.post(&writer, &post_text(&mut rng)).await?);
+            let tagged = tags(&mut rng, MEASURED_TAGS);
+            posts.push(rig.post(&writer, &post_text(&mut rng), &tagged).await?);
         }
         for post in &posts {
             rig.comment(&reader, post, &comment_text(&mut rng)).await?;
@@ -562,6 +625,8 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
         ("Q4", "a post's comments (first page)"),
         ("Q5", "a post's likes (first page)"),
         ("Q6", "the feed"),
+        ("Q8", "a tag's posts (first page)"),
+        ("Q9", "a month's posts (first page)"),
     ];
     operations.insert("C1".to_owned(), rename_api.whole(labels[0].1, "request"));
     for (id, what) in labels.iter().skip(1) {
@@ -604,6 +669,7 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
         "comment or like of the renamed user",
         &mut operations,
     );
+    per_tag_copy(&mut operations);
     let item_bytes = rig.item_bytes().await?;
     rig.stop().await?;
     log("plan costs: Q7, a tenant's users, in the multi layout");
@@ -625,13 +691,29 @@ pub async fn measure(config: &CostsConfig, log: impl Fn(&str)) -> anyhow::Result
         listed.whole("a tenant's users (first page; multi only)", "request"),
     );
     Ok(MeasuredCosts {
-        about: "RU, requests and logical partitions per operation, measured by the harness through the application on the Cosmos DB SDK's in-memory emulator (its RU model: 1 RU per query page and physical partition, reads 1 RU per KB, writes 5.8 RU per KB plus 0.3 per property); change-feed copies per container, handlers run after every write; regenerate with the command below".to_owned(),
+        about: "RU, requests and logical partitions per operation, measured by the harness through the application on the Cosmos DB SDK's in-memory emulator (its RU model: 1 RU per query page and physical partition, reads 1 RU per KB, writes 5.8 RU per KB plus 0.3 per property); change-feed copies per container (those in tags per tag copy), handlers run after every write; regenerate with the command below".to_owned(),
         measured_on: today(),
         command: config.command.clone(),
         backend: "Cosmos DB emulator (azure_data_cosmos_driver in-memory)".to_owned(),
         item_bytes,
         operations,
     })
+}
+
+/// The copies' rows of `tags` made per tag copy: a post's change writes one in each of its
+/// tags' partitions, and each post of the measurement carries [`MEASURED_TAGS`].
+fn per_tag_copy(operations: &mut BTreeMap<String, MeasuredOp>) {
+    let tags = MEASURED_TAGS as f64;
+    for (id, op) in operations.iter_mut() {
+        if id.ends_with(".tags") {
+            op.requests /= tags;
+            op.partitions /= tags;
+            op.ru /= tags;
+            op.feed_queries /= tags;
+            op.what = format!("{}, per tag copy", op.what);
+            op.per = format!("{} (each tag of the post)", op.per);
+        }
+    }
 }
 
 fn today() -> String {

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::bill::serverless_ceiling;
 use super::data::{Azure, MeasuredCosts};
 use super::model::{
-    HOT_POST_FACTOR, INDEX_OVERHEAD, SECONDS_PER_DAY, Tenancy, UnitCost, Workload, largest_share,
-    ru_per_second_by_container, ru_per_second_by_operation, storage_gb,
+    DAYS_PER_MONTH, HOT_POST_FACTOR, INDEX_OVERHEAD, SECONDS_PER_DAY, Tenancy, UnitCost, Workload,
+    largest_share, ru_per_second_by_container, ru_per_second_by_operation, storage_gb,
 };
 
 /// What the walk scales, with the flag that sets it.
@@ -84,20 +84,28 @@ pub(crate) fn grown(w: &Workload, s: f64) -> Workload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LimitKind {
     FeedPartitionThroughput,
+    MonthPartitionThroughput,
+    TagPartitionThroughput,
     HotPostThroughput,
     AuthorPartitionThroughput,
     AuthorPartitionStorage,
+    MonthPartitionStorage,
+    TagPartitionStorage,
     HotPostStorage,
     ServerlessThroughput,
     ServerlessStorage,
 }
 
 impl LimitKind {
-    pub const ALL: [LimitKind; 7] = [
+    pub const ALL: [LimitKind; 11] = [
         LimitKind::FeedPartitionThroughput,
+        LimitKind::MonthPartitionThroughput,
+        LimitKind::TagPartitionThroughput,
         LimitKind::HotPostThroughput,
         LimitKind::AuthorPartitionThroughput,
         LimitKind::AuthorPartitionStorage,
+        LimitKind::MonthPartitionStorage,
+        LimitKind::TagPartitionStorage,
         LimitKind::HotPostStorage,
         LimitKind::ServerlessThroughput,
         LimitKind::ServerlessStorage,
@@ -107,12 +115,24 @@ impl LimitKind {
         let l = &azure.limits;
         let ru = l.logical_partition_ru_s.value;
         let gb = l.logical_partition_gb.value;
-        let feed = match tenancy {
-            Tenancy::Single => "feed container's logical partition",
-            Tenancy::Multi => "largest tenant's feed partition",
+        let (feed, month, tag) = match tenancy {
+            Tenancy::Single => (
+                "feed container's logical partition",
+                "the month's logical partition in archive",
+                "the most used tag's logical partition in tags",
+            ),
+            Tenancy::Multi => (
+                "largest tenant's feed partition",
+                "largest tenant's month partition in archive",
+                "largest tenant's most used tag's partition in tags",
+            ),
         };
         match self {
             LimitKind::FeedPartitionThroughput => format!("{feed}: {ru:.0} RU/s"),
+            LimitKind::MonthPartitionThroughput => format!("{month}: {ru:.0} RU/s"),
+            LimitKind::TagPartitionThroughput => format!("{tag}: {ru:.0} RU/s"),
+            LimitKind::MonthPartitionStorage => format!("{month}: {gb:.0} GB"),
+            LimitKind::TagPartitionStorage => format!("{tag}: {gb:.0} GB"),
             LimitKind::HotPostThroughput => {
                 format!("a hot post's logical partition in posts: {ru:.0} RU/s")
             }
@@ -140,6 +160,18 @@ impl LimitKind {
         match self {
             LimitKind::FeedPartitionThroughput => {
                 "keep the feed cache on (BLOG_FEED_CACHE_MS) or lengthen it: it bounds feed reads to one per period per instance; past that, split the feed: a feed per tenant (--tenancy multi) or several feed partitions written in turn and read together"
+            }
+            LimitKind::MonthPartitionThroughput => {
+                "every post published this month has its copy in the month's one partition, rewritten with each comment and like: split the month under a hierarchical key (/month, /day) and read its days in turn, or keep the counts out of the archive's copies so that comments and likes no longer rewrite them"
+            }
+            LimitKind::TagPartitionThroughput => {
+                "a tag's posts share its one partition, each copy rewritten with the post's comments and likes: split a busy tag under a hierarchical key (/tag, /month) and page its months in turn, or keep the counts out of the tags' copies"
+            }
+            LimitKind::MonthPartitionStorage => {
+                "split the month under a hierarchical key (/month, /day)"
+            }
+            LimitKind::TagPartitionStorage => {
+                "a tag's partition holds all its posts ever: split it under a hierarchical key (/tag, /year)"
             }
             LimitKind::HotPostThroughput => {
                 "a post's writes share its partition (the combiner already batches them, up to 99 per batch); past 10,000 RU/s count likes and comments in sharded counters and let the post page read a kept copy"
@@ -172,26 +204,56 @@ fn load(
     let partition_ru = l.logical_partition_ru_s.value;
     let partition_gb = l.logical_partition_gb.value;
     let peak = ru_per_second_by_operation(w, azure, costs, w.peak_factor);
-    let in_container = |container: &str, share: f64, capacity: f64| {
+    // Each operation's RU/s in `container` times its share that lands in the partition.
+    let weighed = |container: &str, share: &dyn Fn(&str) -> f64, capacity: f64| {
         let mut by: BTreeMap<Figure, f64> = BTreeMap::new();
         for (id, ru) in &peak {
             if costs.get(id).is_some_and(|c| c.container == container) {
-                *by.entry(Figure::driving(id)).or_insert(0.0) += ru * share / capacity;
+                *by.entry(Figure::driving(id)).or_insert(0.0) += ru * share(id) / capacity;
             }
         }
         by
     };
+    let in_container =
+        |container: &str, share: f64, capacity: f64| weighed(container, &|_| share, capacity);
     let bytes = &measured.item_bytes;
     let gb = |b: f64| b * (1.0 + INDEX_OVERHEAD) / 1e9;
     let author_share = largest_share(w.users / w.tenants.max(1.0)) * largest_share(w.tenants);
+    // The feed, a month and a tag are one partition per blog: the largest tenant's in `multi`.
+    let blog_share = match w.tenancy {
+        Tenancy::Single => 1.0,
+        Tenancy::Multi => largest_share(w.tenants),
+    };
+    // The most used tag is on every post at most: of the tag copies, its share is one per
+    // post carrying tags (a blog about one subject, the bound).
+    let tag_share = if w.tags_per_post > 0.0 {
+        (1.0 / w.tags_per_post).min(1.0)
+    } else {
+        0.0
+    };
+    let posts = w.posts_per_day * w.horizon_days;
     match kind {
-        LimitKind::FeedPartitionThroughput => {
-            let share = match w.tenancy {
-                Tenancy::Single => 1.0,
-                Tenancy::Multi => largest_share(w.tenants),
-            };
-            in_container("feed", share, partition_ru)
+        LimitKind::FeedPartitionThroughput => in_container("feed", blog_share, partition_ru),
+        // Every post of the month is in the month's partition (every comment and like lands on
+        // a post of this month), and every month's page is read from it.
+        LimitKind::MonthPartitionThroughput => in_container("archive", blog_share, partition_ru),
+        // Every tag page reads the most used tag; its copies are its share of the tag copies.
+        LimitKind::TagPartitionThroughput => weighed(
+            "tags",
+            &|id| blog_share * if id.starts_with('Q') { 1.0 } else { tag_share },
+            partition_ru,
+        ),
+        LimitKind::MonthPartitionStorage => {
+            let month = w.posts_per_day * w.horizon_days.min(DAYS_PER_MONTH);
+            BTreeMap::from([(
+                Figure::Posts,
+                gb(month * blog_share * bytes.archive_copy) / partition_gb,
+            )])
         }
+        LimitKind::TagPartitionStorage => BTreeMap::from([(
+            Figure::Posts,
+            gb(posts * w.tags_per_post.min(1.0) * blog_share * bytes.tag_copy) / partition_gb,
+        )]),
         LimitKind::HotPostThroughput => {
             // Its comments and likes arrive over its first day, at the day's shape; its
             // views are its share of the day's post views.
@@ -217,7 +279,7 @@ fn load(
         LimitKind::AuthorPartitionThroughput => in_container("users", author_share, partition_ru),
         LimitKind::AuthorPartitionStorage => BTreeMap::from([(
             Figure::Posts,
-            gb(w.posts_per_day * w.horizon_days * author_share * bytes.post_copy) / partition_gb,
+            gb(posts * author_share * bytes.post_copy) / partition_gb,
         )]),
         LimitKind::HotPostStorage => BTreeMap::from([
             (Figure::Posts, gb(bytes.post) / partition_gb),
@@ -252,7 +314,6 @@ fn load(
         }
         LimitKind::ServerlessStorage => {
             let capacity = l.serverless_container_gb.value;
-            let posts = w.posts_per_day * w.horizon_days;
             BTreeMap::from([
                 (Figure::Posts, gb(posts * bytes.post) / capacity),
                 (

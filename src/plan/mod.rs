@@ -17,10 +17,12 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::domain::MAX_TAGS;
+
 pub use bill::{FunctionsBill, ModeBill, MonthlyUsd};
-pub use data::{Azure, ItemBytes, MeasuredCosts, MeasuredOp, REFERENCE_RU};
+pub use data::{Azure, ItemBytes, MeasuredCosts, MeasuredOp, PRICED_AS, REFERENCE_RU};
 pub use limits::Reached;
-pub use model::{DAYS_PER_MONTH, Mix, RuSource, Tenancy, Workload};
+pub use model::{DAYS_PER_MONTH, INDEX_OVERHEAD, Mix, RuSource, TAGS_PER_POST, Tenancy, Workload};
 pub use render::{CostPoint, Plan, plan, svg_chart, table};
 
 /// The application's default feed cache period (`BLOG_FEED_CACHE_MS`), which the planner
@@ -42,6 +44,11 @@ pub struct PlanArgs {
     /// Likes a post gets, on average.
     #[arg(long, default_value = "10", value_parser = number_in(0.0, 1e6), allow_negative_numbers = true)]
     pub likes_per_post: f64,
+    /// Tags a post carries, on average (at most 10): a post has a copy in each of its tags'
+    /// partitions, rewritten with every comment and like. The default is the harness data
+    /// set's mean (none to three tags a post).
+    #[arg(long, default_value_t = TAGS_PER_POST, value_parser = number_in(0.0, MAX_TAGS as f64), allow_negative_numbers = true)]
+    pub tags_per_post: f64,
     /// Page views and API reads a day, split by --mix.
     #[arg(long, default_value = "10000", value_parser = number_in(0.0, 1e12), allow_negative_numbers = true)]
     pub views_per_day: f64,
@@ -66,7 +73,8 @@ pub struct PlanArgs {
     #[arg(long, value_parser = whole_in(1.0, 1e9), allow_negative_numbers = true)]
     pub tenants: Option<f64>,
     /// How views split: `front=40,post=40,likes=5,author=10,user=5` (the default), plus
-    /// `users` (a tenant's users, Q7) in `multi`. Shares are scaled to add up to 1.
+    /// `tag` (a tag's posts, Q8), `archive` (a month's posts, Q9) and, in `multi`, `users` (a
+    /// tenant's users, Q7). Shares are scaled to add up to 1.
     #[arg(long, value_parser = Mix::parse)]
     pub mix: Option<Mix>,
     /// The feed cache's period per instance, ms; 0: off. Not a flag of its own: the global
@@ -151,6 +159,7 @@ impl PlanArgs {
             posts_per_day: self.posts_per_day,
             comments_per_post: self.comments_per_post,
             likes_per_post: self.likes_per_post,
+            tags_per_post: self.tags_per_post,
             views_per_day: self.views_per_day,
             renames_per_day: self.renames_per_day,
             peak_factor: self.peak_factor,

@@ -169,7 +169,7 @@ pub fn plan(w: &Workload, azure: &Azure, measured: &MeasuredCosts) -> Plan {
         sources: Sources {
             ru: match w.ru_source {
                 RuSource::Reference => {
-                    "reference: the case study's V3 figures from the real service for C1-C4 and Q1-Q6; for the copies that read the feed's window, the emulator's figure with each window read priced as Q6; the emulator's measured figures for the rest"
+                    "reference: the case study's V3 figures from the real service for C1-C4 and Q1-Q6; Q8 and Q9 priced as Q3 (the same query shape); for the copies that read the feed's window, the emulator's figure with each window read priced as Q6; the emulator's measured figures for the rest"
                 }
                 RuSource::Measured => "measured: the emulator's RU model for every operation",
             },
@@ -282,11 +282,12 @@ pub fn table(plan: &Plan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Workload: {} users, {} posts/day ({} comments and {} likes each), {} views/day, {} renames/day; peak hour x{}; {} region(s); {} months; {}",
+        "Workload: {} users, {} posts/day ({} comments, {} likes and {} tags each), {} views/day, {} renames/day; peak hour x{}; {} region(s); {} months; {}",
         figure(w.users),
         figure(w.posts_per_day),
         figure(w.comments_per_post),
         figure(w.likes_per_post),
+        figure(w.tags_per_post),
         figure(w.views_per_day),
         figure(w.renames_per_day),
         w.peak_factor,

@@ -1,7 +1,7 @@
 //! The model's promises, on the checked-in table and prices.
 
 use super::data::{Azure, MeasuredCosts};
-use super::model::{DAYS_PER_MONTH, Mix, Workload};
+use super::model::{CONTAINERS, DAYS_PER_MONTH, Mix, RuSource, Workload};
 use super::render::{Plan, json, plan};
 
 fn community() -> Workload {
@@ -22,13 +22,13 @@ fn total_gb(plan: &Plan) -> f64 {
 fn the_checked_in_table_has_every_operation_and_copy() {
     let costs = MeasuredCosts::checked_in().unwrap();
     for id in [
-        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7",
+        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q9",
     ] {
         let op = costs.get(id).unwrap_or_else(|| panic!("{id} in the table"));
         assert!(op.ru > 0.0 && op.requests >= 1.0, "{id}: {op:?}");
     }
     for write in ["C1", "C1.post", "C1.item", "C2", "C3", "C4"] {
-        for container in ["users", "posts", "feed", "leases"] {
+        for container in CONTAINERS {
             assert!(costs.get(&format!("{write}.{container}")).is_some());
         }
     }
@@ -36,6 +36,23 @@ fn the_checked_in_table_has_every_operation_and_copy() {
     assert!(costs.get("C2.users").unwrap().ru > 0.0);
     assert!(costs.get("C2.feed").unwrap().ru > 0.0);
     assert!(costs.get("C2.feed").unwrap().feed_queries >= 1.0);
+    // Every change of a post, a comment and a like and a rename's included, rewrites its
+    // copy in each of its tags' partitions and in its month's.
+    for write in ["C2", "C3", "C4", "C1.post"] {
+        let tag = costs.get(&format!("{write}.tags")).unwrap();
+        assert!(tag.ru > 0.0, "{write}.tags: {tag:?}");
+        assert!(costs.get(&format!("{write}.archive")).unwrap().ru > 0.0);
+    }
+    // A tag copy is one partition's (a rename's posts share some of their tags).
+    for write in ["C2", "C3", "C4"] {
+        let tag = costs.get(&format!("{write}.tags")).unwrap();
+        assert!((tag.partitions - 1.0).abs() < 1e-9, "{write}.tags: {tag:?}");
+    }
+    // Q8 reads one tag's partition, Q9 one month's.
+    assert_eq!(costs.get("Q8").unwrap().container, "tags");
+    assert_eq!(costs.get("Q9").unwrap().container, "archive");
+    let bytes = &costs.item_bytes;
+    assert!(bytes.tag_copy > bytes.post_copy * 0.9 && bytes.archive_copy > bytes.post_copy * 0.9);
 }
 
 /// Every output that a larger figure should raise: RU/s, gigabytes, each month's bill.
@@ -73,6 +90,7 @@ fn the_model_is_monotonic_in_every_workload_figure() {
         ("posts", twice(&|w| w.posts_per_day *= 2.0)),
         ("comments", twice(&|w| w.comments_per_post *= 2.0)),
         ("likes", twice(&|w| w.likes_per_post *= 2.0)),
+        ("tags", twice(&|w| w.tags_per_post *= 2.0)),
         ("views", twice(&|w| w.views_per_day *= 2.0)),
         ("renames", twice(&|w| w.renames_per_day *= 2.0)),
         ("peak", twice(&|w| w.peak_factor *= 2.0)),
@@ -206,7 +224,21 @@ fn its_json_keys_stay_as_listed() {
     // figures inside them.
     let value: serde_json::Value = serde_json::from_str(&answer).unwrap();
     for op in [
-        "C1", "C2", "C3", "C4", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "C2.feed",
+        "C1",
+        "C2",
+        "C3",
+        "C4",
+        "Q1",
+        "Q2",
+        "Q3",
+        "Q4",
+        "Q5",
+        "Q6",
+        "Q8",
+        "Q9",
+        "C2.feed",
+        "C2.tags",
+        "C2.archive",
     ] {
         for key in ["requests", "partitions", "ru"] {
             assert!(value["operations"][op][key].is_number(), "{op}.{key}");
@@ -216,7 +248,7 @@ fn its_json_keys_stay_as_listed() {
         assert!(value["ru_per_second"][key].is_number());
     }
     for key in ["now", "after"] {
-        for container in ["users", "posts", "feed"] {
+        for container in ["users", "posts", "feed", "tags", "archive"] {
             assert!(value["storage_gb"][key][container].is_number());
         }
     }
@@ -236,8 +268,11 @@ fn its_json_keys_stay_as_listed() {
 fn a_mix_names_known_kinds_only() {
     let mix = Mix::parse("front=1,post=1").unwrap();
     assert_eq!((mix.front, mix.post, mix.author), (0.5, 0.5, 0.0));
-    assert!(Mix::parse("tag=10").unwrap_err().contains("not built yet"));
-    assert!(Mix::parse("banana=1").is_err());
+    let views = Mix::parse("front=2,tag=1,archive=1").unwrap();
+    assert_eq!((views.front, views.tag, views.archive), (0.5, 0.25, 0.25));
+    assert_eq!((Mix::default().tag, Mix::default().archive), (0.0, 0.0));
+    let unknown = Mix::parse("banana=1").unwrap_err();
+    assert!(unknown.contains("tag, archive"), "{unknown}");
     assert!(Mix::parse("front=0").is_err());
     assert!(Mix::parse("front=-1").is_err());
     assert!(Mix::parse("front=nan").is_err());
@@ -260,4 +295,146 @@ fn an_override_replaces_one_price_and_keeps_the_rest() {
         )
         .is_err()
     );
+}
+
+fn ru_per_day(plan: &Plan, id: &str) -> f64 {
+    plan.operations[id].ru_per_day
+}
+
+/// RU a day of the copies one container holds (every row but the reads).
+fn copies_ru_per_day(plan: &Plan, container: &str) -> f64 {
+    plan.operations
+        .iter()
+        .filter(|(id, line)| id.contains('.') && line.cost.container == container)
+        .map(|(_, line)| line.ru_per_day)
+        .sum()
+}
+
+#[test]
+fn a_posts_copies_in_its_tags_and_month_are_priced_and_stored() {
+    let untagged = planned(&Workload {
+        tags_per_post: 0.0,
+        ..community()
+    });
+    let tagged = planned(&Workload {
+        tags_per_post: 3.0,
+        ..community()
+    });
+    // One copy per tag: none without tags, three times one tag's with three.
+    assert_eq!(copies_ru_per_day(&untagged, "tags"), 0.0);
+    assert_eq!(untagged.storage_gb.after["tags"], 0.0);
+    let one = planned(&Workload {
+        tags_per_post: 1.0,
+        ..community()
+    });
+    let ratio = copies_ru_per_day(&tagged, "tags") / copies_ru_per_day(&one, "tags");
+    assert!((ratio - 3.0).abs() < 1e-9, "{ratio}");
+    let ratio = tagged.storage_gb.after["tags"] / one.storage_gb.after["tags"];
+    assert!((ratio - 3.0).abs() < 1e-9, "{ratio}");
+    // The month's copy: every post has one, whatever its tags; comments and likes rewrite it.
+    for plan in [&untagged, &tagged] {
+        assert!(plan.storage_gb.after["archive"] > 0.0);
+        for write in ["C2", "C3", "C4"] {
+            assert!(
+                ru_per_day(plan, &format!("{write}.archive")) > 0.0,
+                "{write}"
+            );
+            assert!(plan.ru_per_second.peak_by_container["archive"] > 0.0);
+        }
+    }
+    assert_eq!(
+        ru_per_day(&untagged, "C3.archive"),
+        ru_per_day(&tagged, "C3.archive")
+    );
+    assert!(tagged.ru_per_second.mean > untagged.ru_per_second.mean);
+    assert!(total_gb(&tagged) > total_gb(&untagged));
+}
+
+#[test]
+fn tag_and_month_pages_are_read_as_the_mix_says() {
+    let none = planned(&community());
+    assert_eq!(ru_per_day(&none, "Q8") + ru_per_day(&none, "Q9"), 0.0);
+    let w = Workload {
+        mix: Mix::parse("front=40,post=40,tag=10,archive=10").unwrap(),
+        ..community()
+    };
+    let read = planned(&w);
+    let views = w.views_per_day;
+    assert!((read.operations["Q8"].per_day - views * 0.1).abs() < 1e-6);
+    assert!((read.operations["Q9"].per_day - views * 0.1).abs() < 1e-6);
+    // The case study has no such read: each is priced as Q3, one partition's page of copies.
+    for id in ["Q8", "Q9"] {
+        let cost = &read.operations[id].cost;
+        assert_eq!(cost.used, "reference estimate", "{id}");
+        assert_eq!(cost.ru, read.operations["Q3"].cost.ru, "{id}");
+    }
+    let measured = planned(&Workload {
+        ru_source: RuSource::Measured,
+        ..w
+    });
+    assert_eq!(measured.operations["Q8"].cost.used, "measured");
+}
+
+/// The walk's entry for the limit whose description starts with `what`.
+fn limit<'a>(plan: &'a Plan, what: &str) -> &'a super::limits::Reached {
+    plan.limits
+        .iter()
+        .find(|r| r.what.starts_with(what))
+        .unwrap_or_else(|| panic!("{what} in {:?}", plan.limits))
+}
+
+#[test]
+fn the_month_partition_takes_the_write_load_of_the_months_posts() {
+    let month = "the month's logical partition in archive: 10000 RU/s";
+    // Writes alone load it: every comment and like rewrites a copy of this month's.
+    let quiet = Workload {
+        views_per_day: 0.0,
+        ..community()
+    };
+    let busier = Workload {
+        likes_per_post: quiet.likes_per_post * 4.0,
+        ..quiet.clone()
+    };
+    let (now, then) = (planned(&quiet), planned(&busier));
+    assert!(limit(&now, month).load_now > 0.0);
+    assert!(limit(&then, month).load_now > limit(&now, month).load_now * 2.0);
+    assert!(limit(&now, month).scale.unwrap() > 1.0);
+    // A blog read by its archive meets that partition first.
+    let archived = planned(&Workload {
+        views_per_day: 200_000_000.0,
+        mix: Mix::parse("archive=1").unwrap(),
+        ..community()
+    });
+    let first = archived.first_limit.as_ref().unwrap();
+    assert_eq!(first.what, month, "{first:?}");
+    assert_eq!(first.at.flag, Some("--views-per-day"));
+    assert!(limit(&archived, "the month's logical partition in archive: 20 GB").scale > Some(1.0));
+}
+
+#[test]
+fn the_most_used_tags_partition_is_walked_and_needs_tags() {
+    let tag = "the most used tag's logical partition in tags: 10000 RU/s";
+    let untagged = planned(&Workload {
+        tags_per_post: 0.0,
+        ..community()
+    });
+    assert_eq!(limit(&untagged, tag).load_now, 0.0);
+    assert_eq!(limit(&untagged, tag).scale, None);
+    // Every post carries it at most: a second tag a post adds copies to other tags' partitions.
+    let one = planned(&Workload {
+        tags_per_post: 1.0,
+        ..community()
+    });
+    let three = planned(&Workload {
+        tags_per_post: 3.0,
+        ..community()
+    });
+    let (a, b) = (limit(&one, tag).load_now, limit(&three, tag).load_now);
+    assert!(a > 0.0 && (a - b).abs() < a * 1e-9, "{a} {b}");
+    let read = planned(&Workload {
+        views_per_day: 200_000_000.0,
+        mix: Mix::parse("tag=1").unwrap(),
+        ..community()
+    });
+    assert_eq!(read.first_limit.unwrap().what, tag);
 }

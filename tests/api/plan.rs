@@ -85,7 +85,7 @@ fn prices_can_be_overridden_by_flag_and_by_file() {
 
 #[test]
 fn bad_input_is_one_line_naming_the_flag_with_status_2() {
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 19] = [
         (&["--users", "-5"], "--users"),
         (&["--users", "0"], "--users"),
         (&["--users", "2.5"], "--users"),
@@ -99,7 +99,10 @@ fn bad_input_is_one_line_naming_the_flag_with_status_2() {
         (&["--regions", "0"], "--regions"),
         (&["--months", "0"], "--months"),
         (&["--mix", "front=abc"], "--mix"),
-        (&["--mix", "tag=10"], "--mix"),
+        (&["--mix", "banana=10"], "--mix"),
+        (&["--mix", "tag=-1"], "--mix"),
+        (&["--tags-per-post", "-1"], "--tags-per-post"),
+        (&["--tags-per-post", "11"], "--tags-per-post"),
         (&["--tenants", "3"], "--tenants"),
         (
             &["--price-storage-per-gb-month", "-0.25"],
@@ -165,4 +168,94 @@ fn the_layout_and_the_feed_cache_are_the_servers_own_settings() {
         .output();
     let multi: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(multi["workload"]["tenancy"], "multi", "{multi}");
+}
+
+/// `plan --json` with `args`: its answer.
+fn planned(args: &[&str]) -> serde_json::Value {
+    let (code, out, err) = plan(&[&["--json"], args].concat());
+    assert_eq!(code, Some(0), "{args:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn number(value: &serde_json::Value, pointer: &str) -> f64 {
+    value
+        .pointer(pointer)
+        .and_then(serde_json::Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} in {value}"))
+}
+
+#[test]
+fn tags_per_post_prices_a_copy_in_each_tags_partition() {
+    let default = planned(&[]);
+    assert_eq!(number(&default, "/workload/tags_per_post"), 1.5);
+    let none = planned(&["--tags-per-post", "0"]);
+    let one = planned(&["--tags-per-post", "1"]);
+    let four = planned(&["--tags-per-post", "4"]);
+    assert_eq!(number(&none, "/storage_gb/after/tags"), 0.0);
+    assert_eq!(number(&none, "/operations/C3.tags/ru_per_day"), 0.0);
+    for pointer in [
+        "/storage_gb/after/tags",
+        "/operations/C2.tags/ru_per_day",
+        "/operations/C3.tags/ru_per_day",
+        "/operations/C4.tags/ru_per_day",
+    ] {
+        let ratio = number(&four, pointer) / number(&one, pointer);
+        assert!((ratio - 4.0).abs() < 1e-9, "{pointer}: {ratio}");
+    }
+    // The month's copy is there whatever the tags, and comments and likes rewrite it.
+    for answer in [&none, &four] {
+        assert!(number(answer, "/storage_gb/after/archive") > 0.0);
+        assert!(number(answer, "/operations/C4.archive/ru_per_day") > 0.0);
+        assert!(number(answer, "/ru_per_second/peak_by_container/archive") > 0.0);
+    }
+    assert!(number(&four, "/ru_per_second/mean") > number(&none, "/ru_per_second/mean"));
+    let (code, table, err) = plan(&["--tags-per-post", "4"]);
+    assert_eq!(code, Some(0), "{err}");
+    for part in [
+        "and 4 tags each",
+        "C2.tags",
+        "C3.archive",
+        "tags 0.",
+        "archive 0.",
+    ] {
+        assert!(table.contains(part), "{part} in {table}");
+    }
+}
+
+#[test]
+fn the_mix_reads_tag_and_month_pages() {
+    let read = planned(&[
+        "--views-per-day",
+        "1000",
+        "--mix",
+        "front=8,tag=1,archive=1",
+    ]);
+    assert!((number(&read, "/workload/mix/tag") - 0.1).abs() < 1e-9);
+    for id in ["Q8", "Q9"] {
+        let per_day = number(&read, &format!("/operations/{id}/per_day"));
+        assert!((per_day - 100.0).abs() < 1e-6, "{id}: {per_day}");
+    }
+    assert_eq!(read["operations"]["Q8"]["used"], "reference estimate");
+    let unread = planned(&["--views-per-day", "1000"]);
+    assert_eq!(number(&unread, "/operations/Q8/per_day"), 0.0);
+    let limits: Vec<&str> = read["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|limit| limit["what"].as_str())
+        .collect();
+    for what in [
+        "the month's logical partition in archive: 10000 RU/s",
+        "the month's logical partition in archive: 20 GB",
+        "the most used tag's logical partition in tags: 10000 RU/s",
+    ] {
+        assert!(limits.contains(&what), "{what} in {limits:?}");
+    }
+    let (code, table, err) = plan(&["--mix", "tag=1,archive=1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        table.contains("\nQ8 ") && table.contains("\nQ9 "),
+        "{table}"
+    );
+    assert!(!table.contains("not built"), "{table}");
 }
