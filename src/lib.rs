@@ -23,22 +23,29 @@
 //! 6. `auth`, `blog`: who is calling; the blog's commands and queries on the model.
 //! 7. `copies`: the rules that derive the denormalised copies from their sources: the two
 //!    change-feed handlers, the cascades of a delete, the rebuild.
-//! 8. `api`, `verify`: the HTTP API; the checks and repairs of every invariant of the model.
-//! 9. `changefeed`, `web`: what drives the rules: the standalone pump, the delayed re-check;
-//!    the web pages, on the API's answers.
-//! 10. `functions`, `settings`, `transfer`: the Functions packaging and trigger adapter; the
-//!     process's settings; export and import.
+//! 8. `http`, `verify`: the HTTP plumbing both faces share (what every handler is given, the
+//!    extractors and typed path parameters, which blog a request addresses, what every request
+//!    must be, the router's own refusals, the caches of the blogs served); the checks and
+//!    repairs of every invariant of the model.
+//! 9. `api`, `web`, `changefeed`: the two faces of the blog on that plumbing, siblings that
+//!    never import each other: the HTTP API, the web pages; what drives the rules: the
+//!    standalone pump, the delayed re-check.
+//! 10. `functions`, `settings`, `transfer`: the Functions packaging and trigger adapter (a
+//!     third face: one function per operation and page); the process's settings; export and
+//!     import.
 //! 11. `startup`: puts the application together from its settings (`main`, the binary, sits
 //!     on top of it all).
 //!
 //! Why this order: the store knows nothing of what is stored in it beyond the domain's words,
 //! so it can be tested and swapped alone; telemetry observes the store and the HTTP layer
 //! without either knowing it is watched; the blog's commands and the copies' rules are the
-//! model, written once and used by the API, the checks, the pump and the Functions triggers
-//! alike; whatever decides *when* something runs (a request, a trigger, a timer, a command)
-//! sits above what it runs. A floor's module can then be read, and changed, knowing only the
-//! floors below it. `tests/api/layers.rs` reads this list and fails on an import that runs
-//! upward or sideways, or on files that import each other in a loop.
+//! model, written once and used by the API, the pages, the checks, the pump and the Functions
+//! triggers alike; the API and the pages are two faces of the same operations on the same
+//! HTTP plumbing, so neither reaches into the other; whatever decides *when* something runs
+//! (a request, a trigger, a timer, a command) sits above what it runs. A floor's module can
+//! then be read, and changed, knowing only the floors below it. `tests/api/layers.rs` reads
+//! this list and fails on an import that runs upward or sideways, or on files that import
+//! each other in a loop.
 
 pub mod api;
 pub mod auth;
@@ -49,6 +56,7 @@ pub mod copies;
 pub mod domain;
 pub mod error;
 pub mod functions;
+pub mod http;
 pub mod images;
 pub mod operations;
 pub mod plan;

@@ -19,10 +19,11 @@ use tower::util::MapFutureLayer;
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::api::{self, AppState};
+use crate::api;
 use crate::auth::Authenticator;
 use crate::changefeed::{self, BackgroundTask, Publisher, Pump, Recheck};
 use crate::functions;
+use crate::http::{self, AppState};
 use crate::images::Images;
 use crate::platform::Platform;
 use crate::problem::connection::ProblemListener;
@@ -213,7 +214,7 @@ async fn uri_too_long_page(router: &Router) -> Option<Vec<u8>> {
     use tower::ServiceExt;
 
     // Over the application's bound in the query, so that the page names no long path.
-    let target = format!("/?{}", "u".repeat(api::MAX_URI_BYTES));
+    let target = format!("/?{}", "u".repeat(http::MAX_URI_BYTES));
     let request = Request::get(target)
         .header(header::ACCEPT, "text/html")
         .body(Body::empty())
@@ -296,8 +297,8 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
 }
 
 /// What the settings keep in memory for readers.
-fn caches(settings: &Settings) -> api::Caches {
-    api::Caches::new(
+fn caches(settings: &Settings) -> http::Caches {
+    http::Caches::new(
         Duration::from_millis(settings.feed_cache_ms),
         settings.list_cache_mb.saturating_mul(1024 * 1024),
     )

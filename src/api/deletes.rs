@@ -4,10 +4,10 @@
 use axum::http::StatusCode;
 
 use super::description::{AuthorWriteFailures, NotFound, OwnUserFailures, PostWriteFailures};
-use super::images::BlogImages;
-use super::paths::{CommentPath, OwnUserPath, PostPath};
-use super::tenants::Command;
 use crate::error::Result;
+use crate::http::images::BlogImages;
+use crate::http::paths::{CommentPath, OwnUserPath, PostPath};
+use crate::http::tenants::Command;
 
 /// Delete an account
 ///

@@ -9,8 +9,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, Modify, OpenApi, ToResponse};
 
-use super::extract::PRINCIPAL_HEADER;
 use crate::domain::IdempotencyKey;
+use crate::http::extract::PRINCIPAL_HEADER;
 use crate::problem::{self, Problem};
 
 /// Security scheme of the principal header (App Service Authentication, `BLOG_AUTH=header`

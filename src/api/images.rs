@@ -1,12 +1,8 @@
 //! The routes of images in posts: upload, list one's own, delete. The bytes themselves are
 //! served at `/images/{imageId}` by the pages (`web`), where a browser finds them.
 
-use std::convert::Infallible;
-
 use axum::Json;
 use axum::body::Body;
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -16,13 +12,13 @@ use super::description::{
     CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, NotFound,
     OwnUserFailures,
 };
-use super::extract::{List, ListParams};
-use super::paths::{ImagePath, OwnUserPath};
-use super::state::AppState;
-use super::tenants::Command;
 use crate::domain::TenantId;
 use crate::error::{Error, Result};
-use crate::images::{ImageId, ImageItem, ImageRefusal, Images, Scope};
+use crate::http::extract::{List, ListParams};
+use crate::http::images::{BlogImages, image_path};
+use crate::http::paths::{ImagePath, OwnUserPath};
+use crate::http::tenants::Command;
+use crate::images::{ImageId, ImageItem, ImageRefusal};
 
 /// An image as the API answers it: where it is served and what it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -91,24 +87,6 @@ pub struct ImagePage {
     pub continuation: Option<String>,
 }
 
-/// The path where the image of `id` is served in `tenant`'s blog (or the one blog).
-pub fn image_path(tenant: Option<&TenantId>, id: &ImageId, width: Option<u32>) -> String {
-    let base = match tenant {
-        Some(tenant) => format!(
-            "/tenants/{}",
-            percent_encoding::utf8_percent_encode(
-                tenant.as_str(),
-                percent_encoding::NON_ALPHANUMERIC
-            )
-        ),
-        None => String::new(),
-    };
-    match width {
-        Some(width) => format!("{base}/images/{id}/{width}"),
-        None => format!("{base}/images/{id}"),
-    }
-}
-
 impl ImageView {
     pub fn of(item: &ImageItem, tenant: Option<&TenantId>) -> Self {
         Self {
@@ -129,28 +107,6 @@ impl ImageView {
                 .collect(),
             creation_date: item.creation_date.to_string(),
         }
-    }
-}
-
-/// The images of the blog a request addresses: the deployment's images (the limits of an
-/// upload and the store of their bytes), the scope of the blog's names in that store, and the
-/// tenant whose prefix their URLs are under.
-pub struct BlogImages {
-    pub store: Images,
-    pub scope: Scope,
-    pub tenant: Option<TenantId>,
-}
-
-impl FromRequestParts<AppState> for BlogImages {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
-        let tenant = parts.extensions.get::<TenantId>().cloned();
-        Ok(BlogImages {
-            store: state.images.clone(),
-            scope: Scope::of(tenant.as_ref()),
-            tenant,
-        })
     }
 }
 

@@ -1,24 +1,19 @@
-//! The HTTP API (axum). Each feature module exposes a `router()` whose handlers
-//! carry their OpenAPI description; this module puts them together with the cross-cutting
-//! layers: body limit, panic guard, telemetry, RU accounting, what every request must be
-//! (`admission`), and problem documents for unknown routes, methods and every other refusal.
+//! The HTTP API (axum), one of the two faces of the blog on the plumbing of [`crate::http`]
+//! (the pages, `web`, are the other; neither imports the other). Each feature module's
+//! handlers carry their OpenAPI description; this module puts them together with the
+//! cross-cutting layers: body limit, panic guard, telemetry, RU accounting, what every request
+//! must be (`http::admission`) and what its query may hold (`query_parameters`), and problem
+//! documents for unknown routes, methods and every other refusal.
 
-mod admission;
-mod blogs;
 mod deletes;
 mod description;
 mod docs;
-pub mod extract;
-pub mod feed_cache;
-pub mod images;
+mod images;
 pub mod openapi;
 mod pages;
-pub mod paths;
 mod posts;
-mod refusals;
+mod query_parameters;
 mod routes;
-mod state;
-pub mod tenants;
 mod users;
 mod views;
 
@@ -30,18 +25,14 @@ use axum::response::Response;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::http::refusals::{method_not_allowed, panic_problem, unknown_route};
+use crate::http::{AppState, MAX_BODY_BYTES, admission};
 use crate::store::charge::{self, RequestCharge};
 use crate::telemetry;
-pub use blogs::Caches;
 pub use pages::{CommentPage, LikePage, PostPage, UserPage};
-pub use refusals::{MAX_BODY_BYTES, MAX_BYTES_PER_CHAR, body_too_large, route_not_found};
-use refusals::{method_not_allowed, panic_problem, unknown_route};
 pub use routes::{
     DescribedOperation, HEALTH_PATH, blog_root, function_for, operations, routes, routes_for,
 };
-pub use state::AppState;
-
-pub use admission::{MAX_URI_BYTES, refuse_long_uri};
 
 /// The header that carries the request units a request consumed (Cosmos DB backend).
 pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
@@ -53,7 +44,9 @@ pub const REQUEST_CHARGE_HEADER: &str = "x-ms-request-charge";
 fn served_routes(state: &AppState) -> Router<AppState> {
     let noted = |routes: OpenApiRouter<AppState>| {
         routes
-            .route_layer(middleware::from_fn(admission::known_query_parameters))
+            .route_layer(middleware::from_fn(
+                query_parameters::known_query_parameters,
+            ))
             .route_layer(middleware::from_fn_with_state(
                 function_for as telemetry::http::FunctionOf,
                 telemetry::http::note_route,
@@ -92,30 +85,10 @@ async fn request_charge(request: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::MAX_BYTES_PER_CHAR;
-
-    /// The bytes of `text` as a JSON string escaped by Python's `json.dumps` (every UTF-16
-    /// unit outside ASCII as `\uXXXX`).
-    fn escaped_bytes(text: &str) -> usize {
-        text.chars()
-            .map(|c| if c.is_ascii() { 1 } else { 6 * c.len_utf16() })
-            .sum()
-    }
-
-    #[test]
-    fn no_character_takes_more_than_the_bound_however_it_is_encoded() {
-        let widest = (0..=u32::from(char::MAX))
-            .filter_map(char::from_u32)
-            .map(|c| (escaped_bytes(&c.to_string()).max(3 * c.len_utf8()), c))
-            .max()
-            .unwrap_or_default();
-        assert_eq!(widest.0, MAX_BYTES_PER_CHAR, "{:?}", widest.1);
-    }
-
     #[test]
     fn the_description_of_413_names_the_limit() {
         use utoipa::ToResponse;
-        let digits = super::MAX_BODY_BYTES.to_string();
+        let digits = crate::http::MAX_BODY_BYTES.to_string();
         let (head, tail) = digits.split_at(digits.len() - 3);
         let (first, middle) = head.split_at(head.len() - 3);
         let response = super::description::PayloadTooLarge::response().1;

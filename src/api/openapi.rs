@@ -16,10 +16,10 @@ use utoipa::{IntoParams, PartialSchema, ToResponse, ToSchema};
 
 use super::description::{BadRequest, Forbidden, NotFound, PRINCIPAL_SCHEME};
 use super::docs::ServedDocument;
-use super::paths::TenantPath;
 use super::routes;
-use super::state::AppState;
 use crate::domain::TenantId;
+use crate::http::AppState;
+use crate::http::paths::TenantPath;
 use crate::store::Tenancy;
 
 /// The complete document of the `single` layout (the committed `openapi.json`).

@@ -13,16 +13,16 @@ use super::description::{
     AuthorWriteFailures, ItemReadFailures, JsonBodyFailures, KeyedCreateFailures,
     PostWriteFailures, ReadFailures,
 };
-use super::extract::{
-    FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
-};
 use super::pages::{CommentPage, LikePage, PostPage, WireItem, WirePage, created_or_existing};
-use super::paths::PostPath;
-use super::tenants::{Command, CurrentScope, Reading};
 use crate::domain::{
     Comment, CommentContent, Like, Post, PostContent, PostStatus, Publication, Tags, Title,
 };
 use crate::error::Result;
+use crate::http::extract::{
+    FeedLimit, IdempotencyKeyHeader, IdempotencyParams, JsonBody, List, ListParams,
+};
+use crate::http::paths::PostPath;
+use crate::http::tenants::{Command, CurrentScope, Reading};
 
 // The fields are strings here and parsed by the handler, so that a refusal names its field;
 // their schemas are the domain types' (exactly what parsing takes).

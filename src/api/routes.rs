@@ -16,8 +16,9 @@ use utoipa::openapi::path::{Operation, PathItem};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use super::state::AppState;
-use super::{deletes, description, docs, images, posts, tenants, users, views};
+use super::{deletes, description, docs, images, posts, users, views};
+use crate::http::AppState;
+use crate::http::tenants;
 use crate::operations::{ROUTE_PREFIX, tenant_prefix};
 use crate::store::Tenancy;
 

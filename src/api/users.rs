@@ -10,12 +10,12 @@ use utoipa::ToSchema;
 use super::description::{
     Conflict, ItemReadFailures, JsonBodyFailures, NotFound, OwnUserFailures, ReadFailures,
 };
-use super::extract::{JsonBody, List, ListParams};
 use super::pages::{PostPage, UserPage, WireItem, WirePage, created_or_existing};
-use super::paths::{AuthorPath, OwnUserPath, UserPath};
-use super::tenants::{Command, CurrentBlog};
 use crate::domain::{Post, User, Username};
 use crate::error::{Error, Result};
+use crate::http::extract::{JsonBody, List, ListParams};
+use crate::http::paths::{AuthorPath, OwnUserPath, UserPath};
+use crate::http::tenants::{Command, CurrentBlog};
 
 #[derive(Deserialize, ToSchema)]
 pub(super) struct UserBody {

@@ -7,12 +7,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::description::ReadFailures;
-use super::extract::{List, ListParams};
 use super::pages::{PostPage, WirePage};
-use super::paths::{MonthPath, TagPath};
-use super::tenants::CurrentBlog;
 use crate::domain::{ArchiveMonth, Post};
 use crate::error::Result;
+use crate::http::extract::{List, ListParams};
+use crate::http::paths::{MonthPath, TagPath};
+use crate::http::tenants::CurrentBlog;
 
 /// The archive's months: `{"items": [...], "continuation": null}`, like the feed.
 #[derive(Serialize, ToSchema)]

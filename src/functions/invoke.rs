@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::time::Duration;
 
-use crate::api::AppState;
 use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 use crate::copies::Source;
+use crate::http::AppState;
 use crate::problem::Problem;
 use crate::telemetry::metrics;
 

@@ -14,10 +14,10 @@ use axum::routing::post;
 use invoke::Timer;
 pub use invoke::{DecodeError, InvocationResult, decode_documents, parse_invocation};
 
-use crate::api::AppState;
 use crate::changefeed::publisher::{self, Publisher};
 use crate::changefeed::recheck::{self, Recheck};
 use crate::copies::Source;
+use crate::http::AppState;
 
 /// Trigger invocations carry whole batches of documents (up to
 /// [`metadata::MAX_ITEMS_PER_INVOCATION`] items of up to 2 MB, escaped twice), far above the

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::api::paths::FilePath;
+use crate::http::paths::FilePath;
 use crate::problem::Problem;
 
 pub const ROUTE: &str = "/assets/{file}";

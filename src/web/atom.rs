@@ -24,12 +24,12 @@ use super::excerpt::{LIST_EXCERPT_CHARS, excerpt_of_short};
 use super::page_caches::FeedChange;
 use super::pages::{canonical_post_href, tag_href, user_href};
 use super::site::Site;
-use crate::api::AppState;
-use crate::api::paths::{TagPath, UserPath};
-use crate::api::tenants::CurrentScope;
 use crate::blog::{Blog, ListRequest, PageSize};
 use crate::domain::{Post, Tag, TenantId, Timestamp, UserId};
 use crate::error::{Error, Result};
+use crate::http::AppState;
+use crate::http::paths::{TagPath, UserPath};
+use crate::http::tenants::CurrentScope;
 
 /// Entries per feed: the latest posts, as many as a page of the API's lists.
 pub const FEED_ENTRIES: PageSize = PageSize::DEFAULT;

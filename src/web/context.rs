@@ -14,11 +14,11 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use super::assets;
 use super::guard;
 use super::site::Site;
-use crate::api::AppState;
-use crate::api::tenants::CurrentBlog;
 use crate::auth::Authenticator;
 use crate::blog::Blog;
 use crate::domain::{TenantId, UserId};
+use crate::http::AppState;
+use crate::http::tenants::CurrentBlog;
 use crate::problem::Problem;
 
 /// What a path segment or a query value may keep unencoded (RFC 3986's unreserved).

@@ -20,11 +20,11 @@ use serde::de::DeserializeOwned;
 use super::context::{BlogPage, Identity, Layout, PageContext, encode};
 use super::guard;
 use super::pages::{PostReading, canonical_post_href, likes_text, post_href, post_page_of};
-use crate::api::paths::{CommentPath, PostPath};
 use crate::domain::{
     CommentContent, Post, PostContent, PostId, Publication, Tags, Title, UserId, ValidationError,
 };
 use crate::error::Error;
+use crate::http::paths::{CommentPath, PostPath};
 use crate::problem::Problem;
 
 /// What a form handler answers when it does not go on: a problem (shown as an error page)
@@ -68,7 +68,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for FormBody<T> {
             Err(FormRejection::BytesRejection(e))
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
             {
-                Err(crate::api::body_too_large())
+                Err(crate::http::body_too_large())
             }
             Err(other) => Err(Problem::new(
                 StatusCode::BAD_REQUEST,

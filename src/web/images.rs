@@ -6,9 +6,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{AppendHeaders, IntoResponse, Response};
 
-use crate::api::images::BlogImages;
-use crate::api::paths::{ImagePath, RenditionPath};
 use crate::error::Error;
+use crate::http::images::BlogImages;
+use crate::http::paths::{ImagePath, RenditionPath};
 use crate::images::{ImageFormat, ImageId, ImageKey};
 use crate::problem::Problem;
 

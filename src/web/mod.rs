@@ -37,7 +37,7 @@ use axum::{Extension, Router};
 use tower::ServiceExt;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::api::AppState;
+use crate::http::AppState;
 use crate::problem::Problem;
 use crate::store::Tenancy;
 use crate::telemetry;
@@ -70,7 +70,7 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site)
         // The same pages below each tenant's root, the tenant read from the path before
         // anything else; the site's root is no blog's.
         Tenancy::Multi => noted(routes::blog_pages().mounted_at(TENANT_PAGES_PREFIX))
-            .route_layer(middleware::from_fn(crate::api::tenants::address_tenant)),
+            .route_layer(middleware::from_fn(crate::http::tenants::address_tenant)),
     }
     .layer(middleware::from_fn(telemetry::http::observe))
     .layer(middleware::from_fn(answer_conditionally))
@@ -97,9 +97,9 @@ pub fn router(state: AppState, api: Router, allowed: AllowedOrigins, site: Site)
             guard::refuse_cross_site,
         ))
         .layer(axum::extract::DefaultBodyLimit::max(
-            crate::api::MAX_BODY_BYTES,
+            crate::http::MAX_BODY_BYTES,
         ))
-        .layer(middleware::from_fn(crate::api::refuse_long_uri))
+        .layer(middleware::from_fn(crate::http::refuse_long_uri))
         .layer(middleware::from_fn_with_state(
             (state, Arc::clone(&site)),
             error_pages,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use super::markdown::RenderedPosts;
-use crate::api::feed_cache::FeedItems;
 use crate::domain::Timestamp;
+use crate::http::feed_cache::FeedItems;
 
 /// How many blogs' front-page lists are kept (one in `single`; in `multi`, the busiest
 /// tenants').

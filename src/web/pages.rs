@@ -16,12 +16,12 @@ use super::excerpt::{DESCRIPTION_CHARS, LIST_EXCERPT_CHARS, excerpt, excerpt_of_
 use super::markdown;
 use super::meta::{self, OpenGraph, Posting};
 use super::page_caches::FrontList;
-use crate::api::feed_cache::FeedItems;
-use crate::api::paths::{PostPath, SluggedPostPath, UserPath};
-use crate::api::tenants::CurrentScope;
 use crate::blog::{Blog, ListRequest, Listing, PageSize};
 use crate::domain::{Comment, Like, Post, PostId, Publication, Slug, Timestamp, UserId};
 use crate::error::{Error, Result};
+use crate::http::feed_cache::FeedItems;
+use crate::http::paths::{PostPath, SluggedPostPath, UserPath};
+use crate::http::tenants::CurrentScope;
 use crate::images::{ImageId, ImageItem};
 use crate::words::count;
 

@@ -12,7 +12,7 @@ use axum::routing::{MethodRouter, get, post};
 use super::atom::{Atom, author_feed, front_feed, tag_feed};
 use super::json_feed::JsonFeed;
 use super::{account, assets, forms, images, pages, uploads, views};
-use crate::api::AppState;
+use crate::http::AppState;
 
 /// Whether a page belongs to a blog (under `/tenants/{tenantId}` in `multi`) or to the site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

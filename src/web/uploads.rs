@@ -11,15 +11,15 @@ use bytes::{Bytes, BytesMut};
 
 use super::context::{BlogPage, PageContext};
 use super::forms::{FormResult, PostForm, Unsent, write_page};
-use crate::api::images::{BlogImages, image_path};
-use crate::api::paths::PostPath;
 use crate::domain::PostId;
 use crate::error::Error;
+use crate::http::images::{BlogImages, image_path};
+use crate::http::paths::PostPath;
 use crate::images::ImageRefusal;
 use crate::problem::Problem;
 
 /// The text fields of the form, together, at most (the post's own limit, with room to spare).
-const MAX_TEXT_BYTES: usize = crate::api::MAX_BODY_BYTES;
+const MAX_TEXT_BYTES: usize = crate::http::MAX_BODY_BYTES;
 
 /// What the form sent.
 #[derive(Default)]
@@ -162,7 +162,7 @@ async fn read_form(mut multipart: Multipart, max_image_bytes: usize) -> Result<S
         let bytes = read_field(
             field,
             MAX_TEXT_BYTES - text_bytes,
-            crate::api::body_too_large,
+            crate::http::body_too_large,
         )
         .await?;
         text_bytes += bytes.len();

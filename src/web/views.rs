@@ -12,9 +12,9 @@ use axum::response::{IntoResponse, Response};
 use super::context::{BlogPage, FeedLink, Layout, PageContext};
 use super::markdown::escape_markup;
 use super::pages::{Paging, PostView, canonical_post_href, next_href, tag_href};
-use crate::api::paths::{MonthPath, TagPath};
 use crate::domain::{Month, MonthCount, Post};
 use crate::error::Result;
+use crate::http::paths::{MonthPath, TagPath};
 use crate::store::Page;
 use crate::words::count;
 

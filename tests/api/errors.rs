@@ -185,7 +185,7 @@ fn ascii_json(value: &Value) -> String {
 
 async fn bodies_over_the_limit_are_413_and_every_text_the_fields_take_fits(app: TestApp) {
     app.register("ada", "Ada").await;
-    let limit = cosmos_blog::api::MAX_BODY_BYTES;
+    let limit = cosmos_blog::http::MAX_BODY_BYTES;
     let big = "x".repeat(limit + 1);
     let response = app
         .write_post("ada", json!({"title": "t", "content": big}))

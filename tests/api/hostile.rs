@@ -323,7 +323,7 @@ fn cases(post: &str) -> Vec<Case> {
         case("an unserved method", Method::PATCH, "/api/feed")
             .refused(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
         case("a body past the limit", Method::POST, posts)
-            .bytes(&vec![b' '; cosmos_blog::api::MAX_BODY_BYTES + 1])
+            .bytes(&vec![b' '; cosmos_blog::http::MAX_BODY_BYTES + 1])
             .refused(StatusCode::PAYLOAD_TOO_LARGE, "body-too-large"),
     ]
 }

@@ -242,7 +242,7 @@ impl Call {
     /// A JSON body over the body limit.
     fn too_large(self) -> Self {
         let mut bytes = b"{\"content\": \"".to_vec();
-        bytes.resize(cosmos_blog::api::MAX_BODY_BYTES + 16, b'x');
+        bytes.resize(cosmos_blog::http::MAX_BODY_BYTES + 16, b'x');
         bytes.extend_from_slice(b"\"}");
         Self {
             body: Body::Raw("application/json", bytes),

@@ -1,4 +1,5 @@
-//! What every handler is given: the blogs the deployment serves and who the caller is.
+//! What every handler is given, the API's and the pages' alike: the blogs the deployment
+//! serves, who the caller is, and the store of images' bytes.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! What the router itself answers: a route or a method it does not serve, and a handler that
-//! panicked.
+//! What the router itself answers, for the API and the pages' forms alike: a route or a
+//! method it does not serve, a body over the limit, and a handler that panicked.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -24,7 +24,7 @@ pub const MAX_BODY_BYTES: usize = MAX_BYTES_PER_CHAR
     * (crate::domain::PostContent::MAX_CHARS + crate::domain::Title::MAX_CHARS)
     + BODY_STRUCTURE_BYTES;
 
-pub(super) async fn unknown_route() -> Problem {
+pub async fn unknown_route() -> Problem {
     route_not_found()
 }
 
@@ -48,7 +48,7 @@ pub fn body_too_large() -> Problem {
     )
 }
 
-pub(super) async fn method_not_allowed() -> Problem {
+pub async fn method_not_allowed() -> Problem {
     Problem::new(
         StatusCode::METHOD_NOT_ALLOWED,
         "method-not-allowed",
@@ -56,7 +56,7 @@ pub(super) async fn method_not_allowed() -> Problem {
     )
 }
 
-pub(super) fn panic_problem(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub fn panic_problem(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("a request handler panicked");
     Problem::new(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -64,4 +64,27 @@ pub(super) fn panic_problem(_: Box<dyn std::any::Any + Send + 'static>) -> Respo
         "something went wrong on our side; it has been logged",
     )
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_BYTES_PER_CHAR;
+
+    /// The bytes of `text` as a JSON string escaped by Python's `json.dumps` (every UTF-16
+    /// unit outside ASCII as `\uXXXX`).
+    fn escaped_bytes(text: &str) -> usize {
+        text.chars()
+            .map(|c| if c.is_ascii() { 1 } else { 6 * c.len_utf16() })
+            .sum()
+    }
+
+    #[test]
+    fn no_character_takes_more_than_the_bound_however_it_is_encoded() {
+        let widest = (0..=u32::from(char::MAX))
+            .filter_map(char::from_u32)
+            .map(|c| (escaped_bytes(&c.to_string()).max(3 * c.len_utf8()), c))
+            .max()
+            .unwrap_or_default();
+        assert_eq!(widest.0, MAX_BYTES_PER_CHAR, "{:?}", widest.1);
+    }
 }

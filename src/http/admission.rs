@@ -1,23 +1,18 @@
-//! What a request must be before a handler reads it, checked once for every route: each
-//! header the API reads is sent at most once, the URL is of a bounded length, and the query
-//! holds only parameters its operation takes. And what every refusal looks like: a problem
-//! document, also when the refusal comes from below the handlers (axum's own rejections).
+//! What a request must be before a handler reads it. Of every request, the pages' as the
+//! API's: a URL of a bounded length ([`refuse_long_uri`]). Of the API's, checked once for
+//! every route ([`admit`]): that, and each header the API reads sent at most once; and what
+//! every refusal looks like: a problem document, also when the refusal comes from below the
+//! handlers (axum's own rejections). That a query holds only the parameters its operation
+//! takes is read from the API's description, so it is the API's own check.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::LazyLock;
-
-use axum::body::Body;
-use axum::extract::{MatchedPath, Query, Request};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use utoipa::openapi::RefOr;
-use utoipa::openapi::path::ParameterIn;
 
 use crate::auth::PRINCIPAL_HEADER;
 use crate::domain::IDEMPOTENCY_KEY_HEADER;
 use crate::problem::{self, Problem};
-use crate::store::Tenancy;
 
 /// The request headers the API reads, each of which must come at most once: a request that
 /// says two things (two callers, two media types, two keys) is refused rather than read as
@@ -141,88 +136,10 @@ fn bare_code(status: StatusCode) -> (&'static str, &'static str) {
     }
 }
 
-/// The query parameters each operation takes, by method and route template (as the routes
-/// are mounted in either layout: `/api/...` or `/api/tenants/{tenantId}/...`): read from the
-/// API description, so that what is refused is exactly what the description does not list.
-static QUERY_PARAMETERS: LazyLock<HashMap<(Method, String), BTreeSet<String>>> =
-    LazyLock::new(|| {
-        let mut taken = HashMap::new();
-        let paths = [Tenancy::Single, Tenancy::Multi]
-            .into_iter()
-            .flat_map(|tenancy| {
-                super::routes::described_routes(tenancy)
-                    .into_openapi()
-                    .paths
-                    .paths
-            });
-        for (path, item) in paths {
-            let operations = [
-                (Method::GET, item.get),
-                (Method::PUT, item.put),
-                (Method::POST, item.post),
-                (Method::DELETE, item.delete),
-                (Method::PATCH, item.patch),
-            ];
-            for (method, operation) in operations {
-                let Some(operation) = operation else { continue };
-                let names = operation
-                    .parameters
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|parameter| match parameter {
-                        RefOr::T(p) if p.parameter_in == ParameterIn::Query => Some(p.name),
-                        _ => None,
-                    })
-                    .collect();
-                taken.insert((method, path.clone()), names);
-            }
-        }
-        taken
-    });
-
-/// A route layer: a query parameter the operation does not take is a 400 (`invalid-query`,
-/// naming it) instead of being ignored, so that a client's typo or a parameter of another
-/// operation never passes for one that was applied.
-pub async fn known_query_parameters(request: Request, next: Next) -> Response {
-    if let Some(refusal) = unknown_query_parameter(&request) {
-        return refusal.into_response();
-    }
-    next.run(request).await
-}
-
-fn unknown_query_parameter(request: &Request<Body>) -> Option<Problem> {
-    let route = request.extensions().get::<MatchedPath>()?.as_str();
-    let taken = QUERY_PARAMETERS.get(&(request.method().clone(), route.to_owned()))?;
-    let sent = match Query::<Vec<(String, String)>>::try_from_uri(request.uri()) {
-        Ok(Query(sent)) => sent,
-        Err(rejection) => {
-            return Some(Problem::new(
-                StatusCode::BAD_REQUEST,
-                "invalid-query",
-                rejection.body_text(),
-            ));
-        }
-    };
-    let (unknown, _) = sent.into_iter().find(|(name, _)| !taken.contains(name))?;
-    let takes = match taken.is_empty() {
-        true => "no query parameters".to_owned(),
-        false => {
-            let names: Vec<String> = taken.iter().map(|n| format!("`{n}`")).collect();
-            format!("only {}", names.join(", "))
-        }
-    };
-    Some(Problem {
-        field: Some(unknown.clone().into()),
-        ..Problem::new(
-            StatusCode::BAD_REQUEST,
-            "invalid-query",
-            format!("unknown query parameter `{unknown}`: this operation takes {takes}"),
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::body::Body;
+
     use super::*;
 
     #[tokio::test]

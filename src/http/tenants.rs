@@ -1,6 +1,7 @@
 //! Which blog a request addresses. In the `single` layout there is one; in `multi` each
-//! tenant is a blog of its own, addressed as `/api/tenants/{tenantId}/...`: the same
-//! operations are mounted there, the tenant is read from the path ([`address_tenant`]), and
+//! tenant is a blog of its own, addressed as `/api/tenants/{tenantId}/...` (its pages as
+//! `/tenants/{tenantId}/...`): the same operations and pages are mounted there, the tenant is
+//! read from the path ([`address_tenant`]), and
 //! every store access of the handlers goes through that tenant's view of the store
 //! (`TenantStore`). With the blog come who asks: the caller of a command ([`Command`]) or
 //! the viewer of a read ([`Reading`]).
