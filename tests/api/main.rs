@@ -17,6 +17,7 @@ mod erasure_restart;
 mod errors;
 mod faults;
 mod feed;
+mod feed_storm;
 mod hostile;
 mod hot_posts;
 mod idempotency;
