@@ -235,7 +235,7 @@ fn item_id(operation: &BatchOperation) -> Option<&str> {
         BatchOperation::Create { item }
         | BatchOperation::Upsert { item }
         | BatchOperation::Replace { item, .. } => item.get("id").and_then(Value::as_str),
-        BatchOperation::Delete { id } => Some(id),
+        BatchOperation::Delete { id, .. } => Some(id),
     }
 }
 
@@ -244,7 +244,7 @@ fn operation_bytes(operation: &BatchOperation) -> usize {
         BatchOperation::Create { item }
         | BatchOperation::Upsert { item }
         | BatchOperation::Replace { item, .. } => serde_json::to_vec(item).map_or(0, |v| v.len()),
-        BatchOperation::Delete { id } => id.len(),
+        BatchOperation::Delete { id, .. } => id.len(),
     }
 }
 

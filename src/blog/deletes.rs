@@ -114,7 +114,10 @@ impl Blog {
             .apply(post_id, async {
                 allowed.await?;
                 let change = Change {
-                    operation: BatchOperation::Delete { id: item_id },
+                    operation: BatchOperation::Delete {
+                        id: item_id,
+                        if_match: None,
+                    },
                     delta: delta.negated(),
                     refused: gone_meanwhile,
                     asked_by: Some(caller.clone()),
@@ -148,6 +151,7 @@ impl Blog {
         let operations = vec![
             BatchOperation::Delete {
                 id: user_id.to_string(),
+                if_match: None,
             },
             // Upsert: an earlier erasure's marker is replaced by this later one, which
             // covers everything the earlier one did.

@@ -35,7 +35,7 @@ pub(super) const DELETE_CONCURRENCY: usize = 8;
 /// Removes what is derived from the deleted post `post_id` of `author` apart from its feed
 /// copy: its view copies, its copy in `users`, its comments and likes, and its place in the
 /// schedule. Its feed copy leaves with the feed's write of the batch, in the same
-/// transactional batch as the posts that take its place (see `feed::FeedWindow`), so that a
+/// transactional batch as the posts that take its place (see `feed::keep_feed`), so that a
 /// delivery that stops halfway cannot leave the feed short.
 pub(super) async fn clear_deleted_post(
     store: &Arc<dyn Store>,
@@ -202,7 +202,10 @@ async fn delete_counted(
     let changes = children
         .into_iter()
         .map(|child| Change {
-            operation: BatchOperation::Delete { id: child.id },
+            operation: BatchOperation::Delete {
+                id: child.id,
+                if_match: None,
+            },
             delta: if child.is_like {
                 CountDelta::ONE_LIKE
             } else {

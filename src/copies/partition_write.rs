@@ -53,6 +53,6 @@ impl PartitionWrite {
     }
 }
 
-pub(super) fn is_delete(operation: &BatchOperation) -> bool {
+fn is_delete(operation: &BatchOperation) -> bool {
     matches!(operation, BatchOperation::Delete { .. })
 }

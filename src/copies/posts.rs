@@ -9,8 +9,8 @@ use futures::{StreamExt, stream};
 use serde_json::Value;
 
 use super::deletes::clear_deleted_post;
-use super::feed::{FeedWindow, trim_feed};
-use super::partition_write::{PartitionWrite, is_delete};
+use super::feed::{FeedChange, keep_feed};
+use super::partition_write::PartitionWrite;
 use super::schedule::keep_schedule;
 use super::shared::{
     HANDLER_CONCURRENCY, Report, current_version, documents_of, settle, to_value, tombstones_of,
@@ -49,12 +49,13 @@ pub async fn on_post_changed(store: &Arc<dyn Store>, documents: &[Value]) -> Sto
 
 /// The copies of a batch's posts: reads first (each post's current version and its author
 /// copy, side by side), then the writes, one transactional batch per target partition: the
-/// view copies that leave, then at once the author copies that changed, per author, and the
-/// feed's changes (copies added or updated, posts that left it and those that take their
-/// places, posts pushed past the bound) in its one partition, then the view copies that
-/// arrive. A batch of posts is so a handful of writes instead of one per copy and one per
+/// view copies that leave, then at once the author copies that changed, per author, then the
+/// view copies that arrive, and last the feed's changes (copies added or updated, posts that
+/// left it and those that take their places, posts pushed past the bound) in its one
+/// partition. A batch of posts is so a handful of writes instead of one per copy and one per
 /// trimmed post, each waiting for the one before (on the embedded store they also share one
-/// commit of its one writer).
+/// commit of its one writer). The feed comes after the author copies: a refill reads the
+/// most recent of them, and must find this batch's (see `feed`).
 ///
 /// `gone`: deleted posts of this batch, cleared up already but for their feed copies.
 async fn copy_posts(
@@ -89,26 +90,7 @@ async fn copy_posts(
         .collect();
     let result = move_posts(store, &placed, Move::Leave).await;
     settle(result, "views of posts (leaving)".to_owned(), report)?;
-    // The feed: decide post by post against one window (order matters there).
-    let mut feed = FeedWindow::load(store).await?;
-    for id in &gone {
-        feed.remove(id);
-    }
-    for (copy, _) in &copies {
-        feed.admit(copy);
-    }
-    feed.refill(store).await?;
-    let feed_write = feed.changes()?;
-    // Handlers running side by side (Functions instances) may each have added posts that
-    // push others past the bound, and a feed write cut short leaves the additions without
-    // the deletes: whatever lies past the bound then goes, once this batch is written.
-    let needs_trim = feed.over_bound()
-        || feed_write
-            .as_ref()
-            .is_some_and(|write| write.operations.iter().any(|(_, op)| !is_delete(op)));
-    let mut writes = author_copy_writes(&copies)?;
-    writes.extend(feed_write);
-    let done: Vec<_> = stream::iter(writes)
+    let done: Vec<_> = stream::iter(author_copy_writes(&copies)?)
         .map(|write| write.run(store))
         .buffer_unordered(HANDLER_CONCURRENCY)
         .collect()
@@ -119,15 +101,25 @@ async fn copy_posts(
     // Only now that the author copies name their new places may the copies arrive there.
     let result = move_posts(store, &placed, Move::Arrive).await;
     settle(result, "views of posts (arriving)".to_owned(), report)?;
-    let current: Vec<Post> = copies.iter().map(|(copy, _)| copy.clone()).collect();
+    let feed_changes: Vec<_> = gone
+        .into_iter()
+        .map(FeedChange::Gone)
+        .chain(copies.iter().map(|(copy, existing)| FeedChange::Copy {
+            copy: copy.clone(),
+            was_listed: listed(existing.as_ref()),
+        }))
+        .collect();
+    report.merge(keep_feed(store, &feed_changes).await?);
+    let current: Vec<Post> = copies.into_iter().map(|(copy, _)| copy).collect();
     report.merge(keep_schedule(store, current).await?);
-    if needs_trim {
-        match trim_feed(store).await {
-            Ok(part) => report.merge(part),
-            Err(e) => settle(Err(e), "feed trim".to_owned(), report)?,
-        }
-    }
     Ok(())
+}
+
+/// Whether an author copy as stored lists its post as published.
+fn listed(author_copy: Option<&Value>) -> bool {
+    author_copy
+        .and_then(|item| serde_json::from_value::<Post>(item.clone()).ok())
+        .is_some_and(|post| post.is_published())
 }
 
 /// What became of a changed post: its short copy and its author's copy of it as stored (if

@@ -51,7 +51,7 @@ pub(super) async fn keep_schedule(store: &Arc<dyn Store>, posts: Vec<Post>) -> S
             (Some(item), _) => operations.push((what, BatchOperation::Upsert { item })),
             (None, Some(_)) => {
                 let id = post.id.to_string();
-                operations.push((what, BatchOperation::Delete { id }));
+                operations.push((what, BatchOperation::Delete { id, if_match: None }));
             }
             (None, None) => {}
         }

@@ -227,7 +227,13 @@ fn copy_operation(
             0,
         )),
         (None, Some(item)) => Some((BatchOperation::Create { item: item.clone() }, 1)),
-        (Some(_), None) => Some((BatchOperation::Delete { id: id.to_string() }, -1)),
+        (Some(_), None) => {
+            let delete = BatchOperation::Delete {
+                id: id.to_string(),
+                if_match: None,
+            };
+            Some((delete, -1))
+        }
         (None, None) => None,
     }
 }

@@ -195,10 +195,22 @@ pub struct Document {
 /// logical partition and either all take effect or none does.
 #[derive(Debug, Clone)]
 pub enum BatchOperation {
-    Create { item: Value },
-    Upsert { item: Value },
-    Replace { item: Value, if_match: Option<ETag> },
-    Delete { id: String },
+    Create {
+        item: Value,
+    },
+    Upsert {
+        item: Value,
+    },
+    Replace {
+        item: Value,
+        if_match: Option<ETag>,
+    },
+    /// `if_match`: only if the item is still the version of that etag (else the batch fails
+    /// with [`StoreError::PreconditionFailed`] at this operation).
+    Delete {
+        id: String,
+        if_match: Option<ETag>,
+    },
 }
 
 /// A page of the change log of one container, in commit order, with the checkpoint that

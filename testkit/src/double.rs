@@ -146,7 +146,7 @@ fn item_id(item: &Value) -> &str {
 
 fn operation_id(operation: &BatchOperation) -> &str {
     match operation {
-        BatchOperation::Delete { id } => id,
+        BatchOperation::Delete { id, .. } => id,
         write => write.item().map(item_id).unwrap_or_default(),
     }
 }

@@ -51,27 +51,29 @@ async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
     );
     let metrics = metered.take();
     // Per author one point read (the username check of the rename race); per post three point
-    // reads (its current version, its author's copy, its copy in the archive); one read of the
-    // feed; three author batches and one feed batch; one query past the feed's bound; per
-    // archive batch a read of the count and the batch; a read and a write of the index; one
-    // query of the schedule (no post is scheduled: nothing written there).
+    // reads (its current version, its author's copy, its copy in the archive); three author
+    // batches; the feed read twice (the write changes which posts it holds, so it is read
+    // again before it is fenced; an empty feed has no oldest copy to fence with) and one feed
+    // batch; per archive batch a read of the count and the batch; a read and a write of the
+    // index; one query of the schedule (no post is scheduled: nothing written there).
     assert_eq!(
         metrics.requests,
-        3 + 150 * 3 + 1 + 3 + 1 + 1 + 2 * 2 + 2 + 1
+        3 + 150 * 3 + 3 + 2 + 1 + 2 * 2 + 2 + 1
     );
     assert_eq!(metrics.items_written, 250 + archive as u64);
     assert_eq!(feed_ids(&app.store).await, newest(50..150));
 
     // 30 newer posts by one author: their copies and the trim of the 30 they push out of
     // the feed go in one feed batch, their archive copies and the month's count in one
-    // archive batch.
+    // archive batch. The feed's batch deletes its oldest copy under If-Match (the fence), read
+    // between two reads of the feed.
     let batch: Vec<Value> = (150..180).map(|n| post_document(n, "ada")).collect();
     let report = on_post_changed(&store, &batch).await.unwrap();
     assert_eq!(report.written, 30 + 30 + 30 + (30 + 1) + 1);
     let metrics = metered.take();
     assert_eq!(
         metrics.requests,
-        1 + 30 * 3 + 1 + 1 + 1 + 1 + (1 + 1) + 2 + 1
+        1 + 30 * 3 + 1 + (1 + 1 + 1) + 1 + (1 + 1) + 2 + 1
     );
     assert_eq!(feed_ids(&app.store).await, newest(80..180));
 
@@ -110,7 +112,9 @@ async fn a_feed_past_its_bound_is_trimmed_by_the_next_delivery(app: TestApp) {
     assert_eq!(feed_ids(store).await.len(), 130);
 
     let report = on_post_changed(store, &batch[100..]).await.unwrap();
-    assert_eq!(report.written, 30, "the trim alone");
+    // The trim changes which posts the feed holds: the feed's oldest copy is rewritten with
+    // it, under If-Match, so that no other handler's write decided on the same feed goes in.
+    assert_eq!(report.written, 30 + 1, "the trim alone, and its fence");
     assert_eq!(feed_ids(store).await.len(), 100);
     assert_eq!(feed_ids(store).await, newest(30..130));
 }

@@ -21,6 +21,7 @@ mod erasure_restart;
 mod errors;
 mod faults;
 mod feed;
+mod feed_storm;
 mod functions;
 mod harness_smoke;
 mod hostile;

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use azure_data_cosmos::feed::{ContinuationToken, FeedScope};
 use azure_data_cosmos::models::ItemResponse;
 use azure_data_cosmos::options::{
-    BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, QueryOptions,
+    BatchDeleteOptions, BatchReplaceOptions, ChangeFeedOptions, ChangeFeedStartFrom, QueryOptions,
 };
 use azure_data_cosmos::{CosmosError, TransactionalBatch};
 use futures::StreamExt;
@@ -167,7 +167,12 @@ impl Store for CosmosStore {
                     });
                     batch.replace_item(id, item, options).map_err(sdk_error)?
                 }
-                BatchOperation::Delete { id } => batch.delete_item(id, None),
+                BatchOperation::Delete { id, if_match: etag } => {
+                    let options = etag.map(|etag| {
+                        BatchDeleteOptions::default().with_precondition(if_match(&etag))
+                    });
+                    batch.delete_item(id, options)
+                }
             };
         }
 

@@ -117,9 +117,8 @@ impl Store for EmbeddedStore {
         id: &str,
     ) -> StoreResult<()> {
         let id = id.to_owned();
-        self.write_one(container, pk, BatchOperation::Delete { id })
-            .await
-            .map(|_| ())
+        let delete = BatchOperation::Delete { id, if_match: None };
+        self.write_one(container, pk, delete).await.map(|_| ())
     }
 
     async fn execute_batch(
@@ -734,7 +733,10 @@ mod tests {
                 vec![
                     BatchOperation::Upsert { item: item("b") },
                     BatchOperation::Upsert { item: item("c") },
-                    BatchOperation::Delete { id: "a".into() },
+                    BatchOperation::Delete {
+                        id: "a".into(),
+                        if_match: None,
+                    },
                 ],
             )
             .await

@@ -192,7 +192,13 @@ pub(super) fn apply(
             }
             write_item(tx, container, &pk_text, &id, &item).map(Some)
         }
-        BatchOperation::Delete { id } => {
+        BatchOperation::Delete { id, if_match } => {
+            if let Some(expected) = if_match {
+                let lsn = current_lsn(tx, container, &pk_text, &id)?.ok_or(StoreError::NotFound)?;
+                if expected != etag_for(lsn) {
+                    return Err(StoreError::PreconditionFailed);
+                }
+            }
             let deleted = tx
                 .prepare_cached(&format!(
                     "DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3 AND {LIVE}"

@@ -84,7 +84,10 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
                 BatchOperation::Upsert {
                     item: comment("p1", "c3", &date(4)),
                 },
-                BatchOperation::Delete { id: "nope".into() },
+                BatchOperation::Delete {
+                    id: "nope".into(),
+                    if_match: None,
+                },
             ],
         )
         .await;
@@ -124,11 +127,77 @@ async fn batches_are_atomic_and_name_the_failing_operation(store: Arc<dyn Store>
         .execute_batch(
             Container::Posts,
             &pk,
-            vec![BatchOperation::Delete { id: "c1".into() }],
+            vec![BatchOperation::Delete {
+                id: "c1".into(),
+                if_match: None,
+            }],
         )
         .await
         .expect("delete batch");
     assert_eq!(deleted, vec![None::<ETag>]);
 }
 
-contract_tests!(batches_are_atomic_and_name_the_failing_operation);
+/// A delete with an etag deletes only the version of that etag: a stale one fails the batch
+/// at that operation, with nothing written, and the current one deletes.
+async fn a_delete_with_an_etag_deletes_only_that_version(store: Arc<dyn Store>) {
+    let pk = PartitionKey::single("p1");
+    let first = store
+        .create_item(Container::Posts, &pk, comment("p1", "c1", &date(1)))
+        .await
+        .expect("create");
+    let mut edited = comment("p1", "c1", &date(1));
+    edited["content"] = json!("edited");
+    let current = store
+        .replace_item(Container::Posts, &pk, edited, Some(&first))
+        .await
+        .expect("replace");
+    let delete = |etag: &ETag| BatchOperation::Delete {
+        id: "c1".into(),
+        if_match: Some(etag.clone()),
+    };
+    let stale = store
+        .execute_batch(
+            Container::Posts,
+            &pk,
+            vec![
+                BatchOperation::Upsert {
+                    item: comment("p1", "c2", &date(2)),
+                },
+                delete(&first),
+            ],
+        )
+        .await;
+    match stale {
+        Err(StoreError::BatchOperationFailed { index: 1, cause }) => {
+            assert!(
+                matches!(*cause, StoreError::PreconditionFailed),
+                "{cause:?}"
+            );
+        }
+        other => panic!("expected operation 1 to fail, got {other:?}"),
+    }
+    assert!(stored(&store, Container::Posts, &pk, "c1").await.is_some());
+    assert!(stored(&store, Container::Posts, &pk, "c2").await.is_none());
+
+    store
+        .execute_batch(Container::Posts, &pk, vec![delete(&current)])
+        .await
+        .expect("delete of the current version");
+    assert!(stored(&store, Container::Posts, &pk, "c1").await.is_none());
+    let gone = store
+        .execute_batch(Container::Posts, &pk, vec![delete(&current)])
+        .await;
+    assert!(
+        matches!(
+            &gone,
+            Err(StoreError::BatchOperationFailed { index: 0, cause })
+                if matches!(**cause, StoreError::NotFound)
+        ),
+        "{gone:?}"
+    );
+}
+
+contract_tests!(
+    batches_are_atomic_and_name_the_failing_operation,
+    a_delete_with_an_etag_deletes_only_that_version,
+);
