@@ -1,11 +1,13 @@
 //! What an upload must be before anything decodes it: one of four types, read from its
-//! bytes and agreeing with the declared one, nothing hidden beside the image, within the size
-//! limits, and a pixel size (read from the header) within the pixel limit.
+//! bytes and agreeing with the declared one, nothing hidden beside the image, whole (not cut
+//! short), within the size limits, and a pixel size (read from the header) within the pixel
+//! limit.
 
 use std::io::Cursor;
 
 use axum::http::StatusCode;
 
+use super::framing::{self, Ending};
 use super::limits::Limits;
 
 /// The four formats served. Each is read from the bytes' signature.
@@ -93,7 +95,7 @@ pub enum ImageRefusal {
         max_side: u32,
         max_pixels: u64,
     },
-    #[error("the bytes do not decode as the {0} they start as")]
+    #[error("the bytes do not decode as the {0} they start as (cut short, or damaged)")]
     Undecodable(&'static str),
     #[error(
         "this account's images would take {needed} bytes; it may keep {quota}: delete some first"
@@ -177,8 +179,19 @@ pub(super) fn admit(
             found: found.content_type(),
         });
     }
-    if let Some(why) = hidden_content(found, upload) {
-        return Err(ImageRefusal::NotOnlyAnImage(why));
+    if carries_markup(upload) {
+        return Err(ImageRefusal::NotOnlyAnImage(
+            "it carries markup or script (HTML, SVG, XML)",
+        ));
+    }
+    match framing::ending(found, upload) {
+        Ending::Whole => {}
+        Ending::CutShort => return Err(ImageRefusal::Undecodable(found.content_type())),
+        Ending::Trailing => {
+            return Err(ImageRefusal::NotOnlyAnImage(
+                "bytes follow the end of the image",
+            ));
+        }
     }
     let (width, height) = header_dimensions(found, upload)?;
     if width > limits.max_side
@@ -195,30 +208,13 @@ pub(super) fn admit(
     Ok(found)
 }
 
-/// Why the bytes are more than an image: markup anywhere in them, or bytes after the
-/// format's end.
-fn hidden_content(format: ImageFormat, bytes: &[u8]) -> Option<&'static str> {
+/// Whether `bytes` hold markup that a browser sniffing them (or a file viewer) could run or
+/// render: an upload that does is a polyglot, whatever it decodes as.
+fn carries_markup(bytes: &[u8]) -> bool {
     let lower = bytes.to_ascii_lowercase();
-    if MARKUP
+    MARKUP
         .iter()
         .any(|marker| lower.windows(marker.len()).any(|w| w == *marker))
-    {
-        return Some("it carries markup or script (HTML, SVG, XML)");
-    }
-    let trailing = match format {
-        // The IEND chunk: length 0, type, CRC.
-        ImageFormat::Png => !bytes.ends_with(b"\0\0\0\0IEND\xAE\x42\x60\x82"),
-        // The GIF trailer.
-        ImageFormat::Gif => bytes.last() != Some(&0x3B),
-        // The RIFF size counts every byte after the first eight.
-        ImageFormat::Webp => {
-            let size = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-            size + 8 != bytes.len() && size + 9 != bytes.len()
-        }
-        // Cameras pad JPEGs after their end; what follows is dropped by re-encoding.
-        ImageFormat::Jpeg => false,
-    };
-    trailing.then_some("bytes follow the end of the image")
 }
 
 /// The pixel size the header states, read without decoding the image.

@@ -17,6 +17,7 @@ mod blob;
 mod blob_access;
 mod check;
 mod files;
+mod framing;
 mod id;
 mod item;
 mod limits;
