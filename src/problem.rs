@@ -39,7 +39,7 @@ pub struct Problem {
     /// 405: `method-not-allowed`; 409: `conflict`, `post-deleted`; 413: `body-too-large`;
     /// 414: `uri-too-long`; 415: `unsupported-media-type`, `unsupported-encoding`; 422:
     /// `idempotency-key-reused`; 429: `throttled`; 500: `internal`; 503:
-    /// `store-unavailable`.
+    /// `store-unavailable`, `images-busy` (with `Retry-After`).
     #[schema(example = "post-not-found")]
     pub code: &'static str,
     /// The request field, header or query parameter that was refused, with
@@ -138,9 +138,10 @@ impl From<&Error> for Problem {
                 "store-unavailable",
                 "the database cannot be reached; try again later",
             ),
-            Error::Image(refusal) => {
-                Problem::new(refusal.status(), refusal.code(), refusal.to_string())
-            }
+            Error::Image(refusal) => Problem {
+                retry_after_seconds: refusal.retry_after_seconds(),
+                ..Problem::new(refusal.status(), refusal.code(), refusal.to_string())
+            },
             Error::Internal(_) => Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",

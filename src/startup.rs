@@ -99,6 +99,7 @@ impl Application {
         let images = Images::new(
             settings.images.limits(),
             settings.images.quota_bytes(),
+            settings.images.decode_budget(),
             settings.open_image_bytes().await?,
         );
         let state = AppState::new(Arc::clone(&traced), caches(settings), auth).with_images(images);

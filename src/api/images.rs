@@ -13,8 +13,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::description::{
-    CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, NotFound,
-    OwnUserFailures,
+    CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, ImagesBusy,
+    NotFound, OwnUserFailures,
 };
 use super::extract::{List, ListParams};
 use super::paths::{ImagePath, OwnUserPath};
@@ -159,7 +159,8 @@ impl FromRequestParts<AppState> for BlogImages {
 /// The image's bytes are the body, with their type as `Content-Type`. The type is read from
 /// the bytes and must agree; the image is decoded, turned the right way up and encoded again,
 /// so that none of its metadata (EXIF, XMP, GPS, comments) is kept; wide images get smaller
-/// renditions. Signed-in callers only, never from another site's page.
+/// renditions. Decoding waits its turn when the images being decoded take the memory uploads
+/// may take at once. Signed-in callers only, never from another site's page.
 #[utoipa::path(
     post, path = "/images", operation_id = "UploadImage", tag = "images",
     request_body(
@@ -180,6 +181,7 @@ impl FromRequestParts<AppState> for BlogImages {
         (status = 413, response = ImageTooLarge),
         (status = 415, response = ImageNotTaken),
         CommandFailures,
+        (status = 503, response = ImagesBusy),
     )
 )]
 pub(super) async fn upload_image(

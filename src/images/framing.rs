@@ -180,6 +180,60 @@ fn after_entropy_coded_data(bytes: &[u8], mut at: usize) -> Option<usize> {
     }
 }
 
+/// What a JPEG's frame header says: whether it is progressive, and what a progressive
+/// decoder keeps while it decodes (every block's coefficients, two bytes each, at each
+/// component's sampling).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct JpegFrame {
+    pub progressive: bool,
+    pub coefficient_bytes: u64,
+}
+
+/// The frame of the JPEG in `bytes` (the first frame header's).
+pub(super) fn jpeg_frame(bytes: &[u8]) -> JpegFrame {
+    let mut frame = None;
+    jpeg_segments(bytes, |marker, payload| {
+        // SOF0 to SOF15, but DHT (C4), JPG (C8) and DAC (CC), which share the range.
+        let start_of_frame = matches!(marker, 0xC0..=0xCF) && !matches!(marker, 0xC4 | 0xC8 | 0xCC);
+        if start_of_frame && frame.is_none() {
+            frame = Some(frame_of(marker, payload));
+        }
+    });
+    frame.unwrap_or_default()
+}
+
+fn frame_of(marker: u8, payload: &[u8]) -> JpegFrame {
+    let progressive = matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE);
+    let (Some(size), Some(&count)) = (payload.get(1..5), payload.get(5)) else {
+        return JpegFrame {
+            progressive,
+            coefficient_bytes: 0,
+        };
+    };
+    let height = u64::from(u16::from_be_bytes([size[0], size[1]]));
+    let width = u64::from(u16::from_be_bytes([size[2], size[3]]));
+    // Each component: its id, its sampling (horizontal, vertical: four bits each), its table.
+    let sampling: Vec<(u64, u64)> = payload
+        .get(6..6 + 3 * usize::from(count))
+        .unwrap_or_default()
+        .chunks_exact(3)
+        .map(|c| (u64::from(c[1] >> 4).max(1), u64::from(c[1] & 0x0F).max(1)))
+        .collect();
+    let h_max = sampling.iter().map(|s| s.0).max().unwrap_or(1);
+    let v_max = sampling.iter().map(|s| s.1).max().unwrap_or(1);
+    // Whole MCUs across and down; each holds h × v blocks of 64 coefficients a component.
+    let mcus = width.div_ceil(8 * h_max) * height.div_ceil(8 * v_max);
+    let blocks: u64 = sampling.iter().map(|(h, v)| h * v).sum();
+    JpegFrame {
+        progressive,
+        coefficient_bytes: if progressive {
+            mcus * blocks * 64 * 2
+        } else {
+            0
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
