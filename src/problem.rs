@@ -151,14 +151,22 @@ impl From<&Error> for Problem {
     }
 }
 
-impl IntoResponse for Error {
-    fn into_response(self) -> Response {
-        match &self {
+impl Problem {
+    /// The problem of `error`, logged as its kind is (in full where it is ours): what a
+    /// response that answers it tells.
+    pub fn logged(error: &Error) -> Self {
+        match error {
             Error::Internal(why) => tracing::error!(error = %why, "request failed"),
             Error::Unavailable(why) => tracing::error!(error = %why, "store unavailable"),
             Error::Throttled { .. } => tracing::warn!("store throttled the request"),
-            _ => tracing::debug!(error = %self, "request refused"),
+            _ => tracing::debug!(error = %error, "request refused"),
         }
-        Problem::from(&self).into_response()
+        Problem::from(error)
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        Problem::logged(&self).into_response()
     }
 }

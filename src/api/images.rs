@@ -206,7 +206,10 @@ pub(super) async fn upload_image(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let upload = read_upload(body, images.store.limits().max_bytes).await?;
+    let stated = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let upload = read_upload(body, images.store.limits().max_bytes, stated).await?;
     let item = blog
         .upload_image(&images.store, &images.scope, &caller, declared, upload)
         .await?;
@@ -218,27 +221,15 @@ pub(super) async fn upload_image(
     Ok(response)
 }
 
-/// The body, up to `limit` bytes; past it a 413 before the rest is read.
-pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
-    axum::body::to_bytes(body, limit.saturating_add(1))
-        .await
-        .map_err(|_| {
-            Error::from(ImageRefusal::TooLarge {
-                bytes: limit.saturating_add(1),
-                limit,
-            })
+/// The body, up to `limit` bytes; past it a 413 before the rest is read, which gives the
+/// image's size from `Content-Length` when the request states it.
+async fn read_upload(body: Body, limit: usize, stated: Option<u64>) -> Result<bytes::Bytes> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Error::from(ImageRefusal::TooLarge {
+            bytes: stated.filter(|&stated| stated > limit as u64),
+            limit,
         })
-        .and_then(|bytes| {
-            if bytes.len() > limit {
-                Err(ImageRefusal::TooLarge {
-                    bytes: bytes.len(),
-                    limit,
-                }
-                .into())
-            } else {
-                Ok(bytes)
-            }
-        })
+    })
 }
 
 /// Delete an image

@@ -67,11 +67,9 @@ impl ImageFormat {
 /// Why an upload is not stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageRefusal {
-    #[error(
-        "the body is {bytes} bytes; an image may be at most {limit} bytes ({} MiB)",
-        limit / (1024 * 1024)
-    )]
-    TooLarge { bytes: usize, limit: usize },
+    /// `bytes`: the image's size, when it is known (a body cut off at the limit is not).
+    #[error("{}", too_large(*bytes, *limit))]
+    TooLarge { bytes: Option<u64>, limit: usize },
     #[error("the body is empty: send the image's bytes")]
     Empty,
     #[error(
@@ -116,6 +114,19 @@ pub enum ImageRefusal {
         "this account's images would take {needed} bytes; it may keep {quota}: delete some first"
     )]
     QuotaExceeded { needed: u64, quota: u64 },
+}
+
+/// What [`ImageRefusal::TooLarge`] says: the image's own size where it is known.
+fn too_large(bytes: Option<u64>, limit: usize) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let size = match bytes {
+        Some(bytes) => format!("the image is {bytes} bytes ({:.1} MiB)", bytes as f64 / MIB),
+        None => format!("the image is more than {limit} bytes"),
+    };
+    format!(
+        "{size}; an image may be at most {limit} bytes ({:.0} MiB)",
+        limit as f64 / MIB
+    )
 }
 
 impl ImageRefusal {
@@ -200,7 +211,7 @@ pub(super) fn admit(
 ) -> Result<Admitted, ImageRefusal> {
     if upload.len() > limits.max_bytes {
         return Err(ImageRefusal::TooLarge {
-            bytes: upload.len(),
+            bytes: Some(upload.len() as u64),
             limit: limits.max_bytes,
         });
     }

@@ -244,6 +244,7 @@ pub(super) struct WritePage {
     content: String,
     tags: String,
     publish_at: String,
+    alt: String,
     title_error: Option<String>,
     content_error: Option<String>,
     /// A refused tag, status or publication time.
@@ -273,6 +274,10 @@ pub struct PostForm {
     /// The `datetime-local` field, read as UTC (its label says so): `2026-12-01T09:30`.
     #[serde(default, rename = "publishAt")]
     pub(super) publish_at: String,
+    /// The alt text of the image to upload (its part of the form), kept when the form comes
+    /// back.
+    #[serde(default)]
+    pub(super) alt: String,
 }
 
 /// A post's form, parsed: what C2 takes.
@@ -352,6 +357,7 @@ pub(super) fn write_page(
         content: form.content.clone(),
         tags: form.tags.clone(),
         publish_at: form.publish_at.clone(),
+        alt: form.alt.clone(),
         title_error: error_of("title"),
         content_error: error_of("content"),
         publication_error: ["tags", "status", "publishAt"]
@@ -374,16 +380,59 @@ pub async fn write_page_get(BlogPage(context, blog): BlogPage) -> FormResult {
     Ok(context.respond(StatusCode::OK, &write_page(&context, None, &empty, None)))
 }
 
-/// The post's form again, with what was typed and why it was not taken.
+/// The most bytes the write and edit forms may send (their text, or the text and the image's
+/// part of the upload form): more than the API takes, so that a post too long comes back on
+/// its form with the reason beside its content rather than as a bare refusal.
+pub const MAX_PAGE_FORM_BYTES: usize = 4 * crate::api::MAX_BODY_BYTES;
+
+/// The post's form again, with what was typed and why it was not taken (`problem`'s detail,
+/// said above the form, with its status and any `Retry-After`).
+pub(super) fn post_form_again(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    problem: &Problem,
+) -> Response {
+    let mut page = write_page(context, editing, form, None);
+    page.problem = Some(problem.detail.clone());
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = context.respond(status, &page);
+    if let Some(seconds) = problem.retry_after_seconds {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, seconds.into());
+    }
+    response
+}
+
+/// The post's form again, with what was typed and why it was not sent.
 fn unsent_post_form(
     context: &PageContext,
     editing: Option<&PostId>,
     form: &PostForm,
     unsent: &Unsent,
 ) -> Response {
-    let mut page = write_page(context, editing, form, None);
-    page.problem = Some(unsent.message().to_owned());
-    context.respond(unsent.status(), &page)
+    let problem = Problem::new(unsent.status(), "form-not-taken", unsent.message());
+    post_form_again(context, editing, form, &problem)
+}
+
+/// The post's form again, with what was typed and why the store did not take it (the post
+/// gone, another author's, the store busy or unreachable).
+fn unwritten_post_form(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    error: &Error,
+) -> Response {
+    let problem = Problem::logged(error);
+    let problem = Problem {
+        detail: format!(
+            "Nothing was saved: {}. What you wrote is below.",
+            problem.detail
+        ),
+        ..problem
+    };
+    post_form_again(context, editing, form, &problem)
 }
 
 /// `POST /write`: C2, then the new post's page.
@@ -406,9 +455,14 @@ pub async fn create_post(
     let written = blog
         .create_tagged_post(&caller, (title, content, &tags), publication, None)
         .await;
-    unless_unregistered(&context, written, &context.here, |post| {
-        Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
-    })
+    match written {
+        Err(error) if !matches!(error, Error::UnregisteredCaller(_)) => {
+            Ok(unwritten_post_form(&context, None, &form, &error))
+        }
+        written => unless_unregistered(&context, written, &context.here, |post| {
+            Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
+        }),
+    }
 }
 
 /// `GET /posts/{postId}/edit`: the author's form, filled with the post.
@@ -451,8 +505,13 @@ pub async fn edit_post(
             (title, content, Some(&tags)),
             publication,
         )
-        .await?;
-    Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
+        .await;
+    match edited {
+        Ok(edited) => {
+            Ok(Redirect::to(&canonical_post_href(&context.base, &edited)).into_response())
+        }
+        Err(error) => Ok(unwritten_post_form(&context, Some(&post_id), &form, &error)),
+    }
 }
 
 /// `POST /posts/{postId}/delete`: the author deletes the post, then the front page.

@@ -215,6 +215,11 @@ async fn limits_refuse_large_bodies_and_decompression_bombs(app: TestApp) {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let problem: Value = response.json().await.unwrap();
     assert_eq!(problem["code"], "image-too-large");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("5242881 bytes"),
+        "the image's own size: {detail}"
+    );
 
     let bomb = png_claiming(100_000, 100_000);
     assert!(bomb.len() < 100, "a small file");
