@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         .build()
         .expect("tokio runtime");
     if let Some(only) = args.only {
-        return match runtime.block_on(suite::run_only(&args, only, command.trim_end())) {
+        return match runtime.block_on(suite::run_only(&args, only, command.trim_end(), binary())) {
             Ok(markdown) => {
                 println!("{markdown}");
                 ExitCode::SUCCESS

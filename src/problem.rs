@@ -39,7 +39,7 @@ pub struct Problem {
     /// 405: `method-not-allowed`; 409: `conflict`, `post-deleted`; 413: `body-too-large`;
     /// 414: `uri-too-long`; 415: `unsupported-media-type`, `unsupported-encoding`; 422:
     /// `idempotency-key-reused`; 429: `throttled`; 500: `internal`; 503:
-    /// `store-unavailable`.
+    /// `store-unavailable`, `images-busy` (with `Retry-After`).
     #[schema(example = "post-not-found")]
     pub code: &'static str,
     /// The request field, header or query parameter that was refused, with
@@ -138,9 +138,10 @@ impl From<&Error> for Problem {
                 "store-unavailable",
                 "the database cannot be reached; try again later",
             ),
-            Error::Image(refusal) => {
-                Problem::new(refusal.status(), refusal.code(), refusal.to_string())
-            }
+            Error::Image(refusal) => Problem {
+                retry_after_seconds: refusal.retry_after_seconds(),
+                ..Problem::new(refusal.status(), refusal.code(), refusal.to_string())
+            },
             Error::Internal(_) => Problem::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -150,14 +151,22 @@ impl From<&Error> for Problem {
     }
 }
 
-impl IntoResponse for Error {
-    fn into_response(self) -> Response {
-        match &self {
+impl Problem {
+    /// The problem of `error`, logged as its kind is (in full where it is ours): what a
+    /// response that answers it tells.
+    pub fn logged(error: &Error) -> Self {
+        match error {
             Error::Internal(why) => tracing::error!(error = %why, "request failed"),
             Error::Unavailable(why) => tracing::error!(error = %why, "store unavailable"),
             Error::Throttled { .. } => tracing::warn!("store throttled the request"),
-            _ => tracing::debug!(error = %self, "request refused"),
+            _ => tracing::debug!(error = %error, "request refused"),
         }
-        Problem::from(&self).into_response()
+        Problem::from(error)
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        Problem::logged(&self).into_response()
     }
 }

@@ -105,6 +105,7 @@ impl Application {
         let images = Images::new(
             settings.images.limits(),
             settings.images.quota_bytes(),
+            settings.images.decode_budget(),
             settings.open_image_bytes().await?,
         );
         // One key signs the forms' tokens and the lists' continuation tokens.

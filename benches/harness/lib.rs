@@ -14,6 +14,7 @@ pub mod deletes;
 pub mod faults;
 pub mod generate;
 pub mod hotpost;
+pub mod image_memory;
 pub mod invariants;
 pub mod layouts;
 pub mod layouts_report;

@@ -102,7 +102,8 @@ pub struct Args {
     /// phase on both backends. `layouts`: the layout comparison of `--tenants`. `transfer`:
     /// export and import of the data set of `--users`. `recheck`: the write mix, then the
     /// delayed re-check's cost and catch-up over its changes. `faults`: the write mix on the
-    /// emulator without faults, throttled, and losing answers.
+    /// emulator without faults, throttled, and losing answers. `image-memory`: the binary's
+    /// peak memory while it takes 16 uploads at once of worst-case images.
     #[arg(long, value_enum)]
     pub only: Option<Only>,
     /// Export the load's traces and metrics over OTLP/HTTP to this collector: one nobody
@@ -147,6 +148,9 @@ pub enum Only {
     /// A day of `--users` users through the application on the emulator, its RU against
     /// what `cosmos-blog plan` predicts (within ±10 %).
     Plan,
+    /// The binary's peak resident memory while it takes 16 uploads at once of images that
+    /// decode to far more than they weigh, on its default settings (under 512 MiB).
+    ImageMemory,
 }
 
 pub struct Outcome {
@@ -397,8 +401,14 @@ fn hot_post_config(args: &Args) -> HotPostConfig {
     }
 }
 
-/// `--only`: one phase alone, its figures as markdown (printed by the caller).
-pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<String> {
+/// `--only`: one phase alone, its figures as markdown (printed by the caller); `binary`: the
+/// application's binary, for the phases that start it.
+pub async fn run_only(
+    args: &Args,
+    only: Only,
+    command: &str,
+    binary: &Path,
+) -> anyhow::Result<String> {
     let quiet = args.quiet;
     let log = logger(quiet);
     let mut out = format!(
@@ -486,6 +496,14 @@ pub async fn run_only(args: &Args, only: Only, command: &str) -> anyhow::Result<
             anyhow::ensure!(
                 check.agrees(),
                 "the planner is off by more than ±10 %:\n{out}"
+            );
+        }
+        Only::ImageMemory => {
+            let runs = crate::image_memory::run(binary, log).await?;
+            crate::image_memory::markdown(&mut out, &runs);
+            anyhow::ensure!(
+                runs.iter().all(crate::image_memory::ImageMemoryRun::holds),
+                "the server's peak memory went over the limit:\n{out}"
             );
         }
         Only::Faults => {

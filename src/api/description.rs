@@ -64,6 +64,7 @@ pub const BEARER_SCHEME: &str = "bearerJwt";
             ImageNotTaken,
             ImageQuotaExceeded,
             ImageNotFound,
+            ImagesBusy,
         ),
     ),
     modifiers(&SecuritySchemes),
@@ -190,6 +191,34 @@ impl<'s> ToResponse<'s> for TooManyRequests {
     }
 }
 
+/// An upload that found no room among the images being decoded, or a store that cannot be
+/// reached; `Retry-After` says when to send an upload again.
+pub struct ImagesBusy;
+
+impl<'s> ToResponse<'s> for ImagesBusy {
+    fn response() -> (&'s str, RefOr<Response>) {
+        let retry_after = HeaderBuilder::new()
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1)),
+            ))
+            .description(Some(
+                "Seconds to wait before sending the image again (`images-busy`).",
+            ))
+            .build();
+        let response = problem_response(
+            "Other images being decoded take the memory uploads may take at once, and none \
+             was given back within the wait (`images-busy`): send the image again after the \
+             seconds in `Retry-After`. Or the database cannot be reached \
+             (`store-unavailable`); try again later.",
+        )
+        .header("Retry-After", retry_after)
+        .build();
+        ("ImagesBusy", response.into())
+    }
+}
+
 /// A group's own responses with those of the groups it takes in.
 fn joined(
     mut own: BTreeMap<String, RefOr<Response>>,
@@ -288,8 +317,11 @@ response_group!(
 
 problem_responses!(
     ImageTooLarge => "The image is larger than the upload limit (`image-too-large`, 5 MiB \
-        unless `BLOG_IMAGES_MAX_BYTES` says otherwise), or its header states more pixels than \
-        are taken (`image-too-many-pixels`; checked before anything is decoded).",
+        unless `BLOG_IMAGES_MAX_BYTES` says otherwise), its header states more pixels than \
+        are taken (`image-too-many-pixels`), or decoding it would take more memory than images \
+        being decoded may take at once (`image-too-large-to-decode`; \
+        `BLOG_IMAGES_DECODE_BUDGET_MB`, 256 MiB by default); both read from its header before \
+        anything is decoded.",
     ImageNotTaken => "The body is not a PNG, JPEG, GIF or WebP image (`unsupported-media-type`: \
         SVG, HTML and every other type included), its bytes are of another type than the \
         `Content-Type` says (`image-type-mismatch`), it carries markup or bytes after the \

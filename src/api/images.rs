@@ -9,8 +9,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::description::{
-    CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, NotFound,
-    OwnUserFailures,
+    CommandFailures, ImageNotFound, ImageNotTaken, ImageQuotaExceeded, ImageTooLarge, ImagesBusy,
+    NotFound, OwnUserFailures,
 };
 use crate::domain::TenantId;
 use crate::error::{Error, Result};
@@ -115,7 +115,8 @@ impl ImageView {
 /// The image's bytes are the body, with their type as `Content-Type`. The type is read from
 /// the bytes and must agree; the image is decoded, turned the right way up and encoded again,
 /// so that none of its metadata (EXIF, XMP, GPS, comments) is kept; wide images get smaller
-/// renditions. Signed-in callers only, never from another site's page.
+/// renditions. Decoding waits its turn when the images being decoded take the memory uploads
+/// may take at once. Signed-in callers only, never from another site's page.
 #[utoipa::path(
     post, path = "/images", operation_id = "UploadImage", tag = "images",
     request_body(
@@ -136,6 +137,7 @@ impl ImageView {
         (status = 413, response = ImageTooLarge),
         (status = 415, response = ImageNotTaken),
         CommandFailures,
+        (status = 503, response = ImagesBusy),
     )
 )]
 pub(super) async fn upload_image(
@@ -160,7 +162,10 @@ pub(super) async fn upload_image(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let upload = read_upload(body, images.store.limits().max_bytes).await?;
+    let stated = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let upload = read_upload(body, images.store.limits().max_bytes, stated).await?;
     let item = blog
         .upload_image(&images.store, &images.scope, &caller, declared, upload)
         .await?;
@@ -172,27 +177,15 @@ pub(super) async fn upload_image(
     Ok(response)
 }
 
-/// The body, up to `limit` bytes; past it a 413 before the rest is read.
-pub async fn read_upload(body: Body, limit: usize) -> Result<bytes::Bytes> {
-    axum::body::to_bytes(body, limit.saturating_add(1))
-        .await
-        .map_err(|_| {
-            Error::from(ImageRefusal::TooLarge {
-                bytes: limit.saturating_add(1),
-                limit,
-            })
+/// The body, up to `limit` bytes; past it a 413 before the rest is read, which gives the
+/// image's size from `Content-Length` when the request states it.
+async fn read_upload(body: Body, limit: usize, stated: Option<u64>) -> Result<bytes::Bytes> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Error::from(ImageRefusal::TooLarge {
+            bytes: stated.filter(|&stated| stated > limit as u64),
+            limit,
         })
-        .and_then(|bytes| {
-            if bytes.len() > limit {
-                Err(ImageRefusal::TooLarge {
-                    bytes: bytes.len(),
-                    limit,
-                }
-                .into())
-            } else {
-                Ok(bytes)
-            }
-        })
+    })
 }
 
 /// Delete an image

@@ -37,11 +37,7 @@ impl Blog {
         upload: Bytes,
     ) -> Result<ImageItem> {
         self.registered(caller).await?;
-        let checker = images.clone();
-        let prepared =
-            tokio::task::spawn_blocking(move || checker.prepare(declared.as_deref(), &upload))
-                .await
-                .map_err(|e| Error::Internal(format!("image task failed: {e}")))??;
+        let prepared = images.prepare(declared, upload).await?;
         let kept = self.stored_image_bytes(caller).await?;
         let needed = kept + prepared.stored_bytes();
         if needed > images.quota_bytes() {

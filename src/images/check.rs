@@ -1,11 +1,14 @@
 //! What an upload must be before anything decodes it: one of four types, read from its
-//! bytes and agreeing with the declared one, nothing hidden beside the image, within the size
-//! limits, and a pixel size (read from the header) within the pixel limit.
+//! bytes and agreeing with the declared one, nothing hidden beside the image, whole (not cut
+//! short), within the size limits, and a pixel size (read from the header) within the pixel
+//! limit. What decoding it would take is read from the header too.
 
 use std::io::Cursor;
 
 use axum::http::StatusCode;
+use image::ImageDecoder;
 
+use super::framing::{self, Ending, JpegFrame};
 use super::limits::Limits;
 
 /// The four formats served. Each is read from the bytes' signature.
@@ -64,11 +67,9 @@ impl ImageFormat {
 /// Why an upload is not stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageRefusal {
-    #[error(
-        "the body is {bytes} bytes; an image may be at most {limit} bytes ({} MiB)",
-        limit / (1024 * 1024)
-    )]
-    TooLarge { bytes: usize, limit: usize },
+    /// `bytes`: the image's size, when it is known (a body cut off at the limit is not).
+    #[error("{}", too_large(*bytes, *limit))]
+    TooLarge { bytes: Option<u64>, limit: usize },
     #[error("the body is empty: send the image's bytes")]
     Empty,
     #[error(
@@ -93,24 +94,65 @@ pub enum ImageRefusal {
         max_side: u32,
         max_pixels: u64,
     },
-    #[error("the bytes do not decode as the {0} they start as")]
+    #[error("the bytes do not decode as the {0} they start as (cut short, or damaged)")]
     Undecodable(&'static str),
+    #[error(
+        "the image is {width}×{height} pixels: decoding it takes {} MiB, and images being \
+         decoded may take {} MiB at once",
+        needed.div_ceil(1024 * 1024),
+        budget / (1024 * 1024)
+    )]
+    TooLargeToDecode {
+        width: u32,
+        height: u32,
+        needed: u64,
+        budget: u64,
+    },
+    #[error("other images are being decoded: send this one again in {retry_after_seconds} seconds")]
+    Busy { retry_after_seconds: u64 },
     #[error(
         "this account's images would take {needed} bytes; it may keep {quota}: delete some first"
     )]
     QuotaExceeded { needed: u64, quota: u64 },
 }
 
+/// What [`ImageRefusal::TooLarge`] says: the image's own size where it is known.
+fn too_large(bytes: Option<u64>, limit: usize) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let size = match bytes {
+        Some(bytes) => format!("the image is {bytes} bytes ({:.1} MiB)", bytes as f64 / MIB),
+        None => format!("the image is more than {limit} bytes"),
+    };
+    format!(
+        "{size}; an image may be at most {limit} bytes ({:.0} MiB)",
+        limit as f64 / MIB
+    )
+}
+
 impl ImageRefusal {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::TooLarge { .. } | Self::TooManyPixels { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge { .. } | Self::TooManyPixels { .. } | Self::TooLargeToDecode { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             Self::Empty => StatusCode::BAD_REQUEST,
             Self::UnsupportedType(_)
             | Self::TypeMismatch { .. }
             | Self::NotOnlyAnImage(_)
             | Self::Undecodable(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::QuotaExceeded { .. } => StatusCode::CONFLICT,
+            Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The seconds after which the same upload may be taken (`Retry-After`), when it is
+    /// refused for now rather than for what it is.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        match self {
+            Self::Busy {
+                retry_after_seconds,
+            } => Some(*retry_after_seconds),
+            _ => None,
         }
     }
 
@@ -125,6 +167,8 @@ impl ImageRefusal {
             Self::TooManyPixels { .. } => "image-too-many-pixels",
             Self::Undecodable(_) => "undecodable-image",
             Self::QuotaExceeded { .. } => "image-quota-exceeded",
+            Self::TooLargeToDecode { .. } => "image-too-large-to-decode",
+            Self::Busy { .. } => "images-busy",
         }
     }
 }
@@ -142,15 +186,32 @@ const MARKUP: [&[u8]; 8] = [
     b"javascript:",
 ];
 
-/// The format of an upload that may be decoded, or why it may not.
+/// An upload that may be decoded: what it is, and what decoding it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Admitted {
+    pub format: ImageFormat,
+    pub width: u32,
+    pub height: u32,
+    /// The bytes of its pixels as the decoder gives them (its colour type's bytes a pixel).
+    pub decoded_bytes: u64,
+    /// What the decoder holds beside them while it decodes: a progressive JPEG's
+    /// coefficients.
+    pub decoder_bytes: u64,
+    /// Whether turning it the right way up swaps its sides (a copy of the pixels).
+    pub turned: bool,
+    /// Whether its samples take two bytes (a 16-bit PNG).
+    pub wide_samples: bool,
+}
+
+/// The upload, admitted for decoding, or why it is not.
 pub(super) fn admit(
     declared: Option<&str>,
     upload: &[u8],
     limits: &Limits,
-) -> Result<ImageFormat, ImageRefusal> {
+) -> Result<Admitted, ImageRefusal> {
     if upload.len() > limits.max_bytes {
         return Err(ImageRefusal::TooLarge {
-            bytes: upload.len(),
+            bytes: Some(upload.len() as u64),
             limit: limits.max_bytes,
         });
     }
@@ -177,10 +238,22 @@ pub(super) fn admit(
             found: found.content_type(),
         });
     }
-    if let Some(why) = hidden_content(found, upload) {
-        return Err(ImageRefusal::NotOnlyAnImage(why));
+    if carries_markup(upload) {
+        return Err(ImageRefusal::NotOnlyAnImage(
+            "it carries markup or script (HTML, SVG, XML)",
+        ));
     }
-    let (width, height) = header_dimensions(found, upload)?;
+    match framing::ending(found, upload) {
+        Ending::Whole => {}
+        Ending::CutShort => return Err(ImageRefusal::Undecodable(found.content_type())),
+        Ending::Trailing => {
+            return Err(ImageRefusal::NotOnlyAnImage(
+                "bytes follow the end of the image",
+            ));
+        }
+    }
+    let admitted = header(found, upload)?;
+    let (width, height) = (admitted.width, admitted.height);
     if width > limits.max_side
         || height > limits.max_side
         || u64::from(width) * u64::from(height) > limits.max_pixels
@@ -192,40 +265,49 @@ pub(super) fn admit(
             max_pixels: limits.max_pixels,
         });
     }
-    Ok(found)
+    Ok(admitted)
 }
 
-/// Why the bytes are more than an image: markup anywhere in them, or bytes after the
-/// format's end.
-fn hidden_content(format: ImageFormat, bytes: &[u8]) -> Option<&'static str> {
+/// Whether `bytes` hold markup that a browser sniffing them (or a file viewer) could run or
+/// render: an upload that does is a polyglot, whatever it decodes as.
+fn carries_markup(bytes: &[u8]) -> bool {
     let lower = bytes.to_ascii_lowercase();
-    if MARKUP
+    MARKUP
         .iter()
         .any(|marker| lower.windows(marker.len()).any(|w| w == *marker))
-    {
-        return Some("it carries markup or script (HTML, SVG, XML)");
-    }
-    let trailing = match format {
-        // The IEND chunk: length 0, type, CRC.
-        ImageFormat::Png => !bytes.ends_with(b"\0\0\0\0IEND\xAE\x42\x60\x82"),
-        // The GIF trailer.
-        ImageFormat::Gif => bytes.last() != Some(&0x3B),
-        // The RIFF size counts every byte after the first eight.
-        ImageFormat::Webp => {
-            let size = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
-            size + 8 != bytes.len() && size + 9 != bytes.len()
-        }
-        // Cameras pad JPEGs after their end; what follows is dropped by re-encoding.
-        ImageFormat::Jpeg => false,
-    };
-    trailing.then_some("bytes follow the end of the image")
 }
 
-/// The pixel size the header states, read without decoding the image.
-fn header_dimensions(format: ImageFormat, bytes: &[u8]) -> Result<(u32, u32), ImageRefusal> {
-    image::ImageReader::with_format(Cursor::new(bytes), format.codec())
-        .into_dimensions()
-        .map_err(|_| ImageRefusal::Undecodable(format.content_type()))
+/// What the header states, read without decoding the image: its size, the bytes its pixels
+/// decode to, and what else decoding it holds.
+fn header(format: ImageFormat, bytes: &[u8]) -> Result<Admitted, ImageRefusal> {
+    let undecodable = |_| ImageRefusal::Undecodable(format.content_type());
+    let mut decoder = image::ImageReader::with_format(Cursor::new(bytes), format.codec())
+        .into_decoder()
+        .map_err(undecodable)?;
+    let (width, height) = decoder.dimensions();
+    let colour = decoder.color_type();
+    let orientation = decoder.orientation().map_err(undecodable)?;
+    let JpegFrame {
+        coefficient_bytes, ..
+    } = match format {
+        ImageFormat::Jpeg => framing::jpeg_frame(bytes),
+        _ => JpegFrame::default(),
+    };
+    Ok(Admitted {
+        format,
+        width,
+        height,
+        decoded_bytes: decoder.total_bytes(),
+        decoder_bytes: coefficient_bytes,
+        turned: matches!(
+            orientation,
+            image::metadata::Orientation::Rotate90
+                | image::metadata::Orientation::Rotate270
+                | image::metadata::Orientation::Rotate90FlipH
+                | image::metadata::Orientation::Rotate270FlipH
+        ),
+        wide_samples: colour.bytes_per_pixel() > colour.channel_count(),
+    })
 }
 
 #[cfg(test)]

@@ -24,3 +24,11 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 
 /// What one user may keep when nothing says otherwise: 100 MiB.
 pub const DEFAULT_QUOTA_BYTES: u64 = 100 * 1024 * 1024;
+
+/// What images being decoded may take at once, all uploads together, when nothing says
+/// otherwise: 256 MiB, room for a 40-megapixel JPEG photo (a large phone's) alone.
+pub const DEFAULT_DECODE_BUDGET_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How long an upload waits for its share of the decode budget before it is told to come
+/// back later, when nothing says otherwise.
+pub const DEFAULT_DECODE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

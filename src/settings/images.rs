@@ -7,7 +7,8 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::images::{
-    BlobImageStore, DEFAULT_LIMITS, DEFAULT_QUOTA_BYTES, FileImageStore, ImageStore, Limits,
+    BlobImageStore, DEFAULT_DECODE_BUDGET_BYTES, DEFAULT_DECODE_WAIT, DEFAULT_LIMITS,
+    DEFAULT_QUOTA_BYTES, DecodeBudget, FileImageStore, ImageStore, Limits,
 };
 use crate::store::StoreSettings;
 
@@ -17,6 +18,10 @@ pub const DEFAULT_MAX_IMAGE_BYTES: usize = DEFAULT_LIMITS.max_bytes;
 pub const DEFAULT_MAX_IMAGE_PIXELS: u64 = DEFAULT_LIMITS.max_pixels;
 /// What one user may keep by default (MiB, renditions included).
 pub const DEFAULT_IMAGE_QUOTA_MB: u64 = DEFAULT_QUOTA_BYTES / (1024 * 1024);
+/// What images being decoded may take at once by default (MiB).
+pub const DEFAULT_DECODE_BUDGET_MB: u64 = DEFAULT_DECODE_BUDGET_BYTES / (1024 * 1024);
+/// How long an upload waits for room in the decode budget by default (milliseconds).
+pub const DEFAULT_DECODE_WAIT_MS: u64 = DEFAULT_DECODE_WAIT.as_millis() as u64;
 
 #[derive(Debug, Clone, Args)]
 pub struct ImageSettings {
@@ -28,6 +33,18 @@ pub struct ImageSettings {
     /// header before it is decoded (a 413).
     #[arg(long, env = "BLOG_IMAGES_MAX_PIXELS", default_value_t = DEFAULT_MAX_IMAGE_PIXELS, global = true)]
     pub max_pixels: u64,
+
+    /// How many MiB of memory images being decoded may take at once, all uploads together:
+    /// each upload's cost (its decoded pixels and the working copies of re-encoding them) is
+    /// read from its header and reserved before it is decoded. An upload that would take more
+    /// than the whole budget is a 413; one that does not fit beside those under way waits.
+    #[arg(long, env = "BLOG_IMAGES_DECODE_BUDGET_MB", default_value_t = DEFAULT_DECODE_BUDGET_MB, global = true)]
+    pub decode_budget_mb: u64,
+
+    /// How many milliseconds an upload waits for room in the decode budget; past it, a 503
+    /// with `Retry-After`.
+    #[arg(long, env = "BLOG_IMAGES_DECODE_WAIT_MS", default_value_t = DEFAULT_DECODE_WAIT_MS, global = true)]
+    pub decode_wait_ms: u64,
 
     /// How many MiB of images (renditions included) one user may keep (past it, a 409).
     #[arg(long, env = "BLOG_IMAGES_QUOTA_MB", default_value_t = DEFAULT_IMAGE_QUOTA_MB, global = true)]
@@ -66,6 +83,8 @@ impl Default for ImageSettings {
             max_bytes: DEFAULT_MAX_IMAGE_BYTES,
             max_pixels: DEFAULT_MAX_IMAGE_PIXELS,
             quota_mb: DEFAULT_IMAGE_QUOTA_MB,
+            decode_budget_mb: DEFAULT_DECODE_BUDGET_MB,
+            decode_wait_ms: DEFAULT_DECODE_WAIT_MS,
             blob_endpoint: None,
             blob_connection: None,
             blob_container: DEFAULT_IMAGE_CONTAINER.to_owned(),
@@ -83,6 +102,15 @@ impl ImageSettings {
             // shapes (a 1 × 40 000 000 strip).
             max_side: DEFAULT_LIMITS.max_side,
         }
+    }
+
+    /// The budget of the images being decoded at once (one per process: every upload
+    /// shares it).
+    pub fn decode_budget(&self) -> DecodeBudget {
+        DecodeBudget::new(
+            self.decode_budget_mb.saturating_mul(1024 * 1024),
+            std::time::Duration::from_millis(self.decode_wait_ms),
+        )
     }
 
     /// What one user may keep, in bytes.
@@ -126,11 +154,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_defaults_are_five_mib_forty_megapixels_and_a_hundred_mib_each() {
+    fn the_defaults_are_five_mib_forty_megapixels_a_hundred_mib_each_and_256_mib_decoding() {
         let settings = ImageSettings::default();
         assert_eq!(settings.limits().max_bytes, 5 * 1024 * 1024);
         assert_eq!(settings.limits().max_pixels, 40_000_000);
         assert_eq!(settings.quota_bytes(), 100 * 1024 * 1024);
+        assert_eq!(settings.decode_budget().bytes(), 256 * 1024 * 1024);
         let huge = ImageSettings {
             quota_mb: u64::MAX,
             ..settings

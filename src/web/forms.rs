@@ -243,6 +243,7 @@ pub(super) struct WritePage {
     content: String,
     tags: String,
     publish_at: String,
+    alt: String,
     title_error: Option<String>,
     content_error: Option<String>,
     /// A refused tag, status or publication time.
@@ -272,6 +273,10 @@ pub struct PostForm {
     /// The `datetime-local` field, read as UTC (its label says so): `2026-12-01T09:30`.
     #[serde(default, rename = "publishAt")]
     pub(super) publish_at: String,
+    /// The alt text of the image to upload (its part of the form), kept when the form comes
+    /// back.
+    #[serde(default)]
+    pub(super) alt: String,
 }
 
 /// A post's form, parsed: what C2 takes.
@@ -351,6 +356,7 @@ pub(super) fn write_page(
         content: form.content.clone(),
         tags: form.tags.clone(),
         publish_at: form.publish_at.clone(),
+        alt: form.alt.clone(),
         title_error: error_of("title"),
         content_error: error_of("content"),
         publication_error: ["tags", "status", "publishAt"]
@@ -373,16 +379,59 @@ pub async fn write_page_get(BlogPage(context, blog): BlogPage) -> FormResult {
     Ok(context.respond(StatusCode::OK, &write_page(&context, None, &empty, None)))
 }
 
-/// The post's form again, with what was typed and why it was not taken.
+/// The most bytes the write and edit forms may send (their text, or the text and the image's
+/// part of the upload form): more than the API takes, so that a post too long comes back on
+/// its form with the reason beside its content rather than as a bare refusal.
+pub const MAX_PAGE_FORM_BYTES: usize = 4 * crate::http::MAX_BODY_BYTES;
+
+/// The post's form again, with what was typed and why it was not taken (`problem`'s detail,
+/// said above the form, with its status and any `Retry-After`).
+pub(super) fn post_form_again(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    problem: &Problem,
+) -> Response {
+    let mut page = write_page(context, editing, form, None);
+    page.problem = Some(problem.detail.clone());
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = context.respond(status, &page);
+    if let Some(seconds) = problem.retry_after_seconds {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, seconds.into());
+    }
+    response
+}
+
+/// The post's form again, with what was typed and why it was not sent.
 fn unsent_post_form(
     context: &PageContext,
     editing: Option<&PostId>,
     form: &PostForm,
     unsent: &Unsent,
 ) -> Response {
-    let mut page = write_page(context, editing, form, None);
-    page.problem = Some(unsent.message().to_owned());
-    context.respond(unsent.status(), &page)
+    let problem = Problem::new(unsent.status(), "form-not-taken", unsent.message());
+    post_form_again(context, editing, form, &problem)
+}
+
+/// The post's form again, with what was typed and why the store did not take it (the post
+/// gone, another author's, the store busy or unreachable).
+fn unwritten_post_form(
+    context: &PageContext,
+    editing: Option<&PostId>,
+    form: &PostForm,
+    error: &Error,
+) -> Response {
+    let problem = Problem::logged(error);
+    let problem = Problem {
+        detail: format!(
+            "Nothing was saved: {}. What you wrote is below.",
+            problem.detail
+        ),
+        ..problem
+    };
+    post_form_again(context, editing, form, &problem)
 }
 
 /// `POST /write`: C2, then the new post's page.
@@ -402,12 +451,15 @@ pub async fn create_post(
     let written = blog
         .create_tagged_post(&caller, (title, content, &tags), publication, None)
         .await;
-    if let Err(Error::Validation(refused)) = written {
-        return Ok(refused_post_form(&context, None, &form, refused));
+    match written {
+        Err(Error::Validation(refused)) => Ok(refused_post_form(&context, None, &form, refused)),
+        Err(error) if !matches!(error, Error::UnregisteredCaller(_)) => {
+            Ok(unwritten_post_form(&context, None, &form, &error))
+        }
+        written => unless_unregistered(&context, written, &context.here, |post| {
+            Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
+        }),
     }
-    unless_unregistered(&context, written, &context.here, |post| {
-        Redirect::to(&canonical_post_href(&context.base, &post)).into_response()
-    })
 }
 
 /// The post's form again, with what was typed and the field C2 refused beside it.
@@ -466,7 +518,7 @@ pub async fn edit_post(
         Err(Error::Validation(refused)) => {
             Ok(refused_post_form(&context, Some(&post_id), &form, refused))
         }
-        Err(other) => Err(other.into()),
+        Err(error) => Ok(unwritten_post_form(&context, Some(&post_id), &form, &error)),
     }
 }
 

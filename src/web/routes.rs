@@ -85,9 +85,27 @@ impl PageTable {
         self.add(name, "post", path, post(handler))
     }
 
+    /// `POST path`, the write or edit form: served by `handler` as the function `name`, with
+    /// room for a text longer than a post may be ([`forms::MAX_PAGE_FORM_BYTES`]), so that
+    /// it comes back on the form with its reason.
+    fn post_text<H: Handler<T, AppState>, T: 'static>(
+        self,
+        name: &'static str,
+        path: &'static str,
+        handler: H,
+    ) -> Self {
+        self.add(
+            name,
+            "post",
+            path,
+            post(handler).layer(DefaultBodyLimit::max(forms::MAX_PAGE_FORM_BYTES)),
+        )
+    }
+
     /// `POST path`, a form that carries an image (multipart): served by `handler` as the
-    /// function `name`, without the forms' body limit, since the handler reads the image up
-    /// to the images' own limit and answers a larger one with a 413 of its own.
+    /// function `name`, without the forms' body limit, since the handler keeps the image up
+    /// to the images' own limit, counts the bytes of a larger one without keeping them, and
+    /// answers with the form and the text typed in it.
     fn upload<H: Handler<T, AppState>, T: 'static>(
         self,
         name: &'static str,
@@ -136,7 +154,7 @@ pub fn blog_pages() -> PageTable {
         .post("CommentForm", "/posts/{postId}/comments", forms::add_comment)
         .post("DeleteCommentForm", "/posts/{postId}/comments/{commentId}/delete", forms::delete_comment)
         .get("EditPostPage", "/posts/{postId}/edit", forms::edit_post_page)
-        .post("EditPostForm", "/posts/{postId}/edit", forms::edit_post)
+        .post_text("EditPostForm", "/posts/{postId}/edit", forms::edit_post)
         .post("DeletePostForm", "/posts/{postId}/delete", forms::delete_post)
         .upload("EditImageForm", "/posts/{postId}/edit/image", uploads::upload_on_edit)
         .upload("WriteImageForm", "/write/image", uploads::upload_on_write)
@@ -154,7 +172,7 @@ pub fn blog_pages() -> PageTable {
         .get("MonthSitemap", "/sitemaps/{year}/{month}", views::month_sitemap)
         .get("RobotsTxt", "/robots.txt", views::robots)
         .get("WritePage", "/write", forms::write_page_get)
-        .post("WriteForm", "/write", forms::create_post)
+        .post_text("WriteForm", "/write", forms::create_post)
         .get("AccountPage", "/account", account::account_page)
         .post("AccountForm", "/account", account::rename)
         .get("DeleteAccountPage", "/account/delete", account::delete_account_page)

@@ -6,11 +6,11 @@
 use axum::extract::Multipart;
 use axum::extract::multipart::Field;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use bytes::{Bytes, BytesMut};
 
 use super::context::{BlogPage, PageContext};
-use super::forms::{FormResult, PostForm, Unsent, write_page};
+use super::forms::{FormResult, PostForm, Unsent, post_form_again, write_page};
 use crate::domain::PostId;
 use crate::error::Error;
 use crate::http::images::{BlogImages, image_path};
@@ -18,15 +18,29 @@ use crate::http::paths::PostPath;
 use crate::images::ImageRefusal;
 use crate::problem::Problem;
 
-/// The text fields of the form, together, at most (the post's own limit, with room to spare).
-const MAX_TEXT_BYTES: usize = crate::http::MAX_BODY_BYTES;
+/// The text fields of the form, together, at most: as much as the write and edit forms take
+/// ([`super::forms::MAX_PAGE_FORM_BYTES`]), so that a text too long comes back with its
+/// reason rather than lost.
+const MAX_TEXT_BYTES: usize = super::forms::MAX_PAGE_FORM_BYTES;
+
+/// The most bytes of a form read so that its text comes back when its image is over the
+/// limit: the image's bytes past the limit are counted, never kept (and read, so that a
+/// browser that is still sending sees the answer). The Functions host refuses larger bodies
+/// itself (100 MB by default).
+const MAX_FORM_BYTES: u64 = 100 * 1024 * 1024;
 
 /// What the form sent.
 #[derive(Default)]
 struct Sent {
     form: PostForm,
-    alt: String,
-    image: Option<(Option<String>, Bytes)>,
+    image: Option<SentImage>,
+}
+
+/// The file the form sent: its declared type and its bytes, or only its size when it is over
+/// the limit.
+enum SentImage {
+    Within(Option<String>, Bytes),
+    Over { bytes: u64 },
 }
 
 /// `POST /write/image`.
@@ -55,65 +69,81 @@ async fn upload(
     editing: Option<PostId>,
     multipart: Multipart,
 ) -> FormResult {
-    let sent = read_form(multipart, images.store.limits().max_bytes).await?;
+    let limit = images.store.limits().max_bytes;
+    let sent = read_form(multipart, limit).await?;
     // The page's script (paste or drop) asks for JSON: the image's Markdown, or a problem.
+    // A form comes back with what was typed in it, whatever refused it.
     let wants_json = context.asks_for_json();
+    let refused = |problem: Problem| -> FormResult {
+        if wants_json {
+            return Err(problem.into());
+        }
+        Ok(post_form_again(
+            &context,
+            editing.as_ref(),
+            &sent.form,
+            &problem,
+        ))
+    };
+    // What the page says of a refused image; the script says it in its own words.
+    let not_added = |error: Error| -> FormResult {
+        let problem = Problem::logged(&error);
+        if wants_json {
+            return Err(problem.into());
+        }
+        refused(Problem {
+            detail: format!("The image was not added: {}.", problem.detail),
+            ..problem
+        })
+    };
     let caller = match Unsent::check(&context, &sent.form.csrf) {
         Ok(caller) => caller,
-        Err(unsent) if wants_json => {
-            let problem = Problem::new(unsent.status(), "form-not-taken", unsent.message());
-            return Err(problem.into());
-        }
         Err(unsent) => {
-            let mut page = write_page(&context, editing.as_ref(), &sent.form, None);
-            page.problem = Some(unsent.message().to_owned());
-            return Ok(context.respond(unsent.status(), &page));
+            let problem = Problem::new(unsent.status(), "form-not-taken", unsent.message());
+            return refused(problem);
         }
     };
-    let again = |status: StatusCode, form: &PostForm, problem: Option<String>| -> Response {
-        let mut page = write_page(&context, editing.as_ref(), form, None);
-        page.problem = problem;
-        context.respond(status, &page)
-    };
-    let Some((declared, bytes)) = sent.image else {
-        let problem = "Choose an image to upload first.".to_owned();
-        if wants_json {
-            let problem = Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "no-image", problem);
-            return Err(problem.into());
+    let (declared, bytes) = match &sent.image {
+        None => {
+            let problem = "Choose an image to upload first.";
+            return refused(Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "no-image",
+                problem,
+            ));
         }
-        return Ok(again(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            &sent.form,
-            Some(problem),
-        ));
+        Some(SentImage::Over { bytes }) => {
+            let too_large = ImageRefusal::TooLarge {
+                bytes: Some(*bytes),
+                limit,
+            };
+            return not_added(too_large.into());
+        }
+        Some(SentImage::Within(declared, bytes)) => (declared.clone(), bytes.clone()),
     };
     let tenant = images.tenant.as_ref();
-    match blog
+    let item = match blog
         .upload_image(&images.store, &images.scope, &caller, declared, bytes)
         .await
     {
-        Ok(item) if wants_json => {
-            let url = image_path(tenant, &item.id, None);
-            let answer = serde_json::json!({
-                "id": item.id,
-                "markdown": image_markdown(&sent.alt, &url),
-                "url": url,
-            });
-            Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
-        }
-        Ok(item) => {
-            let url = image_path(tenant, &item.id, None);
-            let mut form = sent.form;
-            form.content = with_image(&form.content, &sent.alt, &url);
-            Ok(again(StatusCode::OK, &form, None))
-        }
-        Err(Error::Image(refusal)) if !wants_json => Ok(again(
-            refusal.status(),
-            &sent.form,
-            Some(format!("The image was not added: {refusal}.")),
-        )),
-        Err(other) => Err(other.into()),
+        Ok(item) => item,
+        Err(error) => return not_added(error),
+    };
+    let url = image_path(tenant, &item.id, None);
+    if wants_json {
+        let answer = serde_json::json!({
+            "id": item.id,
+            "markdown": image_markdown(&sent.form.alt, &url),
+            "url": url,
+        });
+        return Ok((StatusCode::CREATED, axum::Json(answer)).into_response());
     }
+    let mut form = sent.form;
+    form.content = with_image(&form.content, &form.alt, &url);
+    // The alt text was the image's: the next image gets its own.
+    form.alt.clear();
+    let page = write_page(&context, editing.as_ref(), &form, None);
+    Ok(context.respond(StatusCode::OK, &page))
 }
 
 /// `content` with the Markdown of the image at `url` added on a line of its own.
@@ -139,33 +169,42 @@ fn image_markdown(alt: &str, url: &str) -> String {
     format!("![{}]({url})", alt.trim())
 }
 
+/// The form's fields: its text, and its image up to `max_image_bytes` (past it, only the
+/// image's size is kept, and the fields after it are read all the same).
 async fn read_form(mut multipart: Multipart, max_image_bytes: usize) -> Result<Sent, Problem> {
     let mut sent = Sent::default();
     let mut text_bytes = 0;
-    while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+    let mut form_bytes = 0;
+    while let Some(mut field) = multipart.next_field().await.map_err(unreadable)? {
         let name = field.name().unwrap_or_default().to_owned();
         if name == "image" {
             let declared = field.content_type().map(str::to_owned);
-            let bytes = read_field(field, max_image_bytes, || {
-                Problem::from(&Error::from(ImageRefusal::TooLarge {
-                    bytes: max_image_bytes + 1,
-                    limit: max_image_bytes,
-                }))
-            })
-            .await?;
-            // A file input left empty still sends its (empty) part.
-            if !bytes.is_empty() {
-                sent.image = Some((declared, bytes));
+            let mut kept = Some(BytesMut::new());
+            let mut size = 0u64;
+            while let Some(chunk) = field.chunk().await.map_err(unreadable)? {
+                size += chunk.len() as u64;
+                form_bytes += chunk.len() as u64;
+                if form_bytes > MAX_FORM_BYTES {
+                    return Err(form_too_large());
+                }
+                kept = kept
+                    .filter(|_| size <= max_image_bytes as u64)
+                    .map(|mut bytes| {
+                        bytes.extend_from_slice(&chunk);
+                        bytes
+                    });
             }
+            sent.image = match kept {
+                // A file input left empty still sends its (empty) part.
+                Some(bytes) if bytes.is_empty() => None,
+                Some(bytes) => Some(SentImage::Within(declared, bytes.freeze())),
+                None => Some(SentImage::Over { bytes: size }),
+            };
             continue;
         }
-        let bytes = read_field(
-            field,
-            MAX_TEXT_BYTES - text_bytes,
-            crate::http::body_too_large,
-        )
-        .await?;
+        let bytes = read_field(field, MAX_TEXT_BYTES - text_bytes).await?;
         text_bytes += bytes.len();
+        form_bytes += bytes.len() as u64;
         let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
             Problem::new(
                 StatusCode::BAD_REQUEST,
@@ -179,27 +218,35 @@ async fn read_form(mut multipart: Multipart, max_image_bytes: usize) -> Result<S
             "content" => sent.form.content = text,
             "tags" => sent.form.tags = text,
             "publishAt" => sent.form.publish_at = text,
-            "alt" => sent.alt = text,
+            "alt" => sent.form.alt = text,
             _ => {}
         }
     }
     Ok(sent)
 }
 
-/// A field's bytes, refused with `too_large()` past `limit`.
-async fn read_field(
-    mut field: Field<'_>,
-    limit: usize,
-    too_large: impl Fn() -> Problem,
-) -> Result<Bytes, Problem> {
+/// A text field's bytes, refused past `limit`.
+async fn read_field(mut field: Field<'_>, limit: usize) -> Result<Bytes, Problem> {
     let mut bytes = BytesMut::new();
     while let Some(chunk) = field.chunk().await.map_err(unreadable)? {
         if bytes.len() + chunk.len() > limit {
-            return Err(too_large());
+            return Err(form_too_large());
         }
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes.freeze())
+}
+
+fn form_too_large() -> Problem {
+    Problem::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body-too-large",
+        format!(
+            "the form is larger than can be read: its text may take {} KiB, its image {} MiB",
+            MAX_TEXT_BYTES / 1024,
+            MAX_FORM_BYTES / (1024 * 1024)
+        ),
+    )
 }
 
 fn unreadable(error: axum::extract::multipart::MultipartError) -> Problem {

@@ -18,7 +18,10 @@ use cosmos_blog_harness::{hotpost, layouts, stats, suite, tenants};
 async fn phase_alone(args: &[&str]) -> String {
     let args = suite::Args::parse_from(std::iter::once("harness").chain(args.iter().copied()));
     let only = args.only.expect("the arguments choose a phase with --only");
-    suite::run_only(&args, only, "harness_smoke").await.unwrap()
+    let binary = Path::new(env!("CARGO_BIN_EXE_cosmos-blog"));
+    suite::run_only(&args, only, "harness_smoke", binary)
+        .await
+        .unwrap()
 }
 
 /// The ceiling phase alone, briefly, at tiny scale, on `routes` (each as `--route`); its

@@ -14,6 +14,7 @@ image_tests!(
     an_upload_is_stored_and_served_with_its_headers,
     only_real_images_of_the_four_types_are_taken,
     limits_refuse_large_bodies_and_decompression_bombs,
+    an_image_cut_short_is_undecodable_whatever_its_type,
     metadata_is_removed_and_the_orientation_applied,
     wide_images_get_renditions,
     images_are_their_owners_and_deleted_images_are_gone,
@@ -157,7 +158,11 @@ async fn only_real_images_of_the_four_types_are_taken(app: TestApp) {
         ("image/jpeg", png.clone(), "image-type-mismatch"),
         ("image/png", polyglot, "not-only-an-image"),
         ("image/gif", markup_inside, "not-only-an-image"),
-        ("image/png", png[..40].to_vec(), "not-only-an-image"),
+        (
+            "image/png",
+            [png.as_slice(), b"\0\0\0\0"].concat(),
+            "not-only-an-image",
+        ),
     ] {
         let response = upload(&app, Some("ada"), content_type, body).await;
         assert_eq!(
@@ -210,6 +215,11 @@ async fn limits_refuse_large_bodies_and_decompression_bombs(app: TestApp) {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let problem: Value = response.json().await.unwrap();
     assert_eq!(problem["code"], "image-too-large");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("5242881 bytes"),
+        "the image's own size: {detail}"
+    );
 
     let bomb = png_claiming(100_000, 100_000);
     assert!(bomb.len() < 100, "a small file");
@@ -219,6 +229,37 @@ async fn limits_refuse_large_bodies_and_decompression_bombs(app: TestApp) {
     assert_eq!(problem["code"], "image-too-many-pixels", "{problem}");
     let page: Value = listed(&app, "ada", "ada").await.json().await.unwrap();
     assert_eq!(page["items"], serde_json::json!([]), "nothing stored");
+}
+
+async fn an_image_cut_short_is_undecodable_whatever_its_type(app: TestApp) {
+    app.register("ada", "Ada").await;
+    for (format, content_type) in [
+        (ImageFormat::Png, "image/png"),
+        (ImageFormat::Jpeg, "image/jpeg"),
+        (ImageFormat::Gif, "image/gif"),
+        (ImageFormat::WebP, "image/webp"),
+    ] {
+        let whole = picture(300, 200, format);
+        // Cut in the middle of the pixels, and short of the format's last bytes (a JPEG's
+        // end marker, PNG's IEND, GIF's trailer, the RIFF size's last byte).
+        for cut in [whole.len() / 2, whole.len() - 2, whole.len() - 1] {
+            let response = upload(&app, Some("ada"), content_type, whole[..cut].to_vec()).await;
+            assert_eq!(
+                response.status(),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{content_type} cut at {cut} of {}",
+                whole.len()
+            );
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(
+                problem["code"], "undecodable-image",
+                "{content_type}: {problem}"
+            );
+        }
+    }
+    let page: Value = listed(&app, "ada", "ada").await.json().await.unwrap();
+    assert_eq!(page["items"], serde_json::json!([]), "nothing stored");
+    app.assert_verifies().await;
 }
 
 /// A JPEG of `width`×`height` with an EXIF block: camera make, a GPS marker, and orientation 6

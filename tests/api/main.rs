@@ -29,6 +29,7 @@ mod hot_posts;
 mod idempotency;
 mod images;
 mod images_blob;
+mod images_budget;
 mod images_pages;
 mod images_transfer;
 mod interactions;

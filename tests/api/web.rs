@@ -16,6 +16,10 @@ use testkit::{TestApp, eventually, surface_tests};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
+/// Characters of a text the API refuses whole (its body limit), which the write and edit
+/// pages read to say why it is not taken.
+const LONGER_THAN_THE_API_TAKES: usize = cosmos_blog::api::MAX_BODY_BYTES + 1024;
+
 /// Text no page may ever let run: in titles, usernames, comments and ids.
 const HOSTILE: &str = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>&amp;";
 
@@ -142,6 +146,58 @@ impl<'a> Browser<'a> {
         form.extend_from_slice(fields);
         self.request(Method::POST, self.page_url(path))
             .form(&form)
+            .send()
+            .await
+            .expect("sent")
+    }
+}
+
+impl Browser<'_> {
+    /// POST a form to a page of the blog as `multipart/form-data`, with the page's token
+    /// first and a file part `image` (its bytes and type) after the fields of `before` and
+    /// before those of `after`, in the order a browser sends a form's fields.
+    async fn post_multipart(
+        &mut self,
+        path: &str,
+        before: &[(&str, &str)],
+        image: (&[u8], &str),
+        after: &[(&str, &str)],
+    ) -> Response {
+        let boundary = "----formboundary4Xq9TzK2mLw8Pd";
+        let token = self.token().await;
+        let mut body = Vec::new();
+        let text = |body: &mut Vec<u8>, name: &str, value: &str| {
+            body.extend_from_slice(
+                format!(
+                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+                )
+                .as_bytes(),
+            );
+        };
+        text(&mut body, "csrf", &token);
+        for (name, value) in before {
+            text(&mut body, name, value);
+        }
+        let (bytes, content_type) = image;
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; \
+                 filename=\"photo\"\r\nContent-Type: {content_type}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+        for (name, value) in after {
+            text(&mut body, name, value);
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        self.request(Method::POST, self.page_url(path))
+            .header(
+                header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body)
             .send()
             .await
             .expect("sent")

@@ -340,7 +340,101 @@ async fn nothing_can_be_written_cross_site(app: TestApp) {
     assert_eq!(own.status(), StatusCode::CREATED);
 }
 
+/// The write page's text as the form holds it: title, content, tags, publication time.
+fn typed(page: &Html) -> [String; 4] {
+    [
+        select_attr(page, "#title", "value"),
+        select_text(page, "#content").concat(),
+        select_attr(page, "#tags", "value"),
+        select_attr(page, "#publishAt", "value"),
+    ]
+}
+
+async fn every_refusal_of_the_write_and_edit_pages_keeps_what_was_typed(app: TestApp) {
+    app.register("ada", "Ada").await;
+    let mut ada = Browser::new(&app, Some("ada"));
+    let post = app.new_post("ada", "Hello", "world").await;
+    let post_id = post["id"].as_str().unwrap().to_owned();
+    let text = [
+        "A day out",
+        "We walked to the sea.\n\nThen home.",
+        "sea, walks",
+        "2031-05-01T09:30",
+    ];
+    let expected = text.map(str::to_owned);
+    let [title, content, tags, publish_at] = text;
+    // A photo a little over the 5 MiB limit: its own size is said, not the body's.
+    let photo = vec![0x5A; 5 * 1024 * 1024 + 123_457];
+    for path in ["/write".to_owned(), format!("/posts/{post_id}/edit")] {
+        let refused = ada
+            .post_multipart(
+                &format!("{path}/image"),
+                &[("title", title), ("content", content)],
+                (&photo, "image/jpeg"),
+                &[
+                    ("alt", "the sea"),
+                    ("tags", tags),
+                    ("publishAt", publish_at),
+                ],
+            )
+            .await;
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+        let page = parsed(refused).await;
+        assert_eq!(typed(&page), expected, "{path}");
+        assert_eq!(select_attr(&page, "#alt", "value"), "the sea", "{path}");
+        let said = select_text(&page, "[role=alert]").concat();
+        assert!(
+            said.contains("The image was not added") && said.contains("5366337 bytes"),
+            "{path}: {said}"
+        );
+    }
+    let images = app.get_json_as("ada", "/api/users/ada/images").await;
+    assert_eq!(images["items"], serde_json::json!([]), "nothing stored");
+
+    // A text longer than a post may be (and than the API takes) comes back with its reason.
+    let long = "a".repeat(LONGER_THAN_THE_API_TAKES);
+    for path in ["/write".to_owned(), format!("/posts/{post_id}/edit")] {
+        let refused = ada
+            .post(
+                &path,
+                &[("title", title), ("content", &long), ("tags", tags)],
+            )
+            .await;
+        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY, "{path}");
+        let page = parsed(refused).await;
+        assert!(!select_text(&page, "#content-error").is_empty(), "{path}");
+        assert_eq!(select_text(&page, "#content").concat(), long, "{path}");
+    }
+
+    // The post deleted meanwhile: the edit comes back with the reason and the text.
+    let deleted = app
+        .client
+        .delete(app.url(&format!("/api/posts/{post_id}")))
+        .header("x-ms-client-principal-id", "ada")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let refused = ada
+        .post(
+            &format!("/posts/{post_id}/edit"),
+            &[
+                ("title", title),
+                ("content", content),
+                ("tags", tags),
+                ("publishAt", publish_at),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::NOT_FOUND);
+    let page = parsed(refused).await;
+    assert_eq!(typed(&page), expected);
+    let said = select_text(&page, "[role=alert]").concat();
+    assert!(said.contains("Nothing was saved"), "{said}");
+}
+
 surface_tests!(
+    every_refusal_of_the_write_and_edit_pages_keeps_what_was_typed,
     a_reader_writes_comments_likes_edits_and_deletes_through_the_forms,
     the_development_sign_in_sets_the_cookie_pages_and_the_api_read,
     nothing_can_be_written_cross_site,
