@@ -57,7 +57,7 @@ pub(super) enum FeedChange {
     Gone(PostId),
     /// A post's current short copy, published or not, and whether `users` listed it as
     /// published before the batch wrote it: a refill that read `users` before then missed it.
-    Copy { copy: Post, was_listed: bool },
+    Copy { copy: Box<Post>, was_listed: bool },
 }
 
 /// Copies past the bound that one write deletes (more go with the next).
@@ -111,7 +111,9 @@ impl Inputs {
                 FeedChange::Gone(id) => {
                     inputs.gone.insert(id.clone());
                 }
-                FeedChange::Copy { copy, was_listed } => inputs.copy(copy.clone(), *was_listed),
+                FeedChange::Copy { copy, was_listed } => {
+                    inputs.copy(Post::clone(copy), *was_listed)
+                }
             }
         }
         inputs

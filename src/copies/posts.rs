@@ -105,7 +105,7 @@ async fn copy_posts(
         .into_iter()
         .map(FeedChange::Gone)
         .chain(copies.iter().map(|(copy, existing)| FeedChange::Copy {
-            copy: copy.clone(),
+            copy: Box::new(copy.clone()),
             was_listed: listed(existing.as_ref()),
         }))
         .collect();

@@ -56,10 +56,7 @@ async fn a_batch_of_posts_is_one_write_per_partition(app: TestApp) {
     // again before it is fenced; an empty feed has no oldest copy to fence with) and one feed
     // batch; per archive batch a read of the count and the batch; a read and a write of the
     // index; one query of the schedule (no post is scheduled: nothing written there).
-    assert_eq!(
-        metrics.requests,
-        3 + 150 * 3 + 3 + 2 + 1 + 2 * 2 + 2 + 1
-    );
+    assert_eq!(metrics.requests, 3 + 150 * 3 + 3 + 2 + 1 + 2 * 2 + 2 + 1);
     assert_eq!(metrics.items_written, 250 + archive as u64);
     assert_eq!(feed_ids(&app.store).await, newest(50..150));
 

@@ -18,7 +18,7 @@ const WITHIN: Duration = Duration::from_secs(20);
 
 /// Characters of a text the API refuses whole (its body limit), which the write and edit
 /// pages read to say why it is not taken.
-const LONGER_THAN_THE_API_TAKES: usize = cosmos_blog::api::MAX_BODY_BYTES + 1024;
+const LONGER_THAN_THE_API_TAKES: usize = cosmos_blog::http::MAX_BODY_BYTES + 1024;
 
 /// Text no page may ever let run: in titles, usernames, comments and ids.
 const HOSTILE: &str = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>&amp;";
