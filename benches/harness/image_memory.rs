@@ -43,9 +43,11 @@ impl ImageMemoryRun {
 
 /// The worst cases: each image's name and its bytes.
 fn images() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    // Squares of 64 pixels, each of its own colour: a few hundred KB however many pixels.
     let gradient = |width: u32, height: u32| {
         image::RgbImage::from_fn(width, height, |x, y| {
-            image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x + y) % 256) as u8])
+            let (column, row) = (x / 64, y / 64);
+            image::Rgb([column as u8, row as u8, (column + row) as u8])
         })
     };
     let mut png = std::io::Cursor::new(Vec::new());
