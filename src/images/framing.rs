@@ -3,7 +3,7 @@
 //! its end. Decoders are lenient with both: a JPEG cut short decodes with its missing rows
 //! grey, so the end is checked here, before anything decodes.
 
-use super::check::ImageFormat;
+use super::format::ImageFormat;
 
 /// How an image's bytes end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

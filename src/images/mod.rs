@@ -23,6 +23,7 @@ mod blob_access;
 mod budget;
 mod check;
 mod files;
+mod format;
 mod framing;
 mod id;
 mod item;
@@ -35,7 +36,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 pub use budget::{DecodeBudget, Reservation};
-pub use check::{ImageFormat, ImageRefusal};
+pub use check::ImageRefusal;
+pub use format::ImageFormat;
 pub use id::ImageId;
 pub use item::{IMAGE_TYPE, ImageItem};
 pub use limits::{

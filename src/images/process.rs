@@ -9,7 +9,8 @@ use image::codecs::webp::WebPEncoder;
 use image::{DynamicImage, ImageDecoder, ImageReader};
 
 use super::budget::Reservation;
-use super::check::{Admitted, ImageFormat, ImageRefusal};
+use super::check::{Admitted, ImageRefusal};
+use super::format::ImageFormat;
 use super::limits::{Limits, RENDITION_WIDTHS};
 
 /// The quality JPEGs are encoded again at: indistinguishable from the upload at page size.
