@@ -133,11 +133,17 @@ impl From<&Error> for Problem {
                     "the database is busy; retry after the time in Retry-After",
                 )
             },
-            Error::Unavailable(_) => Problem::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store-unavailable",
-                "the database cannot be reached; try again later",
-            ),
+            // RFC 9110 lets a 503 say when to come back: the same short wait as a throttled
+            // request, so that a client (and the image upload's description, whose 503 may
+            // also be `images-busy`) always finds one.
+            Error::Unavailable(_) => Problem {
+                retry_after_seconds: Some(STORE_UNAVAILABLE_RETRY_SECONDS),
+                ..Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store-unavailable",
+                    "the database cannot be reached; try again later",
+                )
+            },
             Error::Image(refusal) => Problem {
                 retry_after_seconds: refusal.retry_after_seconds(),
                 ..Problem::new(refusal.status(), refusal.code(), refusal.to_string())
@@ -150,6 +156,9 @@ impl From<&Error> for Problem {
         }
     }
 }
+
+/// Seconds a `store-unavailable` answer asks a client to wait before trying again.
+const STORE_UNAVAILABLE_RETRY_SECONDS: u64 = 5;
 
 impl Problem {
     /// The problem of `error`, logged as its kind is (in full where it is ours): what a
